@@ -1,0 +1,187 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The contracts ADR-0026 builds on: SelfAssessmentLevel, BeliefSelfAssessment, PredictionOutcome.
+
+ADR-0020 (self-assessment) and ADR-0025 (prediction outcome) are not available to this project; these
+are minimal definitions consistent with what ADR-0026 says of them. ``docs/contracts.md`` records
+each choice. All are immutable and validated on construction.
+"""
+
+from dataclasses import dataclass
+import enum
+import functools
+
+from ._validation import (
+    require_distance,
+    require_instance,
+    require_int,
+    require_schema_version,
+    require_taxonomy,
+    require_vec3,
+)
+
+SCHEMA_VERSION = 1
+"""The schema version every contract of this build writes and accepts."""
+
+
+@functools.total_ordering
+class SelfAssessmentLevel(enum.Enum):
+    """Closed catalog of self-assessment levels.
+
+    The value is the wire value (the ``LEVEL_*`` constants of the messages). Comparison operators
+    order levels by *confidence*, not by value: ``UNKNOWN < UNCERTAIN < KNOWN``.
+    """
+
+    KNOWN = 0
+    UNCERTAIN = 1
+    UNKNOWN = 2
+
+    @property
+    def confidence_rank(self):
+        """Return 2 for KNOWN, 1 for UNCERTAIN, 0 for UNKNOWN (higher is more confident)."""
+        return 2 - self.value
+
+    def downgraded(self, steps=1):
+        """Return the level ``steps`` steps less confident; UNKNOWN stays UNKNOWN."""
+        steps = require_int('SelfAssessmentLevel', 'downgraded.steps', steps)
+        return SelfAssessmentLevel(min(self.value + steps, SelfAssessmentLevel.UNKNOWN.value))
+
+    @classmethod
+    def from_wire(cls, value):
+        """Return the level for a wire value, or raise ValueError naming the value."""
+        value = require_int('SelfAssessmentLevel', 'value', value, maximum=255)
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(
+                f'unknown SelfAssessmentLevel wire value {value!r} '
+                f'(known: {[m.value for m in cls]})') from None
+
+    def __lt__(self, other):
+        if not isinstance(other, SelfAssessmentLevel):
+            return NotImplemented
+        return self.confidence_rank < other.confidence_rank
+
+
+@dataclass(frozen=True, slots=True)
+class NamedLevel:
+    """A level for one named axis (e.g. ``position_x``) or block (e.g. ``pose``) of a belief."""
+
+    name: str
+    level: SelfAssessmentLevel
+
+    def __post_init__(self):
+        require_taxonomy('NamedLevel', 'name', self.name)
+        require_instance('NamedLevel', 'level', self.level, SelfAssessmentLevel)
+
+
+def _named_levels(owner, field_name, value):
+    if isinstance(value, (str, bytes)) or not hasattr(value, '__iter__'):
+        raise TypeError(
+            f'{owner}.{field_name} must be a sequence of NamedLevel, '
+            f'got {type(value).__name__} {value!r}')
+    items = tuple(value)
+    seen = set()
+    for i, item in enumerate(items):
+        require_instance(owner, f'{field_name}[{i}]', item, NamedLevel)
+        if item.name in seen:
+            raise ValueError(f'{owner}.{field_name} has duplicate name {item.name!r}')
+        seen.add(item.name)
+    return items
+
+
+@dataclass(frozen=True, slots=True)
+class BeliefSelfAssessment:
+    """The estimator's claim about what it knows at ``belief_stamp_sim_ns`` (raw, unadjusted).
+
+    ``axis_levels`` and ``block_levels`` carry per-axis and per-block levels (names unique within
+    each); ADR-0026 v1 adjusts only ``overall_level`` and leaves them untouched. Sequences are
+    stored as tuples.
+    """
+
+    belief_stamp_sim_ns: int
+    overall_level: SelfAssessmentLevel
+    axis_levels: tuple = ()
+    block_levels: tuple = ()
+    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self):
+        owner = 'BeliefSelfAssessment'
+        require_int(owner, 'belief_stamp_sim_ns', self.belief_stamp_sim_ns)
+        require_instance(owner, 'overall_level', self.overall_level, SelfAssessmentLevel)
+        object.__setattr__(
+            self, 'axis_levels', _named_levels(owner, 'axis_levels', self.axis_levels))
+        object.__setattr__(
+            self, 'block_levels', _named_levels(owner, 'block_levels', self.block_levels))
+        require_schema_version(owner, self.schema_version, SCHEMA_VERSION)
+
+
+# Bucket indices, by the worse of an outcome's two unsquared Mahalanobis distances d.
+BUCKET_WITHIN_1_STD = 0   # d <= 1
+BUCKET_BEYOND_1_STD = 1   # 1 < d <= 3
+BUCKET_BEYOND_3_STD = 2   # 3 < d <= 5
+BUCKET_BEYOND_5_STD = 3   # d > 5, +inf included
+
+
+def bucket_of_distance(distance):
+    """Return the bucket index of an unsquared Mahalanobis distance (already validated)."""
+    if distance <= 1.0:
+        return BUCKET_WITHIN_1_STD
+    if distance <= 3.0:
+        return BUCKET_BEYOND_1_STD
+    if distance <= 5.0:
+        return BUCKET_BEYOND_3_STD
+    return BUCKET_BEYOND_5_STD
+
+
+@dataclass(frozen=True)
+class PredictionOutcome:
+    """A prediction held against what was observed later.
+
+    Distances are **unsquared** Mahalanobis distances ``d = sqrt(e^T S^-1 e)`` of the position and
+    orientation 3-vector errors: ``>= 0``, NaN rejected, ``+inf`` legal. Errors are finite
+    3-vectors (metres, radians as a rotation vector). ``observed_stamp_sim_ns >=
+    prediction_stamp_sim_ns``.
+
+    ``bucket`` (derived, not a dataclass field) is the calibration bucket of the outcome, decided
+    by the worse (larger) of its two distances; see :func:`bucket_of_distance`.
+    """
+
+    prediction_stamp_sim_ns: int
+    observed_stamp_sim_ns: int
+    position_error_m: tuple
+    orientation_error_rad: tuple
+    position_mahalanobis: float
+    orientation_mahalanobis: float
+    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self):
+        owner = 'PredictionOutcome'
+        require_int(owner, 'prediction_stamp_sim_ns', self.prediction_stamp_sim_ns)
+        require_int(owner, 'observed_stamp_sim_ns', self.observed_stamp_sim_ns)
+        if self.observed_stamp_sim_ns < self.prediction_stamp_sim_ns:
+            raise ValueError(
+                f'{owner}.observed_stamp_sim_ns ({self.observed_stamp_sim_ns}) must be >= '
+                f'prediction_stamp_sim_ns ({self.prediction_stamp_sim_ns})')
+        setattr_ = object.__setattr__
+        setattr_(self, 'position_error_m',
+                 require_vec3(owner, 'position_error_m', self.position_error_m))
+        setattr_(self, 'orientation_error_rad',
+                 require_vec3(owner, 'orientation_error_rad', self.orientation_error_rad))
+        position = require_distance(owner, 'position_mahalanobis', self.position_mahalanobis)
+        orientation = require_distance(
+            owner, 'orientation_mahalanobis', self.orientation_mahalanobis)
+        setattr_(self, 'position_mahalanobis', position)
+        setattr_(self, 'orientation_mahalanobis', orientation)
+        require_schema_version(owner, self.schema_version, SCHEMA_VERSION)
+        # Cached derived value (not a field: absent from repr, eq, hash and fields()).
+        setattr_(self, '_bucket', bucket_of_distance(max(position, orientation)))
+
+    @property
+    def bucket(self):
+        """Return the calibration bucket index (one of the ``BUCKET_*`` constants)."""
+        return self._bucket
+
+    @property
+    def worst_mahalanobis(self):
+        """Return the larger of the two unsquared distances (the one that decides the bucket)."""
+        return max(self.position_mahalanobis, self.orientation_mahalanobis)

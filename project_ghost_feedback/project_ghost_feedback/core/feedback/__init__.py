@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Closed-loop feedback v1 (ADR-0026): contracts, protocol, reference policy, orchestration."""
+
+from .orchestration import assess_with_feedback, build_calibration_history, DEFAULT_MAX_HISTORY
+from .protocols import CalibrationAdjustmentPolicy
+from .registry import (
+    DEFAULT_POLICY,
+    make_policy,
+    POLICIES,
+    policy_names,
+    policy_parameters,
+)
+from .reference_policy import (
+    MahalanobisDowngradePolicy,
+    REASON_CALIBRATION_WITHIN_TOLERANCE,
+    REASON_DOWNGRADE_FROM_CALIBRATION,
+    REASON_NO_OUTCOMES_YET,
+)
+from .types import CalibratedSelfAssessment, CalibrationHistory
+
+__all__ = [
+    'DEFAULT_POLICY',
+    'POLICIES',
+    'make_policy',
+    'policy_names',
+    'policy_parameters',
+    'DEFAULT_MAX_HISTORY',
+    'REASON_CALIBRATION_WITHIN_TOLERANCE',
+    'REASON_DOWNGRADE_FROM_CALIBRATION',
+    'REASON_NO_OUTCOMES_YET',
+    'CalibratedSelfAssessment',
+    'CalibrationAdjustmentPolicy',
+    'CalibrationHistory',
+    'MahalanobisDowngradePolicy',
+    'assess_with_feedback',
+    'build_calibration_history',
+]

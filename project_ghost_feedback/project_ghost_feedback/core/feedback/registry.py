@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Registry of adjustment policies by name, and construction from plain parameter values.
+
+Every registered policy is a frozen dataclass whose fields are its parameters (with defaults) and
+whose ``__post_init__`` validates them. Adding a policy is one line in ``POLICIES``. The node
+declares one ROS parameter per field, named ``<policy_name>.<field>``.
+"""
+
+import dataclasses
+
+from .reference_policy import MahalanobisDowngradePolicy
+
+POLICIES = {
+    'mahalanobis_downgrade': MahalanobisDowngradePolicy,
+}
+"""Policy name -> policy class. The name equals the class's ``policy_id``."""
+
+DEFAULT_POLICY = 'mahalanobis_downgrade'
+
+
+def policy_names():
+    """Return the registered policy names, sorted."""
+    return sorted(POLICIES)
+
+
+def _policy_class(name):
+    try:
+        return POLICIES[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f'unknown policy {name!r} (registered: {", ".join(policy_names())})') from None
+
+
+def policy_parameters(name):
+    """Return ``{field: default}`` for the policy ``name`` (ValueError for an unknown name)."""
+    return {
+        f.name: f.default for f in dataclasses.fields(_policy_class(name))
+        if f.init and f.default is not dataclasses.MISSING
+    }
+
+
+def make_policy(name, parameters=None):
+    """Build the policy ``name`` from ``parameters`` (a mapping of field -> value).
+
+    Missing fields take their defaults; an unknown field is a ValueError naming it; an invalid value
+    raises the policy's own TypeError or ValueError.
+    """
+    cls = _policy_class(name)
+    parameters = dict(parameters or {})
+    known = policy_parameters(name)
+    unknown = sorted(set(parameters) - set(known))
+    if unknown:
+        raise ValueError(
+            f'policy {name!r} has no parameter(s) {", ".join(unknown)} '
+            f'(it takes: {", ".join(sorted(known)) or "none"})')
+    return cls(**parameters)
