@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Validation helpers shared by the core contracts (stdlib only).
 
-Every helper raises ``TypeError`` for a value of the wrong type and ``ValueError`` for a value of
-the right type outside its domain; both messages name the owner, the field and the bad value.
+Every helper raises :class:`ContractTypeError` (a ``TypeError``) for a value of the wrong type and
+:class:`ContractValueError` (a ``ValueError``) for a value of the right type outside its domain.
+Both carry ``field`` (``Owner.field``) and ``code`` (a short taxonomy such as ``nan``) so that a
+node can count rejections per reason, and a message naming the field and the bad value.
 ``bool`` is never accepted where an ``int`` is expected.
 """
 
@@ -21,8 +23,39 @@ _KNOWN_TAXONOMY = set()
 _KNOWN_TAXONOMY_MAX = 1024
 
 
-def _where(owner, field):
-    return f'{owner}.{field}'
+class ContractViolation(Exception):
+    """Base of the core's validation errors: ``field`` names what was wrong, ``code`` how."""
+
+    def __init__(self, field, code, message):
+        super().__init__(message)
+        self.field = field
+        self.code = code
+
+    @property
+    def reason(self):
+        """Return ``'<code>:<field>'``, a stable key for counting rejections."""
+        return f'{self.code}:{self.field}'
+
+
+class ContractTypeError(ContractViolation, TypeError):
+    """A contract field got a value of the wrong type."""
+
+
+class ContractValueError(ContractViolation, ValueError):
+    """A contract field got a value of the right type outside its domain."""
+
+
+def type_error(owner, field, expected, value):
+    """Return a ContractTypeError saying ``owner.field`` must be ``expected``."""
+    where = f'{owner}.{field}'
+    return ContractTypeError(
+        where, 'wrong_type', f'{where} must be {expected}, got {type(value).__name__} {value!r}')
+
+
+def value_error(owner, field, code, message):
+    """Return a ContractValueError for ``owner.field`` with ``code`` and ``message``."""
+    where = f'{owner}.{field}'
+    return ContractValueError(where, code, f'{where} {message}')
 
 
 def require_int(owner, field, value, *, minimum=0, maximum=INT64_MAX):
@@ -31,13 +64,18 @@ def require_int(owner, field, value, *, minimum=0, maximum=INT64_MAX):
         return value
     if type(value) is not int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(
-                f'{_where(owner, field)} must be an int, got {type(value).__name__} {value!r}')
+            raise type_error(owner, field, 'an int', value)
         value = int(value)
     if value < minimum or value > maximum:
-        raise ValueError(
-            f'{_where(owner, field)} must be in [{minimum}, {maximum}], got {value!r}')
+        code = 'negative' if value < 0 <= minimum else 'out_of_range'
+        raise value_error(owner, field, code, f'must be in [{minimum}, {maximum}], got {value!r}')
     return value
+
+
+def _require_float(owner, field, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise type_error(owner, field, 'a float', value)
+    return float(value)
 
 
 def require_distance(owner, field, value):
@@ -47,39 +85,32 @@ def require_distance(owner, field, value):
     """
     if type(value) is float and value >= 0.0:  # NaN fails the comparison
         return value
-    if type(value) is not float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(
-                f'{_where(owner, field)} must be a float, got {type(value).__name__} {value!r}')
-        value = float(value)
+    value = _require_float(owner, field, value)
     if value != value:
-        raise ValueError(f'{_where(owner, field)} must not be NaN')
+        raise value_error(owner, field, 'nan', 'must not be NaN')
     if value < 0.0:
-        raise ValueError(f'{_where(owner, field)} must be >= 0 (+inf allowed), got {value!r}')
+        raise value_error(owner, field, 'negative', f'must be >= 0 (+inf allowed), got {value!r}')
     return value
 
 
 def require_finite(owner, field, value):
     """Return ``value`` as a float if it is a finite real number (not ``bool``)."""
-    if type(value) is not float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(
-                f'{_where(owner, field)} must be a float, got {type(value).__name__} {value!r}')
-        value = float(value)
+    value = _require_float(owner, field, value)
     if not math.isfinite(value):
-        raise ValueError(f'{_where(owner, field)} must be finite, got {value!r}')
+        raise value_error(
+            owner, field, 'nan' if value != value else 'not_finite',
+            f'must be finite, got {value!r}')
     return value
 
 
 def require_vec3(owner, field, value):
     """Return ``value`` as a tuple of three finite floats."""
     if isinstance(value, (str, bytes)) or not hasattr(value, '__len__'):
-        raise TypeError(
-            f'{_where(owner, field)} must be a sequence of 3 floats, '
-            f'got {type(value).__name__} {value!r}')
+        raise type_error(owner, field, 'a sequence of 3 floats', value)
     if len(value) != 3:
-        raise ValueError(
-            f'{_where(owner, field)} must have exactly 3 elements, got {len(value)}: {value!r}')
+        raise value_error(
+            owner, field, 'wrong_length',
+            f'must have exactly 3 elements, got {len(value)}: {value!r}')
     return tuple(require_finite(owner, f'{field}[{i}]', v) for i, v in enumerate(value))
 
 
@@ -88,12 +119,11 @@ def require_taxonomy(owner, field, value):
     if type(value) is str and value in _KNOWN_TAXONOMY:
         return value
     if type(value) is not str:
-        raise TypeError(
-            f'{_where(owner, field)} must be a str, got {type(value).__name__} {value!r}')
+        raise type_error(owner, field, 'a str', value)
     if not 1 <= len(value) <= TAXONOMY_MAX_LEN or TAXONOMY_PATTERN.fullmatch(value) is None:
-        raise ValueError(
-            f'{_where(owner, field)} must match ^[a-z][a-z0-9_]*$ with 1-{TAXONOMY_MAX_LEN} '
-            f'characters, got {value!r}')
+        raise value_error(
+            owner, field, 'bad_taxonomy',
+            f'must match ^[a-z][a-z0-9_]*$ with 1-{TAXONOMY_MAX_LEN} characters, got {value!r}')
     if len(_KNOWN_TAXONOMY) < _KNOWN_TAXONOMY_MAX:
         _KNOWN_TAXONOMY.add(value)
     return value
@@ -102,18 +132,16 @@ def require_taxonomy(owner, field, value):
 def require_instance(owner, field, value, cls):
     """Return ``value`` if it is an instance of ``cls``."""
     if not isinstance(value, cls):
-        raise TypeError(
-            f'{_where(owner, field)} must be a {cls.__name__}, '
-            f'got {type(value).__name__} {value!r}')
+        raise type_error(owner, field, f'a {cls.__name__}', value)
     return value
 
 
 def require_schema_version(owner, value, supported):
     """Return ``value`` if it is the supported schema version (an int, not bool)."""
     if type(value) is not int:
-        raise TypeError(
-            f'{owner}.schema_version must be an int, got {type(value).__name__} {value!r}')
+        raise type_error(owner, 'schema_version', 'an int', value)
     if value != supported:
-        raise ValueError(
-            f'{owner}.schema_version {value!r} is not supported (this build reads {supported})')
+        raise value_error(
+            owner, 'schema_version', 'unsupported_schema_version',
+            f'{value!r} is not supported (this build reads {supported})')
     return value

@@ -11,13 +11,29 @@ import enum
 import functools
 
 from ._validation import (
+    ContractTypeError,
+    ContractValueError,
+    ContractViolation,
     require_distance,
     require_instance,
     require_int,
     require_schema_version,
     require_taxonomy,
     require_vec3,
+    type_error,
+    value_error,
 )
+
+__all__ = [
+    'BeliefSelfAssessment',
+    'ContractTypeError',
+    'ContractValueError',
+    'ContractViolation',
+    'NamedLevel',
+    'PredictionOutcome',
+    'SCHEMA_VERSION',
+    'SelfAssessmentLevel',
+]
 
 SCHEMA_VERSION = 1
 """The schema version every contract of this build writes and accepts."""
@@ -52,9 +68,9 @@ class SelfAssessmentLevel(enum.Enum):
         try:
             return cls(value)
         except ValueError:
-            raise ValueError(
-                f'unknown SelfAssessmentLevel wire value {value!r} '
-                f'(known: {[m.value for m in cls]})') from None
+            raise value_error(
+                'SelfAssessmentLevel', 'value', 'unknown_level',
+                f'{value!r} is not a known level (known: {[m.value for m in cls]})') from None
 
     def __lt__(self, other):
         if not isinstance(other, SelfAssessmentLevel):
@@ -76,15 +92,14 @@ class NamedLevel:
 
 def _named_levels(owner, field_name, value):
     if isinstance(value, (str, bytes)) or not hasattr(value, '__iter__'):
-        raise TypeError(
-            f'{owner}.{field_name} must be a sequence of NamedLevel, '
-            f'got {type(value).__name__} {value!r}')
+        raise type_error(owner, field_name, 'a sequence of NamedLevel', value)
     items = tuple(value)
     seen = set()
     for i, item in enumerate(items):
         require_instance(owner, f'{field_name}[{i}]', item, NamedLevel)
         if item.name in seen:
-            raise ValueError(f'{owner}.{field_name} has duplicate name {item.name!r}')
+            raise value_error(
+                owner, field_name, 'duplicate_name', f'has duplicate name {item.name!r}')
         seen.add(item.name)
     return items
 
@@ -159,9 +174,10 @@ class PredictionOutcome:
         require_int(owner, 'prediction_stamp_sim_ns', self.prediction_stamp_sim_ns)
         require_int(owner, 'observed_stamp_sim_ns', self.observed_stamp_sim_ns)
         if self.observed_stamp_sim_ns < self.prediction_stamp_sim_ns:
-            raise ValueError(
-                f'{owner}.observed_stamp_sim_ns ({self.observed_stamp_sim_ns}) must be >= '
-                f'prediction_stamp_sim_ns ({self.prediction_stamp_sim_ns})')
+            raise value_error(
+                owner, 'observed_stamp_sim_ns', 'stamp_order',
+                f'({self.observed_stamp_sim_ns}) must be >= prediction_stamp_sim_ns '
+                f'({self.prediction_stamp_sim_ns})')
         setattr_ = object.__setattr__
         setattr_(self, 'position_error_m',
                  require_vec3(owner, 'position_error_m', self.position_error_m))

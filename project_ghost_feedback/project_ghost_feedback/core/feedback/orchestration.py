@@ -4,7 +4,7 @@
 from collections import deque
 from collections.abc import Sequence
 
-from .._validation import require_instance
+from .._validation import require_instance, type_error, value_error
 from ..contracts import BeliefSelfAssessment, PredictionOutcome
 from .types import CalibratedSelfAssessment, CalibrationHistory
 
@@ -13,9 +13,10 @@ DEFAULT_MAX_HISTORY = 32
 
 def _require_max_n(name, value):
     if type(value) is not int:
-        raise TypeError(f'{name} must be an int >= 1, got {type(value).__name__} {value!r}')
+        raise type_error('build_calibration_history', name, 'an int >= 1', value)
     if value < 1:
-        raise ValueError(f'{name} must be an int >= 1, got {value!r}')
+        raise value_error(
+            'build_calibration_history', name, 'out_of_range', f'must be >= 1, got {value!r}')
 
 
 def _window(outcomes, max_n):
@@ -23,9 +24,8 @@ def _window(outcomes, max_n):
     if isinstance(outcomes, Sequence) and not isinstance(outcomes, (str, bytes)):
         return outcomes[-max_n:] if len(outcomes) > max_n else outcomes
     if isinstance(outcomes, (str, bytes)) or not hasattr(outcomes, '__iter__'):
-        raise TypeError(
-            f'outcomes must be an iterable of PredictionOutcome, '
-            f'got {type(outcomes).__name__} {outcomes!r}')
+        raise type_error(
+            'build_calibration_history', 'outcomes', 'an iterable of PredictionOutcome', outcomes)
     return deque(outcomes, maxlen=max_n)
 
 
@@ -95,9 +95,9 @@ def assess_with_feedback(raw, outcomes, adjustment_policy, max_history=DEFAULT_M
     # ~8 us per call on CPython 3.11 (more than the whole fold of a 32-outcome window).
     if (not hasattr(adjustment_policy, 'policy_id')
             or not callable(getattr(adjustment_policy, 'adjust', None))):
-        raise TypeError(
-            'assess_with_feedback.adjustment_policy must implement CalibrationAdjustmentPolicy '
-            f'(policy_id, adjust), got {type(adjustment_policy).__name__}')
+        raise type_error(
+            'assess_with_feedback', 'adjustment_policy',
+            'a CalibrationAdjustmentPolicy (policy_id, adjust)', adjustment_policy)
     _require_max_n('max_history', max_history)
     history = build_calibration_history(outcomes, max_history)
     calibrated = adjustment_policy.adjust(raw, history)
@@ -107,7 +107,8 @@ def assess_with_feedback(raw, outcomes, adjustment_policy, max_history=DEFAULT_M
     if ((calibrated.raw_assessment is not raw and calibrated.raw_assessment != raw)
             or (calibrated.calibration_history is not history
                 and calibrated.calibration_history != history)):
-        raise ValueError(
-            f'policy {adjustment_policy.policy_id!r} returned an envelope that does not carry '
-            'the raw assessment and history it was given')
+        raise value_error(
+            'assess_with_feedback', 'adjustment_policy', 'foreign_envelope',
+            f'{adjustment_policy.policy_id!r} returned an envelope that does not carry the raw '
+            'assessment and history it was given')
     return calibrated

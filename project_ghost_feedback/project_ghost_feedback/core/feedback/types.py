@@ -10,6 +10,7 @@ from .._validation import (
     require_schema_version,
     require_taxonomy,
     UINT32_MAX,
+    value_error,
 )
 from ..contracts import BeliefSelfAssessment, SCHEMA_VERSION, SelfAssessmentLevel
 
@@ -59,8 +60,9 @@ class CalibrationHistory:
                 require_int(owner, name, count, maximum=UINT32_MAX)
         counted = counts[0] + counts[1] + counts[2] + counts[3]
         if counted != total:
-            raise ValueError(
-                f'{owner}: sum of counts ({counted}) must equal outcomes_considered ({total})')
+            raise value_error(
+                owner, 'outcomes_considered', 'inconsistent_counts',
+                f'({total}) must equal the sum of the counts ({counted})')
         worst_position = require_distance(
             owner, 'worst_position_mahalanobis', self.worst_position_mahalanobis)
         worst_orientation = require_distance(
@@ -70,17 +72,18 @@ class CalibrationHistory:
         stamp = self.most_recent_observed_stamp_sim_ns
         if total == 0:
             if worst_position != 0.0 or worst_orientation != 0.0:
-                raise ValueError(
-                    f'{owner}: with outcomes_considered == 0 both worst distances must be 0.0, '
+                raise value_error(
+                    owner, 'worst_position_mahalanobis', 'inconsistent_empty',
+                    'and worst_orientation_mahalanobis must be 0.0 with outcomes_considered == 0, '
                     f'got {worst_position!r} and {worst_orientation!r}')
             if stamp is not None:
-                raise ValueError(
-                    f'{owner}.most_recent_observed_stamp_sim_ns must be None when '
-                    f'outcomes_considered == 0, got {stamp!r}')
+                raise value_error(
+                    owner, 'most_recent_observed_stamp_sim_ns', 'inconsistent_empty',
+                    f'must be None when outcomes_considered == 0, got {stamp!r}')
         elif stamp is None:
-            raise ValueError(
-                f'{owner}.most_recent_observed_stamp_sim_ns must be an int >= 0 when '
-                f'outcomes_considered == {total}, got None')
+            raise value_error(
+                owner, 'most_recent_observed_stamp_sim_ns', 'missing_stamp',
+                f'must be an int >= 0 when outcomes_considered == {total}, got None')
         else:
             require_int(owner, 'most_recent_observed_stamp_sim_ns', stamp)
         require_schema_version(owner, self.schema_version, SCHEMA_VERSION)
