@@ -75,7 +75,11 @@ def require_int(owner, field, value, *, minimum=0, maximum=INT64_MAX):
 def _require_float(owner, field, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise type_error(owner, field, 'a float', value)
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond the float range: a ValueError, not an OverflowError
+        raise value_error(
+            owner, field, 'out_of_range', f'is too large for a float, got {value!r}') from None
 
 
 def require_distance(owner, field, value):

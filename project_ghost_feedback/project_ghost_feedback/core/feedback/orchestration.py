@@ -88,7 +88,8 @@ def assess_with_feedback(raw, outcomes, adjustment_policy, max_history=DEFAULT_M
     The canonical orchestration of ADR-0026: pure (no clock, no randomness), so equal inputs give
     equal outputs. Raises TypeError when ``raw`` is not a BeliefSelfAssessment, the policy does
     not implement CalibrationAdjustmentPolicy, or the policy returns something that is not a
-    CalibratedSelfAssessment of this very ``raw`` and history.
+    CalibratedSelfAssessment; ValueError when the returned envelope is foreign: it does not carry
+    this very ``raw`` and history, or its ``adjustment_policy_id`` is not the policy's own.
     """
     require_instance('assess_with_feedback', 'raw', raw, BeliefSelfAssessment)
     # The same structural check as isinstance(policy, CalibrationAdjustmentPolicy), which costs
@@ -106,9 +107,11 @@ def assess_with_feedback(raw, outcomes, adjustment_policy, max_history=DEFAULT_M
         CalibratedSelfAssessment)
     if ((calibrated.raw_assessment is not raw and calibrated.raw_assessment != raw)
             or (calibrated.calibration_history is not history
-                and calibrated.calibration_history != history)):
+                and calibrated.calibration_history != history)
+            or calibrated.adjustment_policy_id != adjustment_policy.policy_id):
         raise value_error(
             'assess_with_feedback', 'adjustment_policy', 'foreign_envelope',
             f'{adjustment_policy.policy_id!r} returned an envelope that does not carry the raw '
-            'assessment and history it was given')
+            'assessment, history and policy id it was given '
+            f'(envelope policy id {calibrated.adjustment_policy_id!r})')
     return calibrated
