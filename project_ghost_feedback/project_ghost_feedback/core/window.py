@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A bounded window of PredictionOutcomes kept in observed-stamp order (pure, stdlib only).
+
+The feedback node and ``ghost-feedback replay`` share it, so a replay reproduces the node exactly.
+"""
+
+import bisect
+
+from ._validation import require_int, require_instance
+from .contracts import PredictionOutcome
+
+ADDED = 'added'
+DUPLICATE = 'duplicate'
+TOO_OLD = 'too_old'
+
+
+def _order_key(outcome):
+    """Total order on outcomes: observed stamp first, then every other field (ties are stable)."""
+    return (
+        outcome.observed_stamp_sim_ns,
+        outcome.prediction_stamp_sim_ns,
+        outcome.position_mahalanobis,
+        outcome.orientation_mahalanobis,
+        outcome.position_error_m,
+        outcome.orientation_error_rad,
+    )
+
+
+class OutcomeWindow:
+    """The ``capacity`` most recent outcomes by observed stamp, sorted, without duplicates.
+
+    - An out-of-order arrival is inserted in order. Ties on the observed stamp are ordered by the
+      remaining fields, so the order never depends on arrival order.
+    - An exact duplicate (equal in every field) is not stored: :meth:`add` returns ``DUPLICATE``.
+    - When full, the oldest outcome is evicted; an arrival older than everything kept in a full
+      window is not stored (``TOO_OLD``).
+
+    :meth:`causal_window` returns the last ``max_n`` outcomes observed at or before a stamp, which
+    is what a belief at that stamp may causally be judged on.
+    """
+
+    __slots__ = ('_capacity', '_keys', '_outcomes', '_stamps')
+
+    def __init__(self, capacity):
+        self._capacity = require_int('OutcomeWindow', 'capacity', capacity, minimum=1)
+        self._keys = []
+        self._outcomes = []
+        self._stamps = []
+
+    @property
+    def capacity(self):
+        """Return the maximum number of outcomes kept."""
+        return self._capacity
+
+    def __len__(self):
+        return len(self._outcomes)
+
+    def __iter__(self):
+        return iter(tuple(self._outcomes))
+
+    def resize(self, capacity):
+        """Change the capacity, evicting the oldest outcomes if needed."""
+        self._capacity = require_int('OutcomeWindow', 'capacity', capacity, minimum=1)
+        self._trim()
+
+    def clear(self):
+        """Forget every outcome."""
+        self._keys.clear()
+        self._outcomes.clear()
+        self._stamps.clear()
+
+    def add(self, outcome):
+        """Insert ``outcome`` in order; return ``ADDED``, ``DUPLICATE`` or ``TOO_OLD``."""
+        require_instance('OutcomeWindow.add', 'outcome', outcome, PredictionOutcome)
+        key = _order_key(outcome)
+        keys = self._keys
+        if not keys or key > keys[-1]:
+            index = len(keys)
+        else:
+            index = bisect.bisect_left(keys, key)
+            if index < len(keys) and keys[index] == key:
+                return DUPLICATE
+            if index == 0 and len(keys) >= self._capacity:
+                return TOO_OLD
+        keys.insert(index, key)
+        self._outcomes.insert(index, outcome)
+        self._stamps.insert(index, outcome.observed_stamp_sim_ns)
+        self._trim()
+        return ADDED
+
+    def _trim(self):
+        excess = len(self._keys) - self._capacity
+        if excess > 0:
+            del self._keys[:excess]
+            del self._outcomes[:excess]
+            del self._stamps[:excess]
+
+    def causal_window(self, stamp_sim_ns, max_n):
+        """Return the last ``max_n`` outcomes with ``observed_stamp_sim_ns <= stamp_sim_ns``."""
+        end = bisect.bisect_right(self._stamps, stamp_sim_ns)
+        return self._outcomes[max(0, end - max_n):end]
+
+    def oldest_stamp(self):
+        """Return the observed stamp of the oldest outcome kept, or None when empty."""
+        return self._stamps[0] if self._stamps else None
+
+    def newest_stamp(self):
+        """Return the observed stamp of the newest outcome kept, or None when empty."""
+        return self._stamps[-1] if self._stamps else None
