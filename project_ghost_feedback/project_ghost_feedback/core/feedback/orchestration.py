@@ -21,8 +21,14 @@ def _require_max_n(name, value):
 
 def _window(outcomes, max_n):
     """Return the last ``max_n`` items of ``outcomes`` as a sequence (no copy when possible)."""
-    if isinstance(outcomes, Sequence) and not isinstance(outcomes, (str, bytes)):
+    if isinstance(outcomes, (list, tuple)):
         return outcomes[-max_n:] if len(outcomes) > max_n else outcomes
+    if isinstance(outcomes, Sequence) and not isinstance(outcomes, (str, bytes)):
+        # Not every Sequence slices (collections.deque does not): index the tail instead.
+        length = len(outcomes)
+        if length <= max_n:
+            return outcomes
+        return [outcomes[i] for i in range(length - max_n, length)]
     if isinstance(outcomes, (str, bytes)) or not hasattr(outcomes, '__iter__'):
         raise type_error(
             'build_calibration_history', 'outcomes', 'an iterable of PredictionOutcome', outcomes)
