@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# One setup step, idempotent: check build tools, create the project venv (.venv) with ROS 2 Jazzy
+# from PyPI wheels (pins: requirements/jazzy.txt), fix the wheels' CMake paths, colcon-build both
+# packages into build/ install/ log/ at the repository root. A second run only re-checks and runs a
+# no-op colcon build.
+#
+# Environment knobs: PYTHON (interpreter for a new venv, must be CPython 3.11: the wheels are cp311),
+# GHOST_FEEDBACK_SKIP_APT=1 (never call apt-get).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${ROOT}"
+
+VENV="${ROOT}/.venv"
+REQUIREMENTS="${ROOT}/requirements/jazzy.txt"
+STAMP="${VENV}/.ghost_feedback_requirements.sha256"
+CMAKE_FIX_STAMP="${VENV}/.ghost_feedback_cmake_paths_fixed"
+
+log() { printf '[setup] %s\n' "$*"; }
+die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
+
+can_apt() {
+  [[ "${GHOST_FEEDBACK_SKIP_APT:-0}" != 1 && "$(id -u)" == 0 ]] && command -v apt-get >/dev/null
+}
+
+APT_UPDATED=0
+apt_install() {
+  # Best effort: returns non-zero when apt is unavailable or the install fails.
+  can_apt || return 1
+  if [[ "${APT_UPDATED}" == 0 ]]; then
+    DEBIAN_FRONTEND=noninteractive timeout 300 apt-get update -qq >/dev/null 2>&1 || true
+    APT_UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq "$@" >/dev/null 2>&1
+}
+
+# The ROS wheels' .pth bootstrapper re-executes Python with its own LD_LIBRARY_PATH and marks
+# that in the environment; an inherited marker from another venv would skip the re-exec.
+unset _ROS_WHEELS_BOOTSTRAP_COMPLETE
+
+# --- 1. build tools -------------------------------------------------------------------------
+missing=()
+for tool in cmake g++ make; do
+  command -v "${tool}" >/dev/null || missing+=("${tool}")
+done
+if ((${#missing[@]})); then
+  log "missing build tools: ${missing[*]}; trying apt-get"
+  apt_install cmake g++ make || true
+  for tool in "${missing[@]}"; do
+    command -v "${tool}" >/dev/null \
+      || die "'${tool}' not found. Install the build tools: apt-get install -y cmake g++ make"
+  done
+fi
+
+# tcpdump is optional (test_containment.py captures packets with it); never fail on it.
+if ! command -v tcpdump >/dev/null; then
+  if apt_install tcpdump; then
+    log 'installed tcpdump (for the DDS containment test)'
+  else
+    log 'tcpdump not available; the packet-capture containment test will be skipped'
+  fi
+fi
+
+# --- 2. venv --------------------------------------------------------------------------------
+if [[ ! -x "${VENV}/bin/python" ]]; then
+  python_for_venv="${PYTHON:-}"
+  if [[ -z "${python_for_venv}" ]]; then
+    if command -v python3.11 >/dev/null; then python_for_venv=python3.11; else python_for_venv=python3; fi
+  fi
+  version="$("${python_for_venv}" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+  [[ "${version}" == 3.11 ]] \
+    || die "${python_for_venv} is Python ${version}; the ROS 2 Jazzy wheels need CPython 3.11 (set PYTHON=...)"
+  log "creating ${VENV} with ${python_for_venv} (${version})"
+  "${python_for_venv}" -m venv "${VENV}"
+  rm -f "${STAMP}" "${CMAKE_FIX_STAMP}"
+fi
+PY="${VENV}/bin/python"
+
+# --- 3. pinned requirements, installed only when they changed ------------------------------------
+want_hash="$(cat "${REQUIREMENTS}" <("${PY}" -c 'import sys; print(sys.version)') | sha256sum | cut -d' ' -f1)"
+have_hash="$(cat "${STAMP}" 2>/dev/null || true)"
+if [[ "${want_hash}" != "${have_hash}" ]]; then
+  log "installing pinned requirements (${REQUIREMENTS#"${ROOT}"/})"
+  # pip's machine-wide config (constraints, find-links, local indexes) stays in effect.
+  pip_log="$(mktemp)"
+  if ! "${PY}" -m pip install --quiet --disable-pip-version-check -r "${REQUIREMENTS}" >"${pip_log}" 2>&1; then
+    grep -v 'is ignored: it is neither a file nor a directory' "${pip_log}" >&2 || true
+    rm -f "${pip_log}"
+    die 'pip install failed'
+  fi
+  rm -f "${pip_log}"
+  rm -f "${CMAKE_FIX_STAMP}"
+  echo "${want_hash}" >"${STAMP}"
+else
+  log 'requirements unchanged, skipping pip'
+fi
+
+# --- 4. cmake path fix (ROS_TOOLCHAIN.md) ------------------------------------------------------
+# The wheels' exported *__rosidl_generator_py targets point at their build machine's Python
+# (/opt/python/cp311-cp311/...). Rewrite those paths to this venv once, so CMakeLists files stay
+# what a real ROS install uses. Idempotent: after the rewrite no file matches any more.
+if [[ ! -f "${CMAKE_FIX_STAMP}" ]]; then
+  "${PY}" - "${VENV}" <<'PY'
+import pathlib
+import sys
+import sysconfig
+
+import numpy
+
+venv = pathlib.Path(sys.argv[1])
+replacements = {
+    '/opt/python/cp311-cp311/include/python3.11': sysconfig.get_paths()['include'],
+    '/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include': numpy.get_include(),
+}
+changed = 0
+for path in (venv / 'share').rglob('*.cmake'):
+    text = path.read_text(errors='surrogateescape')
+    if '/opt/python/' not in text:
+        continue
+    new = text
+    for old, repl in replacements.items():
+        new = new.replace(old, repl)
+    if new != text:
+        path.write_text(new, errors='surrogateescape')
+        changed += 1
+print(f'[setup] cmake path fix: rewrote {changed} file(s)')
+PY
+  touch "${CMAKE_FIX_STAMP}"
+fi
+
+# --- 5. colcon build ----------------------------------------------------------------------------
+# shellcheck disable=SC1091
+source "${VENV}/bin/activate"
+export AMENT_PREFIX_PATH="${VIRTUAL_ENV}"
+export CMAKE_PREFIX_PATH="${VIRTUAL_ENV}"
+export COLCON_HOME="${ROOT}/.venv/colcon_home"
+mkdir -p "${COLCON_HOME}"
+mkdir -p "${ROOT}/log"
+log 'colcon build --symlink-install'
+set +e
+colcon --log-base "${ROOT}/log" build \
+  --symlink-install \
+  --base-paths "${ROOT}/project_ghost_feedback_msgs" "${ROOT}/project_ghost_feedback" \
+  --build-base "${ROOT}/build" --install-base "${ROOT}/install" \
+  --cmake-args -DPython3_EXECUTABLE="${VIRTUAL_ENV}/bin/python" -DBUILD_TESTING=OFF \
+  >"${ROOT}/log/colcon_build_output.txt" 2>&1
+rc=$?
+set -e
+if ((rc != 0)); then
+  cat "${ROOT}/log/colcon_build_output.txt" >&2
+  printf '\n[setup] ERROR: colcon build FAILED (exit %d); full output above and in log/\n' "${rc}" >&2
+  exit "${rc}"
+fi
+grep -E '^Summary:' "${ROOT}/log/colcon_build_output.txt" | sed 's/^/[setup] colcon /' || true
+log 'done. Use it with: source scripts/env.sh'
