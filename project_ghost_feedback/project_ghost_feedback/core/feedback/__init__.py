@@ -1,6 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """Closed-loop feedback v1 (ADR-0026): contracts, protocol, reference policy, orchestration."""
 
+from .calibrated_policies import (
+    BucketLikelihoodRatioPolicy,
+    CalibratedExceedancePolicy,
+    REASON_GROSS_MISCALIBRATION,
+    REASON_INFINITE_MAHALANOBIS,
+    REASON_SIGNIFICANT_MISCALIBRATION,
+)
 from .orchestration import assess_with_feedback, build_calibration_history, DEFAULT_MAX_HISTORY
 from .protocols import CalibrationAdjustmentPolicy
 from .registry import (
@@ -19,6 +26,11 @@ from .reference_policy import (
 from .types import CalibratedSelfAssessment, CalibrationHistory
 
 __all__ = [
+    'BucketLikelihoodRatioPolicy',
+    'CalibratedExceedancePolicy',
+    'REASON_GROSS_MISCALIBRATION',
+    'REASON_INFINITE_MAHALANOBIS',
+    'REASON_SIGNIFICANT_MISCALIBRATION',
     'DEFAULT_POLICY',
     'POLICIES',
     'make_policy',

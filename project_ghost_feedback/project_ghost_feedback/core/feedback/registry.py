@@ -8,10 +8,13 @@ declares one ROS parameter per field, named ``<policy_name>.<field>``.
 
 import dataclasses
 
+from .calibrated_policies import BucketLikelihoodRatioPolicy, CalibratedExceedancePolicy
 from .reference_policy import MahalanobisDowngradePolicy
 
 POLICIES = {
     'mahalanobis_downgrade': MahalanobisDowngradePolicy,
+    'calibrated_exceedance': CalibratedExceedancePolicy,
+    'bucket_likelihood_ratio': BucketLikelihoodRatioPolicy,
 }
 """Policy name -> policy class. The name equals the class's ``policy_id``."""
 

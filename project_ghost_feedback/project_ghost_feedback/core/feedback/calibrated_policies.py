@@ -1,0 +1,373 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Adjustment policies whose thresholds are derived from a false-alarm probability (issue 6).
+
+Both policies implement :class:`CalibrationAdjustmentPolicy` beside the ADR-0026 reference policy
+and see only what a :class:`CalibrationHistory` carries: the four bucket counts, the two worst
+distances and ``outcomes_considered``. Their null hypothesis is a *calibrated* Gaussian estimator:
+each vec3 error has the covariance the estimator claims, so ``d**2`` is chi-square with
+``degrees_of_freedom`` and an outcome is bucketed by the worse of ``vectors_per_outcome``
+independent distances (:mod:`.calibration_math`). Thresholds are the exact quantiles of the count
+distributions under that hypothesis, for every window size ``n``, so the probability that a
+calibrated estimator is downgraded on a window of ``n`` outcomes is at most the configured
+probability for *every* ``n`` (window filling up included) and is stated exactly in each docstring
+for a full window of 32.
+
+Both treat a worst distance of ``+inf`` as gross evidence (two steps down, to UNKNOWN) whatever the
+counts and as soon as one outcome is considered: ``d = +inf`` means a nonzero error along a
+direction in which the estimator claimed zero variance (or a singular covariance). A calibrated
+estimator never produces it, so this rule adds nothing to the false-alarm rate.
+
+Rules, in order: zero outcomes -> passthrough ``no_outcomes_yet``; an infinite worst distance ->
+two steps, ``infinite_mahalanobis``; fewer than ``min_outcomes`` -> passthrough
+``calibration_within_tolerance``; gross evidence -> two steps, ``gross_miscalibration``;
+significant evidence -> one step, ``significant_miscalibration``; else passthrough
+``calibration_within_tolerance``. Levels never go below UNKNOWN and are never raised.
+
+Both are frozen dataclasses whose fields (all with defaults) are their parameters; derived tables
+are computed once in ``__post_init__`` (a bounded memo keyed by the parameters makes equal
+policies share them) so that :meth:`adjust` is a table look-up.
+"""
+
+from dataclasses import dataclass
+import functools
+import math
+
+from .._validation import (
+    require_instance,
+    require_int,
+    type_error,
+    value_error,
+)
+from ..contracts import BeliefSelfAssessment
+from .calibration_math import (
+    binomial_upper_tails,
+    bucket_probabilities,
+    exceedance_alarm_probability,
+    integer_sum_distribution,
+    smallest_count_with_tail_at_most,
+    upper_tail_threshold,
+)
+from .reference_policy import REASON_CALIBRATION_WITHIN_TOLERANCE, REASON_NO_OUTCOMES_YET
+from .types import CalibratedSelfAssessment, CalibrationHistory
+
+REASON_SIGNIFICANT_MISCALIBRATION = 'significant_miscalibration'
+REASON_GROSS_MISCALIBRATION = 'gross_miscalibration'
+REASON_INFINITE_MAHALANOBIS = 'infinite_mahalanobis'
+
+FULL_WINDOW = 32
+"""The window size for which the docstrings state exact false-alarm rates (ADR max_history)."""
+
+_MAX_DOF = 64
+_MAX_VECTORS = 8
+_MAX_WINDOW = 4096
+
+
+def _require_probability(owner, field, value):
+    """Return ``value`` as a float if it is a real number in ``(0, 0.5]`` (not bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise type_error(owner, field, 'a float in (0, 0.5]', value)
+    value = float(value)
+    if not 0.0 < value <= 0.5:
+        raise value_error(owner, field, 'out_of_range', f'must be in (0, 0.5], got {value!r}')
+    return value
+
+
+def _require_common(owner, policy):
+    """Validate the parameters both policies share; store the float ones as floats."""
+    setattr_ = object.__setattr__
+    setattr_(policy, 'false_alarm_probability', _require_probability(
+        owner, 'false_alarm_probability', policy.false_alarm_probability))
+    setattr_(policy, 'gross_false_alarm_probability', _require_probability(
+        owner, 'gross_false_alarm_probability', policy.gross_false_alarm_probability))
+    if policy.gross_false_alarm_probability > policy.false_alarm_probability:
+        raise value_error(
+            owner, 'gross_false_alarm_probability', 'out_of_range',
+            f'must be <= false_alarm_probability ({policy.false_alarm_probability!r}), '
+            f'got {policy.gross_false_alarm_probability!r}')
+    require_int(owner, 'min_outcomes', policy.min_outcomes, minimum=1)
+    require_int(owner, 'degrees_of_freedom', policy.degrees_of_freedom, minimum=1,
+                maximum=_MAX_DOF)
+    require_int(owner, 'vectors_per_outcome', policy.vectors_per_outcome, minimum=1,
+                maximum=_MAX_VECTORS)
+    require_int(owner, 'max_window', policy.max_window, minimum=1, maximum=_MAX_WINDOW)
+
+
+def _decide(policy, raw, history, gross, significant):
+    """Apply the shared rule order; ``gross``/``significant`` are callables of the history."""
+    level = raw.overall_level
+    n = history.outcomes_considered
+    if n == 0:
+        reason = REASON_NO_OUTCOMES_YET
+    elif (history.worst_position_mahalanobis == math.inf
+          or history.worst_orientation_mahalanobis == math.inf):
+        level = level.downgraded(2)
+        reason = REASON_INFINITE_MAHALANOBIS
+    elif n < policy.min_outcomes:
+        reason = REASON_CALIBRATION_WITHIN_TOLERANCE
+    elif gross(n, history):
+        level = level.downgraded(2)
+        reason = REASON_GROSS_MISCALIBRATION
+    elif significant(n, history):
+        level = level.downgraded(1)
+        reason = REASON_SIGNIFICANT_MISCALIBRATION
+    else:
+        reason = REASON_CALIBRATION_WITHIN_TOLERANCE
+    return CalibratedSelfAssessment(raw, history, level, policy.policy_id, reason)
+
+
+def _check_inputs(owner, raw, history):
+    if type(raw) is not BeliefSelfAssessment:
+        require_instance(owner, 'raw', raw, BeliefSelfAssessment)
+    if type(history) is not CalibrationHistory:
+        require_instance(owner, 'history', history, CalibrationHistory)
+
+
+@functools.lru_cache(maxsize=1024)
+def _exceedance_row(n, p_beyond_3, p_beyond_5, alpha, alpha_gross, min_outcomes):
+    """Return ``(k_significant, k_gross, P(downgrade | calibrated))`` for a window of ``n``."""
+    k_significant = smallest_count_with_tail_at_most(binomial_upper_tails(n, p_beyond_3), alpha)
+    k_gross = smallest_count_with_tail_at_most(
+        binomial_upper_tails(n, p_beyond_5), alpha_gross)
+    if n < min_outcomes:
+        rate = 0.0
+    else:
+        rate = exceedance_alarm_probability(n, p_beyond_3, p_beyond_5, k_significant, k_gross)
+    return k_significant, k_gross, rate
+
+
+@dataclass(frozen=True)
+class CalibratedExceedancePolicy:
+    """Downgrade on a statistically significant excess of outcomes beyond 3 and 5 std.
+
+    For a window of ``n`` outcomes (``n = outcomes_considered``), with ``p3`` and ``p5`` the
+    per-outcome probabilities that a calibrated estimator's worse distance exceeds 3 and 5
+    (``p = 1 - (1 - P(chi_dof > t))**vectors_per_outcome``; 0.05769 and 3.088e-5 for the default
+    3 dof and 2 vectors):
+
+    - significant (one step, ``significant_miscalibration``): ``count_beyond_3_std +
+      count_beyond_5_std >= k_s(n)``, the smallest ``k`` with ``P(Binomial(n, p3) >= k) <=
+      false_alarm_probability``;
+    - gross (two steps to UNKNOWN, ``gross_miscalibration``): ``count_beyond_5_std >= k_g(n)``,
+      the smallest ``k`` with ``P(Binomial(n, p5) >= k) <= gross_false_alarm_probability``;
+    - an infinite worst distance: two steps, ``infinite_mahalanobis`` (module docstring).
+
+    Parameters: ``false_alarm_probability`` (0.002), ``gross_false_alarm_probability`` (0.001,
+    must not exceed the former), ``min_outcomes`` (4: no count test below it),
+    ``degrees_of_freedom`` (3), ``vectors_per_outcome`` (2: position and orientation),
+    ``max_window`` (64: thresholds are tabulated up to it and computed on demand beyond).
+
+    False-alarm rate per window (exact trinomial sum, calibrated estimator, defaults): for a full
+    window of 32, ``k_s = 7`` and ``k_g = 1``, and a calibrated estimator is downgraded on
+    0.2976% of windows (0.1996% from the significant test, 0.0988% from the gross one, less
+    their overlap), the largest value for any ``n <= 64``; at every ``n`` it is at most 0.3%
+    (the sum of the two probabilities). With a sliding window that is about one false downgrade
+    episode every ~2700 outcomes (``bench/honesty_bench.py``). For comparison, the
+    reference policy fires on 55.84% of full windows under the same model.
+    """
+
+    false_alarm_probability: float = 0.002
+    gross_false_alarm_probability: float = 0.001
+    min_outcomes: int = 4
+    degrees_of_freedom: int = 3
+    vectors_per_outcome: int = 2
+    max_window: int = 64
+
+    STATED_FULL_WINDOW_FALSE_ALARM_RATE = 0.002976
+    """Exact downgrade probability of a calibrated estimator on a full window, defaults."""
+
+    def __post_init__(self):
+        owner = 'CalibratedExceedancePolicy'
+        _require_common(owner, self)
+        probabilities = bucket_probabilities(self.degrees_of_freedom, self.vectors_per_outcome)
+        p_beyond_5 = probabilities[3]
+        p_beyond_3 = probabilities[2] + p_beyond_5
+        setattr_ = object.__setattr__
+        setattr_(self, '_p_beyond_3', p_beyond_3)
+        setattr_(self, '_p_beyond_5', p_beyond_5)
+        rows = [self._row(n) for n in range(self.max_window + 1)]
+        setattr_(self, '_significant_counts', tuple(row[0] for row in rows))
+        setattr_(self, '_gross_counts', tuple(row[1] for row in rows))
+
+    def _row(self, n):
+        return _exceedance_row(
+            n, self._p_beyond_3, self._p_beyond_5, self.false_alarm_probability,
+            self.gross_false_alarm_probability, self.min_outcomes)
+
+    @property
+    def policy_id(self):
+        """Return ``calibrated_exceedance``."""
+        return 'calibrated_exceedance'
+
+    @property
+    def p_beyond_3(self):
+        """Return the calibrated per-outcome probability of a worse distance beyond 3."""
+        return self._p_beyond_3
+
+    @property
+    def p_beyond_5(self):
+        """Return the calibrated per-outcome probability of a worse distance beyond 5."""
+        return self._p_beyond_5
+
+    def thresholds(self, n):
+        """Return ``(k_significant, k_gross)`` for a window of ``n`` outcomes (``n + 1``: never)."""
+        n = require_int('CalibratedExceedancePolicy', 'thresholds.n', n)
+        if n <= self.max_window:
+            return self._significant_counts[n], self._gross_counts[n]
+        return self._row(n)[:2]
+
+    def calibrated_downgrade_probability(self, n):
+        """Return the exact probability that a calibrated estimator is downgraded at ``n``."""
+        n = require_int('CalibratedExceedancePolicy', 'calibrated_downgrade_probability.n', n)
+        return self._row(n)[2]
+
+    def _gross(self, n, history):
+        k_gross = self._gross_counts[n] if n <= self.max_window else self._row(n)[1]
+        return history.count_beyond_5_std >= k_gross
+
+    def _significant(self, n, history):
+        k_significant = self._significant_counts[n] if n <= self.max_window else self._row(n)[0]
+        return history.count_beyond_3_std + history.count_beyond_5_std >= k_significant
+
+    def adjust(self, raw, history):
+        """Return ``raw`` adjusted by the exceedance tests on ``history`` (see the class doc)."""
+        _check_inputs('CalibratedExceedancePolicy.adjust', raw, history)
+        return _decide(self, raw, history, self._gross, self._significant)
+
+
+SCORE_UNITS_PER_NAT = 2
+"""Resolution of the integer bucket scores of BucketLikelihoodRatioPolicy (units per nat)."""
+
+
+def bucket_log_likelihood_scores(dof, vectors, design_overconfidence):
+    """Return the integer per-bucket scores of the bucket likelihood-ratio test.
+
+    Score of bucket ``b``: ``round(SCORE_UNITS_PER_NAT * (log(P_b(k1) / P_b(1)) - log(P_1(k1) /
+    P_1(1))))`` with ``P_b(k)`` the bucket probability when true errors are ``k`` times the
+    claimed ones and ``k1 = design_overconfidence``. Subtracting the beyond_1 bucket's
+    log-ratio (a constant per outcome, hence per window of fixed ``n``) makes its score 0.
+    """
+    calibrated = bucket_probabilities(dof, vectors)
+    alternative = bucket_probabilities(dof, vectors, design_overconfidence)
+    reference = math.log(alternative[1] / calibrated[1])
+    return tuple(
+        int(round(SCORE_UNITS_PER_NAT * (math.log(a / c) - reference)))
+        for a, c in zip(alternative, calibrated))
+
+
+@functools.lru_cache(maxsize=64)
+def _likelihood_ratio_table(scores, probabilities, alpha, alpha_gross, max_n):
+    """Return per-``n`` ``(s_significant, s_gross, P(S >= s_significant))``, ``n = 0..max_n``."""
+    table = []
+    for _, (offset, pmf) in zip(range(max_n + 1),
+                                integer_sum_distribution(max_n, scores, probabilities)):
+        s_significant, tail = upper_tail_threshold(offset, pmf, alpha)
+        s_gross, _ = upper_tail_threshold(offset, pmf, alpha_gross)
+        table.append((s_significant, s_gross, tail))
+    return tuple(table)
+
+
+@dataclass(frozen=True)
+class BucketLikelihoodRatioPolicy:
+    """Downgrade on a Neyman-Pearson likelihood-ratio test of the four bucket counts.
+
+    The most powerful test that a history can support for "errors are ``design_overconfidence``
+    times the claimed ones" against "calibrated": the log-likelihood ratio of the bucket counts,
+    ``S = sum_b score_b * count_b`` with integer scores from
+    :func:`bucket_log_likelihood_scores` (resolution ``SCORE_UNITS_PER_NAT`` = 2 per nat; for the
+    defaults the scores of within_1, beyond_1, beyond_3, beyond_5 are -3, 0, 5, 14). Unlike a
+    count of exceedances it uses every bucket: outcomes within 1 std count against
+    overconfidence and one beyond 5 weighs almost three beyond 3.
+
+    The exact distribution of ``S`` under calibration is convolved for every window size ``n``;
+    significant (one step, ``significant_miscalibration``) is ``S >= s(n)``, the smallest
+    integer with ``P(S >= s(n)) <= false_alarm_probability``, and gross (two steps to UNKNOWN,
+    ``gross_miscalibration``) the same with ``gross_false_alarm_probability``. An infinite worst
+    distance is gross evidence (module docstring).
+
+    Parameters: ``design_overconfidence`` (1.5, in ``(1, 10]``: the alternative the test is most
+    powerful against), ``false_alarm_probability`` (0.002), ``gross_false_alarm_probability``
+    (0.0001), ``min_outcomes`` (4), ``degrees_of_freedom`` (3), ``vectors_per_outcome`` (2),
+    ``max_window`` (64: tables up to it, computed on demand and memoized beyond).
+
+    False-alarm rate per window (exact convolution, calibrated estimator, defaults): for a full
+    window of 32 a calibrated estimator is downgraded on 0.1602% of windows (the gross region is
+    inside the significant one); at every ``n`` it is at most 0.2%. The bench shows that with
+    the coarse buckets of a history this optimal test is only marginally faster than
+    :class:`CalibratedExceedancePolicy` at equal false-alarm rate (``docs/policies.md``).
+    """
+
+    design_overconfidence: float = 1.5
+    false_alarm_probability: float = 0.002
+    gross_false_alarm_probability: float = 0.0001
+    min_outcomes: int = 4
+    degrees_of_freedom: int = 3
+    vectors_per_outcome: int = 2
+    max_window: int = 64
+
+    STATED_FULL_WINDOW_FALSE_ALARM_RATE = 0.001602
+    """Exact downgrade probability of a calibrated estimator on a full window, defaults."""
+
+    def __post_init__(self):
+        owner = 'BucketLikelihoodRatioPolicy'
+        design = self.design_overconfidence
+        if isinstance(design, bool) or not isinstance(design, (int, float)):
+            raise type_error(owner, 'design_overconfidence', 'a float in (1, 10]', design)
+        design = float(design)
+        if not 1.0 < design <= 10.0:
+            raise value_error(owner, 'design_overconfidence', 'out_of_range',
+                              f'must be in (1, 10], got {design!r}')
+        object.__setattr__(self, 'design_overconfidence', design)
+        _require_common(owner, self)
+        scores = bucket_log_likelihood_scores(
+            self.degrees_of_freedom, self.vectors_per_outcome, design)
+        probabilities = bucket_probabilities(self.degrees_of_freedom, self.vectors_per_outcome)
+        object.__setattr__(self, '_scores', scores)
+        object.__setattr__(self, '_probabilities', probabilities)
+        object.__setattr__(self, '_table', self._table_up_to(self.max_window))
+
+    def _table_up_to(self, max_n):
+        return _likelihood_ratio_table(
+            self._scores, self._probabilities, self.false_alarm_probability,
+            self.gross_false_alarm_probability, max_n)
+
+    def _row(self, n):
+        if n <= self.max_window:
+            return self._table[n]
+        return self._table_up_to(n)[n]
+
+    @property
+    def policy_id(self):
+        """Return ``bucket_likelihood_ratio``."""
+        return 'bucket_likelihood_ratio'
+
+    @property
+    def scores(self):
+        """Return the integer scores of the within_1, beyond_1, beyond_3 and beyond_5 buckets."""
+        return self._scores
+
+    def statistic(self, history):
+        """Return the integer log-likelihood-ratio statistic ``S`` of ``history``."""
+        w0, w1, w3, w5 = self._scores
+        return (w0 * history.count_within_1_std + w1 * history.count_beyond_1_std
+                + w3 * history.count_beyond_3_std + w5 * history.count_beyond_5_std)
+
+    def thresholds(self, n):
+        """Return ``(s_significant, s_gross)`` for a window of ``n`` outcomes."""
+        n = require_int('BucketLikelihoodRatioPolicy', 'thresholds.n', n)
+        return self._row(n)[:2]
+
+    def calibrated_downgrade_probability(self, n):
+        """Return the exact probability that a calibrated estimator is downgraded at ``n``."""
+        n = require_int('BucketLikelihoodRatioPolicy', 'calibrated_downgrade_probability.n', n)
+        return self._row(n)[2] if n >= self.min_outcomes else 0.0
+
+    def _gross(self, n, history):
+        return self.statistic(history) >= self._row(n)[1]
+
+    def _significant(self, n, history):
+        return self.statistic(history) >= self._row(n)[0]
+
+    def adjust(self, raw, history):
+        """Return ``raw`` adjusted by the likelihood-ratio test on ``history`` (class doc)."""
+        _check_inputs('BucketLikelihoodRatioPolicy.adjust', raw, history)
+        return _decide(self, raw, history, self._gross, self._significant)
