@@ -40,6 +40,9 @@ export GHOST_FEEDBACK_ROOT="${_ghost_feedback_root}"
 # Let ament_index find the ROS packages that live in the venv (rclpy, diagnostic_msgs, ...).
 export AMENT_PREFIX_PATH="${AMENT_PREFIX_PATH:+${AMENT_PREFIX_PATH}:}${VIRTUAL_ENV}"
 export RMW_IMPLEMENTATION=rmw_fastrtps_cpp
+# The package's executables (feedback_node, ghost-feedback) on PATH; `ros2 run` is not available
+# from PyPI, it would find them in the same folder.
+export PATH="${_ghost_feedback_root}/install/project_ghost_feedback/lib/project_ghost_feedback:${PATH}"
 
 # --- DDS containment ---------------------------------------------------------------------------
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST

@@ -153,5 +153,5 @@ if ((rc != 0)); then
   printf '\n[setup] ERROR: colcon build FAILED (exit %d); full output above and in log/\n' "${rc}" >&2
   exit "${rc}"
 fi
-grep -E '^Summary:' "${ROOT}/log/colcon_build_output.txt" | sed 's/^/[setup] colcon /' || true
+log "colcon build OK ($(grep -c '^Finished <<<' "${ROOT}/log/colcon_build_output.txt") packages)"
 log 'done. Use it with: source scripts/env.sh'

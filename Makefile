@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: Apache-2.0
+# project_ghost_feedback: every entry point goes through scripts/env.sh (venv, colcon install
+# space, DDS confined to loopback, own ROS_DOMAIN_ID).
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+ENV := source scripts/env.sh
+# Outer wall-clock limit of a whole test run (a hung rclpy teardown can hold the GIL, which no
+# per-test timeout can break); pytest-timeout gives each test 120 s.
+PYTEST := timeout -k 10 3000 python -m pytest project_ghost_feedback/test -q --timeout=120 -rfEs
+
+.PHONY: help setup test demo lint bench clean distclean
+
+help:
+	@echo 'make demo   run the main job (until `ghost-feedback demo` lands: a smoke run)'
+	@echo 'make test   set up if needed, then run all tests'
+	@echo 'make setup  create .venv (ROS 2 Jazzy wheels), colcon build into install/'
+	@echo 'make lint   ruff (ruff.toml) + license headers'
+	@echo 'make bench  run the benchmarks in bench/ (figures only, never a gate)'
+	@echo 'make clean  remove build/ install/ log/;  make distclean  also .venv/'
+
+setup:
+	@bash scripts/setup.sh
+
+test: setup
+	@$(ENV); echo "[test] ROS_DOMAIN_ID=$${ROS_DOMAIN_ID} ROS_AUTOMATIC_DISCOVERY_RANGE=$${ROS_AUTOMATIC_DISCOVERY_RANGE}"; \
+	rc=0; $(PYTEST) || rc=$$?; \
+	if [[ $$rc == 5 ]]; then echo '[test] FAILED: pytest collected no tests' >&2; exit 1; fi; \
+	if [[ $$rc != 0 ]]; then echo "[test] FAILED (exit $$rc)" >&2; fi; \
+	exit $$rc
+
+demo: setup
+	@$(ENV); \
+	if python -c 'import importlib.util as u, sys; sys.exit(u.find_spec("project_ghost_feedback.cli") is None)'; then \
+	  ghost-feedback demo; \
+	else \
+	  echo '[demo] ghost-feedback CLI not there yet: running the smoke demo'; \
+	  python scripts/smoke_demo.py; \
+	fi
+
+lint: setup
+	@$(ENV); python -m pytest project_ghost_feedback/test/test_lint.py -q -rfEs
+
+bench: setup
+	@$(ENV); shopt -s nullglob; benches=(bench/*.py); \
+	if (( $${#benches[@]} == 0 )); then echo '[bench] no benchmarks in bench/ yet'; exit 0; fi; \
+	for bench in "$${benches[@]}"; do echo "[bench] $$bench"; timeout -k 10 1800 python "$$bench"; done
+
+clean:
+	rm -rf build install log
+
+distclean: clean
+	rm -rf .venv
