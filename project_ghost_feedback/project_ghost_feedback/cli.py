@@ -1,0 +1,412 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``ghost-feedback``: inspect and replay telemetry bags, echo calibrated assessments, run the demo.
+
+Run ``ghost-feedback --help`` or ``ghost-feedback <command> --help``. Exit status: 0 success;
+1 ``replay`` found recorded != recomputed with the recorded configuration; 2 usage error or a bag
+that cannot be read (one line on stderr, no traceback); 130 interrupted.
+"""
+
+import argparse
+import json
+import math
+import sys
+
+PROG = 'ghost-feedback'
+
+_DESCRIPTION = """\
+Tools for project_ghost_feedback, the closed-loop feedback that keeps a state estimator's
+self-assessment honest (ADR-0026).
+
+A telemetry bag is a rosbag2 bag directory (MCAP storage) holding the feedback node's inputs
+(/prediction_outcome, /self_assessment/raw) and its output (/self_assessment/calibrated). Record
+one with the node's parameter telemetry_bag:=DIR, or with `ros2 bag record -s mcap` on a ROS
+install.
+"""
+
+_EPILOG = """\
+examples:
+  ghost-feedback info run1                 topics, message counts, time range of bag run1/
+  ghost-feedback replay run1               recompute every calibrated assessment and check it
+                                           equals the recorded one (exit 1 if not)
+  ghost-feedback replay run1 --policy calibrated_exceedance
+                                           what another policy would have decided
+  ghost-feedback replay run1 --set downgrade_threshold=3 --json
+  ghost-feedback echo --count 5            print 5 calibrated assessments from the live topic
+  ghost-feedback demo --help               the demo's own options
+"""
+
+_REPLAY_DESCRIPTION = """\
+Replay a telemetry bag through the pure core: the recorded outcomes and raw assessments are fed,
+in recorded order, through the same outcome window and assess_with_feedback as the feedback node.
+
+Without --policy/--set/--max-history/--outcome-buffer-size the configuration is the one recorded in
+the bag (the node's recorder stores it; otherwise the defaults): every recomputed calibrated
+assessment must equal the recorded one, and the first difference is reported (exit 1).
+
+With another configuration the report says what would have changed: calibrated levels per level,
+downgrades and the stamp of the first downgrade, recorded vs recomputed, and how many assessments
+would have got another level.
+"""
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse with a one-line error (exit 2), as for every other error of this tool."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(2, f'{self.prog}: error: {message}\n')
+
+
+def _fail(message, status=2):
+    """Print ``ghost-feedback: error: <message>`` (one line) on stderr and return ``status``."""
+    text = ' '.join(str(message).split())
+    print(f'{PROG}: error: {text}', file=sys.stderr)
+    return status
+
+
+def _parse_setting(text):
+    if '=' not in text:
+        raise argparse.ArgumentTypeError(f'expected key=value, got {text!r}')
+    key, value = text.split('=', 1)
+    key = key.strip()
+    if not key:
+        raise argparse.ArgumentTypeError(f'expected key=value, got {text!r}')
+    return key, value.strip()
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected an integer >= 1, got {text!r}') from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'expected an integer >= 1, got {text!r}')
+    return value
+
+
+def _format_stamp(stamp):
+    if stamp is None:
+        return '-'
+    return f'{stamp} ns ({stamp / 1e9:.9f} s)'
+
+
+# -- info -----------------------------------------------------------------------------------------
+
+def _command_info(args):
+    from .telemetry.replay import bag_info, BagError
+
+    try:
+        info = bag_info(args.bag)
+    except BagError as error:
+        return _fail(error)
+    if args.json:
+        print(json.dumps({
+            'path': info.path, 'version': info.version,
+            'storage_identifier': info.storage_identifier, 'ros_distro': info.ros_distro,
+            'files': [{'path': p, 'message_count': c} for p, c in info.files],
+            'message_count': info.message_count, 'start_time_ns': info.start_time_ns,
+            'end_time_ns': info.end_time_ns, 'duration_ns': info.duration_ns,
+            'topics': [{
+                'name': t.name, 'type': t.msgtype, 'message_count': t.message_count,
+                'type_description_hash': t.type_description_hash,
+            } for t in info.topics],
+            'custom_data': info.custom_data,
+        }, indent=2, sort_keys=False))
+        return 0
+    print(f'bag:         {info.path}')
+    print(f'format:      rosbag2 version {info.version}, storage {info.storage_identifier}, '
+          f'ros_distro {info.ros_distro or "-"}')
+    print(f'files:       {", ".join(p for p, _ in info.files) or "-"}')
+    print(f'messages:    {info.message_count}')
+    if info.message_count:
+        print(f'time range:  {_format_stamp(info.start_time_ns)} .. '
+              f'{_format_stamp(info.end_time_ns)}')
+        print(f'duration:    {info.duration_ns / 1e9:.9f} s')
+    else:
+        print('time range:  - (no messages)')
+    print('topics:')
+    width = max((len(t.name) for t in info.topics), default=0)
+    type_width = max((len(t.msgtype) for t in info.topics), default=0)
+    for topic in info.topics:
+        print(f'  {topic.name:<{width}}  {topic.msgtype:<{type_width}}  '
+              f'{topic.message_count:>9}')
+    if info.custom_data:
+        print('custom data:')
+        for key, value in sorted(info.custom_data.items()):
+            print(f'  {key}: {value}')
+    return 0
+
+
+# -- replay ---------------------------------------------------------------------------------------
+
+def _command_replay(args):
+    from .telemetry.replay import BagError, replay_bag
+
+    try:
+        report = replay_bag(
+            args.bag, policy=args.policy, parameters=dict(args.settings) or None,
+            max_history=args.max_history, outcome_buffer_size=args.outcome_buffer_size,
+            order=args.order)
+    except BagError as error:
+        return _fail(error)
+    except (TypeError, ValueError) as error:
+        return _fail(error)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, allow_nan=False))
+    else:
+        _print_replay(report)
+    if report.mode == 'verify' and report.identical is False:
+        return 1
+    return 0
+
+
+def _value_text(value):
+    if hasattr(value, 'name') and not isinstance(value, str):
+        return value.name
+    if isinstance(value, float) and math.isinf(value):
+        return repr(value)
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _print_replay(report):
+    config = report.replay_config
+    print(f'bag:       {report.bag}')
+    source = {'recorded': 'recorded in the bag', 'assumed': 'assumed: defaults'}
+    print(f'recorded:  {report.recorded_config.describe()} '
+          f'({source.get(report.config_source, report.config_source)})')
+    if report.mode == 'compare':
+        print(f'replayed:  {config.describe()}')
+    print(f'inputs:    {report.outcomes} outcomes, {report.assessments} raw assessments '
+          f'({report.order} order); {report.recorded_outputs} recorded calibrated assessments')
+    for warning in report.warnings:
+        print(f'warning:   {warning}')
+    first = report.first_difference
+    if report.mode == 'verify':
+        if report.identical is None:
+            print('verify:    nothing to verify (the bag holds no calibrated assessments)')
+        elif report.identical:
+            print(f'verify:    OK, recomputed == recorded for all {report.compared} '
+                  'calibrated assessments')
+        else:
+            print(f'verify:    MISMATCH, {report.differences} of {report.compared} '
+                  'recomputed calibrated assessments differ from the recorded ones')
+    if first is not None and report.mode == 'verify':
+        print(f'first difference: assessment #{first.index} '
+              f'(belief stamp {_format_stamp(first.belief_stamp_sim_ns)}), '
+              f'{first.field}: recorded {_value_text(first.recorded)}, '
+              f'recomputed {_value_text(first.recomputed)}')
+    print()
+    has_recorded = report.recorded_outputs > 0
+    header = f'{"":<22}{"recorded":>14}{"recomputed":>14}' if has_recorded else (
+        f'{"":<22}{"recomputed":>14}')
+    print(header)
+
+    def row(label, recorded, recomputed):
+        if has_recorded:
+            print(f'{label:<22}{recorded:>14}{recomputed:>14}')
+        else:
+            print(f'{label:<22}{recomputed:>14}')
+
+    for level in report.recomputed.levels:
+        row(level, report.recorded.levels[level], report.recomputed.levels[level])
+    row('downgrades', report.recorded.downgrades, report.recomputed.downgrades)
+
+    def stamp(value):
+        return '-' if value is None else str(value)
+
+    row('first downgrade (ns)', stamp(report.recorded.first_downgrade_stamp_sim_ns),
+        stamp(report.recomputed.first_downgrade_stamp_sim_ns))
+    if has_recorded:
+        print()
+        print(f'changed level: {report.changed_levels} of {report.compared} assessments '
+              f'({report.more_confident} more confident, {report.less_confident} less)')
+        if report.first_change is not None:
+            change = report.first_change
+            print(f'first change:  assessment #{change.index} '
+                  f'(belief stamp {_format_stamp(change.belief_stamp_sim_ns)}): '
+                  f'{_value_text(change.recorded)} -> {_value_text(change.recomputed)}')
+        if report.mode == 'compare' and first is not None:
+            print(f'first difference: assessment #{first.index}, {first.field}: '
+                  f'recorded {_value_text(first.recorded)}, '
+                  f'recomputed {_value_text(first.recomputed)}')
+
+
+# -- echo -----------------------------------------------------------------------------------------
+
+def _yaml_lines(message, indent=0):
+    """Return ``ros2 topic echo``-like YAML lines for an rclpy message."""
+    pad = '  ' * indent
+    lines = []
+    for name in message.get_fields_and_field_types():
+        value = getattr(message, name)
+        if hasattr(value, 'get_fields_and_field_types'):
+            lines.append(f'{pad}{name}:')
+            lines.extend(_yaml_lines(value, indent + 1))
+        elif isinstance(value, (list, tuple)) or type(value).__name__ == 'ndarray':
+            items = list(value)
+            if not items:
+                lines.append(f'{pad}{name}: []')
+            elif hasattr(items[0], 'get_fields_and_field_types'):
+                lines.append(f'{pad}{name}:')
+                for item in items:
+                    sub = _yaml_lines(item, indent + 2)
+                    lines.append(f'{pad}- {sub[0].strip()}')
+                    lines.extend(f'{pad}  {line.strip()}' for line in sub[1:])
+            else:
+                lines.append(f'{pad}{name}:')
+                lines.extend(f'{pad}- {_scalar(item)}' for item in items)
+        else:
+            lines.append(f'{pad}{name}: {_scalar(value)}')
+    return lines
+
+
+def _scalar(value):
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, float):
+        if math.isinf(value):
+            return '.inf' if value > 0 else '-.inf'
+        if math.isnan(value):
+            return '.nan'
+        return repr(value)
+    if isinstance(value, str):
+        return f"'{value}'"
+    return str(value)
+
+
+def _command_echo(args):
+    try:
+        import rclpy
+        from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+        from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+        from project_ghost_feedback_msgs.msg import CalibratedSelfAssessment
+    except ImportError as error:
+        return _fail(f'echo needs rclpy and project_ghost_feedback_msgs '
+                     f'(source scripts/env.sh): {error}')
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = executor = None
+    received = 0
+    try:
+        node = rclpy.create_node('ghost_feedback_echo', context=context)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                         reliability=ReliabilityPolicy.RELIABLE)
+
+        def on_message(message):
+            nonlocal received
+            received += 1
+            print('\n'.join(_yaml_lines(message)))
+            print('---', flush=True)
+
+        node.create_subscription(CalibratedSelfAssessment, args.topic, on_message, qos)
+        while context.ok() and (args.count is None or received < args.count):
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if executor is not None:
+            executor.shutdown()
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    return 0
+
+
+# -- demo -----------------------------------------------------------------------------------------
+
+def _command_demo(args):
+    import importlib
+
+    try:
+        demo = importlib.import_module('project_ghost_feedback.demo')
+    except ModuleNotFoundError as error:
+        if error.name not in ('project_ghost_feedback.demo',):
+            raise
+        return _fail('the demo is not available in this build '
+                     '(module project_ghost_feedback.demo is missing)')
+    result = demo.main(list(args.demo_args))
+    return 0 if result is None else int(result)
+
+
+# -- parser ---------------------------------------------------------------------------------------
+
+def build_parser():
+    """Return the argparse parser of ``ghost-feedback``."""
+    from .core.feedback import policy_names
+
+    parser = _ArgumentParser(
+        prog=PROG, description=_DESCRIPTION, epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest='command', metavar='COMMAND')
+    commands.required = True
+
+    info = commands.add_parser(
+        'info', help='topics, message counts and time range of a bag',
+        description='Show what a rosbag2 bag directory holds: format, topics and types, message '
+        'counts, time range (sim ns for telemetry bags) and the recorded node configuration.')
+    info.add_argument('bag', metavar='BAG', help='bag directory (the one holding metadata.yaml)')
+    info.add_argument('--json', action='store_true', help='print JSON instead of text')
+    info.set_defaults(handler=_command_info)
+
+    replay = commands.add_parser(
+        'replay', help='recompute a bag through the core; verify it or compare another policy',
+        description=_REPLAY_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    replay.add_argument('bag', metavar='BAG', help='bag directory (the one holding metadata.yaml)')
+    replay.add_argument(
+        '--policy', metavar='NAME', choices=policy_names(),
+        help=f'replay with this policy instead of the recorded one ({", ".join(policy_names())})')
+    replay.add_argument(
+        '--set', dest='settings', metavar='KEY=VALUE', action='append', type=_parse_setting,
+        default=[], help='set a policy parameter (repeatable), e.g. --set downgrade_threshold=3')
+    replay.add_argument(
+        '--max-history', metavar='N', type=_positive_int,
+        help='outcomes per calibration window (default: the recorded value, else 32)')
+    replay.add_argument(
+        '--outcome-buffer-size', metavar='N', type=_positive_int,
+        help="the node's outcome_buffer_size (default: the recorded value, else 1024)")
+    replay.add_argument(
+        '--order', choices=('recorded', 'stamp'), default='recorded',
+        help='recorded: the order messages were written (the node processing order); stamp: '
+        'log-time order (default: recorded)')
+    replay.add_argument('--json', action='store_true', help='print the report as JSON')
+    replay.set_defaults(handler=_command_replay)
+
+    echo = commands.add_parser(
+        'echo', help='print live calibrated assessments (a small ros2 topic echo; needs rclpy)',
+        description='Subscribe to a CalibratedSelfAssessment topic and print each message as '
+        'YAML, separated by ---. Stops after --count messages or on Ctrl-C.')
+    echo.add_argument('--topic', default='/self_assessment/calibrated',
+                      help='topic to echo (default: /self_assessment/calibrated)')
+    echo.add_argument('--count', metavar='N', type=_positive_int,
+                      help='exit after N messages (default: run until Ctrl-C)')
+    echo.set_defaults(handler=_command_echo)
+
+    demo = commands.add_parser(
+        'demo', help='run the demo (arguments after "demo" go to it)', add_help=False,
+        description='Run project_ghost_feedback.demo; every argument after "demo" is passed on.')
+    demo.add_argument('demo_args', nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    demo.set_defaults(handler=_command_demo)
+    return parser
+
+
+def main(argv=None):
+    """Entry point of ``ghost-feedback``; return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv and argv[0] == 'demo':
+        # Everything after "demo" belongs to the demo, options included.
+        args = argparse.Namespace(handler=_command_demo, demo_args=argv[1:])
+    else:
+        args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

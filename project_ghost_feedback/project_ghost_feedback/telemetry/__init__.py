@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Telemetry: rosbag2-compatible MCAP bags of the feedback contracts, and deterministic replay.
+
+Needs only ``rosbags`` and ``mcap`` (no rclpy): the CDR codecs come from a rosbags typestore built
+from the package's .msg files. See ``docs/telemetry.md``.
+
+- :mod:`.channels`: topics, ROS 2 types, offered QoS (``CHANNEL_CALIBRATED_SELF_ASSESSMENT``).
+- :mod:`.adapters`: contract -> ``TelemetryRecord(channel, log_time, payload)``.
+- :mod:`.writer`: :class:`TelemetryWriter` (rosbags backend; rosbag2_py where importable).
+- :mod:`.replay`: ``_DECODERS``, :func:`read_bag`, :func:`bag_info`, :func:`replay_bag`.
+- :mod:`.recorder`: the feedback node's :class:`TelemetryRecorder`.
+"""
+
+from .adapters import (
+    adapter_for,
+    ADAPTERS,
+    BeliefSelfAssessmentToTelemetryAdapter,
+    CalibratedSelfAssessmentToTelemetryAdapter,
+    PredictionOutcomeToTelemetryAdapter,
+    TelemetryRecord,
+    to_telemetry,
+)
+from .channels import (
+    Channel,
+    CHANNEL_CALIBRATED_SELF_ASSESSMENT,
+    CHANNEL_PREDICTION_OUTCOME,
+    CHANNEL_RAW_SELF_ASSESSMENT,
+    CHANNEL_TYPES,
+    CHANNELS,
+    QosProfile,
+    TYPE_BELIEF_SELF_ASSESSMENT,
+    TYPE_CALIBRATED_SELF_ASSESSMENT,
+    TYPE_PREDICTION_OUTCOME,
+)
+from .recorder import TelemetryRecorder
+from .replay import (
+    bag_info,
+    BagError,
+    BagInfo,
+    decode,
+    iter_bag,
+    read_bag,
+    register_decoder,
+    replay_bag,
+    ReplayConfig,
+    ReplayReport,
+)
+from .writer import rosbag2_py_available, TelemetryWriter, TelemetryWriterError
+
+__all__ = [
+    'ADAPTERS',
+    'BagError',
+    'BagInfo',
+    'BeliefSelfAssessmentToTelemetryAdapter',
+    'CHANNELS',
+    'CHANNEL_CALIBRATED_SELF_ASSESSMENT',
+    'CHANNEL_PREDICTION_OUTCOME',
+    'CHANNEL_RAW_SELF_ASSESSMENT',
+    'CHANNEL_TYPES',
+    'CalibratedSelfAssessmentToTelemetryAdapter',
+    'Channel',
+    'PredictionOutcomeToTelemetryAdapter',
+    'QosProfile',
+    'ReplayConfig',
+    'ReplayReport',
+    'TYPE_BELIEF_SELF_ASSESSMENT',
+    'TYPE_CALIBRATED_SELF_ASSESSMENT',
+    'TYPE_PREDICTION_OUTCOME',
+    'TelemetryRecord',
+    'TelemetryRecorder',
+    'TelemetryWriter',
+    'TelemetryWriterError',
+    'adapter_for',
+    'bag_info',
+    'decode',
+    'iter_bag',
+    'read_bag',
+    'register_decoder',
+    'replay_bag',
+    'rosbag2_py_available',
+    'to_telemetry',
+]

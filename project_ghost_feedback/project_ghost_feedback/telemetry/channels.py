@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Telemetry channels: the topics of a telemetry bag, their ROS 2 types and offered QoS.
+
+Topic names are the feedback node's default topics, so a bag recorded by the node's own recorder
+and one recorded with ``ros2 bag record`` of the live topics have the same channels.
+"""
+
+from dataclasses import dataclass
+
+MSGS_PACKAGE = 'project_ghost_feedback_msgs'
+
+CHANNEL_CALIBRATED_SELF_ASSESSMENT = '/self_assessment/calibrated'
+"""ADR-0026 section 6: the channel of CalibratedSelfAssessment."""
+CHANNEL_RAW_SELF_ASSESSMENT = '/self_assessment/raw'
+"""The channel of the raw BeliefSelfAssessment (the node's ``assessment_topic`` default)."""
+CHANNEL_PREDICTION_OUTCOME = '/prediction_outcome'
+"""The channel of PredictionOutcome (the node's ``outcome_topic`` default)."""
+
+TYPE_CALIBRATED_SELF_ASSESSMENT = f'{MSGS_PACKAGE}/msg/CalibratedSelfAssessment'
+TYPE_BELIEF_SELF_ASSESSMENT = f'{MSGS_PACKAGE}/msg/BeliefSelfAssessment'
+TYPE_PREDICTION_OUTCOME = f'{MSGS_PACKAGE}/msg/PredictionOutcome'
+TYPE_CALIBRATION_HISTORY = f'{MSGS_PACKAGE}/msg/CalibrationHistory'
+TYPE_NAMED_LEVEL = f'{MSGS_PACKAGE}/msg/NamedLevel'
+
+# rmw's "infinite" duration (RMW_DURATION_INFINITE), as rosbag2 records it for a default profile.
+INFINITE_DURATION = (9223372036, 854775807)
+
+
+@dataclass(frozen=True)
+class QosProfile:
+    """The offered QoS of a channel, as stored in ``offered_qos_profiles`` (rosbag2 names).
+
+    Durations are ``(sec, nsec)``. The default is the feedback node's publisher profile:
+    reliable, volatile, keep_last 10, automatic liveliness, no deadline or lifespan.
+    """
+
+    history: str = 'keep_last'
+    depth: int = 10
+    reliability: str = 'reliable'
+    durability: str = 'volatile'
+    deadline: tuple = INFINITE_DURATION
+    lifespan: tuple = INFINITE_DURATION
+    liveliness: str = 'automatic'
+    liveliness_lease_duration: tuple = INFINITE_DURATION
+    avoid_ros_namespace_conventions: bool = False
+
+
+DEFAULT_QOS = QosProfile()
+
+
+@dataclass(frozen=True)
+class Channel:
+    """One channel of a telemetry bag: topic, ROS 2 type name and offered QoS."""
+
+    topic: str
+    msgtype: str
+    qos: QosProfile = DEFAULT_QOS
+
+
+CHANNELS = (
+    Channel(CHANNEL_PREDICTION_OUTCOME, TYPE_PREDICTION_OUTCOME),
+    Channel(CHANNEL_RAW_SELF_ASSESSMENT, TYPE_BELIEF_SELF_ASSESSMENT),
+    Channel(CHANNEL_CALIBRATED_SELF_ASSESSMENT, TYPE_CALIBRATED_SELF_ASSESSMENT),
+)
+"""Every channel of a telemetry bag, in the order the writer registers them (fixed: determinism)."""
+
+CHANNEL_TYPES = {channel.topic: channel.msgtype for channel in CHANNELS}
+"""Topic -> ROS 2 type name."""
+
+CHANNEL_BY_TYPE = {channel.msgtype: channel for channel in CHANNELS}
+"""ROS 2 type name -> the default Channel of that type."""

@@ -1,0 +1,163 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Message definitions for telemetry, without rclpy: .msg texts, a rosbags typestore, schemas.
+
+The .msg files of ``project_ghost_feedback_msgs`` are found through the ament index (an installed
+workspace, as rosbag2 finds them) or, failing that, in the source tree next to this package. From
+them this module builds:
+
+- a rosbags :class:`~rosbags.typesys.store.Typestore` that encodes and decodes CDR (the only CDR
+  code used by telemetry; nothing here packs bytes by hand);
+- the MCAP schema text exactly as rosbag2 builds it (``full_definition``): the .msg text verbatim,
+  then for each dependency, depth-first, in sorted order and each type once, a newline, a line
+  of 80 ``=``, a line ``MSG: pkg/Type`` and its .msg text;
+- the RIHS01 type hash (``type_hash``), computed by rosbags (equal to rosidl's).
+"""
+
+import functools
+import os
+import pathlib
+import re
+
+from .channels import MSGS_PACKAGE
+
+DELIMITER = '=' * 80 + '\n'
+
+# rosbag2 (LocalMessageDefinitionSource) finds the dependencies of a .msg with this expression:
+# the first token of a line, optionally followed by an array suffix, then whitespace.
+_FIELD_TYPE = re.compile(r'(?:^|\n)\s*([a-zA-Z0-9_/]+)(?:\[[^\]]*\])?\s+')
+_PRIMITIVE_TYPES = frozenset((
+    'bool', 'byte', 'char', 'float32', 'float64', 'int8', 'uint8', 'int16', 'uint16', 'int32',
+    'uint32', 'int64', 'uint64', 'string'))
+
+
+class MessageDefinitionError(RuntimeError):
+    """The .msg files of project_ghost_feedback_msgs cannot be found or parsed."""
+
+
+def _source_msg_dir():
+    """Return ``<repository>/project_ghost_feedback_msgs/msg`` relative to this file."""
+    return pathlib.Path(__file__).resolve().parents[3] / MSGS_PACKAGE / 'msg'
+
+
+def _ament_msg_dir():
+    """Return the installed ``share/<pkg>/msg`` directory from the ament index, or None."""
+    try:
+        from ament_index_python.packages import (
+            get_package_share_directory,
+            PackageNotFoundError,
+        )
+    except ImportError:
+        return None
+    try:
+        return pathlib.Path(get_package_share_directory(MSGS_PACKAGE)) / 'msg'
+    except (PackageNotFoundError, LookupError, ValueError, OSError):
+        return None
+
+
+def msg_dir():
+    """Return the directory holding the package's .msg files (ament index first, then source).
+
+    ``GHOST_FEEDBACK_MSG_DIR`` overrides both. Raise MessageDefinitionError when none exists.
+    """
+    candidates = []
+    override = os.environ.get('GHOST_FEEDBACK_MSG_DIR')
+    if override:
+        candidates.append(pathlib.Path(override))
+    else:
+        installed = _ament_msg_dir()
+        if installed is not None:
+            candidates.append(installed)
+        candidates.append(_source_msg_dir())
+    for candidate in candidates:
+        if candidate.is_dir() and any(candidate.glob('*.msg')):
+            return candidate
+    raise MessageDefinitionError(
+        f'cannot find the .msg files of {MSGS_PACKAGE} (looked in '
+        f'{", ".join(str(c) for c in candidates)}); build the workspace or set '
+        'GHOST_FEEDBACK_MSG_DIR')
+
+
+@functools.lru_cache(maxsize=None)
+def msg_texts():
+    """Return ``{'pkg/msg/Type': .msg text}`` for every .msg of project_ghost_feedback_msgs."""
+    directory = msg_dir()
+    return {
+        f'{MSGS_PACKAGE}/msg/{path.stem}': path.read_text(encoding='utf-8')
+        for path in sorted(directory.glob('*.msg'))
+    }
+
+
+@functools.lru_cache(maxsize=None)
+def typestore():
+    """Return a rosbags Typestore holding the package's message types (built once)."""
+    from rosbags.typesys import get_types_from_msg, get_typestore, Stores
+
+    store = get_typestore(Stores.EMPTY)
+    types = {}
+    try:
+        for name, text in msg_texts().items():
+            types.update(get_types_from_msg(text, name))
+        store.register(types)
+    except Exception as error:  # noqa: BLE001 - any parse failure means unusable definitions
+        raise MessageDefinitionError(
+            f'cannot parse the .msg files of {MSGS_PACKAGE}: {error}') from error
+    return store
+
+
+def _split_type_name(name):
+    """Return ``(package, type)`` for ``pkg/Type`` or ``pkg/msg/Type``."""
+    parts = name.split('/')
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    if len(parts) == 3 and parts[1] == 'msg':
+        return parts[0], parts[2]
+    raise MessageDefinitionError(f'not a message type name: {name!r}')
+
+
+def _dependencies(text, package):
+    """Return the sorted dependency names of a .msg text, as rosbag2 derives them."""
+    found = set()
+    for match in _FIELD_TYPE.finditer(text):
+        field_type = match.group(1)
+        if field_type in _PRIMITIVE_TYPES:
+            continue
+        found.add(field_type if '/' in field_type else f'{package}/{field_type}')
+    return sorted(found)
+
+
+def _text_of(name):
+    """Return the .msg text of ``pkg/Type`` or ``pkg/msg/Type``."""
+    package, type_name = _split_type_name(name)
+    try:
+        return msg_texts()[f'{package}/msg/{type_name}']
+    except KeyError:
+        raise MessageDefinitionError(f'no .msg definition for {name!r}') from None
+
+
+@functools.lru_cache(maxsize=None)
+def full_definition(msgtype):
+    """Return the ``ros2msg`` schema text of ``msgtype`` exactly as rosbag2 writes it.
+
+    The top-level .msg text comes first, verbatim; each dependency follows once, depth-first in
+    sorted order, as a newline, a line of 80 ``=``, a line ``MSG: pkg/Type`` (the dependency named
+    relative to its package, as the .msg spells it) and its .msg text.
+    """
+    seen = set()
+
+    def append(name):
+        package, _ = _split_type_name(name)
+        text = _text_of(name)
+        parts = [text]
+        for dependency in _dependencies(text, package):
+            if dependency not in seen:
+                seen.add(dependency)
+                parts.append('\n' + DELIMITER + f'MSG: {dependency}\n' + append(dependency))
+        return ''.join(parts)
+
+    return append(msgtype)
+
+
+@functools.lru_cache(maxsize=None)
+def type_hash(msgtype):
+    """Return the RIHS01 type description hash of ``msgtype`` (``RIHS01_<hex>``)."""
+    return typestore().hash_rihs01(msgtype)

@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The feedback node's telemetry recorder (pure Python: no rclpy).
+
+It writes, in the order the node processes them, every accepted input (outcomes and raw
+assessments) and every published calibrated assessment through the telemetry adapters, so the log
+time of each record is the contract's sim stamp and the same input always gives the same bag. The
+node's configuration at start goes to metadata.yaml's ``custom_data`` so ``ghost-feedback replay``
+can verify the bag with the configuration that produced it.
+"""
+
+import threading
+
+from ..core.feedback import policy_parameters
+from .adapters import (
+    BeliefSelfAssessmentToTelemetryAdapter,
+    CalibratedSelfAssessmentToTelemetryAdapter,
+    PredictionOutcomeToTelemetryAdapter,
+)
+from .msgdefs import MessageDefinitionError
+from .replay import (
+    CUSTOM_CONFIG_CHANGES,
+    CUSTOM_RECORDER,
+    custom_data_for_config,
+)
+from .writer import TelemetryWriter, TelemetryWriterError
+
+
+def policy_parameter_values(policy):
+    """Return ``{parameter: value}`` of a registered policy object (its dataclass fields)."""
+    return {name: getattr(policy, name) for name in policy_parameters(policy.policy_id)}
+
+
+class TelemetryRecorder:
+    """Record a feedback node's accepted inputs and calibrated outputs into a telemetry bag.
+
+    ``path`` must not exist. Opening failures (existing path, unwritable directory, missing .msg
+    definitions) raise ValueError with a one-line reason, so a node can refuse its parameter.
+    A failure while writing is reported once through ``on_error(message)`` and stops the
+    recording (the node keeps running); :attr:`error` keeps it.
+    """
+
+    def __init__(self, path, *, policy, max_history, outcome_buffer_size, recorder='feedback_node',
+                 backend='rosbags', on_error=None):
+        custom_data = custom_data_for_config(
+            policy.policy_id, policy_parameter_values(policy), max_history, outcome_buffer_size)
+        custom_data[CUSTOM_RECORDER] = recorder
+        self._config_changes = 0
+        custom_data[CUSTOM_CONFIG_CHANGES] = '0'
+        try:
+            self._writer = TelemetryWriter(path, backend=backend, custom_data=custom_data)
+        except (TelemetryWriterError, MessageDefinitionError, OSError) as error:
+            raise ValueError(f'telemetry_bag: {error}') from None
+        self.path = path
+        self.error = None
+        self._on_error = on_error
+        self._lock = threading.Lock()
+        self._outcome = PredictionOutcomeToTelemetryAdapter()
+        self._raw = BeliefSelfAssessmentToTelemetryAdapter()
+        self._calibrated = CalibratedSelfAssessmentToTelemetryAdapter()
+
+    @property
+    def counts(self):
+        """Return ``{topic: messages written}``."""
+        return dict(self._writer.counts)
+
+    @property
+    def closed(self):
+        """Return True once the bag is closed."""
+        return self._writer.closed
+
+    def _write(self, records):
+        with self._lock:
+            if self.error is not None or self._writer.closed:
+                return
+            try:
+                for record in records:
+                    self._writer.write(record)
+            except Exception as error:  # noqa: BLE001 - never take the node down with the log
+                self.error = error
+                if self._on_error is not None:
+                    self._on_error(f'telemetry recording to {self.path} stopped: {error}')
+
+    def record_outcome(self, outcome):
+        """Record an accepted PredictionOutcome (log time: its observed stamp)."""
+        self._write((self._outcome(outcome),))
+
+    def record_assessment(self, raw, calibrated):
+        """Record an accepted raw assessment and the calibrated assessment published for it."""
+        self._write((self._raw(raw), self._calibrated(calibrated)))
+
+    def note_config_change(self):
+        """Count a parameter change of the node (replay warns: the recorded config is the start)."""
+        with self._lock:
+            if self._writer.closed:
+                return
+            self._config_changes += 1
+            self._writer.set_custom_data(CUSTOM_CONFIG_CHANGES, str(self._config_changes))
+
+    def close(self):
+        """Finish the bag (MCAP summary and metadata.yaml). Idempotent."""
+        with self._lock:
+            self._writer.close()

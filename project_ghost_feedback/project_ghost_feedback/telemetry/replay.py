@@ -1,0 +1,818 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Read telemetry bags back into contracts, and replay them through the pure core.
+
+- ``_DECODERS`` maps a ROS 2 type name to a decoder ``bytes -> contract`` (rosbags' generated
+  CDR deserializers, then the core's validating constructors).
+- :func:`bag_info` and :func:`read_bag` open a rosbag2 bag directory (ours, or one recorded by
+  ``ros2 bag record``) with rosbags' ``Reader`` and check that every message it announces is read.
+- :func:`replay_bag` feeds the recorded outcomes and raw assessments, in recorded order, through
+  the same :class:`OutcomeWindow` and :func:`assess_with_feedback` as the feedback node, and
+  compares each recomputed calibrated assessment with the recorded one.
+
+Order. ``order='recorded'`` (default) reads messages in the order they were written: for the
+node's telemetry bag that is the order the node processed them, so replay reproduces even
+outcomes that arrived late; for a ``ros2 bag record`` bag it is receive order. ``order='stamp'``
+reads in log-time order (ties in write order). Any problem with the bag (missing, not a bag,
+truncated, corrupt, inconsistent counts) raises :class:`BagError` with a one-line message.
+"""
+
+from collections import Counter, deque
+import dataclasses
+import json
+import math
+import os
+import pathlib
+from typing import NamedTuple
+
+from ..core import BeliefSelfAssessment, NamedLevel, PredictionOutcome, SelfAssessmentLevel
+from ..core._validation import value_error
+from ..core.feedback import (
+    assess_with_feedback,
+    CalibratedSelfAssessment,
+    CalibrationHistory,
+    DEFAULT_MAX_HISTORY,
+    DEFAULT_POLICY,
+    make_policy,
+    policy_names,
+    policy_parameters,
+)
+from ..core.window import OutcomeWindow
+from .channels import (
+    CHANNEL_BY_TYPE,
+    TYPE_BELIEF_SELF_ASSESSMENT,
+    TYPE_CALIBRATED_SELF_ASSESSMENT,
+    TYPE_PREDICTION_OUTCOME,
+)
+from .msgdefs import typestore
+
+DEFAULT_OUTCOME_BUFFER_SIZE = 1024
+"""The feedback node's default ``outcome_buffer_size``."""
+
+ORDERS = ('recorded', 'stamp')
+
+# metadata.yaml custom_data keys written by the node's recorder (telemetry.recorder).
+CUSTOM_PREFIX = 'ghost_feedback.'
+CUSTOM_RECORDER = CUSTOM_PREFIX + 'recorder'
+CUSTOM_POLICY = CUSTOM_PREFIX + 'policy'
+CUSTOM_POLICY_PARAMETERS = CUSTOM_PREFIX + 'policy_parameters'
+CUSTOM_MAX_HISTORY = CUSTOM_PREFIX + 'max_history'
+CUSTOM_OUTCOME_BUFFER_SIZE = CUSTOM_PREFIX + 'outcome_buffer_size'
+CUSTOM_CONFIG_CHANGES = CUSTOM_PREFIX + 'config_changes'
+
+
+class BagError(Exception):
+    """A bag cannot be read: missing, not a rosbag2 bag, truncated, corrupt or inconsistent."""
+
+
+# -- decoders -------------------------------------------------------------------------------------
+
+_LEVELS = {level.value: level for level in SelfAssessmentLevel}
+
+
+def _level(value):
+    level = _LEVELS.get(value)
+    return level if level is not None else SelfAssessmentLevel.from_wire(value)
+
+
+def _named_levels(messages):
+    return tuple(NamedLevel(item.name, _level(item.level)) for item in messages)
+
+
+def _belief(message):
+    return BeliefSelfAssessment(
+        message.belief_stamp_sim_ns, _level(message.overall_level),
+        _named_levels(message.axis_levels), _named_levels(message.block_levels),
+        message.schema_version)
+
+
+def _history(message):
+    stamp = message.most_recent_observed_stamp_sim_ns
+    if not message.has_most_recent_observed_stamp:
+        if stamp != 0:
+            raise value_error(
+                'CalibrationHistory', 'most_recent_observed_stamp_sim_ns', 'inconsistent_empty',
+                f'must be 0 when has_most_recent_observed_stamp is false, got {stamp!r}')
+        stamp = None
+    return CalibrationHistory(
+        message.outcomes_considered, message.count_within_1_std, message.count_beyond_1_std,
+        message.count_beyond_3_std, message.count_beyond_5_std,
+        message.worst_position_mahalanobis, message.worst_orientation_mahalanobis, stamp,
+        message.schema_version)
+
+
+def _calibrated(message):
+    return CalibratedSelfAssessment(
+        _belief(message.raw_assessment), _history(message.calibration_history),
+        _level(message.adjusted_overall_level), message.adjustment_policy_id,
+        message.adjustment_reason, message.schema_version)
+
+
+def _outcome(message):
+    return PredictionOutcome(
+        message.prediction_stamp_sim_ns, message.observed_stamp_sim_ns,
+        tuple(message.position_error_m.tolist()), tuple(message.orientation_error_rad.tolist()),
+        message.position_mahalanobis, message.orientation_mahalanobis, message.schema_version)
+
+
+def _decoder(msgtype, to_contract):
+    store = typestore()
+    deserialize = store.deserialize_cdr
+
+    def decode(payload):
+        return to_contract(deserialize(payload, msgtype))
+
+    decode.__doc__ = f'Decode CDR bytes of {msgtype} into its contract.'
+    return decode
+
+
+class _LazyDecoders(dict):
+    """``_DECODERS``: type name -> decoder, built on first use (the typestore reads .msg files)."""
+
+    _FACTORIES = {
+        TYPE_CALIBRATED_SELF_ASSESSMENT: _calibrated,
+        TYPE_BELIEF_SELF_ASSESSMENT: _belief,
+        TYPE_PREDICTION_OUTCOME: _outcome,
+    }
+
+    def __missing__(self, msgtype):
+        to_contract = self._FACTORIES.get(msgtype)
+        if to_contract is None:
+            raise KeyError(msgtype)
+        decoder = self[msgtype] = _decoder(msgtype, to_contract)
+        return decoder
+
+    def __contains__(self, msgtype):
+        return dict.__contains__(self, msgtype) or msgtype in self._FACTORIES
+
+    def get(self, msgtype, default=None):
+        return self[msgtype] if msgtype in self else default
+
+    def types(self):
+        return sorted(set(self._FACTORIES) | set(dict.keys(self)))
+
+
+_DECODERS = _LazyDecoders()
+"""ROS 2 type name (``pkg/msg/Type``) -> decoder ``bytes -> contract`` (ADR-0026 section 6)."""
+
+
+def register_decoder(msgtype, decoder):
+    """Register ``decoder`` (``bytes -> contract``) for the type name ``msgtype``."""
+    _DECODERS[normalize_type_name(msgtype)] = decoder
+
+
+def normalize_type_name(msgtype):
+    """Return ``pkg/msg/Type`` for ``pkg/Type`` or ``pkg/msg/Type``."""
+    parts = msgtype.split('/')
+    if len(parts) == 2:
+        return f'{parts[0]}/msg/{parts[1]}'
+    return msgtype
+
+
+def decode(msgtype, payload):
+    """Decode ``payload`` (CDR bytes) of type ``msgtype`` into its contract.
+
+    KeyError for a type without decoder; rosbags' SerdeError for bytes that are not valid CDR of
+    that type; the core's ContractTypeError/ContractValueError for values a contract refuses.
+    """
+    return _DECODERS[normalize_type_name(msgtype)](payload)
+
+
+# -- reading bags ---------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class TopicInfo:
+    """One topic of a bag: name, ROS 2 type, message count, RIHS01 hash, offered QoS."""
+
+    name: str
+    msgtype: str
+    message_count: int
+    type_description_hash: str
+    offered_qos_profiles: tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class BagInfo:
+    """What a bag holds, from its metadata.yaml (validated by rosbags' Reader)."""
+
+    path: str
+    version: int
+    storage_identifier: str
+    ros_distro: str
+    files: tuple
+    message_count: int
+    start_time_ns: int | None
+    end_time_ns: int | None
+    topics: tuple
+    custom_data: dict
+
+    @property
+    def duration_ns(self):
+        """Return end - start (0 for an empty bag)."""
+        if self.start_time_ns is None:
+            return 0
+        return self.end_time_ns - self.start_time_ns
+
+    def topic(self, name):
+        """Return the TopicInfo called ``name``, or None."""
+        return next((t for t in self.topics if t.name == name), None)
+
+
+class BagMessage(NamedTuple):
+    """One raw message of a bag."""
+
+    topic: str
+    msgtype: str
+    log_time: int
+    payload: bytes
+
+
+class BagContract(NamedTuple):
+    """One decoded message of a bag."""
+
+    topic: str
+    msgtype: str
+    log_time: int
+    contract: object
+
+
+def _one_line(error):
+    text = ' '.join(str(error).split())
+    return text or type(error).__name__
+
+
+def _reader_errors():
+    from mcap.exceptions import McapError
+    from rosbags.rosbag2 import ReaderError
+    from rosbags.serde import SerdeError
+
+    return (ReaderError, McapError, SerdeError, OSError, EOFError, ValueError, KeyError,
+            IndexError, TypeError, AssertionError, UnicodeDecodeError, RuntimeError)
+
+
+def _check_path(path):
+    path = pathlib.Path(path)
+    if not path.exists():
+        raise BagError(f'{path}: no such bag directory')
+    if not path.is_dir():
+        raise BagError(f'{path}: not a bag directory (a rosbag2 bag is a directory)')
+    if not (path / 'metadata.yaml').is_file():
+        raise BagError(
+            f'{path}: no metadata.yaml (not a rosbag2 bag, or a recording that was not closed)')
+    return path
+
+
+def _load_metadata(path):
+    """Return metadata.yaml's ``rosbag2_bagfile_information`` (rosbags has validated it)."""
+    from ruamel.yaml import YAML
+
+    with open(path / 'metadata.yaml', encoding='utf-8') as stream:
+        return YAML(typ='safe').load(stream)['rosbag2_bagfile_information']
+
+
+def _open_reader(path):
+    """Return ``(path, open rosbags Reader, metadata dict)`` or raise BagError."""
+    from rosbags.rosbag2 import Reader
+
+    path = _check_path(path)
+    try:
+        reader = Reader(path)
+        reader.open()
+    except _reader_errors() as error:
+        raise BagError(f'{path}: cannot open bag: {_one_line(error)}') from None
+    try:
+        metadata = _load_metadata(path)
+    except _reader_errors() as error:
+        reader.close()
+        raise BagError(f'{path}: invalid metadata.yaml: {_one_line(error)}') from None
+    return path, reader, metadata
+
+
+def _info_from_reader(path, reader, metadata):
+    from rosbags.rosbag2.metadata import dump_qos_v9
+
+    connections = sorted(reader.connections, key=lambda c: c.id)
+    topics = tuple(
+        TopicInfo(c.topic, normalize_type_name(c.msgtype), c.msgcount, c.digest,
+                  tuple(dump_qos_v9(list(c.ext.offered_qos_profiles))))
+        for c in connections)
+    count = reader.message_count
+    files = tuple(
+        (str(item['path']), int(item.get('message_count', 0)))
+        for item in metadata.get('files') or ())
+    return BagInfo(
+        path=str(path), version=int(metadata['version']),
+        storage_identifier=str(metadata['storage_identifier']),
+        ros_distro=reader.ros_distro or '', files=files, message_count=count,
+        start_time_ns=reader.start_time if count else None,
+        end_time_ns=reader.end_time - 1 if count else None,
+        topics=topics, custom_data={
+            str(k): str(v) for k, v in (metadata.get('custom_data') or {}).items()})
+
+
+def bag_info(path):
+    """Return the BagInfo of the bag directory ``path`` (BagError when it cannot be read)."""
+    path, reader, metadata = _open_reader(path)
+    try:
+        return _info_from_reader(path, reader, metadata)
+    except _reader_errors() as error:
+        raise BagError(f'{path}: invalid bag metadata: {_one_line(error)}') from None
+    finally:
+        reader.close()
+
+
+def _file_order_paths(path, metadata):
+    """Return the MCAP files to read in file order, or None when rosbags must read the bag."""
+    if metadata.get('storage_identifier') != 'mcap':
+        return None
+    if (metadata.get('compression_mode') or '').lower() not in ('', 'none'):
+        return None  # file or message compression: rosbags decompresses (log-time order)
+    return [path / pathlib.PurePath(name).name for name in metadata['relative_file_paths']]
+
+
+def _iter_mcap_file_order(path, file_path, wanted):
+    """Yield BagMessage from one MCAP file in file order (the mcap library's stream reader)."""
+    from mcap.records import Channel, Message, Schema
+    from mcap.stream_reader import StreamReader
+
+    schemas = {}
+    channels = {}
+    with open(file_path, 'rb') as stream:
+        for record in StreamReader(stream, validate_crcs=True).records:
+            if isinstance(record, Message):
+                channel = channels.get(record.channel_id)
+                if channel is None:
+                    raise BagError(
+                        f'{path}: message on unknown channel id {record.channel_id} in '
+                        f'{os.path.basename(file_path)}')
+                if channel[2]:
+                    yield BagMessage(channel[0], channel[1], record.log_time, record.data)
+            elif isinstance(record, Schema):
+                schemas[record.id] = record.name
+            elif isinstance(record, Channel):
+                msgtype = normalize_type_name(schemas.get(record.schema_id, ''))
+                channels[record.id] = (
+                    record.topic, msgtype, wanted is None or record.topic in wanted)
+
+
+def _iter_messages(path, reader, metadata, order, topics):
+    wanted = None if topics is None else set(topics)
+    file_paths = _file_order_paths(path, metadata) if order == 'recorded' else None
+    if file_paths is not None:
+        for file_path in file_paths:
+            yield from _iter_mcap_file_order(path, file_path, wanted)
+        return
+    connections = [c for c in reader.connections if wanted is None or c.topic in wanted]
+    if not connections:
+        return
+    for connection, log_time, payload in reader.messages(connections=connections):
+        yield BagMessage(
+            connection.topic, normalize_type_name(connection.msgtype), log_time, payload)
+
+
+def iter_bag(path, *, order='recorded', topics=None):
+    """Yield every BagMessage of the bag ``path`` (optionally only ``topics``) in ``order``.
+
+    After the last message the per-topic counts are checked against metadata.yaml: a bag whose
+    storage holds fewer or more messages than it announces raises BagError (this also catches
+    rosbags' silent skip of a channel whose QoS differs between metadata.yaml and the MCAP).
+    """
+    if order not in ORDERS:
+        raise ValueError(f'order must be one of {ORDERS}, got {order!r}')
+    path, reader, metadata = _open_reader(path)
+    try:
+        expected = Counter()
+        for connection in reader.connections:
+            if topics is None or connection.topic in topics:
+                expected[connection.topic] += connection.msgcount
+        seen = Counter()
+        try:
+            for message in _iter_messages(path, reader, metadata, order, topics):
+                seen[message.topic] += 1
+                yield message
+        except BagError:
+            raise
+        except _reader_errors() as error:
+            raise BagError(
+                f'{path}: corrupt or truncated bag after {sum(seen.values())} messages: '
+                f'{_one_line(error)}') from None
+        if +seen != +expected:
+            diffs = ', '.join(
+                f'{topic}: metadata.yaml {expected[topic]}, storage {seen[topic]}'
+                for topic in sorted(set(seen) | set(expected)) if seen[topic] != expected[topic])
+            raise BagError(f'{path}: inconsistent bag: message counts differ ({diffs})')
+    finally:
+        reader.close()
+
+
+def read_bag(path, *, order='recorded', topics=None, skip_unknown=True):
+    """Yield a BagContract for every message of a type with a decoder, in ``order``.
+
+    Messages of other types are skipped (``skip_unknown``) or raise BagError. A message that
+    does not decode, or that a contract refuses, raises BagError naming topic, index and stamp.
+    """
+    for index, message in enumerate(iter_bag(path, order=order, topics=topics)):
+        decoder = _DECODERS[message.msgtype] if message.msgtype in _DECODERS else None
+        if decoder is None:
+            if skip_unknown:
+                continue
+            raise BagError(f'{path}: no decoder for type {message.msgtype} on {message.topic}')
+        try:
+            contract = decoder(message.payload)
+        except _reader_errors() as error:
+            raise BagError(
+                f'{path}: message {index} on {message.topic} (log time {message.log_time}) does '
+                f'not decode as {message.msgtype}: {_one_line(error)}') from None
+        yield BagContract(message.topic, message.msgtype, message.log_time, contract)
+
+
+# -- replay ---------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class ReplayConfig:
+    """What the node's output depends on: policy, its parameters, window sizes."""
+
+    policy: str = DEFAULT_POLICY
+    parameters: tuple = ()
+    max_history: int = DEFAULT_MAX_HISTORY
+    outcome_buffer_size: int = DEFAULT_OUTCOME_BUFFER_SIZE
+
+    @classmethod
+    def make(cls, policy, parameters=None, max_history=DEFAULT_MAX_HISTORY,
+             outcome_buffer_size=DEFAULT_OUTCOME_BUFFER_SIZE):
+        """Return a validated config (ValueError/TypeError naming the bad value)."""
+        full = policy_parameters(policy)
+        unknown = sorted(set(parameters or {}) - set(full))
+        if unknown:
+            raise ValueError(
+                f'policy {policy!r} has no parameter(s) {", ".join(unknown)} '
+                f'(it takes: {", ".join(sorted(full)) or "none"})')
+        full.update(parameters or {})
+        config = cls(policy, tuple(sorted(full.items())), max_history, outcome_buffer_size)
+        config.make_policy()
+        for name in ('max_history', 'outcome_buffer_size'):
+            value = getattr(config, name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f'{name} must be an int >= 1, got {value!r}')
+        if outcome_buffer_size < max_history:
+            raise ValueError(
+                f'outcome_buffer_size ({outcome_buffer_size}) must be >= max_history '
+                f'({max_history})')
+        return config
+
+    def make_policy(self):
+        """Return the policy object."""
+        return make_policy(self.policy, dict(self.parameters))
+
+    def describe(self):
+        """Return e.g. ``mahalanobis_downgrade(downgrade_threshold=2, min_outcomes=4)``."""
+        parameters = ', '.join(f'{k}={v!r}' for k, v in self.parameters)
+        return (f'{self.policy}({parameters}), max_history {self.max_history}, '
+                f'outcome_buffer_size {self.outcome_buffer_size}')
+
+    def to_dict(self):
+        """Return a JSON-ready dict."""
+        return {
+            'policy': self.policy, 'parameters': dict(self.parameters),
+            'max_history': self.max_history, 'outcome_buffer_size': self.outcome_buffer_size,
+        }
+
+
+def custom_data_for_config(policy_name, parameters, max_history, outcome_buffer_size):
+    """Return the metadata.yaml custom_data entries recording a node configuration."""
+    return {
+        CUSTOM_POLICY: policy_name,
+        CUSTOM_POLICY_PARAMETERS: json.dumps(dict(parameters), sort_keys=True),
+        CUSTOM_MAX_HISTORY: str(max_history),
+        CUSTOM_OUTCOME_BUFFER_SIZE: str(outcome_buffer_size),
+    }
+
+
+def coerce_parameters(policy, parameters):
+    """Return ``parameters`` with string values converted to the type of the policy's default.
+
+    ``{'downgrade_threshold': '3'}`` -> ``{'downgrade_threshold': 3}``; a value that does not
+    convert, or an unknown parameter, is a ValueError naming it.
+    """
+    defaults = policy_parameters(policy)
+    values = {}
+    for key, value in (parameters or {}).items():
+        if key not in defaults:
+            raise ValueError(
+                f'policy {policy!r} has no parameter {key!r} '
+                f'(it takes: {", ".join(sorted(defaults)) or "none"})')
+        default = defaults[key]
+        if not isinstance(value, str) or isinstance(default, str):
+            values[key] = value
+            continue
+        text = value.strip()
+        try:
+            if isinstance(default, bool):
+                if text.lower() not in ('true', 'false'):
+                    raise ValueError(text)
+                values[key] = text.lower() == 'true'
+            elif isinstance(default, int):
+                values[key] = int(text)
+            else:
+                values[key] = float(text)
+        except ValueError:
+            raise ValueError(
+                f'{key}={value}: expected {type(default).__name__} like the default '
+                f'{default!r}') from None
+    return values
+
+
+def recorded_config(info, first_calibrated=None):
+    """Return ``(ReplayConfig, source, warnings)`` for the configuration that recorded the bag.
+
+    ``source`` is ``'recorded'`` when the bag's custom_data holds the node configuration (the
+    node's recorder writes it); otherwise the defaults are assumed, with the policy named by the
+    first recorded calibrated assessment when it is registered (``'assumed'``).
+    """
+    custom = info.custom_data
+    warnings = []
+    if CUSTOM_POLICY in custom:
+        try:
+            config = ReplayConfig.make(
+                custom[CUSTOM_POLICY], json.loads(custom.get(CUSTOM_POLICY_PARAMETERS, '{}')),
+                int(custom.get(CUSTOM_MAX_HISTORY, DEFAULT_MAX_HISTORY)),
+                int(custom.get(CUSTOM_OUTCOME_BUFFER_SIZE, DEFAULT_OUTCOME_BUFFER_SIZE)))
+        except (TypeError, ValueError) as error:
+            warnings.append(f'recorded configuration unusable ({_one_line(error)}); '
+                            'assuming defaults')
+        else:
+            changes = int(custom.get(CUSTOM_CONFIG_CHANGES, '0') or 0)
+            if changes:
+                warnings.append(
+                    f'the node changed its parameters {changes} time(s) while recording; the '
+                    'configuration above is the one at the start')
+            return config, 'recorded', warnings
+    else:
+        warnings.append('the bag does not record the node configuration; assuming defaults')
+    policy = DEFAULT_POLICY
+    if first_calibrated is not None:
+        recorded_policy = first_calibrated.adjustment_policy_id
+        if recorded_policy in policy_names():
+            policy = recorded_policy
+        else:
+            warnings.append(f'recorded policy {recorded_policy!r} is not registered here')
+    return ReplayConfig.make(policy), 'assumed', warnings
+
+
+@dataclasses.dataclass
+class LevelSummary:
+    """Calibrated levels of a sequence of assessments: counts, downgrades, first downgrade."""
+
+    assessments: int = 0
+    levels: dict = dataclasses.field(
+        default_factory=lambda: {level.name: 0 for level in SelfAssessmentLevel})
+    downgrades: int = 0
+    first_downgrade_stamp_sim_ns: int | None = None
+
+    def add(self, calibrated):
+        """Count one calibrated assessment."""
+        self.assessments += 1
+        self.levels[calibrated.adjusted_overall_level.name] += 1
+        if calibrated.adjusted_overall_level < calibrated.raw_assessment.overall_level:
+            self.downgrades += 1
+            if self.first_downgrade_stamp_sim_ns is None:
+                self.first_downgrade_stamp_sim_ns = calibrated.raw_assessment.belief_stamp_sim_ns
+
+    def to_dict(self):
+        """Return a JSON-ready dict."""
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Difference:
+    """The first field in which a recorded and a recomputed assessment differ."""
+
+    index: int
+    belief_stamp_sim_ns: int | None
+    field: str
+    recorded: object
+    recomputed: object
+
+    def to_dict(self):
+        """Return a JSON-ready dict (non-finite floats as strings)."""
+        return {
+            'index': self.index, 'belief_stamp_sim_ns': self.belief_stamp_sim_ns,
+            'field': self.field, 'recorded': _jsonable(self.recorded),
+            'recomputed': _jsonable(self.recomputed),
+        }
+
+
+def _jsonable(value):
+    if isinstance(value, SelfAssessmentLevel):
+        return value.name
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if dataclasses.is_dataclass(value):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def first_field_difference(recorded, recomputed, path=''):
+    """Return ``(field_path, recorded_value, recomputed_value)`` of the first difference, or None.
+
+    Dataclasses are compared field by field and tuples item by item, depth first, so the path
+    names the innermost differing value (e.g. ``calibration_history.count_beyond_3_std``).
+    """
+    if recorded == recomputed:
+        return None
+    if dataclasses.is_dataclass(recorded) and type(recorded) is type(recomputed):
+        for field in dataclasses.fields(recorded):
+            found = first_field_difference(
+                getattr(recorded, field.name), getattr(recomputed, field.name),
+                f'{path}.{field.name}' if path else field.name)
+            if found is not None:
+                return found
+    if (isinstance(recorded, tuple) and isinstance(recomputed, tuple)
+            and len(recorded) == len(recomputed)):
+        for i, (a, b) in enumerate(zip(recorded, recomputed)):
+            found = first_field_difference(a, b, f'{path}[{i}]')
+            if found is not None:
+                return found
+    return (path or '(whole)', recorded, recomputed)
+
+
+@dataclasses.dataclass
+class ReplayReport:
+    """Result of :func:`replay_bag`."""
+
+    bag: str
+    order: str
+    mode: str
+    recorded_config: ReplayConfig
+    config_source: str
+    replay_config: ReplayConfig
+    outcomes: int = 0
+    assessments: int = 0
+    recorded_outputs: int = 0
+    compared: int = 0
+    differences: int = 0
+    first_difference: Difference | None = None
+    changed_levels: int = 0
+    more_confident: int = 0
+    less_confident: int = 0
+    first_change: Difference | None = None
+    recorded: LevelSummary = dataclasses.field(default_factory=LevelSummary)
+    recomputed: LevelSummary = dataclasses.field(default_factory=LevelSummary)
+    warnings: list = dataclasses.field(default_factory=list)
+
+    @property
+    def identical(self):
+        """Return True/False when recorded outputs exist, None when there is nothing to compare."""
+        if self.recorded_outputs == 0:
+            return None
+        return self.differences == 0 and self.recorded_outputs == self.assessments
+
+    def to_dict(self):
+        """Return a JSON-ready dict (the ``--json`` output of ``ghost-feedback replay``)."""
+        return {
+            'bag': self.bag, 'order': self.order, 'mode': self.mode,
+            'recorded_config': self.recorded_config.to_dict(),
+            'config_source': self.config_source,
+            'replay_config': self.replay_config.to_dict(),
+            'outcomes': self.outcomes, 'assessments': self.assessments,
+            'recorded_outputs': self.recorded_outputs, 'compared': self.compared,
+            'identical': self.identical, 'differences': self.differences,
+            'first_difference': self.first_difference.to_dict()
+            if self.first_difference else None,
+            'changed_levels': self.changed_levels, 'more_confident': self.more_confident,
+            'less_confident': self.less_confident,
+            'first_change': self.first_change.to_dict() if self.first_change else None,
+            'recorded': self.recorded.to_dict() if self.recorded_outputs else None,
+            'recomputed': self.recomputed.to_dict(),
+            'warnings': list(self.warnings),
+        }
+
+
+def _first_recorded_calibrated(path, info):
+    topics = [t.name for t in info.topics if t.msgtype == TYPE_CALIBRATED_SELF_ASSESSMENT]
+    if not topics or not any(t.message_count for t in info.topics if t.name in topics):
+        return None
+    from rosbags.rosbag2 import Reader
+
+    try:
+        with Reader(path) as reader:
+            connections = [c for c in reader.connections if c.topic in topics]
+            for _, _, payload in reader.messages(connections=connections):
+                return decode(TYPE_CALIBRATED_SELF_ASSESSMENT, payload)
+    except _reader_errors():
+        return None  # the full read below reports the problem
+    return None
+
+
+def _select_topics(info, warnings):
+    """Return {msgtype: topic} for the three contract types (the default topic wins a tie)."""
+    selected = {}
+    for msgtype in (TYPE_PREDICTION_OUTCOME, TYPE_BELIEF_SELF_ASSESSMENT,
+                    TYPE_CALIBRATED_SELF_ASSESSMENT):
+        names = sorted(t.name for t in info.topics if normalize_type_name(t.msgtype) == msgtype)
+        if not names:
+            continue
+        default = CHANNEL_BY_TYPE[msgtype].topic
+        chosen = default if default in names else names[0]
+        if len(names) > 1:
+            warnings.append(f'several topics of type {msgtype} ({", ".join(names)}); '
+                            f'replaying {chosen}')
+        selected[msgtype] = chosen
+    return selected
+
+
+def replay_bag(path, *, policy=None, parameters=None, max_history=None,
+               outcome_buffer_size=None, order='recorded'):
+    """Replay the bag ``path`` through the pure core and compare with its recorded output.
+
+    With no overrides the configuration is the recorded one (``mode='verify'``): every recomputed
+    calibrated assessment must equal the recorded one. ``policy`` / ``parameters`` (merged over
+    the recorded parameters when the policy is the recorded one) / ``max_history`` /
+    ``outcome_buffer_size`` replay another configuration; parameter values given as strings are
+    converted to the type of the parameter's default (``mode='compare'`` when it differs):
+    the report then says what would have changed. Raise BagError for an unreadable bag and
+    ValueError/TypeError for an invalid configuration.
+    """
+    info = bag_info(path)
+    warnings = []
+    topics = _select_topics(info, warnings)
+    if TYPE_BELIEF_SELF_ASSESSMENT not in topics:
+        raise BagError(f'{info.path}: no {TYPE_BELIEF_SELF_ASSESSMENT} topic to replay')
+    first = _first_recorded_calibrated(path, info)
+    base, source, config_warnings = recorded_config(info, first)
+    warnings.extend(config_warnings)
+    policy_name = base.policy if policy is None else policy
+    merged = dict(base.parameters) if policy_name == base.policy else {}
+    merged.update(coerce_parameters(policy_name, parameters))
+    config = ReplayConfig.make(
+        policy_name, merged, base.max_history if max_history is None else max_history,
+        base.outcome_buffer_size if outcome_buffer_size is None else outcome_buffer_size)
+    report = ReplayReport(
+        bag=info.path, order=order, mode='verify' if config == base else 'compare',
+        recorded_config=base, config_source=source, replay_config=config, warnings=warnings)
+
+    policy_object = config.make_policy()
+    history_size = config.max_history
+    window = OutcomeWindow(config.outcome_buffer_size)
+    add_outcome = window.add
+    causal_window = window.causal_window
+    recomputed_queue = deque()
+    recorded_queue = deque()
+    recomputed_summary = report.recomputed
+    recorded_summary = report.recorded
+    outcome_topic = topics.get(TYPE_PREDICTION_OUTCOME)
+    raw_topic = topics[TYPE_BELIEF_SELF_ASSESSMENT]
+    calibrated_topic = topics.get(TYPE_CALIBRATED_SELF_ASSESSMENT)
+    wanted = [t for t in (outcome_topic, raw_topic, calibrated_topic) if t is not None]
+    index = 0
+    for topic, _, _, contract in read_bag(path, order=order, topics=wanted):
+        if topic == outcome_topic:
+            report.outcomes += 1
+            add_outcome(contract)
+            continue
+        if topic == raw_topic:
+            report.assessments += 1
+            calibrated = assess_with_feedback(
+                contract, causal_window(contract.belief_stamp_sim_ns, history_size),
+                policy_object, history_size)
+            recomputed_summary.add(calibrated)
+            recomputed_queue.append(calibrated)
+        else:
+            report.recorded_outputs += 1
+            recorded_summary.add(contract)
+            recorded_queue.append(contract)
+        while recomputed_queue and recorded_queue:
+            _compare(report, index, recorded_queue.popleft(), recomputed_queue.popleft())
+            index += 1
+    if report.recorded_outputs and report.recorded_outputs != report.assessments:
+        report.warnings.append(
+            f'{report.recorded_outputs} recorded calibrated assessments for '
+            f'{report.assessments} raw assessments; compared the first {report.compared}')
+        if report.first_difference is None:
+            report.first_difference = Difference(
+                report.compared, None, '(count)', report.recorded_outputs, report.assessments)
+    return report
+
+
+def _compare(report, index, recorded, recomputed):
+    report.compared += 1
+    if recorded == recomputed:
+        return
+    report.differences += 1
+    stamp = recomputed.raw_assessment.belief_stamp_sim_ns
+    if report.first_difference is None:
+        field, a, b = first_field_difference(recorded, recomputed)
+        report.first_difference = Difference(index, stamp, field, a, b)
+    if recorded.adjusted_overall_level != recomputed.adjusted_overall_level:
+        report.changed_levels += 1
+        if recomputed.adjusted_overall_level > recorded.adjusted_overall_level:
+            report.more_confident += 1
+        else:
+            report.less_confident += 1
+        if report.first_change is None:
+            report.first_change = Difference(
+                index, stamp, 'adjusted_overall_level', recorded.adjusted_overall_level,
+                recomputed.adjusted_overall_level)

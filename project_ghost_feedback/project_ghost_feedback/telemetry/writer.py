@@ -1,0 +1,233 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Write telemetry bags: rosbag2 bag directories (MCAP storage) from adapter records.
+
+Two backends:
+
+- ``'rosbags'`` (default, needs only the ``rosbags`` package): rosbags' rosbag2 ``Writer``
+  (``version=9``, MCAP storage) writes the directory, ``metadata.yaml`` (every v9 key) and the
+  MCAP file (profile ``ros2``, one ``ros2msg`` schema per type, ``cdr`` channels whose
+  ``offered_qos_profiles`` metadata equals metadata.yaml's, the ``rosbag2`` metadata record).
+  This module hands it the schema text built as rosbag2 builds it (:mod:`.msgdefs`) and the
+  RIHS01 hash; it writes no MCAP or YAML itself. Output is byte-deterministic: the same records
+  in the same order, into a directory of the same name, give identical files.
+- ``'rosbag2_py'``: rosbag2's own ``SequentialWriter``, where ``rosbag2_py`` is importable (a
+  ROS 2 install). It is **not tested here** (no rosbag2_py on PyPI); it writes the same topics,
+  types, log times and payloads, but its bytes are rosbag2's (library version string, chunking,
+  compression) and are not claimed deterministic by this project.
+
+Messages are written in the order given; log times need not be monotonic (rosbags indexes any
+order; readers in log-time order sort, readers in file order see the write order).
+"""
+
+from .adapters import to_telemetry
+from .channels import CHANNELS, INFINITE_DURATION
+from .msgdefs import full_definition, type_hash
+
+BACKENDS = ('rosbags', 'rosbag2_py')
+
+
+class TelemetryWriterError(RuntimeError):
+    """A telemetry bag cannot be created or written."""
+
+
+def rosbag2_py_available():
+    """Return True when rosbag2's Python API (``rosbag2_py``) can be imported."""
+    try:
+        import rosbag2_py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _rosbags_qos(profile):
+    from rosbags.interfaces import (
+        Qos,
+        QosDurability,
+        QosHistory,
+        QosLiveliness,
+        QosReliability,
+        QosTime,
+    )
+
+    return Qos(
+        QosHistory[profile.history.upper()], profile.depth,
+        QosReliability[profile.reliability.upper()], QosDurability[profile.durability.upper()],
+        QosTime(*profile.deadline), QosTime(*profile.lifespan),
+        QosLiveliness[profile.liveliness.upper()], QosTime(*profile.liveliness_lease_duration),
+        profile.avoid_ros_namespace_conventions)
+
+
+class _RosbagsBackend:
+    def __init__(self, path, channels, custom_data):
+        from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
+
+        self._error = WriterError
+        try:
+            self._writer = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
+            for key, value in custom_data.items():
+                self._writer.set_custom_data(key, value)
+            self._writer.open()
+        except (WriterError, OSError) as error:
+            raise TelemetryWriterError(f'cannot create telemetry bag {str(path)!r}: {error}')
+        self._connections = {}
+        try:
+            for channel in channels:
+                self._connections[channel.topic] = self._writer.add_connection(
+                    channel.topic, channel.msgtype, msgdef=full_definition(channel.msgtype),
+                    rihs01=type_hash(channel.msgtype), serialization_format='cdr',
+                    offered_qos_profiles=[_rosbags_qos(channel.qos)])
+        except Exception:
+            self._writer.abort()
+            raise
+        self._write = self._writer.write
+
+    def set_custom_data(self, key, value):
+        self._writer.set_custom_data(key, value)
+
+    def write(self, topic, log_time, payload):
+        self._write(self._connections[topic], log_time, payload)
+
+    def close(self):
+        self._writer.close()
+
+    def abort(self):
+        self._writer.abort()
+
+
+class _Rosbag2PyBackend:
+    """rosbag2's SequentialWriter (ROS 2 installs only; untested in this project's CI)."""
+
+    def __init__(self, path, channels, custom_data):
+        import rosbag2_py
+
+        self._writer = rosbag2_py.SequentialWriter()
+        options = rosbag2_py.StorageOptions(uri=str(path), storage_id='mcap')
+        if custom_data and hasattr(options, 'custom_data'):
+            options.custom_data = dict(custom_data)
+        try:
+            self._writer.open(options, rosbag2_py.ConverterOptions('cdr', 'cdr'))
+        except RuntimeError as error:
+            raise TelemetryWriterError(f'cannot create telemetry bag {str(path)!r}: {error}')
+        for index, channel in enumerate(channels):
+            kwargs = {
+                'name': channel.topic, 'type': channel.msgtype, 'serialization_format': 'cdr',
+                'offered_qos_profiles': _rclpy_qos_list(channel.qos),
+                'type_description_hash': type_hash(channel.msgtype),
+            }
+            try:
+                metadata = rosbag2_py.TopicMetadata(id=index, **kwargs)  # Jazzy and later
+            except TypeError:
+                kwargs.pop('type_description_hash')
+                kwargs['offered_qos_profiles'] = ''
+                metadata = rosbag2_py.TopicMetadata(**kwargs)  # Humble / Iron
+            self._writer.create_topic(metadata)
+
+    def set_custom_data(self, key, value):
+        raise TelemetryWriterError('the rosbag2_py backend takes custom data only at open')
+
+    def write(self, topic, log_time, payload):
+        self._writer.write(topic, payload, log_time)
+
+    def close(self):
+        close = getattr(self._writer, 'close', None)
+        if close is not None:
+            close()
+        self._writer = None
+
+    abort = close
+
+
+def _rclpy_qos_list(profile):
+    from rclpy.duration import Duration
+    from rclpy.qos import (
+        DurabilityPolicy,
+        HistoryPolicy,
+        LivelinessPolicy,
+        QoSProfile,
+        ReliabilityPolicy,
+    )
+
+    def duration(value):
+        if tuple(value) == INFINITE_DURATION:
+            return Duration(seconds=0)  # rmw's "default" (infinite)
+        return Duration(seconds=value[0], nanoseconds=value[1])
+
+    return [QoSProfile(
+        history=HistoryPolicy[profile.history.upper()], depth=profile.depth,
+        reliability=ReliabilityPolicy[profile.reliability.upper()],
+        durability=DurabilityPolicy[profile.durability.upper()],
+        deadline=duration(profile.deadline), lifespan=duration(profile.lifespan),
+        liveliness=LivelinessPolicy[profile.liveliness.upper()],
+        liveliness_lease_duration=duration(profile.liveliness_lease_duration),
+        avoid_ros_namespace_conventions=profile.avoid_ros_namespace_conventions)]
+
+
+class TelemetryWriter:
+    """A rosbag2 bag directory being written (MCAP storage, metadata.yaml version 9).
+
+    ``path`` must not exist (rosbag2 never overwrites a bag). Every channel of ``channels`` is
+    registered at open, in order, so the connection ids never depend on the data. ``custom_data``
+    (str -> str) goes to metadata.yaml's ``custom_data``. Use as a context manager, or call
+    :meth:`close`: the MCAP summary and metadata.yaml are written only at close.
+    """
+
+    def __init__(self, path, *, backend='rosbags', channels=CHANNELS, custom_data=None):
+        if backend not in BACKENDS:
+            raise ValueError(f'unknown telemetry writer backend {backend!r} (one of {BACKENDS})')
+        if backend == 'rosbag2_py' and not rosbag2_py_available():
+            raise TelemetryWriterError('backend rosbag2_py needs rosbag2_py (a ROS 2 install)')
+        self.path = path
+        self.backend = backend
+        self.counts = {channel.topic: 0 for channel in channels}
+        custom_data = dict(custom_data or {})
+        for key, value in custom_data.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise TypeError(f'custom_data must map str to str, got {key!r}: {value!r}')
+        cls = _RosbagsBackend if backend == 'rosbags' else _Rosbag2PyBackend
+        self._backend = cls(path, tuple(channels), custom_data)
+        self._closed = False
+
+    @property
+    def closed(self):
+        """Return True once the bag is closed (or aborted)."""
+        return self._closed
+
+    def set_custom_data(self, key, value):
+        """Set ``custom_data[key] = value`` (strings) in metadata.yaml, before close."""
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(f'custom_data must map str to str, got {key!r}: {value!r}')
+        self._backend.set_custom_data(key, value)
+
+    def write(self, record):
+        """Write a TelemetryRecord ``(channel, log_time, payload)``."""
+        channel, log_time, payload = record
+        if self._closed:
+            raise TelemetryWriterError(f'telemetry bag {str(self.path)!r} is closed')
+        if channel not in self.counts:
+            raise ValueError(
+                f'channel {channel!r} is not in this bag (channels: {", ".join(self.counts)})')
+        self._backend.write(channel, log_time, payload)
+        self.counts[channel] += 1
+
+    def write_contract(self, contract):
+        """Adapt ``contract`` (see :mod:`.adapters`) and write it."""
+        self.write(to_telemetry(contract))
+
+    def close(self):
+        """Finish the bag: MCAP summary, footer and metadata.yaml. Idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._backend.close()
+
+    def abort(self):
+        """Stop without finishing the bag (it will not be readable). Idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._backend.abort()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        self.close()
+        return False
