@@ -61,6 +61,9 @@ _STATIC_PARAMETERS = {
         '(read-only).'),
     'executor': (
         'single_threaded', f'Executor used by main(): one of {", ".join(EXECUTORS)} (read-only).'),
+    'telemetry_bag': (
+        '', 'Record accepted inputs and calibrated outputs into this new rosbag2 MCAP bag '
+        'directory (empty: off; read-only; see docs/telemetry.md).'),
 }
 _DYNAMIC_PARAMETERS = {
     'policy': (DEFAULT_POLICY, 'Adjustment policy: one of the registered policy names.'),
@@ -156,6 +159,14 @@ class FeedbackNode(Node):
             input_qos)
         self._diagnostics_timer = self.create_timer(
             self._diagnostics_period_s, self.publish_diagnostics)
+        self._telemetry = None
+        if self._param('telemetry_bag'):
+            from ..telemetry.recorder import TelemetryRecorder  # rosbags only when recording
+            self._telemetry = TelemetryRecorder(
+                self._param('telemetry_bag'), policy=config['policy'],
+                max_history=config['max_history'],
+                outcome_buffer_size=config['outcome_buffer_size'],
+                on_error=self.get_logger().error)
         self.get_logger().info(
             f'feedback node ready: policy {self._policy.policy_id} {self._policy}, '
             f'max_history {self._max_history}; {self._param("outcome_topic")} + '
@@ -228,6 +239,8 @@ class FeedbackNode(Node):
             self.get_logger().warning(f'parameter change rejected: {config}')
             return SetParametersResult(successful=False, reason=config)
         self._apply_config(config)
+        if self._telemetry is not None:
+            self._telemetry.note_config_change()
         self.get_logger().info(
             'parameters changed: ' + ', '.join(f'{p.name}={p.value!r}' for p in parameters))
         return SetParametersResult(successful=True)
@@ -249,6 +262,8 @@ class FeedbackNode(Node):
         except (TypeError, ValueError) as error:
             self._reject('outcome', error)
             return
+        if self._telemetry is not None:
+            self._telemetry.record_outcome(outcome)
         status = self._window.add(outcome)
         if status == DUPLICATE:
             self.duplicates += 1
@@ -284,6 +299,8 @@ class FeedbackNode(Node):
         window = self._window.causal_window(raw.belief_stamp_sim_ns, self._max_history)
         calibrated = assess_with_feedback(raw, window, self._policy, self._max_history)
         self._publisher.publish(calibrated_to_msg(calibrated))
+        if self._telemetry is not None:
+            self._telemetry.record_assessment(raw, calibrated)
         self.published += 1
         self.last_calibrated = calibrated
         if (self._last_processed_belief_stamp is None
@@ -340,6 +357,17 @@ class FeedbackNode(Node):
         array.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics_publisher.publish(array)
 
+    def close(self):
+        """Close the telemetry bag, if recording (idempotent; main() calls it on shutdown)."""
+        telemetry = getattr(self, '_telemetry', None)
+        if telemetry is not None:
+            telemetry.close()
+
+    def destroy_node(self):
+        """Close the telemetry bag, then destroy the node."""
+        self.close()
+        return super().destroy_node()
+
 
 def make_executor(name, context=None):
     """Return the executor called ``name`` (see EXECUTORS) bound to ``context``."""
@@ -371,6 +399,7 @@ def main(args=None):
         if executor is not None:
             executor.shutdown()
         if node is not None:
+            node.close()  # finish the telemetry bag: every accepted message is in it
             node.destroy_node()
         rclpy.try_shutdown()
     return exit_code
