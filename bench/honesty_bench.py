@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Honesty bench: false downgrades and detection delays of every registered adjustment policy.
+
+Monte Carlo over seeded runs of the simulator's outcome model (``project_ghost_feedback.sim``),
+pure core only (no ROS). For each policy (with its default parameters) it reports:
+
+- false downgrades per full window for a calibrated estimator: the exact probability (from the
+  policy's own exact computation, or by enumerating every bucket-count vector of a window for a
+  policy that has none) and the Monte Carlo fraction of full sliding windows that downgrade;
+- the fraction of full windows that go two steps down (KNOWN -> UNKNOWN);
+- mean outcomes to the first false downgrade, from an empty window on a calibrated stream
+  (censored at the stream length; estimated as total outcomes observed before a first downgrade
+  or the end, divided by the number of runs that downgraded: the exponential maximum-likelihood
+  estimate, exact for a geometric waiting time and honest under censoring);
+- median outcomes to detection (first downgrade, and first UNKNOWN) after the estimator turns
+  1.5x, 2x, 10x or 50x overconfident, starting from a full window of calibrated outcomes that the
+  policy does not downgrade.
+
+Windows hold the last ``--window`` outcomes (32, the ADR's ``max_history``); histories are folded
+incrementally and checked against ``build_calibration_history`` at start-up. Prints a markdown
+table. Run ``python3 bench/honesty_bench.py --quick`` for a short run.
+"""
+
+import argparse
+import collections
+import datetime
+import math
+import multiprocessing
+import os
+import pathlib
+import platform
+import random
+import statistics
+import sys
+import time
+
+_PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[1] / 'project_ghost_feedback'
+if str(_PACKAGE_ROOT) not in sys.path:
+    sys.path.insert(0, str(_PACKAGE_ROOT))
+
+from project_ghost_feedback.core import (  # noqa: E402
+    BeliefSelfAssessment,
+    bucket_of_distance,
+    SelfAssessmentLevel,
+)
+from project_ghost_feedback.core.feedback import (  # noqa: E402
+    build_calibration_history,
+    CalibrationHistory,
+    make_policy,
+    policy_names,
+)
+from project_ghost_feedback.core.feedback.calibration_math import (  # noqa: E402
+    bucket_probabilities,
+)
+from project_ghost_feedback.sim import OutcomeModel  # noqa: E402
+
+OVERCONFIDENCE_FACTORS = (1.5, 2.0, 10.0, 50.0)
+RAW = BeliefSelfAssessment(belief_stamp_sim_ns=0, overall_level=SelfAssessmentLevel.KNOWN)
+MODEL = OutcomeModel()
+
+
+class SlidingHistory:
+    """The CalibrationHistory of the last ``size`` outcomes, updated in O(1) per outcome."""
+
+    def __init__(self, size):
+        """Start empty with room for ``size`` outcomes."""
+        self.size = size
+        self.position = collections.deque()
+        self.orientation = collections.deque()
+        self.buckets = collections.deque()
+        self.counts = [0, 0, 0, 0]
+        self.stamp = 0
+
+    def push(self, d_position, d_orientation):
+        """Add one outcome's distances (the oldest leaves a full window)."""
+        bucket = bucket_of_distance(max(d_position, d_orientation))
+        self.position.append(d_position)
+        self.orientation.append(d_orientation)
+        self.buckets.append(bucket)
+        self.counts[bucket] += 1
+        if len(self.buckets) > self.size:
+            self.position.popleft()
+            self.orientation.popleft()
+            self.counts[self.buckets.popleft()] -= 1
+        self.stamp += 1
+
+    def history(self):
+        """Return the CalibrationHistory of the window."""
+        c = self.counts
+        return CalibrationHistory(
+            len(self.buckets), c[0], c[1], c[2], c[3], max(self.position),
+            max(self.orientation), self.stamp)
+
+
+def self_check(window):
+    """Assert that SlidingHistory folds exactly like build_calibration_history."""
+    outcomes = MODEL.outcomes(3 * window, seed=1, overconfidence=2.5, start_stamp_sim_ns=1)
+    sliding = SlidingHistory(window)
+    for i, outcome in enumerate(outcomes):
+        sliding.push(outcome.position_mahalanobis, outcome.orientation_mahalanobis)
+        expected = build_calibration_history(outcomes[:i + 1], window)
+        got = sliding.history()
+        assert (got.outcomes_considered, got.count_within_1_std, got.count_beyond_1_std,
+                got.count_beyond_3_std, got.count_beyond_5_std, got.worst_position_mahalanobis,
+                got.worst_orientation_mahalanobis) == (
+            expected.outcomes_considered, expected.count_within_1_std,
+            expected.count_beyond_1_std, expected.count_beyond_3_std,
+            expected.count_beyond_5_std, expected.worst_position_mahalanobis,
+            expected.worst_orientation_mahalanobis), f'sliding history differs at outcome {i}'
+
+
+def exact_false_alarm_rate(policy, n):
+    """Return the exact downgrade probability of a calibrated estimator on a window of ``n``."""
+    own = getattr(policy, 'calibrated_downgrade_probability', None)
+    if own is not None:
+        return own(n)
+    logs = [math.log(p) for p in bucket_probabilities(3, 2)]
+    log_n_fact = math.lgamma(n + 1)
+    total = 0.0
+    for c3 in range(n + 1):
+        for c2 in range(n + 1 - c3):
+            for c0 in range(n + 1 - c3 - c2):
+                counts = (c0, n - c0 - c2 - c3, c2, c3)
+                worst = 6.0 if c3 else 4.0 if c2 else 2.0
+                history = CalibrationHistory(n, *counts, worst, worst, 1)
+                if policy.adjust(RAW, history).was_downgraded:
+                    total += math.exp(log_n_fact + sum(
+                        c * lp - math.lgamma(c + 1) for c, lp in zip(counts, logs)))
+    return total
+
+
+def calibrated_task(task):
+    """Run calibrated streams; return per-policy false-downgrade statistics."""
+    names, seeds, window, length = task
+    policies = [make_policy(name) for name in names]
+    stats = {name: [0, 0, 0, 0, 0] for name in names}
+    # [outcomes before first downgrade (censored), runs with a downgrade, full windows seen,
+    #  full windows downgraded, full windows sent to UNKNOWN]
+    unknown = SelfAssessmentLevel.UNKNOWN
+    for seed in seeds:
+        rng = random.Random(seed)
+        sliding = SlidingHistory(window)
+        first = [None] * len(policies)
+        for t in range(1, length + 1):
+            sliding.push(*MODEL.draw_distances(rng))
+            history = sliding.history()
+            full = history.outcomes_considered >= window
+            for i, policy in enumerate(policies):
+                level = policy.adjust(RAW, history).adjusted_overall_level
+                downgraded = level is not SelfAssessmentLevel.KNOWN
+                entry = stats[names[i]]
+                if downgraded and first[i] is None:
+                    first[i] = t
+                if full:
+                    entry[2] += 1
+                    entry[3] += downgraded
+                    entry[4] += level is unknown
+        for i, name in enumerate(names):
+            entry = stats[name]
+            if first[i] is None:
+                entry[0] += length
+            else:
+                entry[0] += first[i]
+                entry[1] += 1
+    return stats
+
+
+def detection_task(task):
+    """Return, for one policy and factor, (outcomes to first downgrade, to UNKNOWN) per seed."""
+    name, factor, seeds, window, cap = task
+    policy = make_policy(name)
+    delays = []
+    for seed in seeds:
+        rng = random.Random(seed)
+        while True:
+            sliding = SlidingHistory(window)
+            for _ in range(window):
+                sliding.push(*MODEL.draw_distances(rng))
+            if not policy.adjust(RAW, sliding.history()).was_downgraded:
+                break
+        first = to_unknown = math.inf
+        for step in range(1, cap + 1):
+            sliding.push(*MODEL.draw_distances(rng, factor))
+            level = policy.adjust(RAW, sliding.history()).adjusted_overall_level
+            if level is not SelfAssessmentLevel.KNOWN and first == math.inf:
+                first = step
+            if level is SelfAssessmentLevel.UNKNOWN:
+                to_unknown = step
+                break
+        delays.append((first, to_unknown))
+    return name, factor, delays
+
+
+def _chunks(seq, parts):
+    size = max(1, math.ceil(len(seq) / parts))
+    return [seq[i:i + size] for i in range(0, len(seq), size)]
+
+
+def _median(values):
+    finite = [v for v in values if v != math.inf]
+    if len(finite) * 2 <= len(values):
+        return 'never'
+    return f'{statistics.median(values):g}'
+
+
+def run(args):
+    """Run the bench and return the markdown report (str)."""
+    names = args.policy or policy_names()
+    self_check(args.window)
+    base = args.seed << 32
+    calibrated_seeds = [base + i for i in range(args.runs)]
+    tasks = [(names, chunk, args.window, args.stream_length)
+             for chunk in _chunks(calibrated_seeds, args.jobs * 4)]
+    detection_tasks = []
+    for j, factor in enumerate(OVERCONFIDENCE_FACTORS):
+        seeds = [base + (j + 1) * 10_000_000 + i for i in range(args.detection_runs)]
+        for name in names:
+            for chunk in _chunks(seeds, args.jobs * 2):
+                detection_tasks.append((name, factor, chunk, args.window, 4 * args.window))
+    started = time.perf_counter()
+    with multiprocessing.Pool(args.jobs) as pool:
+        calibrated_async = pool.map_async(calibrated_task, tasks)
+        detection_results = pool.map(detection_task, detection_tasks)
+        calibrated_results = calibrated_async.get()
+    elapsed = time.perf_counter() - started
+
+    totals = {name: [0, 0, 0, 0, 0] for name in names}
+    for stats in calibrated_results:
+        for name, entry in stats.items():
+            totals[name] = [a + b for a, b in zip(totals[name], entry)]
+    delays = collections.defaultdict(list)
+    for name, factor, values in detection_results:
+        delays[name, factor].extend(values)
+
+    lines = [
+        f'Honesty bench, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, '
+        f'{platform.machine()} {platform.system()} ({os.cpu_count()} CPUs, {args.jobs} jobs), '
+        f'Python {platform.python_version()}; window {args.window}; seed {args.seed}; '
+        f'{args.runs} calibrated streams of {args.stream_length} outcomes; '
+        f'{args.detection_runs} detection runs per factor; {elapsed:.0f} s.',
+        '',
+        '| policy | false downgrade / full window, exact | same, MC '
+        '| false UNKNOWN / full window, MC | mean outcomes to first false downgrade '
+        + ''.join(f'| median to detect {f:g}x ' for f in OVERCONFIDENCE_FACTORS)
+        + '| median to UNKNOWN 2x / 10x / 50x |',
+        '|---' * (6 + len(OVERCONFIDENCE_FACTORS)) + '|',
+    ]
+    for name in names:
+        before_first, alarmed_runs, full, downgraded, unknown = totals[name]
+        exact = exact_false_alarm_rate(make_policy(name), args.window)
+        if alarmed_runs:
+            mean_first = f'{before_first / alarmed_runs:.0f}'
+        else:
+            mean_first = f'> {before_first}'
+        if alarmed_runs < args.runs:
+            mean_first += f' ({args.runs - alarmed_runs}/{args.runs} censored)'
+        detect = ''.join(
+            f'| {_median([d[0] for d in delays[name, f]])} ' for f in OVERCONFIDENCE_FACTORS)
+        to_unknown = ' / '.join(
+            _median([d[1] for d in delays[name, f]]) for f in (2.0, 10.0, 50.0))
+        lines.append(
+            f'| `{name}` | {100 * exact:.4f}% | {100 * downgraded / max(full, 1):.4f}% '
+            f'| {100 * unknown / max(full, 1):.4f}% | {mean_first} {detect}| {to_unknown} |')
+    lines += [
+        '',
+        'Detection delays count overconfident outcomes after the switch, from a full calibrated '
+        'window the policy does not downgrade; "never" means not within '
+        f'{4 * args.window} outcomes in at least half the runs.',
+    ]
+    return '\n'.join(lines)
+
+
+def main(argv=None):
+    """Parse options, run the bench and print the markdown report."""
+    parser = argparse.ArgumentParser(
+        description='Monte Carlo honesty bench of the registered adjustment policies.')
+    parser.add_argument('--runs', type=int, default=200,
+                        help='calibrated streams (default 200; --quick: 24)')
+    parser.add_argument('--stream-length', type=int, default=20_000,
+                        help='outcomes per calibrated stream (default 20000; --quick: 4000)')
+    parser.add_argument('--detection-runs', type=int, default=2000,
+                        help='runs per overconfidence factor (default 2000; --quick: 300)')
+    parser.add_argument('--window', type=int, default=32, help='outcomes per window (32)')
+    parser.add_argument('--seed', type=int, default=2026, help='base seed (2026)')
+    parser.add_argument('--jobs', type=int, default=min(2, os.cpu_count() or 1),
+                        help='worker processes (default: 2 or fewer CPUs)')
+    parser.add_argument('--policy', action='append', choices=policy_names(),
+                        help='bench only this policy (repeatable; default: all registered)')
+    parser.add_argument('--quick', action='store_true',
+                        help='a short run (about 10 s on 2 cores; the full run ~2 minutes)')
+    args = parser.parse_args(argv)
+    if args.quick:
+        defaults = {'runs': 200, 'stream_length': 20_000, 'detection_runs': 2000}
+        quick = {'runs': 24, 'stream_length': 4000, 'detection_runs': 300}
+        for key, value in quick.items():
+            if getattr(args, key) == defaults[key]:
+                setattr(args, key, value)
+    print(run(args))
+
+
+if __name__ == '__main__':
+    main()
