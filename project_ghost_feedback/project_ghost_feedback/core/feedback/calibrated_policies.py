@@ -336,7 +336,9 @@ class BucketLikelihoodRatioPolicy:
     def _row(self, n):
         if n <= self.max_window:
             return self._table[n]
-        return self._table_up_to(n)[n]
+        # Beyond the tabulated sizes: one memoized table per power of two, so a window growing past
+        # max_window costs a handful of convolutions rather than one per size.
+        return self._table_up_to(1 << (n - 1).bit_length())[n]
 
     @property
     def policy_id(self):
