@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The contracts ADR-0026 builds on: SelfAssessmentLevel, BeliefSelfAssessment, PredictionOutcome.
 
-ADR-0020 (self-assessment) and ADR-0025 (prediction outcome) are not available to this project; these
-are minimal definitions consistent with what ADR-0026 says of them. ``docs/contracts.md`` records
-each choice. All are immutable and validated on construction.
+ADR-0020 (self-assessment) and ADR-0025 (prediction outcome) are not available to this project;
+these are minimal definitions consistent with what ADR-0026 says of them.
+``docs/contracts.md`` records each choice. All are immutable and validated on construction.
 """
 
 from dataclasses import dataclass

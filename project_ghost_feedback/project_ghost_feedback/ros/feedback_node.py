@@ -326,7 +326,8 @@ class FeedbackNode(Node):
             level, message = DiagnosticStatus.STALE, 'no outcomes received recently'
         elif calibrated is not None and calibrated.was_downgraded:
             level = DiagnosticStatus.WARN
-            message = f'calibrated {adjusted} below raw {raw_level} ({calibrated.adjustment_reason})'
+            message = (
+                f'calibrated {adjusted} below raw {raw_level} ({calibrated.adjustment_reason})')
         else:
             level, message = DiagnosticStatus.OK, 'calibration within tolerance'
         values = {

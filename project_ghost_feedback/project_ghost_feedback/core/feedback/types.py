@@ -32,9 +32,9 @@ class CalibrationHistory:
     ``count_beyond_3_std`` does not include ``count_beyond_5_std``.
 
     Invariants (``__post_init__``): counts are ints ``>= 0`` (and fit uint32); their sum equals
-    ``outcomes_considered``; worst distances are ``>= 0``, not NaN, ``+inf`` legal; with zero outcomes
-    both worsts are ``0.0`` and the stamp is ``None``; otherwise the stamp is an int ``>= 0``;
-    ``schema_version == 1``.
+    ``outcomes_considered``; worst distances are ``>= 0``, not NaN, ``+inf`` legal; with zero
+    outcomes both worsts are ``0.0`` and the stamp is ``None``; otherwise the stamp is an int
+    ``>= 0``; ``schema_version == 1``.
     """
 
     outcomes_considered: int
