@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Keep DDS on this machine unless the user explicitly chose otherwise.
+
+``scripts/env.sh`` (which every Makefile target sources) already exports
+``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and a loopback-only Fast DDS profile. The entry points
+call :func:`ensure_loopback` too, so a console script started outside that environment still does
+not send discovery traffic off the machine. Export ``ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET`` to
+talk to other hosts on purpose.
+"""
+
+import os
+
+
+def ensure_loopback(environ=None):
+    """Set ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` when it is unset; return the range in force.
+
+    Must run before ``rclpy.init``; child processes inherit the setting.
+    """
+    environ = os.environ if environ is None else environ
+    if not environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE'):
+        environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    return environ['ROS_AUTOMATIC_DISCOVERY_RANGE']
