@@ -74,8 +74,24 @@ def _level(value):
     return level if level is not None else SelfAssessmentLevel.from_wire(value)
 
 
+# NamedLevel contracts already built, by (name, wire level): they are immutable, and the same
+# few axis and block names recur in every assessment of a bag. Bounded.
+_NAMED_LEVELS = {}
+_NAMED_LEVELS_MAX = 4096
+
+
 def _named_levels(messages):
-    return tuple(NamedLevel(item.name, _level(item.level)) for item in messages)
+    cache = _NAMED_LEVELS
+    levels = []
+    for item in messages:
+        key = (item.name, item.level)
+        named = cache.get(key)
+        if named is None:
+            named = NamedLevel(item.name, _level(item.level))
+            if len(cache) < _NAMED_LEVELS_MAX:
+                cache[key] = named
+        levels.append(named)
+    return tuple(levels)
 
 
 def _belief(message):
@@ -235,9 +251,11 @@ class BagContract(NamedTuple):
     contract: object
 
 
-def _one_line(error):
-    text = ' '.join(str(error).split())
-    return text or type(error).__name__
+def _one_line(error, limit=300):
+    """Return the message of ``error`` on one line, at most ``limit`` characters."""
+    text = ' '.join(str(error).split()) or type(error).__name__
+    return text if len(text) <= limit else text[:limit - 3] + '...'
+
 
 
 def _reader_errors():
@@ -759,46 +777,95 @@ def replay_bag(path, *, policy=None, parameters=None, max_history=None,
     window = OutcomeWindow(config.outcome_buffer_size)
     add_outcome = window.add
     causal_window = window.causal_window
+    decode_outcome = _DECODERS[TYPE_PREDICTION_OUTCOME]
+    decode_raw = _DECODERS[TYPE_BELIEF_SELF_ASSESSMENT]
+    comparer = _Comparer(report, fast=config.policy == base.policy)
     recomputed_queue = deque()
     recorded_queue = deque()
     recomputed_summary = report.recomputed
-    recorded_summary = report.recorded
     outcome_topic = topics.get(TYPE_PREDICTION_OUTCOME)
     raw_topic = topics[TYPE_BELIEF_SELF_ASSESSMENT]
     calibrated_topic = topics.get(TYPE_CALIBRATED_SELF_ASSESSMENT)
     wanted = [t for t in (outcome_topic, raw_topic, calibrated_topic) if t is not None]
-    index = 0
-    for topic, _, _, contract in read_bag(path, order=order, topics=wanted):
-        if topic == outcome_topic:
-            report.outcomes += 1
-            add_outcome(contract)
-            continue
-        if topic == raw_topic:
+    for index, (topic, msgtype, log_time, payload) in enumerate(
+            iter_bag(path, order=order, topics=wanted)):
+        if topic == calibrated_topic:
+            report.recorded_outputs += 1
+            recorded_queue.append((index, log_time, payload))
+        else:
+            try:
+                contract = (decode_outcome if topic == outcome_topic else decode_raw)(payload)
+            except _reader_errors() as error:
+                raise _decode_error(info.path, index, topic, log_time, msgtype, error) from None
+            if topic == outcome_topic:
+                report.outcomes += 1
+                add_outcome(contract)
+                continue
             report.assessments += 1
             calibrated = assess_with_feedback(
                 contract, causal_window(contract.belief_stamp_sim_ns, history_size),
                 policy_object, history_size)
             recomputed_summary.add(calibrated)
             recomputed_queue.append(calibrated)
-        else:
-            report.recorded_outputs += 1
-            recorded_summary.add(contract)
-            recorded_queue.append(contract)
         while recomputed_queue and recorded_queue:
-            _compare(report, index, recorded_queue.popleft(), recomputed_queue.popleft())
-            index += 1
+            comparer.compare(recorded_queue.popleft(), recomputed_queue.popleft(), calibrated_topic)
     if report.recorded_outputs and report.recorded_outputs != report.assessments:
         report.warnings.append(
             f'{report.recorded_outputs} recorded calibrated assessments for '
             f'{report.assessments} raw assessments; compared the first {report.compared}')
+        for index, log_time, payload in recorded_queue:  # still count what was recorded
+            report.recorded.add(comparer.decode(index, log_time, payload, calibrated_topic))
         if report.first_difference is None:
             report.first_difference = Difference(
                 report.compared, None, '(count)', report.recorded_outputs, report.assessments)
     return report
 
 
+def _decode_error(path, index, topic, log_time, msgtype, error):
+    return BagError(
+        f'{path}: message {index} on {topic} (log time {log_time}) does not decode as '
+        f'{msgtype}: {_one_line(error)}')
+
+
+class _Comparer:
+    """Compare recorded calibrated payloads with recomputed contracts, into a ReplayReport.
+
+    Fast path (``fast``: the replayed policy is the recorded one): when the recorded payload is
+    byte-identical to the encoding of the recomputed assessment the two are equal (the encoding
+    is deterministic and decoding is a function) and nothing is decoded. Otherwise the payload is
+    decoded and compared field by field.
+    """
+
+    def __init__(self, report, fast):
+        from .adapters import CalibratedSelfAssessmentToTelemetryAdapter
+
+        self.report = report
+        self.encode = CalibratedSelfAssessmentToTelemetryAdapter().encode if fast else None
+        self.decoder = _DECODERS[TYPE_CALIBRATED_SELF_ASSESSMENT]
+        self.index = 0
+
+    def decode(self, index, log_time, payload, topic):
+        try:
+            return self.decoder(payload)
+        except _reader_errors() as error:
+            raise _decode_error(
+                self.report.bag, index, topic, log_time, TYPE_CALIBRATED_SELF_ASSESSMENT,
+                error) from None
+
+    def compare(self, recorded_item, recomputed, topic):
+        report = self.report
+        index = self.index
+        self.index += 1
+        report.compared += 1
+        if self.encode is not None and self.encode(recomputed) == recorded_item[2]:
+            report.recorded.add(recomputed)
+            return
+        recorded = self.decode(*recorded_item, topic)
+        report.recorded.add(recorded)
+        _compare(report, index, recorded, recomputed)
+
+
 def _compare(report, index, recorded, recomputed):
-    report.compared += 1
     if recorded == recomputed:
         return
     report.differences += 1

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Telemetry write and replay rates for 100k messages, beside rosbags' raw write rate.
+
+Run: ``source scripts/env.sh && python bench/telemetry_bench.py [--messages N] [--repeat R]``.
+
+The stream is the feedback node's: per cycle one PredictionOutcome, one raw BeliefSelfAssessment
+(3 axis levels, 1 block level) and the CalibratedSelfAssessment computed for it, so 100k messages
+are ~33k assessments. Measured in the same run, best of ``--repeat``:
+
+- rosbags raw: rosbags' rosbag2 ``Writer`` (MCAP) writing the pre-encoded CDR payloads;
+- write: ``TelemetryWriter.write_contract`` for every contract (adapter: CDR encoding + write);
+- write (pre-encoded): ``TelemetryWriter.write`` of the adapters' records (the writer's overhead);
+- replay: ``replay_bag`` (read, decode, recompute through the core, compare) in assessments/s.
+
+Targets (issue 5): write >= 0.5x rosbags raw; replay >= 50k assessments/s. Printed, never
+asserted: the machine is shared and timings vary.
+"""
+
+import argparse
+import pathlib
+import random
+import shutil
+import sys
+import tempfile
+import time
+
+from project_ghost_feedback.core import (
+    BeliefSelfAssessment,
+    NamedLevel,
+    PredictionOutcome,
+    SelfAssessmentLevel,
+)
+from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
+from project_ghost_feedback.core.window import OutcomeWindow
+from project_ghost_feedback.telemetry import to_telemetry, TelemetryWriter
+from project_ghost_feedback.telemetry.channels import CHANNELS, INFINITE_DURATION
+from project_ghost_feedback.telemetry.msgdefs import full_definition, type_hash
+from project_ghost_feedback.telemetry.recorder import policy_parameter_values
+from project_ghost_feedback.telemetry.replay import custom_data_for_config, replay_bag
+
+WRITE_TARGET = 0.5
+REPLAY_TARGET = 50_000.0
+AXES = ('position_x', 'position_y', 'yaw')
+
+
+def make_stream(messages, seed=7):
+    """Return the node's stream of contracts (outcome, raw, calibrated per cycle)."""
+    rng = random.Random(seed)
+    policy = make_policy('mahalanobis_downgrade')
+    window = OutcomeWindow(1024)
+    contracts = []
+    levels = list(SelfAssessmentLevel)
+    for cycle in range(messages // 3):
+        stamp = 1_000_000_000 + cycle * 10_000_000
+        scale = 1.0 if (cycle // 500) % 2 == 0 else 2.5
+        distance = abs(rng.gauss(0.0, scale)) * 1.6
+        outcome = PredictionOutcome(
+            stamp - 10_000_000, stamp,
+            (rng.gauss(0, 0.1), rng.gauss(0, 0.1), rng.gauss(0, 0.1)),
+            (rng.gauss(0, 0.01), rng.gauss(0, 0.01), rng.gauss(0, 0.01)),
+            distance, abs(rng.gauss(0.0, scale)) * 1.6 if cycle % 97 else float('inf'))
+        window.add(outcome)
+        raw = BeliefSelfAssessment(
+            stamp, SelfAssessmentLevel.KNOWN,
+            tuple(NamedLevel(axis, rng.choice(levels)) for axis in AXES),
+            (NamedLevel('pose', SelfAssessmentLevel.KNOWN),))
+        calibrated = assess_with_feedback(raw, window.causal_window(stamp, 32), policy, 32)
+        contracts.extend((outcome, raw, calibrated))
+    return contracts, policy
+
+
+def best_of(repeat, run):
+    """Return the smallest wall time of ``repeat`` calls of ``run()`` (each gets a fresh dir)."""
+    best = None
+    for _ in range(repeat):
+        elapsed = run()
+        best = elapsed if best is None else min(best, elapsed)
+    return best
+
+
+def main(argv=None):
+    """Run the benchmark and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--messages', type=int, default=100_000)
+    parser.add_argument('--repeat', type=int, default=3)
+    args = parser.parse_args(argv)
+
+    from rosbags.interfaces import (
+        Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime)
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    contracts, policy = make_stream(args.messages)
+    records = [to_telemetry(c) for c in contracts]
+    count = len(records)
+    assessments = count // 3
+    custom = custom_data_for_config(
+        policy.policy_id, policy_parameter_values(policy), 32, 1024)
+    root = pathlib.Path(tempfile.mkdtemp(prefix='telemetry_bench_'))
+    infinite = QosTime(*INFINITE_DURATION)
+    qos = [Qos(QosHistory.KEEP_LAST, 10, QosReliability.RELIABLE, QosDurability.VOLATILE,
+               infinite, infinite, QosLiveliness.AUTOMATIC, infinite, False)]
+    runs = {'n': 0}
+
+    def fresh(name):
+        runs['n'] += 1
+        path = root / f'{name}_{runs["n"]}' / 'bag'
+        path.parent.mkdir()
+        return path
+
+    def rosbags_raw():
+        path = fresh('raw')
+        start = time.perf_counter()
+        writer = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
+        writer.open()
+        connections = {
+            c.topic: writer.add_connection(
+                c.topic, c.msgtype, msgdef=full_definition(c.msgtype), rihs01=type_hash(c.msgtype),
+                offered_qos_profiles=qos)
+            for c in CHANNELS}
+        write = writer.write
+        for topic, log_time, payload in records:
+            write(connections[topic], log_time, payload)
+        writer.close()
+        return time.perf_counter() - start
+
+    def telemetry_write():
+        path = fresh('write')
+        start = time.perf_counter()
+        with TelemetryWriter(path, custom_data=custom) as writer:
+            write_contract = writer.write_contract
+            for contract in contracts:
+                write_contract(contract)
+        return time.perf_counter() - start
+
+    def telemetry_write_records():
+        path = fresh('records')
+        start = time.perf_counter()
+        with TelemetryWriter(path, custom_data=custom) as writer:
+            write = writer.write
+            for record in records:
+                write(record)
+        return time.perf_counter() - start
+
+    replay_path = fresh('replay')
+    with TelemetryWriter(replay_path, custom_data=custom) as writer:
+        for record in records:
+            writer.write(record)
+    report = {}
+
+    def replay():
+        start = time.perf_counter()
+        report['r'] = replay_bag(replay_path)
+        return time.perf_counter() - start
+
+    try:
+        raw_s = best_of(args.repeat, rosbags_raw)
+        write_s = best_of(args.repeat, telemetry_write)
+        records_s = best_of(args.repeat, telemetry_write_records)
+        replay_s = best_of(args.repeat, replay)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    result = report['r']
+    if not (result.identical and result.compared == assessments):
+        print(f'replay did not reproduce the bag: {result.to_dict()}', file=sys.stderr)
+        return 1
+
+    raw_rate = count / raw_s
+    write_rate = count / write_s
+    records_rate = count / records_s
+    replay_rate = assessments / replay_s
+    print(f'telemetry bench: {count} messages ({assessments} assessments), best of {args.repeat}')
+    print(f'  rosbags raw write (pre-encoded CDR)   {raw_rate:>12,.0f} msg/s')
+    print(f'  write (contracts: encode + write)     {write_rate:>12,.0f} msg/s  '
+          f'= {write_rate / raw_rate:.2f}x raw  (target >= {WRITE_TARGET}x: '
+          f'{"met" if write_rate >= WRITE_TARGET * raw_rate else "NOT met"})')
+    print(f'  write (pre-encoded records)           {records_rate:>12,.0f} msg/s  '
+          f'= {records_rate / raw_rate:.2f}x raw')
+    print(f'  replay (read, decode, core, compare)  {replay_rate:>12,.0f} assessments/s  '
+          f'({count / replay_s:,.0f} msg/s)  (target >= {REPLAY_TARGET:,.0f}: '
+          f'{"met" if replay_rate >= REPLAY_TARGET else "NOT met"})')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
