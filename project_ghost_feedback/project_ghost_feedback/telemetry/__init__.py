@@ -44,6 +44,8 @@ from .replay import (
     replay_bag,
     ReplayConfig,
     ReplayReport,
+    summary_line,
+    verify_bag,
 )
 from .writer import rosbag2_py_available, TelemetryWriter, TelemetryWriterError
 
@@ -78,5 +80,7 @@ __all__ = [
     'register_decoder',
     'replay_bag',
     'rosbag2_py_available',
+    'summary_line',
     'to_telemetry',
+    'verify_bag',
 ]

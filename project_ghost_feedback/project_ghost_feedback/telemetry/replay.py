@@ -883,3 +883,35 @@ def _compare(report, index, recorded, recomputed):
             report.first_change = Difference(
                 index, stamp, 'adjusted_overall_level', recorded.adjusted_overall_level,
                 recomputed.adjusted_overall_level)
+
+
+def summary_line(report):
+    """Return a one-line verdict of a verify-mode ReplayReport."""
+    if report.identical is None:
+        return (f'replay: {report.assessments} assessments recomputed, nothing recorded to '
+                'compare with')
+    if report.identical:
+        return (f'replay OK: {report.compared} calibrated assessments recomputed from '
+                f'{report.outcomes} outcomes equal the recorded ones '
+                f'({report.replay_config.describe()})')
+    first = report.first_difference
+    where = ''
+    if first is not None:
+        where = (f'; first at assessment #{first.index} (belief stamp '
+                 f'{first.belief_stamp_sim_ns}): {first.field} recorded '
+                 f'{_jsonable(first.recorded)!r}, recomputed {_jsonable(first.recomputed)!r}')
+    return (f'replay MISMATCH: {report.differences} of {report.compared} recomputed calibrated '
+            f'assessments differ from the recorded ones{where}')
+
+
+def verify_bag(path, *, order='recorded'):
+    """Replay ``path`` with its recorded configuration; return ``(ok, one-line text)``.
+
+    ``ok`` is True only when every recorded calibrated assessment was recomputed identically
+    (and there was at least one). A bag that cannot be read gives ``(False, the BagError text)``.
+    """
+    try:
+        report = replay_bag(path, order=order)
+    except BagError as error:
+        return False, f'replay failed: {error}'
+    return report.identical is True, summary_line(report)
