@@ -396,6 +396,11 @@ def main(args=None):
     except ValueError as error:
         print(f'feedback_node: {error}', file=sys.stderr)
         exit_code = 2
+    except Exception:
+        # A SIGTERM between two spin_once calls shuts the context down under the executor,
+        # whose next wait set then raises RCLError (Jazzy): that is a clean shutdown too.
+        if rclpy.ok():
+            raise
     finally:
         if executor is not None:
             executor.shutdown()

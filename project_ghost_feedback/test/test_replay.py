@@ -1,0 +1,410 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Replay of telemetry bags recorded by the running feedback node.
+
+- A bag recorded by the node (real rclpy publish/subscribe between two private contexts, then
+  ``node.close()``) replays to exactly the calibrated assessments the node published, including
+  an outcome that arrived after the assessment it would have counted for.
+- Replaying with another policy or parameters reports what would have changed; ``--json`` parses.
+- A tampered bag is reported with its first difference (exit 1).
+- SIGTERM or SIGINT of a recording node process leaves a readable bag holding every message the
+  node accepted.
+"""
+
+import json
+import math
+import signal
+import subprocess
+import sys
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray
+from project_ghost_feedback.core import (
+    BeliefSelfAssessment,
+    NamedLevel,
+    PredictionOutcome,
+    SelfAssessmentLevel,
+)
+from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
+from project_ghost_feedback.core.window import OutcomeWindow
+from project_ghost_feedback.ros.conversions import (
+    belief_to_msg,
+    calibrated_from_msg,
+    outcome_to_msg,
+)
+from project_ghost_feedback.ros.feedback_node import FeedbackNode
+from project_ghost_feedback.telemetry import (
+    CHANNEL_CALIBRATED_SELF_ASSESSMENT,
+    CHANNEL_PREDICTION_OUTCOME,
+    CHANNEL_RAW_SELF_ASSESSMENT,
+    read_bag,
+    replay_bag,
+    TelemetryRecorder,
+)
+from project_ghost_feedback_msgs.msg import (
+    BeliefSelfAssessment as BeliefSelfAssessmentMsg,
+    CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
+    PredictionOutcome as PredictionOutcomeMsg,
+)
+import pytest
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosbags.rosbag2 import Reader
+
+KNOWN = SelfAssessmentLevel.KNOWN
+UNCERTAIN = SelfAssessmentLevel.UNCERTAIN
+CLI = [sys.executable, '-m', 'project_ghost_feedback.cli']
+TIMEOUT_S = 30.0
+QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                 reliability=ReliabilityPolicy.RELIABLE)
+MS = 1_000_000
+
+
+def _outcome(observed_ns, distance):
+    return PredictionOutcome(
+        observed_ns - 10 * MS, observed_ns, (0.1, -0.2, 0.05), (0.0, 0.01, 0.0),
+        distance, distance / 2)
+
+
+def _raw(stamp_ns, level=KNOWN):
+    return BeliefSelfAssessment(
+        stamp_ns, level, (NamedLevel('position_x', KNOWN), NamedLevel('yaw', UNCERTAIN)),
+        (NamedLevel('pose', level),))
+
+
+def scenario(cycles=24):
+    """Return [(outcomes, raw)] per cycle: calibrated, then overconfident (d up to +inf)."""
+    steps = []
+    for i in range(cycles):
+        stamp = (i + 1) * 100 * MS
+        distance = 0.5 + (i % 3) * 0.4 if i < cycles // 2 else 3.5 + (i % 4)
+        if i == cycles - 3:
+            distance = math.inf
+        steps.append(([_outcome(stamp - MS, distance)], _raw(stamp, UNCERTAIN if i % 5 else KNOWN)))
+    return steps
+
+
+# -- in-process pub/sub harness -------------------------------------------------------------------
+
+class _Harness:
+    """A FeedbackNode and a driver node in two private contexts, spun from this thread."""
+
+    def __init__(self, bag, parameters=()):
+        self.contexts = []
+        for _ in range(2):
+            context = rclpy.Context()
+            rclpy.init(context=context)
+            self.contexts.append(context)
+        overrides = [Parameter('telemetry_bag', value=str(bag))]
+        overrides += [Parameter(name, value=value) for name, value in parameters]
+        self.node = FeedbackNode(context=self.contexts[0], parameter_overrides=overrides)
+        self.driver = rclpy.create_node('replay_test_driver', context=self.contexts[1])
+        self.executors = [SingleThreadedExecutor(context=c) for c in self.contexts]
+        self.executors[0].add_node(self.node)
+        self.executors[1].add_node(self.driver)
+        self.outcomes = self.driver.create_publisher(
+            PredictionOutcomeMsg, '/prediction_outcome', QOS)
+        self.assessments = self.driver.create_publisher(
+            BeliefSelfAssessmentMsg, '/self_assessment/raw', QOS)
+        self.received = []
+        self.calibrated = self.driver.create_subscription(
+            CalibratedSelfAssessmentMsg, '/self_assessment/calibrated', self.received.append,
+            QOS)
+
+    def spin_until(self, condition, what):
+        deadline = time.monotonic() + TIMEOUT_S
+        while not condition():
+            assert time.monotonic() < deadline, f'timed out waiting for {what}'
+            for executor in self.executors:
+                executor.spin_once(timeout_sec=0.005)
+
+    def connect(self):
+        self.spin_until(
+            lambda: (self.outcomes.get_subscription_count() > 0
+                     and self.assessments.get_subscription_count() > 0
+                     and self.calibrated.get_publisher_count() > 0
+                     and self.node._publisher.get_subscription_count() > 0),
+            'discovery')
+
+    def send_outcome(self, message):
+        before = self.node.received['outcome']
+        self.outcomes.publish(message)
+        self.spin_until(lambda: self.node.received['outcome'] > before, 'an outcome')
+
+    def send_assessment(self, raw):
+        before = len(self.received)
+        self.assessments.publish(belief_to_msg(raw))
+        self.spin_until(lambda: len(self.received) > before, 'a calibrated assessment')
+
+    def close(self):
+        for executor in self.executors:
+            executor.shutdown()
+        self.node.close()
+        self.node.destroy_node()
+        self.driver.destroy_node()
+        for context in self.contexts:
+            context.try_shutdown()
+
+
+@pytest.fixture(scope='module')
+def node_bag(tmp_path_factory):
+    """Run the node with telemetry_bag over the scenario; return (bag, published, accepted).
+
+    Besides the scenario it receives: an exact duplicate outcome (accepted, not stored twice),
+    an invalid outcome (NaN distance: rejected, so not recorded) and an outcome that arrives
+    after the assessment it would have counted for (recorded where it arrived).
+    """
+    bag = tmp_path_factory.mktemp('node') / 'bag'
+    harness = _Harness(bag)
+    accepted_outcomes = 0
+    try:
+        harness.connect()
+        steps = scenario()
+        late = None
+        for index, (outcomes, raw) in enumerate(steps):
+            for outcome in outcomes:
+                if index == 5:
+                    late = outcome  # held back: sent after this cycle's assessment
+                    continue
+                harness.send_outcome(outcome_to_msg(outcome))
+                accepted_outcomes += 1
+            if index == 3:
+                harness.send_outcome(outcome_to_msg(outcomes[0]))  # duplicate
+                accepted_outcomes += 1
+                invalid = outcome_to_msg(outcomes[0])
+                invalid.position_mahalanobis = math.nan
+                harness.send_outcome(invalid)  # rejected
+            harness.send_assessment(raw)
+            if index == 5:
+                harness.send_outcome(outcome_to_msg(late))
+                accepted_outcomes += 1
+        assert harness.node.duplicates == 1
+        assert harness.node.late_outcomes == 1
+        assert sum(harness.node.rejected.values()) == 1
+        published = [calibrated_from_msg(m) for m in harness.received]
+    finally:
+        harness.close()
+    return bag, published, accepted_outcomes
+
+
+def test_node_recorded_bag_holds_every_accepted_message(node_bag):
+    """Per-topic counts (rosbags Reader) equal what the node accepted and published."""
+    bag, published, accepted_outcomes = node_bag
+    with Reader(bag) as reader:
+        counts = {c.topic: c.msgcount for c in reader.connections}
+        read = {topic: 0 for topic in counts}
+        for connection, _, _ in reader.messages():
+            read[connection.topic] += 1
+    expected = {
+        CHANNEL_PREDICTION_OUTCOME: accepted_outcomes,
+        CHANNEL_RAW_SELF_ASSESSMENT: len(published),
+        CHANNEL_CALIBRATED_SELF_ASSESSMENT: len(published),
+    }
+    assert counts == read == expected
+    recorded = [item.contract for item in read_bag(bag)
+                if item.topic == CHANNEL_CALIBRATED_SELF_ASSESSMENT]
+    assert recorded == published
+
+
+def test_node_recorded_bag_replays_exactly(node_bag):
+    """Replay with the recorded configuration reproduces every published calibrated assessment."""
+    bag, published, accepted_outcomes = node_bag
+    report = replay_bag(bag)
+    assert report.mode == 'verify' and report.config_source == 'recorded'
+    assert report.identical is True, report.to_dict()
+    assert report.compared == report.assessments == len(published) == len(scenario())
+    assert report.outcomes == accepted_outcomes
+    assert report.recomputed.downgrades == sum(c.was_downgraded for c in published) > 0
+    assert not report.warnings
+
+
+def test_stamp_order_replay_differs_only_by_the_late_outcome(node_bag):
+    """In log-time order the late outcome counts one assessment early: the report says where."""
+    bag, _, _ = node_bag
+    report = replay_bag(bag, order='stamp')
+    assert report.identical is False
+    first = report.first_difference
+    assert first.index == 5 and first.belief_stamp_sim_ns == 600 * MS
+    assert first.field == 'calibration_history.outcomes_considered'
+
+
+def test_replay_with_another_policy_reports_changes(node_bag):
+    """Another policy/parameters: per-level table, downgrades, first-downgrade stamps, changes."""
+    bag, published, _ = node_bag
+    recorded_downgrades = sum(c.was_downgraded for c in published)
+    report = replay_bag(bag, parameters={'downgrade_threshold': '1000'})
+    assert report.mode == 'compare'
+    assert report.replay_config.parameters == (('downgrade_threshold', 1000), ('min_outcomes', 4))
+    assert report.recomputed.downgrades == 0
+    assert report.recorded.downgrades == recorded_downgrades
+    assert report.changed_levels == report.more_confident == recorded_downgrades
+    first_downgrade = next(c for c in published if c.was_downgraded)
+    assert (report.recorded.first_downgrade_stamp_sim_ns
+            == first_downgrade.raw_assessment.belief_stamp_sim_ns)
+    assert report.recomputed.first_downgrade_stamp_sim_ns is None
+    assert report.first_change.belief_stamp_sim_ns == report.recorded.first_downgrade_stamp_sim_ns
+    assert sum(report.recomputed.levels.values()) == len(published)
+
+
+def test_cli_replay_json_parses(node_bag):
+    """ghost-feedback replay --json prints strict JSON; verify exits 0, compare exits 0 too."""
+    bag, published, _ = node_bag
+    result = subprocess.run(CLI + ['replay', str(bag), '--json'], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data['identical'] is True and data['mode'] == 'verify'
+    assert data['compared'] == len(published)
+    result = subprocess.run(
+        CLI + ['replay', str(bag), '--policy', 'calibrated_exceedance', '--max-history', '16',
+               '--json'], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout, parse_constant=pytest.fail)  # no NaN/Infinity tokens
+    assert data['mode'] == 'compare'
+    assert data['replay_config']['policy'] == 'calibrated_exceedance'
+    assert data['replay_config']['max_history'] == 16
+    assert data['differences'] == len(published)  # the policy id differs in every output
+    assert set(data['recorded']['levels']) == {'KNOWN', 'UNCERTAIN', 'UNKNOWN'}
+    assert sum(data['recomputed']['levels'].values()) == len(published)
+    result = subprocess.run(CLI + ['replay', str(bag), '--set', 'min_outcomes=2'],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert 'replayed:  mahalanobis_downgrade(downgrade_threshold=2, min_outcomes=2)' in (
+        result.stdout)
+    assert 'changed level:' in result.stdout
+
+
+def test_tampered_bag_reports_the_first_difference(tmp_path):
+    """A recorded output that the core would not produce: exit 1, first difference named."""
+    policy = make_policy('mahalanobis_downgrade')
+    bag = tmp_path / 'bag'
+    recorder = TelemetryRecorder(bag, policy=policy, max_history=32, outcome_buffer_size=1024)
+    window = OutcomeWindow(1024)
+    for index, (outcomes, raw) in enumerate(scenario()):
+        for outcome in outcomes:
+            window.add(outcome)
+            recorder.record_outcome(outcome)
+        calibrated = assess_with_feedback(
+            raw, window.causal_window(raw.belief_stamp_sim_ns, 32), policy, 32)
+        if index == 7:
+            calibrated = type(calibrated)(
+                calibrated.raw_assessment, calibrated.calibration_history,
+                SelfAssessmentLevel.UNKNOWN, calibrated.adjustment_policy_id,
+                'tampered_reason')
+        recorder.record_assessment(raw, calibrated)
+    recorder.close()
+    result = subprocess.run(CLI + ['replay', str(bag)], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert 'MISMATCH, 1 of 24' in result.stdout
+    assert 'first difference: assessment #7 (belief stamp 800000000 ns' in result.stdout
+    assert 'adjusted_overall_level: recorded UNKNOWN' in result.stdout
+    result = subprocess.run(CLI + ['replay', str(bag), '--json'], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 1
+    first = json.loads(result.stdout)['first_difference']
+    assert (first['index'], first['field'], first['recorded']) == (
+        7, 'adjusted_overall_level', 'UNKNOWN')
+
+
+def test_node_refuses_an_existing_telemetry_bag(tmp_path):
+    """telemetry_bag naming an existing path: the node refuses to start (ValueError)."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(ValueError, match='telemetry_bag'):
+            FeedbackNode(context=context, parameter_overrides=[
+                Parameter('telemetry_bag', value=str(tmp_path))])
+    finally:
+        context.try_shutdown()
+
+
+# -- a recording node process, stopped by a signal ------------------------------------------------
+
+def _diagnostic_values(array):
+    return {kv.key: kv.value for status in array.status for kv in status.values}
+
+
+@pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGINT], ids=['SIGTERM', 'SIGINT'])
+def test_signal_leaves_a_readable_bag_with_every_accepted_message(tmp_path, signum):
+    """Stop a recording node process with a signal: it exits 0 and the bag holds everything."""
+    bag = tmp_path / 'bag'
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'project_ghost_feedback.ros.feedback_node', '--ros-args',
+         '-p', f'telemetry_bag:={bag}', '-p', 'diagnostics_period_s:=0.1'],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node('signal_test_driver', context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    received, diagnostics = [], []
+    try:
+        outcomes = node.create_publisher(PredictionOutcomeMsg, '/prediction_outcome', QOS)
+        assessments = node.create_publisher(BeliefSelfAssessmentMsg, '/self_assessment/raw', QOS)
+        calibrated = node.create_subscription(
+            CalibratedSelfAssessmentMsg, '/self_assessment/calibrated', received.append, QOS)
+        node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
+
+        def spin_until(condition, what):
+            deadline = time.monotonic() + TIMEOUT_S
+            while not condition():
+                assert process.poll() is None, f'node exited early: {process.stdout.read()}'
+                if time.monotonic() > deadline:
+                    process.kill()
+                    raise AssertionError(
+                        f'timed out waiting for {what} ({len(received)} calibrated received, '
+                        f'last diagnostics {diagnostics and _diagnostic_values(diagnostics[-1])}'
+                        f'); node output:\n{process.communicate()[0]}')
+                executor.spin_once(timeout_sec=0.02)
+
+        spin_until(lambda: outcomes.get_subscription_count() > 0
+                   and assessments.get_subscription_count() > 0
+                   and calibrated.get_publisher_count() > 0, 'discovery')
+        steps = scenario(40)
+        for outcome_list, raw in steps:
+            for outcome in outcome_list:
+                outcomes.publish(outcome_to_msg(outcome))
+            assessments.publish(belief_to_msg(raw))
+        invalid = outcome_to_msg(steps[0][0][0])
+        invalid.orientation_mahalanobis = -1.0
+        outcomes.publish(invalid)
+        accepted_outcomes = sum(len(o) for o, _ in steps)
+
+        def processed():
+            # The node's own counters (its /diagnostics, 10 Hz): everything taken and handled.
+            values = _diagnostic_values(diagnostics[-1]) if diagnostics else {}
+            return (values.get('outcomes_received') == str(accepted_outcomes + 1)
+                    and values.get('published') == str(len(steps)))
+
+        spin_until(processed, 'the node to process every message')
+        assert _diagnostic_values(diagnostics[-1])['rejected_total'] == '1'
+    finally:
+        process.send_signal(signum)
+        try:
+            output, _ = process.communicate(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, _ = process.communicate()
+        executor.shutdown()
+        node.destroy_node()
+        context.try_shutdown()
+    assert process.returncode == 0, output
+    with Reader(bag) as reader:
+        counts = {c.topic: c.msgcount for c in reader.connections}
+        read = {topic: 0 for topic in counts}
+        for connection, _, _ in reader.messages():
+            read[connection.topic] += 1
+    assert counts == read == {
+        CHANNEL_PREDICTION_OUTCOME: accepted_outcomes,
+        CHANNEL_RAW_SELF_ASSESSMENT: len(steps),
+        CHANNEL_CALIBRATED_SELF_ASSESSMENT: len(steps),
+    }
+    report = replay_bag(bag)
+    assert report.identical is True and report.compared == len(steps)
+    recorded = [item.contract for item in read_bag(bag)
+                if item.topic == CHANNEL_CALIBRATED_SELF_ASSESSMENT]
+    # What this subscriber got is what was recorded (all of it, unless the very first outputs
+    # went out before the node's publisher had matched this subscription).
+    assert received and [calibrated_from_msg(m) for m in received] == recorded[-len(received):]
