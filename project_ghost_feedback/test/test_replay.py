@@ -359,7 +359,7 @@ def test_signal_leaves_a_readable_bag_with_every_accepted_message(tmp_path, sign
                         f'); node output:\n{process.communicate()[0]}')
                 executor.spin_once(timeout_sec=0.02)
 
-        spin_until(lambda: outcomes.get_subscription_count() > 0
+        spin_until(lambda: diagnostics and outcomes.get_subscription_count() > 0
                    and assessments.get_subscription_count() > 0
                    and calibrated.get_publisher_count() > 0, 'discovery')
         steps = scenario(40)

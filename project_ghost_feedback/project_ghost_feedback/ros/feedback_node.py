@@ -129,6 +129,16 @@ class FeedbackNode(Node):
         self._apply_config(config)
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
+        # Open the telemetry bag before any topic exists: a bad path fails without endpoints.
+        self._telemetry = None
+        if self._param('telemetry_bag'):
+            from ..telemetry.recorder import TelemetryRecorder  # rosbags only when recording
+            self._telemetry = TelemetryRecorder(
+                self._param('telemetry_bag'), policy=config['policy'],
+                max_history=config['max_history'],
+                outcome_buffer_size=config['outcome_buffer_size'],
+                on_error=self.get_logger().error)
+
         self._window = OutcomeWindow(config['outcome_buffer_size'])
         self.received = collections.Counter()
         self.rejected = collections.Counter()
@@ -159,14 +169,6 @@ class FeedbackNode(Node):
             input_qos)
         self._diagnostics_timer = self.create_timer(
             self._diagnostics_period_s, self.publish_diagnostics)
-        self._telemetry = None
-        if self._param('telemetry_bag'):
-            from ..telemetry.recorder import TelemetryRecorder  # rosbags only when recording
-            self._telemetry = TelemetryRecorder(
-                self._param('telemetry_bag'), policy=config['policy'],
-                max_history=config['max_history'],
-                outcome_buffer_size=config['outcome_buffer_size'],
-                on_error=self.get_logger().error)
         self.get_logger().info(
             f'feedback node ready: policy {self._policy.policy_id} {self._policy}, '
             f'max_history {self._max_history}; {self._param("outcome_topic")} + '
