@@ -408,3 +408,39 @@ def test_signal_leaves_a_readable_bag_with_every_accepted_message(tmp_path, sign
     # What this subscriber got is what was recorded (all of it, unless the very first outputs
     # went out before the node's publisher had matched this subscription).
     assert received and [calibrated_from_msg(m) for m in received] == recorded[-len(received):]
+
+
+def test_cli_echo_prints_live_calibrated_assessments():
+    """ghost-feedback echo --count 2: two YAML documents of live messages, then exit 0."""
+    process = subprocess.Popen(CLI + ['echo', '--count', '2'], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node('echo_test_publisher', context=context)
+    policy = make_policy('mahalanobis_downgrade')
+    window = OutcomeWindow(8)
+    window.add(_outcome(50 * MS, math.inf))
+    calibrated = assess_with_feedback(_raw(100 * MS), window.causal_window(100 * MS, 8), policy, 8)
+    try:
+        from project_ghost_feedback.ros.conversions import calibrated_to_msg
+
+        publisher = node.create_publisher(
+            CalibratedSelfAssessmentMsg, '/self_assessment/calibrated', QOS)
+        deadline = time.monotonic() + TIMEOUT_S
+        while process.poll() is None and time.monotonic() < deadline:
+            if publisher.get_subscription_count() > 0:
+                publisher.publish(calibrated_to_msg(calibrated))
+            time.sleep(0.1)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        output, errors = process.communicate(timeout=TIMEOUT_S)
+        node.destroy_node()
+        context.try_shutdown()
+    assert process.returncode == 0, errors
+    documents = [d for d in output.split('---\n') if d.strip()]
+    assert len(documents) == 2
+    assert 'raw_assessment:\n  belief_stamp_sim_ns: 100000000\n' in documents[0]
+    assert '  worst_position_mahalanobis: .inf\n' in documents[0]
+    assert "  - name: 'position_x'\n    level: 0\n" in documents[0]
+    assert "adjustment_policy_id: 'mahalanobis_downgrade'" in documents[0]
