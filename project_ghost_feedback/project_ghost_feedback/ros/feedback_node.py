@@ -4,7 +4,8 @@
 Subscribes to PredictionOutcome and BeliefSelfAssessment, keeps a bounded window of outcomes in
 observed-stamp order, and on each assessment publishes ``assess_with_feedback`` over the outcomes
 observed at or before the belief stamp as a CalibratedSelfAssessment on
-``/self_assessment/calibrated``. Publishes ``/diagnostics`` at a steady rate.
+``self_assessment/calibrated`` (topic names are relative to the node namespace:
+``/self_assessment/calibrated`` at the root). Publishes ``/diagnostics`` at a steady rate.
 
 Run it with ``ros2 run project_ghost_feedback feedback_node`` (ROS install) or ``feedback_node``
 (the project venv; see the README).
@@ -21,6 +22,7 @@ from project_ghost_feedback_msgs.msg import (
 )
 import rclpy
 from rclpy.duration import Duration
+from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -50,11 +52,17 @@ EXECUTORS = ('single_threaded', 'events')
 
 # name -> (default, description). Policy parameters are added per registered policy.
 _STATIC_PARAMETERS = {
-    'outcome_topic': ('/prediction_outcome', 'PredictionOutcome input topic (read-only; remap).'),
+    # Topic names are relative, so they resolve in the node's namespace (/prediction_outcome, ...
+    # at the root, /robot1/prediction_outcome, ... with a namespace).
+    'outcome_topic': (
+        'prediction_outcome', 'PredictionOutcome input topic, relative to the node namespace '
+        '(read-only; remap).'),
     'assessment_topic': (
-        '/self_assessment/raw', 'BeliefSelfAssessment input topic (read-only; remap).'),
+        'self_assessment/raw', 'BeliefSelfAssessment input topic, relative to the node namespace '
+        '(read-only; remap).'),
     'calibrated_topic': (
-        '/self_assessment/calibrated', 'CalibratedSelfAssessment output topic (read-only; remap).'),
+        'self_assessment/calibrated', 'CalibratedSelfAssessment output topic, relative to the '
+        'node namespace (read-only; remap).'),
     'output_qos_depth': (10, 'keep_last depth of the reliable output publisher (read-only).'),
     'input_qos_depth': (
         1000, 'keep_last depth of the reliable input subscriptions, deep enough for a fast replay '
@@ -116,15 +124,23 @@ class FeedbackNode(Node):
         self._policy_parameters = _policy_parameter_names()
         self._parameter_names = (
             list(_STATIC_PARAMETERS) + list(_DYNAMIC_PARAMETERS) + list(self._policy_parameters))
-        for name, (default, description) in {**_STATIC_PARAMETERS, **_DYNAMIC_PARAMETERS}.items():
-            self.declare_parameter(name, default, _descriptor(name, default, description))
-        for name, (policy, field, default) in self._policy_parameters.items():
-            self.declare_parameter(name, default, _descriptor(
-                name, default, f'Parameter {field!r} of policy {policy!r}.'))
+        node_parameters = {**_STATIC_PARAMETERS, **_DYNAMIC_PARAMETERS}
+        try:
+            for name, (default, description) in node_parameters.items():
+                self.declare_parameter(name, default, _descriptor(name, default, description))
+            for name, (policy, field, default) in self._policy_parameters.items():
+                self.declare_parameter(name, default, _descriptor(
+                    name, default, f'Parameter {field!r} of policy {policy!r}.'))
+        except ParameterException as error:
+            # An override out of its descriptor's range or of the wrong type: a ValueError with
+            # rclpy's reason, like every other invalid start-up value.
+            self.destroy_node()
+            raise ValueError(f'invalid parameters: {error}') from None
 
         # Validate the whole start-up configuration before creating any entity.
         config = self._config_from(self._parameter_values())
         if isinstance(config, str):
+            self.destroy_node()
             raise ValueError(f'invalid parameters: {config}')
         self._apply_config(config)
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -171,8 +187,8 @@ class FeedbackNode(Node):
             self._diagnostics_period_s, self.publish_diagnostics)
         self.get_logger().info(
             f'feedback node ready: policy {self._policy.policy_id} {self._policy}, '
-            f'max_history {self._max_history}; {self._param("outcome_topic")} + '
-            f'{self._param("assessment_topic")} -> {self._param("calibrated_topic")}')
+            f'max_history {self._max_history}; {self._outcome_subscription.topic_name} + '
+            f'{self._assessment_subscription.topic_name} -> {self._publisher.topic_name}')
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -380,6 +396,17 @@ def make_executor(name, context=None):
     return SingleThreadedExecutor(context=context)
 
 
+def spin_until_shutdown(executor, context, period_s=0.5):
+    """Spin ``executor`` until ``context`` shuts down (SIGTERM) or SIGINT raises KeyboardInterrupt.
+
+    A loop of bounded ``spin_once`` calls rather than ``executor.spin()``: rclpy 7.1's (Jazzy)
+    ``EventsExecutor.spin()`` never returns once the context is shut down by SIGTERM or after a
+    SIGINT, busy-looping on a core, while its ``spin_once`` returns or raises as it should.
+    """
+    while context.ok():
+        executor.spin_once(timeout_sec=period_s)
+
+
 def main(args=None):
     """Run the feedback node until SIGINT or SIGTERM; exit 0 on a clean shutdown."""
     # rclpy's own handlers turn SIGINT (KeyboardInterrupt) and SIGTERM (context shutdown) into a
@@ -392,7 +419,7 @@ def main(args=None):
         node = FeedbackNode()
         executor = make_executor(node.get_parameter('executor').value)
         executor.add_node(node)
-        executor.spin()
+        spin_until_shutdown(executor, node.context)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except ValueError as error:
