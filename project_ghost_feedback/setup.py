@@ -7,23 +7,15 @@ import os
 from setuptools import find_packages, setup
 
 package_name = 'project_ghost_feedback'
-here = os.path.dirname(os.path.abspath(__file__))
-
-
-def _files(pattern):
-    """Return the files matching pattern, relative to this directory (empty list if none)."""
-    return sorted(
-        os.path.relpath(path, here) for path in glob(os.path.join(here, pattern))
-        if os.path.isfile(path)
-    )
-
 
 data_files = [
     ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
     ('share/' + package_name, ['package.xml']),
 ]
-for sub_dir, pattern in (('launch', 'launch/*.py'), ('config', 'config/*.yaml')):
-    matched = _files(pattern)
+# launch/ and config/ may be empty (or absent in a fresh clone): add them only when they match.
+# isfile() also drops dangling symlinks that --symlink-install leaves in build/ for deleted files.
+for sub_dir, pattern in (('launch', '*.py'), ('config', '*.yaml')):
+    matched = sorted(path for path in glob(os.path.join(sub_dir, pattern)) if os.path.isfile(path))
     if matched:
         data_files.append((os.path.join('share', package_name, sub_dir), matched))
 
