@@ -280,11 +280,20 @@ def _check_path(path):
 
 
 def _load_metadata(path):
-    """Return metadata.yaml's ``rosbag2_bagfile_information`` (rosbags has validated it)."""
-    from ruamel.yaml import YAML
+    """Return metadata.yaml's ``rosbag2_bagfile_information`` (rosbags has validated it).
 
-    with open(path / 'metadata.yaml', encoding='utf-8') as stream:
-        return YAML(typ='safe').load(stream)['rosbag2_bagfile_information']
+    PyYAML's C loader when available (fast), else ruamel.yaml (a rosbags dependency).
+    """
+    text = (path / 'metadata.yaml').read_text(encoding='utf-8')
+    try:
+        import yaml
+
+        loaded = yaml.load(text, Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader))
+    except ImportError:
+        from ruamel.yaml import YAML
+
+        loaded = YAML(typ='safe').load(text)
+    return loaded['rosbag2_bagfile_information']
 
 
 def _open_reader(path):
@@ -327,15 +336,58 @@ def _info_from_reader(path, reader, metadata):
             str(k): str(v) for k, v in (metadata.get('custom_data') or {}).items()})
 
 
+class _OpenBag:
+    """A bag opened once: rosbags Reader (validates metadata.yaml and storage), info, messages."""
+
+    def __init__(self, path):
+        self.path, self.reader, self.metadata = _open_reader(path)
+        try:
+            self.info = _info_from_reader(self.path, self.reader, self.metadata)
+        except _reader_errors() as error:
+            self.reader.close()
+            raise BagError(f'{self.path}: invalid bag metadata: {_one_line(error)}') from None
+
+    def close(self):
+        self.reader.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def messages(self, order='recorded', topics=None):
+        """Yield BagMessage in ``order``, then check the per-topic counts (see iter_bag)."""
+        if order not in ORDERS:
+            raise ValueError(f'order must be one of {ORDERS}, got {order!r}')
+        path = self.path
+        expected = Counter()
+        for connection in self.reader.connections:
+            if topics is None or connection.topic in topics:
+                expected[connection.topic] += connection.msgcount
+        seen = Counter()
+        try:
+            for message in _iter_messages(path, self.reader, self.metadata, order, topics):
+                seen[message.topic] += 1
+                yield message
+        except BagError:
+            raise
+        except _reader_errors() as error:
+            raise BagError(
+                f'{path}: corrupt or truncated bag after {sum(seen.values())} messages: '
+                f'{_one_line(error)}') from None
+        if +seen != +expected:
+            diffs = ', '.join(
+                f'{topic}: metadata.yaml {expected[topic]}, storage {seen[topic]}'
+                for topic in sorted(set(seen) | set(expected)) if seen[topic] != expected[topic])
+            raise BagError(f'{path}: inconsistent bag: message counts differ ({diffs})')
+
+
 def bag_info(path):
     """Return the BagInfo of the bag directory ``path`` (BagError when it cannot be read)."""
-    path, reader, metadata = _open_reader(path)
-    try:
-        return _info_from_reader(path, reader, metadata)
-    except _reader_errors() as error:
-        raise BagError(f'{path}: invalid bag metadata: {_one_line(error)}') from None
-    finally:
-        reader.close()
+    with _OpenBag(path) as bag:
+        return bag.info
 
 
 def _file_order_paths(path, metadata):
@@ -394,32 +446,8 @@ def iter_bag(path, *, order='recorded', topics=None):
     storage holds fewer or more messages than it announces raises BagError (this also catches
     rosbags' silent skip of a channel whose QoS differs between metadata.yaml and the MCAP).
     """
-    if order not in ORDERS:
-        raise ValueError(f'order must be one of {ORDERS}, got {order!r}')
-    path, reader, metadata = _open_reader(path)
-    try:
-        expected = Counter()
-        for connection in reader.connections:
-            if topics is None or connection.topic in topics:
-                expected[connection.topic] += connection.msgcount
-        seen = Counter()
-        try:
-            for message in _iter_messages(path, reader, metadata, order, topics):
-                seen[message.topic] += 1
-                yield message
-        except BagError:
-            raise
-        except _reader_errors() as error:
-            raise BagError(
-                f'{path}: corrupt or truncated bag after {sum(seen.values())} messages: '
-                f'{_one_line(error)}') from None
-        if +seen != +expected:
-            diffs = ', '.join(
-                f'{topic}: metadata.yaml {expected[topic]}, storage {seen[topic]}'
-                for topic in sorted(set(seen) | set(expected)) if seen[topic] != expected[topic])
-            raise BagError(f'{path}: inconsistent bag: message counts differ ({diffs})')
-    finally:
-        reader.close()
+    with _OpenBag(path) as bag:
+        yield from bag.messages(order, topics)
 
 
 def read_bag(path, *, order='recorded', topics=None, skip_unknown=True):
@@ -709,19 +737,17 @@ class ReplayReport:
         }
 
 
-def _first_recorded_calibrated(path, info):
-    topics = [t.name for t in info.topics if t.msgtype == TYPE_CALIBRATED_SELF_ASSESSMENT]
-    if not topics or not any(t.message_count for t in info.topics if t.name in topics):
+def _first_recorded_calibrated(bag):
+    """Return the first recorded calibrated assessment (log-time order), or None."""
+    topics = [t.name for t in bag.info.topics if t.msgtype == TYPE_CALIBRATED_SELF_ASSESSMENT]
+    connections = [c for c in bag.reader.connections if c.topic in topics and c.msgcount]
+    if not connections:
         return None
-    from rosbags.rosbag2 import Reader
-
     try:
-        with Reader(path) as reader:
-            connections = [c for c in reader.connections if c.topic in topics]
-            for _, _, payload in reader.messages(connections=connections):
-                return decode(TYPE_CALIBRATED_SELF_ASSESSMENT, payload)
+        for _, _, payload in bag.reader.messages(connections=connections):
+            return decode(TYPE_CALIBRATED_SELF_ASSESSMENT, payload)
     except _reader_errors():
-        return None  # the full read below reports the problem
+        return None  # the full read reports the problem
     return None
 
 
@@ -754,12 +780,19 @@ def replay_bag(path, *, policy=None, parameters=None, max_history=None,
     the report then says what would have changed. Raise BagError for an unreadable bag and
     ValueError/TypeError for an invalid configuration.
     """
-    info = bag_info(path)
+    if order not in ORDERS:
+        raise ValueError(f'order must be one of {ORDERS}, got {order!r}')
+    with _OpenBag(path) as bag:
+        return _replay(bag, policy, parameters, max_history, outcome_buffer_size, order)
+
+
+def _replay(bag, policy, parameters, max_history, outcome_buffer_size, order):
+    info = bag.info
     warnings = []
     topics = _select_topics(info, warnings)
     if TYPE_BELIEF_SELF_ASSESSMENT not in topics:
         raise BagError(f'{info.path}: no {TYPE_BELIEF_SELF_ASSESSMENT} topic to replay')
-    first = _first_recorded_calibrated(path, info)
+    first = _first_recorded_calibrated(bag)
     base, source, config_warnings = recorded_config(info, first)
     warnings.extend(config_warnings)
     policy_name = base.policy if policy is None else policy
@@ -787,8 +820,7 @@ def replay_bag(path, *, policy=None, parameters=None, max_history=None,
     raw_topic = topics[TYPE_BELIEF_SELF_ASSESSMENT]
     calibrated_topic = topics.get(TYPE_CALIBRATED_SELF_ASSESSMENT)
     wanted = [t for t in (outcome_topic, raw_topic, calibrated_topic) if t is not None]
-    for index, (topic, msgtype, log_time, payload) in enumerate(
-            iter_bag(path, order=order, topics=wanted)):
+    for index, (topic, msgtype, log_time, payload) in enumerate(bag.messages(order, wanted)):
         if topic == calibrated_topic:
             report.recorded_outputs += 1
             recorded_queue.append((index, log_time, payload))
