@@ -77,6 +77,9 @@ if [[ ! -x "${VENV}/bin/python" ]]; then
   rm -f "${STAMP}" "${CMAKE_FIX_STAMP}"
 fi
 PY="${VENV}/bin/python"
+# The venv holds ~90 ROS package.xml files (share/*/package.xml): keep colcon from crawling them
+# when this repository sits in the src/ of a ROS workspace.
+touch "${VENV}/COLCON_IGNORE"
 
 # --- 3. pinned requirements, installed only when they changed ------------------------------------
 want_hash="$(cat "${REQUIREMENTS}" <("${PY}" -c 'import sys; print(sys.version)') | sha256sum | cut -d' ' -f1)"
