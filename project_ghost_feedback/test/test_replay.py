@@ -444,3 +444,64 @@ def test_cli_echo_prints_live_calibrated_assessments():
     assert '  worst_position_mahalanobis: .inf\n' in documents[0]
     assert "  - name: 'position_x'\n    level: 0\n" in documents[0]
     assert "adjustment_policy_id: 'mahalanobis_downgrade'" in documents[0]
+
+
+def test_replays_a_foreign_bag_by_type_with_assumed_defaults(tmp_path):
+    """A bag not written by the node (no custom_data, remapped topics): found by type, verified.
+
+    It stands for a ``ros2 bag record`` bag: written with rosbags' Writer directly, topics under
+    a namespace, one per message type, in receive order.
+    """
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from project_ghost_feedback.telemetry import to_telemetry
+    from project_ghost_feedback.telemetry.msgdefs import full_definition, type_hash
+
+    policy = make_policy('mahalanobis_downgrade')
+    window = OutcomeWindow(1024)
+    records = []
+    for outcomes, raw in scenario():
+        for outcome in outcomes:
+            window.add(outcome)
+            records.append(to_telemetry(outcome))
+        records.append(to_telemetry(raw))
+        records.append(to_telemetry(assess_with_feedback(
+            raw, window.causal_window(raw.belief_stamp_sim_ns, 32), policy, 32)))
+    bag = tmp_path / 'foreign'
+    with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        connections = {}
+        for record in records:
+            if record.channel not in connections:
+                msgtype = {
+                    CHANNEL_PREDICTION_OUTCOME: 'project_ghost_feedback_msgs/msg/PredictionOutcome',
+                    CHANNEL_RAW_SELF_ASSESSMENT:
+                        'project_ghost_feedback_msgs/msg/BeliefSelfAssessment',
+                    CHANNEL_CALIBRATED_SELF_ASSESSMENT:
+                        'project_ghost_feedback_msgs/msg/CalibratedSelfAssessment',
+                }[record.channel]
+                connections[record.channel] = writer.add_connection(
+                    '/robot1' + record.channel, msgtype, msgdef=full_definition(msgtype),
+                    rihs01=type_hash(msgtype))
+            writer.write(connections[record.channel], record.log_time, record.payload)
+    report = replay_bag(bag)
+    assert report.config_source == 'assumed'
+    assert any('does not record the node configuration' in w for w in report.warnings)
+    assert report.identical is True and report.compared == len(scenario())
+
+
+def test_parameter_changes_while_recording_are_noted(tmp_path):
+    """A dynamic parameter change is counted in custom_data; replay warns about it."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = FeedbackNode(context=context, parameter_overrides=[
+            Parameter('telemetry_bag', value=str(tmp_path / 'bag'))])
+        try:
+            result = node.set_parameters([Parameter('max_history', value=16)])
+            assert result[0].successful
+        finally:
+            node.destroy_node()  # closes the bag
+    finally:
+        context.try_shutdown()
+    report = replay_bag(tmp_path / 'bag')
+    assert report.recorded_config.max_history == 32
+    assert any('changed its parameters 1 time' in w for w in report.warnings)
