@@ -12,7 +12,7 @@ PYTEST := timeout -k 10 3000 python -m pytest project_ghost_feedback/test -q --t
 .PHONY: help setup test demo lint bench clean distclean
 
 help:
-	@echo 'make demo   run the main job (until `ghost-feedback demo` lands: a smoke run)'
+	@echo 'make demo   run the main job: ghost-feedback demo (options: make demo DEMO_ARGS="--seed 3")'
 	@echo 'make test   set up if needed, then run all tests'
 	@echo 'make setup  create .venv (ROS 2 Jazzy wheels), colcon build into install/'
 	@echo 'make lint   ruff (ruff.toml) + license headers'
@@ -30,13 +30,7 @@ test: setup
 	exit $$rc
 
 demo: setup
-	@$(ENV); \
-	if python -c 'import importlib.util as u, sys; sys.exit(u.find_spec("project_ghost_feedback.cli") is None)'; then \
-	  ghost-feedback demo; \
-	else \
-	  echo '[demo] ghost-feedback CLI not there yet: running the smoke demo'; \
-	  python scripts/smoke_demo.py; \
-	fi
+	@$(ENV); ghost-feedback demo $(DEMO_ARGS)
 
 lint: setup
 	@$(ENV); python -m pytest project_ghost_feedback/test/test_lint.py -q -rfEs
