@@ -12,6 +12,7 @@ Run it with ``ros2 run project_ghost_feedback feedback_node`` (ROS install) or `
 """
 
 import collections
+import signal
 import sys
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -26,6 +27,7 @@ from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 from rcl_interfaces.msg import (
     FloatingPointRange,
     IntegerRange,
@@ -203,15 +205,20 @@ class FeedbackNode(Node):
         policy_name = values['policy']
         if policy_name not in policy_names():
             return f'policy {policy_name!r} is not registered (choose from {policy_names()})'
-        fields = {
-            field: values[name]
-            for name, (policy, field, _) in self._policy_parameters.items()
-            if policy == policy_name
-        }
-        try:
-            policy = make_policy(policy_name, fields)
-        except (TypeError, ValueError) as error:
-            return str(error)
+        # Every registered policy's parameters are validated, not only the selected one's: an
+        # invalid value is refused when it is set, not later when someone switches policy.
+        for name in policy_names():
+            fields = {
+                field: values[parameter]
+                for parameter, (policy, field, _) in self._policy_parameters.items()
+                if policy == name
+            }
+            try:
+                built = make_policy(name, fields)
+            except (TypeError, ValueError) as error:
+                return f'parameters of policy {name!r}: {error}'
+            if name == policy_name:
+                policy = built
         max_history = values['max_history']
         buffer_size = values['outcome_buffer_size']
         if buffer_size < max_history:
@@ -396,22 +403,55 @@ def make_executor(name, context=None):
     return SingleThreadedExecutor(context=context)
 
 
-def spin_until_shutdown(executor, context, period_s=0.5):
-    """Spin ``executor`` until ``context`` shuts down (SIGTERM) or SIGINT raises KeyboardInterrupt.
+class ShutdownRequest:
+    """SIGINT and SIGTERM handlers that only record the request; the spin loop polls it.
 
-    A loop of bounded ``spin_once`` calls rather than ``executor.spin()``: rclpy 7.1's (Jazzy)
-    ``EventsExecutor.spin()`` never returns once the context is shut down by SIGTERM or after a
-    SIGINT, busy-looping on a core, while its ``spin_once`` returns or raises as it should.
+    rclpy's own handlers act from whichever thread the signal lands on and shut the context down
+    at once: during start-up that leaves half-built rclpy objects whose ``__del__`` prints a
+    traceback, and ``EventsExecutor.spin()`` (rclpy 7.1) never returns after it. Python runs
+    these handlers in the main thread between bytecodes, so a request is never acted on in the
+    middle of building or handling anything.
     """
-    while context.ok():
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.signum = None
+        self._previous = {}
+
+    def __bool__(self):
+        return self.signum is not None
+
+    def install(self):
+        """Install the handlers (main thread only), remembering the previous ones."""
+        for signum in self.SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+
+    def _handle(self, signum, frame):
+        self.signum = signum
+
+    def restore(self):
+        """Put the previous handlers back."""
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+
+def spin_until_shutdown(executor, context, stop=lambda: False, period_s=0.1):
+    """Spin ``executor`` until ``stop()`` is true or ``context`` is shut down.
+
+    Bounded ``spin_once`` calls, so ``stop`` is checked at least every ``period_s`` seconds:
+    signal handlers recorded by :class:`ShutdownRequest` are acted on within that time.
+    """
+    while context.ok() and not stop():
         executor.spin_once(timeout_sec=period_s)
 
 
 def main(args=None):
     """Run the feedback node until SIGINT or SIGTERM; exit 0 on a clean shutdown."""
-    # rclpy's own handlers turn SIGINT (KeyboardInterrupt) and SIGTERM (context shutdown) into a
-    # return from spin.
-    rclpy.init(args=args)
+    shutdown = ShutdownRequest()
+    shutdown.install()
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     executor = None
     exit_code = 0
@@ -419,15 +459,15 @@ def main(args=None):
         node = FeedbackNode()
         executor = make_executor(node.get_parameter('executor').value)
         executor.add_node(node)
-        spin_until_shutdown(executor, node.context)
+        spin_until_shutdown(executor, node.context, stop=shutdown.__bool__)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except ValueError as error:
         print(f'feedback_node: {error}', file=sys.stderr)
         exit_code = 2
     except Exception:
-        # A SIGTERM between two spin_once calls shuts the context down under the executor,
-        # whose next wait set then raises RCLError (Jazzy): that is a clean shutdown too.
+        # The context shut down under the executor (by another rclpy user of this process):
+        # its next wait set then raises RCLError (Jazzy). That is a clean shutdown too.
         if rclpy.ok():
             raise
     finally:
@@ -437,6 +477,7 @@ def main(args=None):
             node.close()  # finish the telemetry bag: every accepted message is in it
             node.destroy_node()
         rclpy.try_shutdown()
+        shutdown.restore()
     return exit_code
 
 

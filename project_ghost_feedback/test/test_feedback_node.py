@@ -1,0 +1,817 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The feedback node over real rclpy pub/sub (loopback DDS, a private rclpy.Context per test).
+
+Each in-process test builds a FeedbackNode and a client node in a namespace of its own (the node's
+topic names are relative, /diagnostics is filtered by the node's name), publishes contracts
+converted to messages, and polls with ``spin_once`` until a condition holds or a bounded deadline
+passes: nothing here asserts on elapsed time. The expected outputs always come from the pure
+``assess_with_feedback`` over the same inputs, compared as whole CalibratedSelfAssessment
+objects. Process tests start ``python -m project_ghost_feedback.ros.feedback_node`` (and the
+installed ``feedback_node`` executable) in this test's environment and stop them with signals.
+"""
+
+import collections
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+from ament_index_python.packages import get_package_prefix
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from project_ghost_feedback_msgs.msg import (
+    BeliefSelfAssessment as BeliefSelfAssessmentMsg,
+    CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
+    NamedLevel as NamedLevelMsg,
+    PredictionOutcome as PredictionOutcomeMsg,
+)
+import pytest
+import rclpy
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rcl_interfaces.srv import SetParameters
+from rosgraph_msgs.msg import Clock
+
+from project_ghost_feedback.core import (
+    BeliefSelfAssessment,
+    NamedLevel,
+    PredictionOutcome,
+    SelfAssessmentLevel,
+)
+from project_ghost_feedback.core.feedback import (
+    assess_with_feedback,
+    DEFAULT_MAX_HISTORY,
+    DEFAULT_POLICY,
+    make_policy,
+    MahalanobisDowngradePolicy,
+    REASON_CALIBRATION_WITHIN_TOLERANCE,
+    REASON_DOWNGRADE_FROM_CALIBRATION,
+    REASON_NO_OUTCOMES_YET,
+)
+from project_ghost_feedback.ros.conversions import (
+    belief_to_msg,
+    calibrated_from_msg,
+    outcome_to_msg,
+)
+from project_ghost_feedback.ros.feedback_node import EXECUTORS, FeedbackNode, make_executor
+
+DEADLINE_S = 15.0
+"""Upper bound for any wait; a healthy run needs a small fraction of it."""
+SECOND_NS = 1_000_000_000
+QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+LEVELS = (SelfAssessmentLevel.KNOWN, SelfAssessmentLevel.UNCERTAIN, SelfAssessmentLevel.UNKNOWN)
+PACKAGE = 'project_ghost_feedback'
+
+
+# -- input streams (contracts) -------------------------------------------------------------------
+
+def make_outcome(observed_ns, position_d, orientation_d, rng):
+    """Return a valid PredictionOutcome observed at ``observed_ns`` with the given distances."""
+    return PredictionOutcome(
+        prediction_stamp_sim_ns=max(0, observed_ns - rng.randrange(1, SECOND_NS // 2)),
+        observed_stamp_sim_ns=observed_ns,
+        position_error_m=tuple(rng.uniform(-0.5, 0.5) for _ in range(3)),
+        orientation_error_rad=tuple(rng.uniform(-0.05, 0.05) for _ in range(3)),
+        position_mahalanobis=position_d,
+        orientation_mahalanobis=orientation_d,
+    )
+
+
+def make_raw(step, rng, level=None):
+    """Return the raw assessment of ``step`` (belief stamp ``(step + 1)`` s) with named levels."""
+    return BeliefSelfAssessment(
+        belief_stamp_sim_ns=(step + 1) * SECOND_NS,
+        overall_level=level if level is not None else LEVELS[step % 3],
+        axis_levels=(NamedLevel('position_x', rng.choice(LEVELS)),
+                     NamedLevel('yaw', rng.choice(LEVELS))),
+        block_levels=(NamedLevel('pose', rng.choice(LEVELS)),),
+    )
+
+
+def make_stream(kind, steps=10, per_step=4, seed=0, level=None):
+    """Return ``[(outcomes, raw), ...]``: per step, outcomes observed in ``(step, step + 1]`` s.
+
+    ``kind`` is ``'overconfident'`` (distances beyond 3, some ``+inf``) or ``'calibrated'``
+    (distances at most 2.5, so the reference policy never downgrades).
+    """
+    rng = random.Random(f'{kind}-{seed}')
+    stream = []
+    for step in range(steps):
+        outcomes = []
+        for j in range(per_step):
+            observed = step * SECOND_NS + (j + 1) * (SECOND_NS // (per_step + 1))
+            if kind == 'overconfident':
+                position = math.inf if rng.random() < 0.1 else rng.uniform(3.5, 25.0)
+                orientation = rng.uniform(0.0, 8.0)
+            else:
+                position, orientation = rng.uniform(0.0, 2.5), rng.uniform(0.0, 2.5)
+            outcomes.append(make_outcome(observed, position, orientation, rng))
+        stream.append((outcomes, make_raw(step, rng, level)))
+    return stream
+
+
+def expected_outputs(stream, policy=None, max_history=DEFAULT_MAX_HISTORY):
+    """Return the pure function's CalibratedSelfAssessment per step for the ordered stream."""
+    policy = policy or make_policy(DEFAULT_POLICY)
+    seen, expected = [], []
+    for outcomes, raw in stream:
+        seen.extend(outcomes)
+        expected.append(assess_with_feedback(raw, list(seen), policy, max_history))
+    return expected
+
+
+# -- harness --------------------------------------------------------------------------------------
+
+def diagnostic_values(status):
+    """Return the key/value pairs of a DiagnosticStatus as a dict."""
+    return {kv.key: kv.value for kv in status.values}
+
+
+class Harness:
+    """A FeedbackNode under test plus a client node, each on its own executor, one context.
+
+    The node runs on the executor named ``executor`` (see EXECUTORS); the client (publishers of
+    the inputs and of /clock, subscribers of the output and of /diagnostics) always runs on a
+    SingleThreadedExecutor. Both live in a fresh namespace, so tests cannot see each other.
+    """
+
+    def __init__(self, context, executor='single_threaded', **parameters):
+        self.context = context
+        self.namespace = f'/gf_test_{uuid.uuid4().hex[:12]}'
+        self.node = FeedbackNode(
+            context=context, namespace=self.namespace,
+            parameter_overrides=[Parameter(k, value=v) for k, v in parameters.items()])
+        self.client = rclpy.create_node(
+            'feedback_test_client', namespace=self.namespace, context=context)
+        self.node_executor = make_executor(executor, context)
+        self.node_executor.add_node(self.node)
+        self.client_executor = SingleThreadedExecutor(context=context)
+        self.client_executor.add_node(self.client)
+
+        self.outputs = []
+        self.diagnostics = []
+        self._matched = collections.Counter()
+        self.outcome_publisher = self._publisher(PredictionOutcomeMsg, 'prediction_outcome')
+        self.raw_publisher = self._publisher(BeliefSelfAssessmentMsg, 'self_assessment/raw')
+        self.clock_publisher = self.client.create_publisher(Clock, '/clock', 10)
+        self.client.create_subscription(
+            CalibratedSelfAssessmentMsg, 'self_assessment/calibrated', self.outputs.append, QOS,
+            event_callbacks=SubscriptionEventCallbacks(
+                matched=lambda info: self._on_matched('output', info)))
+        self.client.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 100)
+        # DDS-level matches (not only the ROS graph), so that no early message is lost.
+        self.spin_until(
+            lambda: all(self._matched[k] >= 1 for k in ('outcome', 'raw', 'output')),
+            'the node and the client to match')
+
+    def _on_matched(self, key, info):
+        self._matched[key] = info.current_count
+
+    def _publisher(self, msg_type, topic):
+        key = 'outcome' if msg_type is PredictionOutcomeMsg else 'raw'
+        return self.client.create_publisher(
+            msg_type, topic, QOS, event_callbacks=PublisherEventCallbacks(
+                matched=lambda info: self._on_matched(key, info)))
+
+    def _on_diagnostics(self, array):
+        name = self.node.get_fully_qualified_name()
+        stamp_ns = array.header.stamp.sec * SECOND_NS + array.header.stamp.nanosec
+        self.diagnostics.extend((s, stamp_ns) for s in array.status if s.hardware_id == name)
+
+    def spin_until(self, condition, what, deadline_s=DEADLINE_S):
+        """Spin both executors until ``condition()`` is true; fail after ``deadline_s``."""
+        deadline = time.monotonic() + deadline_s
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f'timed out waiting for {what}: received {dict(self.node.received)}, '
+                    f'rejected {dict(self.node.rejected)}, published {self.node.published}, '
+                    f'{len(self.outputs)} outputs received')
+            self.node_executor.spin_once(timeout_sec=0.005)
+            self.client_executor.spin_once(timeout_sec=0.005)
+
+    def publish_outcome(self, outcome):
+        """Publish a PredictionOutcome contract (or an already built message)."""
+        msg = outcome if isinstance(outcome, PredictionOutcomeMsg) else outcome_to_msg(outcome)
+        self.outcome_publisher.publish(msg)
+
+    def publish_raw(self, raw):
+        """Publish a BeliefSelfAssessment contract (or an already built message)."""
+        msg = raw if isinstance(raw, BeliefSelfAssessmentMsg) else belief_to_msg(raw)
+        self.raw_publisher.publish(msg)
+
+    def wait_received(self, outcomes=None, assessments=None):
+        """Wait until the node has taken that many outcome / assessment messages in total."""
+        received = self.node.received
+        self.spin_until(
+            lambda: ((outcomes is None or received['outcome'] >= outcomes)
+                     and (assessments is None or received['assessment'] >= assessments)),
+            f'the node to receive {outcomes} outcomes and {assessments} assessments')
+        assert outcomes is None or received['outcome'] == outcomes
+        assert assessments is None or received['assessment'] == assessments
+
+    def wait_outputs(self, count):
+        """Wait until the client has ``count`` outputs; return them as contracts."""
+        self.spin_until(lambda: len(self.outputs) >= count, f'{count} calibrated outputs')
+        assert len(self.outputs) == count
+        return [calibrated_from_msg(m) for m in self.outputs]
+
+    def run_stream(self, stream):
+        """Publish ``stream`` step by step (outcomes, then the raw assessment); return outputs.
+
+        Each step waits until the node has taken the step's outcomes before the assessment is
+        published, so the result does not depend on delivery timing across the two topics.
+        """
+        outcomes_sent = self.node.received['outcome']
+        start = len(self.outputs)
+        for index, (outcomes, raw) in enumerate(stream):
+            for outcome in outcomes:
+                self.publish_outcome(outcome)
+            outcomes_sent += len(outcomes)
+            self.wait_received(outcomes=outcomes_sent)
+            self.publish_raw(raw)
+            self.wait_outputs(start + index + 1)
+        return [calibrated_from_msg(m) for m in self.outputs[start:]]
+
+    def wait_diagnostics(self, condition, what):
+        """Wait for a status of this node with ``condition(status, stamp_ns)``; return it.
+
+        Statuses seen while waiting are consumed.
+        """
+        found = []
+
+        def check():
+            found.extend(s for s, stamp_ns in self.diagnostics if condition(s, stamp_ns))
+            self.diagnostics.clear()
+            return bool(found)
+
+        self.spin_until(check, what)
+        return found[0]
+
+    def publish_clock(self, nanoseconds):
+        """Publish /clock (again every 50 ms) until the node's clock reads ``nanoseconds``."""
+        msg = Clock()
+        msg.clock.sec, msg.clock.nanosec = divmod(nanoseconds, SECOND_NS)
+        last = [0.0]
+
+        def reads_it():
+            if self.node.get_clock().now().nanoseconds == nanoseconds:
+                return True
+            if time.monotonic() - last[0] > 0.05:
+                self.clock_publisher.publish(msg)
+                last[0] = time.monotonic()
+            return False
+
+        self.spin_until(reads_it, f'the node clock to read {nanoseconds} ns')
+
+    def close(self):
+        """Shut the executors down and destroy both nodes."""
+        for executor in (self.node_executor, self.client_executor):
+            executor.shutdown()
+        self.node.destroy_node()
+        self.client.destroy_node()
+
+
+@pytest.fixture
+def context():
+    """Yield a private, initialised rclpy.Context; shut it down afterwards."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        yield context
+    finally:
+        context.try_shutdown()
+
+
+@pytest.fixture
+def harness(context):
+    """Return a factory of Harness objects in this test's context; all are closed afterwards."""
+    made = []
+
+    def make(**kwargs):
+        made.append(Harness(context, **kwargs))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for item in made:
+            item.close()
+
+
+# -- (1) (2) downgrade and passthrough, exactly as the pure function ---------------------------
+
+@pytest.mark.parametrize('executor', EXECUTORS)
+def test_overconfident_stream_downgrades_exactly_as_assess_with_feedback(harness, executor):
+    """An overconfident stream: every output equals assess_with_feedback on the same inputs."""
+    stream = make_stream('overconfident', steps=10, per_step=4)
+    h = harness(executor=executor)
+    outputs = h.run_stream(stream)
+    expected = expected_outputs(stream)
+    assert outputs == expected
+    # Every step is one level down: 4 outcomes per step reach min_outcomes from the first one.
+    assert all(o.adjustment_reason == REASON_DOWNGRADE_FROM_CALIBRATION for o in outputs)
+    assert [o.adjusted_overall_level for o in outputs] == [
+        raw.overall_level.downgraded() for _, raw in stream]
+    assert outputs[-1].calibration_history.outcomes_considered == DEFAULT_MAX_HISTORY
+    assert h.node.published == len(stream)
+
+
+def test_overconfident_stream_with_small_window_and_few_outcomes(harness):
+    """Below min_outcomes the node passes through; max_history bounds the window, as the ADR."""
+    stream = make_stream('overconfident', steps=8, per_step=1, seed=3)
+    h = harness(max_history=5)
+    outputs = h.run_stream(stream)
+    expected = expected_outputs(stream, max_history=5)
+    assert outputs == expected
+    assert [o.calibration_history.outcomes_considered for o in outputs] == [1, 2, 3, 4, 5, 5, 5, 5]
+    assert [o.was_downgraded for o in outputs[:3]] == [False] * 3
+    assert all(o.adjustment_reason == REASON_DOWNGRADE_FROM_CALIBRATION for o in outputs[3:])
+
+
+def test_calibrated_stream_passes_through(harness):
+    """A calibrated stream: the raw assessment passes through unchanged, reasons as the ADR."""
+    stream = make_stream('calibrated', steps=8, per_step=3, seed=1)
+    h = harness()
+    no_outcome_raw = make_raw(-1, random.Random(9), SelfAssessmentLevel.UNCERTAIN)
+    h.publish_raw(no_outcome_raw)  # belief stamp 0: before every outcome
+    first = h.wait_outputs(1)[0]
+    assert first == assess_with_feedback(no_outcome_raw, [], make_policy(DEFAULT_POLICY))
+    assert first.adjustment_reason == REASON_NO_OUTCOMES_YET
+    outputs = h.run_stream(stream)
+    assert outputs == expected_outputs(stream)
+    for output, (_, raw) in zip(outputs, stream):
+        assert output.raw_assessment == raw
+        assert output.adjusted_overall_level == raw.overall_level
+        assert output.adjustment_reason == REASON_CALIBRATION_WITHIN_TOLERANCE
+
+
+# -- (3) arrival order and duplicates do not matter ----------------------------------------------
+
+def test_out_of_order_and_duplicate_outcomes_match_the_ordered_stream(harness):
+    """Outcomes shuffled, duplicated and sent ahead of time give the ordered stream's outputs."""
+    stream = make_stream('overconfident', steps=8, per_step=4, seed=5)
+    expected = expected_outputs(stream)
+    rng = random.Random(11)
+    h = harness()
+
+    # All outcomes of the run first, shuffled, a third of them twice: future outcomes wait in
+    # the buffer until the assessment whose belief stamp covers them.
+    outcomes = [o for step_outcomes, _ in stream for o in step_outcomes]
+    duplicates = rng.sample(outcomes, len(outcomes) // 3)
+    sent = outcomes + duplicates
+    rng.shuffle(sent)
+    for outcome in sent:
+        h.publish_outcome(outcome)
+    h.wait_received(outcomes=len(sent))
+    assert h.node.duplicates == len(duplicates)
+    for index, (_, raw) in enumerate(stream):
+        h.publish_raw(raw)
+        h.wait_outputs(index + 1)
+    assert [calibrated_from_msg(m) for m in h.outputs] == expected
+
+
+def test_interleaved_reversed_and_late_duplicates_match_the_ordered_stream(harness):
+    """Per step: next step's outcomes early, this step's reversed, old duplicates after it."""
+    stream = make_stream('overconfident', steps=8, per_step=4, seed=6)
+    expected = expected_outputs(stream)
+    h = harness()
+    sent = 0
+    duplicates = 0
+    published = set()
+    for index, (outcomes, raw) in enumerate(stream):
+        batch = list(reversed(outcomes))
+        if index + 1 < len(stream):
+            batch += stream[index + 1][0][:2]  # two outcomes of the future, ahead of time
+        if index > 0:
+            batch += stream[index - 1][0][-1:]  # a duplicate of one already used
+        for outcome in batch:
+            duplicates += outcome in published
+            published.add(outcome)
+            h.publish_outcome(outcome)
+        sent += len(batch)
+        h.wait_received(outcomes=sent)
+        h.publish_raw(raw)
+        h.wait_outputs(index + 1)
+    assert [calibrated_from_msg(m) for m in h.outputs] == expected
+    assert h.node.duplicates == duplicates
+    assert h.node.late_outcomes == 0
+
+
+@pytest.mark.parametrize('executor', EXECUTORS)
+def test_burst_is_drained_before_each_assessment(harness, executor):
+    """A burst (no waiting between steps) under each executor gives the ordered outputs.
+
+    The node drains the outcome subscription before each assessment (``take_message``), so an
+    assessment handled before outcomes published ahead of it still sees them. Publishers are in
+    this process, so both topics are already delivered when the node takes the assessment.
+    """
+    stream = make_stream('overconfident', steps=10, per_step=6, seed=8)
+    h = harness(executor=executor)
+    for outcomes, raw in stream:
+        for outcome in outcomes:
+            h.publish_outcome(outcome)
+        h.publish_raw(raw)
+    outputs = h.wait_outputs(len(stream))
+    assert outputs == expected_outputs(stream)
+    assert h.node.late_outcomes == 0
+
+
+# -- (4) bad input --------------------------------------------------------------------------------
+
+def _bad_outcomes(good):
+    """Return ``[(message, expected rejection key), ...]`` derived from a valid outcome."""
+    def variant(change):
+        msg = outcome_to_msg(good)
+        change(msg)
+        return msg
+
+    def set_item(field, index, value):
+        return lambda m: getattr(m, field).__setitem__(index, value)
+
+    return [
+        (variant(lambda m: setattr(m, 'position_mahalanobis', math.nan)),
+         'outcome:nan:PredictionOutcome.position_mahalanobis'),
+        (variant(lambda m: setattr(m, 'orientation_mahalanobis', -1.0)),
+         'outcome:negative:PredictionOutcome.orientation_mahalanobis'),
+        (variant(set_item('position_error_m', 1, math.inf)),
+         'outcome:not_finite:PredictionOutcome.position_error_m[1]'),
+        (variant(set_item('orientation_error_rad', 2, math.nan)),
+         'outcome:nan:PredictionOutcome.orientation_error_rad[2]'),
+        (variant(lambda m: setattr(m, 'schema_version', 2)),
+         'outcome:unsupported_schema_version:PredictionOutcome.schema_version'),
+        (variant(lambda m: setattr(m, 'observed_stamp_sim_ns', m.prediction_stamp_sim_ns - 1)),
+         'outcome:stamp_order:PredictionOutcome.observed_stamp_sim_ns'),
+        (variant(lambda m: setattr(m, 'prediction_stamp_sim_ns', -1)),
+         'outcome:negative:PredictionOutcome.prediction_stamp_sim_ns'),
+    ]
+
+
+def _bad_assessments(good):
+    """Return ``[(message, expected rejection key), ...]`` derived from a valid assessment."""
+    def variant(change):
+        msg = belief_to_msg(good)
+        change(msg)
+        return msg
+
+    return [
+        (variant(lambda m: setattr(m, 'overall_level', 7)),
+         'assessment:unknown_level:SelfAssessmentLevel.value'),
+        (variant(lambda m: setattr(m, 'schema_version', 0)),
+         'assessment:unsupported_schema_version:BeliefSelfAssessment.schema_version'),
+        (variant(lambda m: setattr(m, 'belief_stamp_sim_ns', -1)),
+         'assessment:negative:BeliefSelfAssessment.belief_stamp_sim_ns'),
+        (variant(lambda m: setattr(
+            m, 'axis_levels', [NamedLevelMsg(name='Position X', level=0)])),
+         'assessment:bad_taxonomy:NamedLevel.name'),
+        (variant(lambda m: setattr(m, 'block_levels', [NamedLevelMsg(name='', level=1)])),
+         'assessment:bad_taxonomy:NamedLevel.name'),
+        (variant(lambda m: setattr(m, 'axis_levels', [
+            NamedLevelMsg(name='yaw', level=0), NamedLevelMsg(name='yaw', level=1)])),
+         'assessment:duplicate_name:BeliefSelfAssessment.axis_levels'),
+        (variant(lambda m: setattr(m, 'block_levels', [NamedLevelMsg(name='pose', level=9)])),
+         'assessment:unknown_level:SelfAssessmentLevel.value'),
+    ]
+
+
+def test_every_bad_message_is_rejected_and_counted_while_good_traffic_continues(harness):
+    """Bad messages are dropped and counted per reason; the good traffic's outputs are exact.
+
+    Only the inputs are checked: CalibrationHistory (and its has_most_recent_observed_stamp flag)
+    exists only in the node's output, so its inconsistencies cannot come in.
+    """
+    stream = make_stream('overconfident', steps=8, per_step=3, seed=4)
+    h = harness(diagnostics_period_s=0.1, reject_log_throttle_s=0.0)
+    bad_outcomes = _bad_outcomes(stream[0][0][0])
+    bad_assessments = _bad_assessments(stream[0][1])
+    expected_rejections = collections.Counter(
+        key for _, key in bad_outcomes + bad_assessments)
+    outcomes_sent = assessments_sent = 0
+    for index, (outcomes, raw) in enumerate(stream):
+        # Bad messages between the good ones, on both topics, before the step's assessment.
+        batch = list(outcomes)
+        if index < len(bad_outcomes):
+            batch.insert(1, bad_outcomes[index][0])
+        for outcome in batch:
+            h.publish_outcome(outcome)
+        outcomes_sent += len(batch)
+        h.wait_received(outcomes=outcomes_sent)
+        if index < len(bad_assessments):
+            h.publish_raw(bad_assessments[index][0])
+            assessments_sent += 1
+        h.publish_raw(raw)
+        assessments_sent += 1
+        h.wait_received(assessments=assessments_sent)
+        h.wait_outputs(index + 1)
+    assert len(bad_outcomes) <= len(stream) and len(bad_assessments) <= len(stream)
+
+    assert [calibrated_from_msg(m) for m in h.outputs] == expected_outputs(stream)
+    assert h.node.rejected == expected_rejections
+    assert h.node.published == len(stream)
+    total = sum(expected_rejections.values())
+
+    status = h.wait_diagnostics(
+        lambda s, _: diagnostic_values(s).get('published') == str(len(stream)),
+        '/diagnostics after the last output')
+    values = diagnostic_values(status)
+    for key, count in expected_rejections.items():
+        assert values[f'rejected[{key}]'] == str(count)
+    assert values['outcomes_received'] == str(outcomes_sent)
+    assert values['assessments_received'] == str(assessments_sent)
+    assert values['rejected_total'] == str(total)
+    assert values['last_reject_reason'].startswith('assessment: ')
+
+
+# -- (5) parameters -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(('overrides', 'reason'), [
+    ({'policy': 'no_such_policy'}, "policy 'no_such_policy' is not registered"),
+    ({'max_history': 0}, 'max_history'),
+    ({'max_history': 'many'}, 'max_history'),
+    ({'max_history': 64, 'outcome_buffer_size': 32},
+     r'outcome_buffer_size \(32\) must be >= max_history \(64\)'),
+    ({'mahalanobis_downgrade.min_outcomes': 0}, 'min_outcomes'),
+    ({'mahalanobis_downgrade.downgrade_threshold': 1.5}, 'downgrade_threshold'),
+    ({'calibrated_exceedance.false_alarm_probability': 2.0}, 'false_alarm_probability'),
+    ({'diagnostics_period_s': 0.0}, 'diagnostics_period_s'),
+    ({'executor': 'multi_threaded'}, 'executor'),
+], ids=lambda value: '-'.join(map(str, value)) if isinstance(value, dict) else None)
+def test_invalid_parameters_are_rejected_at_start(context, overrides, reason):
+    """Constructing the node with an invalid override raises ValueError with the reason."""
+    with pytest.raises(ValueError, match=reason) as error:
+        FeedbackNode(
+            context=context,
+            parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()])
+    assert str(error.value).startswith('invalid parameters: ')
+
+
+def test_invalid_parameter_changes_are_rejected_and_the_old_config_kept(harness):
+    """set_parameters refuses invalid values with a reason; the node keeps working as before."""
+    stream = make_stream('overconfident', steps=6, per_step=4, seed=2)
+    h = harness(max_history=8)
+    h.run_stream(stream[:3])
+    node = h.node
+    names = node.list_parameters([], 0).names
+    before = {name: node.get_parameter(name).value for name in names}
+    refused = [
+        (Parameter('max_history', value=0), 'max_history'),
+        (Parameter('max_history', value=2048), 'outcome_buffer_size'),
+        (Parameter('outcome_buffer_size', value=4), 'outcome_buffer_size'),
+        (Parameter('policy', value='no_such_policy'), 'no_such_policy'),
+        (Parameter('mahalanobis_downgrade.downgrade_threshold', value=0), 'downgrade_threshold'),
+        (Parameter('mahalanobis_downgrade.min_outcomes', value='four'), 'Type.INTEGER'),
+        (Parameter('bucket_likelihood_ratio.min_outcomes', value=-3), 'min_outcomes'),
+        (Parameter('diagnostics_period_s', value=0.0), 'diagnostics_period_s'),
+        (Parameter('stale_after_s', value=-1.0), 'stale_after_s'),
+    ]
+    for parameter, reason in refused:
+        result, = node.set_parameters([parameter])
+        assert result.successful is False, parameter.name
+        assert reason in result.reason, (parameter.name, result.reason)
+    # A batch with one bad value is refused as a whole.
+    result = node.set_parameters_atomically([
+        Parameter('mahalanobis_downgrade.downgrade_threshold', value=50),
+        Parameter('max_history', value=0)])
+    assert result.successful is False
+    after = {name: node.get_parameter(name).value for name in names}
+    assert after == before
+    assert h.run_stream(stream[3:]) == expected_outputs(stream, max_history=8)[3:]
+
+
+@pytest.mark.parametrize(('name', 'value'), [
+    ('outcome_topic', 'elsewhere'),
+    ('assessment_topic', 'elsewhere'),
+    ('calibrated_topic', 'elsewhere'),
+    ('input_qos_depth', 5),
+    ('output_qos_depth', 5),
+    ('executor', 'events'),
+    ('telemetry_bag', '/tmp/never_written'),
+])
+def test_read_only_parameters_refuse_change(context, name, value):
+    """Topics, QoS depths, the executor and the telemetry bag are fixed at start."""
+    node = FeedbackNode(context=context)
+    try:
+        before = node.get_parameter(name).value
+        result, = node.set_parameters([Parameter(name, value=value)])
+        assert result.successful is False
+        assert name in result.reason
+        assert node.get_parameter(name).value == before
+    finally:
+        node.destroy_node()
+
+
+def _set_over_service(h, parameters):
+    """Set parameters through the node's /set_parameters service; return the results."""
+    client = h.client.create_client(
+        SetParameters, f'{h.node.get_fully_qualified_name()}/set_parameters')
+    try:
+        h.spin_until(lambda: client.service_is_ready(), 'the set_parameters service')
+        future = client.call_async(
+            SetParameters.Request(parameters=[p.to_parameter_msg() for p in parameters]))
+        h.spin_until(future.done, 'the set_parameters response')
+        return future.result().results
+    finally:
+        h.client.destroy_client(client)
+
+
+def test_valid_parameter_changes_take_effect_on_the_next_assessment(harness):
+    """Policy parameter, policy and max_history changes apply without a restart."""
+    stream = make_stream('overconfident', steps=8, per_step=4, seed=7)
+    h = harness()
+    expected = expected_outputs(stream)
+    assert h.run_stream(stream[:2]) == expected[:2]
+    assert all(o.was_downgraded for o in expected[:2])
+
+    # Over the ROS service, as `ros2 param set` would do it.
+    result, = _set_over_service(
+        h, [Parameter('mahalanobis_downgrade.downgrade_threshold', value=1000)])
+    assert result.successful, result.reason
+    lenient = MahalanobisDowngradePolicy(downgrade_threshold=1000)
+    outputs = h.run_stream(stream[2:4])
+    assert outputs == expected_outputs(stream, policy=lenient)[2:4]
+    assert not any(o.was_downgraded for o in outputs)
+
+    result, = h.node.set_parameters([Parameter('policy', value='calibrated_exceedance')])
+    assert result.successful, result.reason
+    exceedance = make_policy('calibrated_exceedance')
+    assert h.run_stream(stream[4:6]) == expected_outputs(stream, policy=exceedance)[4:6]
+
+    result, = h.node.set_parameters([Parameter('max_history', value=3)])
+    assert result.successful, result.reason
+    outputs = h.run_stream(stream[6:])
+    assert outputs == expected_outputs(stream, policy=exceedance, max_history=3)[6:]
+    assert all(o.calibration_history.outcomes_considered == 3 for o in outputs)
+
+
+# -- (6) (7) time and diagnostics -----------------------------------------------------------------
+
+@pytest.mark.parametrize('executor', EXECUTORS)
+def test_sim_time_drives_the_clock_and_staleness(harness, executor):
+    """With use_sim_time the node clock follows /clock, and STALE is decided on sim time.
+
+    Each check reads the status the node published at exactly the current sim time (the
+    DiagnosticArray stamp): a handful of wall-clock milliseconds pass between them.
+    """
+    h = harness(executor=executor, use_sim_time=True, stale_after_s=5.0,
+                diagnostics_period_s=1.0)
+    start_ns = 100 * SECOND_NS
+
+    def status_at(seconds_after_start):
+        now_ns = start_ns + seconds_after_start * SECOND_NS
+        h.diagnostics.clear()
+        h.publish_clock(now_ns)
+        return h.wait_diagnostics(
+            lambda _, stamp_ns: stamp_ns == now_ns, f'diagnostics stamped {now_ns} ns')
+
+    h.publish_clock(start_ns)
+    assert h.node.get_clock().ros_time_is_active
+    h.run_stream(make_stream('calibrated', steps=1, per_step=2, seed=12))  # at sim 100 s
+
+    for seconds in (1, 3, 5):
+        status = status_at(seconds)
+        assert status.level == DiagnosticStatus.OK, (seconds, status.message)
+    # More than 5 s of sim time without an outcome (a few ms of wall time): STALE.
+    status = status_at(6)
+    assert status.level == DiagnosticStatus.STALE, status.message
+    # A new outcome (received at sim 106 s) makes it fresh again, until 111 s.
+    h.publish_outcome(make_outcome(10 * SECOND_NS, 0.5, 0.5, random.Random(1)))
+    h.wait_received(outcomes=3)
+    assert status_at(11).level == DiagnosticStatus.OK
+    assert status_at(12).level == DiagnosticStatus.STALE
+
+
+def test_diagnostics_warn_when_downgraded_and_report_counts(harness):
+    """WARN while the calibrated level is below the raw one, OK once it is not; counts reported."""
+    h = harness(diagnostics_period_s=0.1, stale_after_s=3600.0)
+    overconfident = make_stream('overconfident', steps=3, per_step=4, seed=13,
+                                level=SelfAssessmentLevel.KNOWN)
+    h.run_stream(overconfident)
+    status = h.wait_diagnostics(
+        lambda s, _: diagnostic_values(s).get('published') == '3', 'diagnostics after 3 outputs')
+    values = diagnostic_values(status)
+    assert status.level == DiagnosticStatus.WARN, status.message
+    assert 'UNCERTAIN' in status.message and 'KNOWN' in status.message
+    assert values['raw_level'] == 'KNOWN'
+    assert values['calibrated_level'] == 'UNCERTAIN'
+    assert values['last_reason'] == REASON_DOWNGRADE_FROM_CALIBRATION
+    assert values['outcomes_received'] == '12'
+    assert values['assessments_received'] == '3'
+    assert values['rejected_total'] == '0'
+    assert values['duplicates_dropped'] == '0'
+    assert values['window_fill'] == '12/1024'
+    assert values['max_history'] == str(DEFAULT_MAX_HISTORY)
+    assert values['policy'] == DEFAULT_POLICY
+
+    # Raw already UNKNOWN: the policy still reports the evidence but the level is not below raw.
+    unknown = BeliefSelfAssessment(4 * SECOND_NS, SelfAssessmentLevel.UNKNOWN)
+    h.publish_raw(unknown)
+    h.wait_outputs(4)
+    status = h.wait_diagnostics(
+        lambda s, _: diagnostic_values(s).get('published') == '4', 'diagnostics after 4 outputs')
+    assert status.level == DiagnosticStatus.OK, status.message
+    assert diagnostic_values(status)['calibrated_level'] == 'UNKNOWN'
+
+
+def test_diagnostics_stale_without_outcomes(harness):
+    """No outcome for stale_after_s (node clock): STALE, even while assessments flow."""
+    h = harness(diagnostics_period_s=0.1, stale_after_s=0.3)
+    h.publish_raw(make_raw(0, random.Random(3)))
+    h.wait_outputs(1)
+    status = h.wait_diagnostics(
+        lambda s, _: s.level == DiagnosticStatus.STALE, 'a STALE diagnostic')
+    assert 'no outcomes' in status.message
+    assert diagnostic_values(status)['published'] == '1'
+
+
+# -- (8) (9) the node process ---------------------------------------------------------------------
+
+def _installed_executable():
+    try:
+        path = os.path.join(get_package_prefix(PACKAGE), 'lib', PACKAGE, 'feedback_node')
+    except Exception:  # noqa: BLE001 - package not in the ament index
+        return None
+    return path if os.access(path, os.X_OK) else None
+
+
+def _node_command(launcher, *ros_args):
+    if launcher == 'module':
+        command = [sys.executable, '-m', 'project_ghost_feedback.ros.feedback_node']
+    else:
+        executable = _installed_executable()
+        if executable is None:
+            pytest.skip('feedback_node is not installed (run scripts/setup.sh)')
+        command = [executable]
+    return command + ['--ros-args', *ros_args]
+
+
+class _StderrReader:
+    """Collect a process's stderr lines in a thread; tell when a line contains some text."""
+
+    def __init__(self, process, text):
+        self.lines = []
+        self.seen = threading.Event()
+        self._text = text
+        self._thread = threading.Thread(target=self._read, args=(process.stderr,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream):
+        for line in stream:
+            self.lines.append(line)
+            if self._text in line:
+                self.seen.set()
+
+    def text(self):
+        """Return everything read (waits briefly for the end of the stream)."""
+        self._thread.join(timeout=5.0)
+        return ''.join(self.lines)
+
+
+@pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGINT], ids=['SIGTERM', 'SIGINT'])
+@pytest.mark.parametrize(('launcher', 'executor'), [
+    ('module', 'single_threaded'), ('module', 'events'), ('installed', 'single_threaded')])
+def test_signal_stops_the_node_process_cleanly(launcher, executor, signum):
+    """SIGTERM / SIGINT: the node process exits 0 within a generous bound, no traceback."""
+    process = subprocess.Popen(
+        _node_command(launcher, '-p', f'executor:={executor}',
+                      '-r', f'__ns:=/gf_signal_{uuid.uuid4().hex[:8]}'),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    reader = _StderrReader(process, 'feedback node ready')
+    try:
+        assert reader.seen.wait(timeout=DEADLINE_S * 2), reader.text()
+        process.send_signal(signum)
+        try:
+            returncode = process.wait(timeout=10.0)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f'no exit within 10 s of {signum!r}') from None
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    stderr = reader.text()
+    assert returncode == 0, stderr
+    assert 'Traceback' not in stderr
+    assert 'terminate called' not in stderr
+
+
+@pytest.mark.parametrize(('argument', 'reason'), [
+    ('max_history:=0', 'max_history'),
+    ('policy:=no_such_policy', 'no_such_policy'),
+])
+def test_invalid_command_line_parameter_exits_nonzero_with_one_line(argument, reason):
+    """An invalid parameter on the command line: exit 2, one line naming it, no traceback."""
+    completed = subprocess.run(
+        _node_command('module', '-p', argument), capture_output=True, text=True,
+        timeout=DEADLINE_S * 2)
+    assert completed.returncode == 2, completed.stderr
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1, completed.stderr
+    assert lines[0].startswith('feedback_node: invalid parameters: ')
+    assert reason in lines[0]
+    assert completed.stdout == ''
