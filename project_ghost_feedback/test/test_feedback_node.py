@@ -815,3 +815,18 @@ def test_invalid_command_line_parameter_exits_nonzero_with_one_line(argument, re
     assert lines[0].startswith('feedback_node: invalid parameters: ')
     assert reason in lines[0]
     assert completed.stdout == ''
+
+
+def test_outcomes_older_than_a_full_buffer_are_counted(harness):
+    """An outcome older than everything in a full outcome buffer is dropped and counted."""
+    rng = random.Random(3)
+    h = harness(max_history=2, outcome_buffer_size=2)
+    for seconds in (10, 20, 5):
+        h.publish_outcome(make_outcome(seconds * SECOND_NS, 0.5, 0.5, rng))
+        h.wait_received(outcomes={10: 1, 20: 2, 5: 3}[seconds])
+    assert h.node.too_old_outcomes == 1
+    assert diagnostic_values(h.node.diagnostic_status())['too_old_outcomes_dropped'] == '1'
+    h.publish_raw(BeliefSelfAssessment(30 * SECOND_NS, SelfAssessmentLevel.KNOWN))
+    (output,) = h.wait_outputs(1)
+    assert output.calibration_history.outcomes_considered == 2
+    assert output.calibration_history.most_recent_observed_stamp_sim_ns == 20 * SECOND_NS

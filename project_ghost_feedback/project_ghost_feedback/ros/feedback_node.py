@@ -45,7 +45,7 @@ from ..core.feedback import (
     policy_names,
     policy_parameters,
 )
-from ..core.window import ADDED, DUPLICATE, OutcomeWindow
+from ..core.window import ADDED, DUPLICATE, OutcomeWindow, TOO_OLD
 from .conversions import belief_from_msg, calibrated_to_msg, outcome_from_msg
 
 NODE_NAME = 'feedback_node'
@@ -162,15 +162,17 @@ class FeedbackNode(Node):
         self.rejected = collections.Counter()
         self.published = 0
         self.duplicates = 0
+        self.too_old_outcomes = 0
         self.late_outcomes = 0
         self.last_reject_reason = ''
         self.last_calibrated = None
         self._last_processed_belief_stamp = None
         self._last_outcome_time = None
         self._start_time = self.get_clock().now()
+        self._drain_limit = self._param('input_qos_depth')
 
         input_qos = QoSProfile(
-            history=HistoryPolicy.KEEP_LAST, depth=self._param('input_qos_depth'),
+            history=HistoryPolicy.KEEP_LAST, depth=self._drain_limit,
             reliability=ReliabilityPolicy.RELIABLE)
         output_qos = QoSProfile(
             history=HistoryPolicy.KEEP_LAST, depth=self._param('output_qos_depth'),
@@ -293,6 +295,9 @@ class FeedbackNode(Node):
         if status == DUPLICATE:
             self.duplicates += 1
             return
+        if status == TOO_OLD:
+            # Older than everything in a full buffer: it can no longer count for any window.
+            self.too_old_outcomes += 1
         self._last_outcome_time = self.get_clock().now()
         if (status == ADDED and self._last_processed_belief_stamp is not None
                 and outcome.observed_stamp_sim_ns <= self._last_processed_belief_stamp):
@@ -300,11 +305,15 @@ class FeedbackNode(Node):
             self.late_outcomes += 1
 
     def _drain_outcomes(self):
-        """Take every outcome already queued before handling an assessment (arrival-order race)."""
+        """Take the outcomes already queued before handling an assessment (arrival-order race).
+
+        At most one input queue's worth (``input_qos_depth``) per assessment, so a producer faster
+        than the node cannot hold an assessment off forever.
+        """
         subscription = self._outcome_subscription
         try:
             with subscription.handle:
-                while True:
+                for _ in range(self._drain_limit):
                     taken = subscription.handle.take_message(
                         subscription.msg_type, subscription.raw)
                     if taken is None:
@@ -361,6 +370,7 @@ class FeedbackNode(Node):
             'rejected_total': sum(self.rejected.values()),
             'published': self.published,
             'duplicates_dropped': self.duplicates,
+            'too_old_outcomes_dropped': self.too_old_outcomes,
             'late_outcomes': self.late_outcomes,
             'window_fill': f'{len(self._window)}/{self._window.capacity}',
             'max_history': self._max_history,
