@@ -133,6 +133,11 @@ def require_taxonomy(owner, field, value):
     return value
 
 
+def is_known_taxonomy(value):
+    """Return True if ``value`` is a str already accepted by :func:`require_taxonomy`."""
+    return type(value) is str and value in _KNOWN_TAXONOMY
+
+
 def require_instance(owner, field, value, cls):
     """Return ``value`` if it is an instance of ``cls``."""
     if not isinstance(value, cls):

@@ -4,6 +4,8 @@
 from dataclasses import dataclass
 
 from .._validation import (
+    INT64_MAX,
+    is_known_taxonomy,
     require_distance,
     require_instance,
     require_int,
@@ -48,16 +50,31 @@ class CalibrationHistory:
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self):
-        owner = 'CalibrationHistory'
         total = self.outcomes_considered
-        counts = (self.count_within_1_std, self.count_beyond_1_std, self.count_beyond_3_std,
-                  self.count_beyond_5_std)
-        # Fast path for the common valid case; the slow path names the offending field.
-        if not (type(total) is int and 0 <= total <= UINT32_MAX
-                and all(type(c) is int and c >= 0 for c in counts)):
-            require_int(owner, 'outcomes_considered', total, maximum=UINT32_MAX)
-            for name, count in zip(_COUNT_FIELDS, counts):
-                require_int(owner, name, count, maximum=UINT32_MAX)
+        c0, c1, c2, c3 = counts = (
+            self.count_within_1_std, self.count_beyond_1_std, self.count_beyond_3_std,
+            self.count_beyond_5_std)
+        worst_position = self.worst_position_mahalanobis
+        worst_orientation = self.worst_orientation_mahalanobis
+        stamp = self.most_recent_observed_stamp_sim_ns
+        # Fast path: the common valid case in one expression (the hot path of the node);
+        # anything else takes the checks below, which name the offending field.
+        if (type(total) is int and type(c0) is int and type(c1) is int and type(c2) is int
+                and type(c3) is int and 0 < total <= UINT32_MAX and c0 >= 0 and c1 >= 0
+                and c2 >= 0 and c3 >= 0 and c0 + c1 + c2 + c3 == total
+                and type(worst_position) is float and worst_position >= 0.0
+                and type(worst_orientation) is float and worst_orientation >= 0.0
+                and type(stamp) is int and 0 <= stamp <= INT64_MAX
+                and type(self.schema_version) is int and self.schema_version == SCHEMA_VERSION):
+            return
+        self._validate_slowly(counts)
+
+    def _validate_slowly(self, counts):
+        owner = 'CalibrationHistory'
+        total = require_int(
+            owner, 'outcomes_considered', self.outcomes_considered, maximum=UINT32_MAX)
+        for name, count in zip(_COUNT_FIELDS, counts):
+            require_int(owner, name, count, maximum=UINT32_MAX)
         counted = counts[0] + counts[1] + counts[2] + counts[3]
         if counted != total:
             raise value_error(
@@ -110,6 +127,14 @@ class CalibratedSelfAssessment:
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self):
+        # Fast path: the common valid case (taxonomy strings already seen are memoized).
+        if (type(self.raw_assessment) is BeliefSelfAssessment
+                and type(self.calibration_history) is CalibrationHistory
+                and type(self.adjusted_overall_level) is SelfAssessmentLevel
+                and is_known_taxonomy(self.adjustment_policy_id)
+                and is_known_taxonomy(self.adjustment_reason)
+                and type(self.schema_version) is int and self.schema_version == SCHEMA_VERSION):
+            return
         owner = 'CalibratedSelfAssessment'
         require_instance(owner, 'raw_assessment', self.raw_assessment, BeliefSelfAssessment)
         require_instance(
