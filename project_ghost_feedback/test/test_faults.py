@@ -1,0 +1,435 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Faults around the feedback node: kill, signals mid-stream, a restarting publisher.
+
+- SIGKILL of a recording node process. What is readable afterwards (documented here and in
+  docs/BENCHMARKS.md): the bag directory has no ``metadata.yaml`` (written at close), so
+  ``ghost-feedback replay``/``info`` refuse it with one line and exit 2; its MCAP file has no
+  summary or footer, but every *chunk* written before the kill is intact. The telemetry writer
+  (rosbags) puts the schemas and channels in the first chunk and closes a chunk once it holds
+  1 MiB, so a tolerant stream read recovers every message up to the last complete chunk (a
+  prefix of what the node accepted, in order) and loses at most the open chunk, ~1 MiB (about
+  1500 outcome/raw/calibrated cycles). Fast DDS shared-memory segments left by the killed
+  process are removed with ``fastdds shm clean`` (zombie segments only; live ones are kept).
+- SIGINT or SIGTERM while the node is busy with a backlog: the process exits 0 and the bag is
+  closed and readable; every calibrated output a subscriber received is in it; each topic holds
+  a prefix of what was sent, in order; raw and calibrated counts are equal (every accepted
+  assessment recorded with its output); replay recomputes every output. (The quiescent case,
+  counts equal to everything sent, is ``test_replay.py``'s; a truncated or corrupted bag given
+  to replay is ``test_telemetry.py``'s.)
+- A publisher that goes away mid-stream and comes back (a new node in a new context): the node
+  keeps answering, and every output equals the pure function over the whole stream.
+"""
+
+import collections
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray
+from project_ghost_feedback_msgs.msg import (
+    BeliefSelfAssessment as BeliefSelfAssessmentMsg,
+    CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
+    PredictionOutcome as PredictionOutcomeMsg,
+)
+import pytest
+import rclpy
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosbags.rosbag2 import Reader
+
+from project_ghost_feedback.core import (
+    BeliefSelfAssessment,
+    NamedLevel,
+    PredictionOutcome,
+    SelfAssessmentLevel,
+)
+from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
+from project_ghost_feedback.ros.conversions import (
+    belief_to_msg,
+    calibrated_from_msg,
+    outcome_to_msg,
+)
+from project_ghost_feedback.ros.feedback_node import EXECUTORS, FeedbackNode, make_executor
+from project_ghost_feedback.telemetry import (
+    CHANNEL_CALIBRATED_SELF_ASSESSMENT,
+    CHANNEL_PREDICTION_OUTCOME,
+    CHANNEL_RAW_SELF_ASSESSMENT,
+    decode,
+    read_bag,
+    replay_bag,
+)
+
+DEADLINE_S = 60.0
+QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                 reliability=ReliabilityPolicy.RELIABLE)
+MS = 1_000_000
+MAX_HISTORY = 32
+CHUNK_BYTES = 2**20          # rosbags' MCAP writer closes a chunk beyond this many bytes
+MESSAGE_RECORD_OVERHEAD = 31  # MCAP Message record: opcode, length, channel, sequence, 2 times
+CLI = [sys.executable, '-m', 'project_ghost_feedback.cli']
+KNOWN = SelfAssessmentLevel.KNOWN
+
+
+def make_stream(cycles, first=1):
+    """Return [(outcome, raw)] per cycle, ordered, alternating calibrated and overconfident."""
+    steps = []
+    for i in range(first, first + cycles):
+        stamp = i * MS
+        overconfident = (i // 200) % 2 == 1
+        distance = (0.3 + (i % 7) * 0.25) * (3.0 if overconfident else 1.0)
+        if i % 97 == 0:
+            distance = math.inf
+        outcome = PredictionOutcome(
+            stamp - MS // 2, stamp, (0.01 * (i % 5), -0.02, 0.003), (0.001, 0.0, -0.002),
+            distance, distance / 2)
+        raw = BeliefSelfAssessment(
+            stamp, KNOWN, (NamedLevel('position_x', KNOWN), NamedLevel('yaw', KNOWN)),
+            (NamedLevel('pose', KNOWN),))
+        steps.append((outcome, raw))
+    return steps
+
+
+def expected_outputs(steps):
+    """Return the pure function's output for each step of an ordered stream."""
+    policy = make_policy('mahalanobis_downgrade')
+    outcomes, outputs = [], []
+    for outcome, raw in steps:
+        outcomes.append(outcome)
+        outputs.append(assess_with_feedback(raw, outcomes[-MAX_HISTORY:], policy, MAX_HISTORY))
+    return outputs
+
+
+class Client:
+    """Publishers of both inputs and a subscriber of the output, in a private context."""
+
+    def __init__(self, name, extra_executor=None):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.extra_executor = extra_executor
+        self.matched = collections.Counter()
+        self.outputs = []
+
+        def on_matched(key):
+            return lambda info: self.matched.__setitem__(key, info.current_count)
+
+        self.outcomes = self.node.create_publisher(
+            PredictionOutcomeMsg, '/prediction_outcome', QOS,
+            event_callbacks=PublisherEventCallbacks(matched=on_matched('outcome')))
+        self.assessments = self.node.create_publisher(
+            BeliefSelfAssessmentMsg, '/self_assessment/raw', QOS,
+            event_callbacks=PublisherEventCallbacks(matched=on_matched('raw')))
+        self.subscription = self.node.create_subscription(
+            CalibratedSelfAssessmentMsg, '/self_assessment/calibrated', self.outputs.append, QOS,
+            event_callbacks=SubscriptionEventCallbacks(matched=on_matched('output')))
+        self.diagnostics = {}
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
+
+    def _on_diagnostics(self, array):
+        for status in array.status:
+            self.diagnostics.update((kv.key, kv.value) for kv in status.values)
+
+    def spin_until(self, condition, what, process=None, deadline_s=DEADLINE_S):
+        """Spin until ``condition()``; fail after ``deadline_s`` or if ``process`` exited."""
+        deadline = time.monotonic() + deadline_s
+        while not condition():
+            if process is not None and process.poll() is not None:
+                raise AssertionError(f'node process exited ({process.returncode}) while '
+                                     f'waiting for {what}: {_output(process)}')
+            if time.monotonic() > deadline:
+                raise AssertionError(f'timed out waiting for {what} ({len(self.outputs)} outputs)')
+            if self.extra_executor is not None:
+                self.extra_executor.spin_once(timeout_sec=0.002)
+            self.executor.spin_once(timeout_sec=0.005)
+
+    def wait_matched(self, process=None):
+        """Wait until both inputs and the output matched at the DDS level."""
+        self.spin_until(lambda: all(self.matched[k] for k in ('outcome', 'raw', 'output')),
+                        'DDS matching', process)
+
+    def prime(self, step, process):
+        """Send the first step in two waited halves, so both inputs are fully matched.
+
+        A sample published right after the writer matched may reach a reader that has not
+        matched the writer yet; reliable DDS then delivers it later, after the next topic's
+        samples (so the first outcome could arrive after the first assessment). Waiting for the
+        node to count the outcome (its /diagnostics), then for the output, rules that out.
+        """
+        outcome, raw = step
+        self.outcomes.publish(outcome_to_msg(outcome))
+        self.spin_until(lambda: self.diagnostics.get('outcomes_received') == '1',
+                        'the node to count the first outcome', process)
+        self.assessments.publish(belief_to_msg(raw))
+        self.spin_until(lambda: len(self.outputs) == 1, 'the first output', process)
+
+    def publish(self, step):
+        """Publish one (outcome, raw) step."""
+        outcome, raw = step
+        self.outcomes.publish(outcome_to_msg(outcome))
+        self.assessments.publish(belief_to_msg(raw))
+
+    def close(self):
+        """Destroy the node and shut the context down."""
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
+def _first_difference(actual, expected):
+    """Return a short description of where two output lists first differ (for messages)."""
+    for index, (got, want) in enumerate(zip(actual, expected)):
+        if got != want:
+            return (f'#{index} (stamp {got.raw_assessment.belief_stamp_sim_ns}): got '
+                    f'{got.calibration_history}, expected {want.calibration_history}')
+    return f'lengths {len(actual)} vs {len(expected)}'
+
+
+def _output(process):
+    try:
+        return process.communicate(timeout=10)[0]
+    except subprocess.TimeoutExpired:
+        return '(no output: still running)'
+
+
+def _start_node(bag, executor):
+    return subprocess.Popen(
+        [sys.executable, '-m', 'project_ghost_feedback.ros.feedback_node', '--ros-args',
+         '-p', f'executor:={executor}', '-p', f'telemetry_bag:={bag}',
+         '-p', f'max_history:={MAX_HISTORY}', '-p', 'diagnostics_period_s:=0.05'],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _stop(process, signum=signal.SIGKILL):
+    if process.poll() is None:
+        process.send_signal(signum)
+    try:
+        return process.communicate(timeout=30)[0]
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.communicate()[0]
+
+
+def _shm_clean():
+    """Remove Fast DDS shared-memory segments of dead processes; return fastdds' output."""
+    result = subprocess.run(['fastdds', 'shm', 'clean'], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def recover_mcap(path):
+    """Read an MCAP file without summary/footer; return (records by channel topic, error).
+
+    Streams the file from the start and stops at the first incomplete or unreadable record:
+    everything before it (complete chunks) is returned as ``{topic: [payload, ...]}`` in file
+    order, plus the exception that ended the read (None if the file is complete).
+    """
+    from mcap.records import Channel, Message
+    from mcap.stream_reader import StreamReader
+
+    topics, recovered, error = {}, collections.defaultdict(list), None
+    with open(path, 'rb') as stream:
+        try:
+            for record in StreamReader(stream, skip_magic=False).records:
+                if isinstance(record, Channel):
+                    topics[record.id] = record.topic
+                elif isinstance(record, Message):
+                    recovered[topics[record.channel_id]].append(bytes(record.data))
+        except Exception as exc:  # noqa: BLE001 - any reader error ends the readable prefix
+            error = exc
+    return dict(recovered), error
+
+
+# -- SIGKILL -------------------------------------------------------------------------------------
+
+def test_sigkill_keeps_every_complete_chunk_and_replay_refuses_the_bag(tmp_path):
+    """SIGKILL while recording: complete chunks are recoverable, in order; the rest is lost."""
+    bag = tmp_path / 'bag'
+    steps = make_stream(5000)
+    process = _start_node(bag, 'single_threaded')
+    client = Client('fault_sigkill_client')
+    try:
+        client.wait_matched(process)
+        client.prime(steps[0], process)
+        for index, step in enumerate(steps[1:], start=1):
+            client.publish(step)
+            if index % 200 == 199:   # keep the backlog well inside the QoS depth
+                client.spin_until(lambda: len(client.outputs) >= index - 400, 'outputs', process)
+        client.spin_until(lambda: len(client.outputs) >= len(steps), 'every output', process)
+    finally:
+        _stop(process, signal.SIGKILL)
+        client.close()
+    assert process.returncode == -signal.SIGKILL
+    cleaned = _shm_clean()
+    assert 'zombie segments cleaned' in cleaned, cleaned
+
+    received = [calibrated_from_msg(m) for m in client.outputs]
+    assert received == expected_outputs(steps), _first_difference(
+        received, expected_outputs(steps))
+    assert not (bag / 'metadata.yaml').exists()
+    mcap_files = list(bag.glob('*.mcap'))
+    assert len(mcap_files) == 1
+    recovered, error = recover_mcap(mcap_files[0])
+    assert error is not None   # no footer: the stream ends inside or after the last chunk
+
+    sent = {
+        CHANNEL_PREDICTION_OUTCOME: [outcome for outcome, _ in steps],
+        CHANNEL_RAW_SELF_ASSESSMENT: [raw for _, raw in steps],
+        CHANNEL_CALIBRATED_SELF_ASSESSMENT: received,
+    }
+    types = {
+        CHANNEL_PREDICTION_OUTCOME: 'project_ghost_feedback_msgs/msg/PredictionOutcome',
+        CHANNEL_RAW_SELF_ASSESSMENT: 'project_ghost_feedback_msgs/msg/BeliefSelfAssessment',
+        CHANNEL_CALIBRATED_SELF_ASSESSMENT:
+            'project_ghost_feedback_msgs/msg/CalibratedSelfAssessment',
+    }
+    lost_bytes = 0
+    for topic, contracts in sent.items():
+        payloads = recovered.get(topic, [])
+        # What is recoverable is an in-order prefix of what the node recorded.
+        assert [decode(types[topic], p) for p in payloads] == contracts[:len(payloads)]
+        assert payloads, f'nothing recoverable on {topic}'
+        lost = contracts[len(payloads):]
+        if lost:
+            size = len(recovered[topic][-1]) + MESSAGE_RECORD_OVERHEAD
+            lost_bytes += size * len(lost)
+    # At most the open chunk is lost (message sizes per topic are nearly constant).
+    assert lost_bytes <= CHUNK_BYTES * 1.1, lost_bytes
+    # Each recovered calibrated output's inputs were recovered too (written before it).
+    count = len(recovered[CHANNEL_CALIBRATED_SELF_ASSESSMENT])
+    assert len(recovered[CHANNEL_RAW_SELF_ASSESSMENT]) >= count
+    assert len(recovered[CHANNEL_PREDICTION_OUTCOME]) >= count
+
+    # The tools refuse the killed bag with one line, exit 2 (no metadata.yaml).
+    for command in ('replay', 'info'):
+        result = subprocess.run(CLI + [command, str(bag)], capture_output=True, text=True,
+                                timeout=120)
+        assert result.returncode == 2, (result.stdout, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith('ghost-feedback: error: '), result.stderr
+        assert 'Traceback' not in result.stderr
+
+
+# -- SIGINT / SIGTERM while busy -----------------------------------------------------------------
+
+@pytest.mark.parametrize('executor', EXECUTORS)
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
+def test_signal_while_busy_closes_a_consistent_bag(tmp_path, executor, signum):
+    """A signal while a backlog is processed: exit 0, and the bag holds exactly what went out."""
+    bag = tmp_path / 'bag'
+    steps = make_stream(900)
+    process = _start_node(bag, executor)
+    client = Client('fault_signal_client')
+    try:
+        client.wait_matched(process)
+        client.prime(steps[0], process)
+        for step in steps[1:600]:   # a burst: the node works through a backlog
+            client.publish(step)
+        client.spin_until(lambda: len(client.outputs) >= 100, 'the first outputs', process)
+        process.send_signal(signum)
+        for step in steps[600:]:   # traffic keeps coming while the node shuts down
+            client.publish(step)
+        client.spin_until(lambda: process.poll() is not None, 'the node to exit')
+        settle = time.monotonic() + 0.5
+        client.spin_until(lambda: time.monotonic() > settle, 'late outputs')
+    finally:
+        output = _stop(process, signal.SIGKILL)
+        client.close()
+    assert process.returncode == 0, output
+    assert 'Traceback' not in output, output
+
+    with Reader(bag) as reader:
+        counts = {c.topic: c.msgcount for c in reader.connections}
+        read = collections.Counter(c.topic for c, _, _ in reader.messages())
+    assert counts == dict(read)
+    recorded = collections.defaultdict(list)
+    for item in read_bag(bag):
+        recorded[item.topic].append(item.contract)
+    outcomes = recorded[CHANNEL_PREDICTION_OUTCOME]
+    raws = recorded[CHANNEL_RAW_SELF_ASSESSMENT]
+    calibrated = recorded[CHANNEL_CALIBRATED_SELF_ASSESSMENT]
+    # Each topic holds an in-order prefix of what was sent...
+    assert outcomes == [outcome for outcome, _ in steps[:len(outcomes)]]
+    assert raws == [raw for _, raw in steps[:len(raws)]]
+    # ...every accepted assessment with its output, equal to the pure function's...
+    assert len(calibrated) == len(raws) >= 100
+    expected = expected_outputs(steps)[:len(calibrated)]
+    assert calibrated == expected, _first_difference(calibrated, expected)
+    # ...and every output a subscriber received (a published output is a recorded one).
+    received = [calibrated_from_msg(m) for m in client.outputs]
+    assert received == calibrated[:len(received)], (
+        f'{len(received)} outputs received, {len(calibrated)} recorded: '
+        f'{_first_difference(received, calibrated)}')
+    report = replay_bag(bag)
+    assert report.identical is True and report.compared == len(calibrated)
+
+
+# -- publisher restart ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize('executor', EXECUTORS)
+def test_node_continues_after_its_publisher_restarts(executor):
+    """The estimator's node goes away mid-stream and a new one appears: outputs keep coming."""
+    steps = make_stream(300)
+    node_context = rclpy.Context()
+    rclpy.init(context=node_context)
+    node = FeedbackNode(node_name='fault_restart_node', context=node_context)
+    node_executor = make_executor(executor, node_context)
+    node_executor.add_node(node)
+    listener = rclpy.create_node('fault_restart_listener', context=node_context)
+    listener_executor = SingleThreadedExecutor(context=node_context)
+    listener_executor.add_node(listener)
+    outputs = []
+    listener.create_subscription(
+        CalibratedSelfAssessmentMsg, '/self_assessment/calibrated', outputs.append, QOS)
+
+    def spin_node():
+        node_executor.spin_once(timeout_sec=0.002)
+        listener_executor.spin_once(timeout_sec=0.002)
+
+    try:
+        for part, (begin, end) in enumerate(((0, 120), (120, 300))):
+            # A new publisher each time: its own node in its own context (a new participant).
+            client = Client(f'fault_restart_publisher_{part}', extra_executor=_Spinner(spin_node))
+            try:
+                client.wait_matched()
+                client.spin_until(lambda: listener.count_publishers(
+                    '/self_assessment/calibrated') > 0, 'the listener')
+                for index in range(begin, end):
+                    outcome, raw = steps[index]
+                    client.outcomes.publish(outcome_to_msg(outcome))
+                    client.spin_until(lambda: node.received['outcome'] > index, 'an outcome')
+                    client.assessments.publish(belief_to_msg(raw))
+                    client.spin_until(lambda: len(outputs) > index, f'output {index}')
+            finally:
+                client.close()   # the publisher goes away (mid-stream for part 0)
+        assert node.rejected == collections.Counter()
+        assert node.received == {'outcome': len(steps), 'assessment': len(steps)}
+        assert [calibrated_from_msg(m) for m in outputs] == expected_outputs(steps)
+    finally:
+        node_executor.shutdown()
+        listener_executor.shutdown()
+        node.destroy_node()
+        listener.destroy_node()
+        node_context.try_shutdown()
+
+
+class _Spinner:
+    """Adapts a spin function to the ``spin_once(timeout_sec=...)`` interface."""
+
+    def __init__(self, spin):
+        self._spin = spin
+
+    def spin_once(self, timeout_sec=None):
+        self._spin()
+
+
+def test_shm_clean_is_available():
+    """``fastdds shm clean`` (needs psutil) is on PATH for the clean-up after a SIGKILL."""
+    assert 'zombie' in _shm_clean()
+    assert os.path.isdir('/dev/shm')
