@@ -14,6 +14,7 @@ Run it with ``ros2 run project_ghost_feedback feedback_node`` (ROS install) or `
 import collections
 import signal
 import sys
+import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from project_ghost_feedback_msgs.msg import (
@@ -118,6 +119,29 @@ def _policy_parameter_names():
     }
 
 
+class _LogGate:
+    """At most one log per period, decided before calling the logger.
+
+    rclpy's own ``throttle_duration_sec`` inspects the caller's frame and resolves its file path
+    on every call, also for the calls it then drops: ~0.5 ms each, which made every rejected or
+    downgraded message cost several times a whole assessment (bench/node_bench.py). Steady time,
+    as rclpy's throttle; it only paces logs, never the data path.
+    """
+
+    __slots__ = ('_next_ns',)
+
+    def __init__(self):
+        self._next_ns = 0
+
+    def open(self, period_s):
+        """Return True if a log may go out now (then not again for ``period_s`` seconds)."""
+        now_ns = time.monotonic_ns()
+        if now_ns < self._next_ns:
+            return False
+        self._next_ns = now_ns + int(period_s * 1e9)
+        return True
+
+
 class FeedbackNode(Node):
     """Closed-loop feedback: calibrate raw self-assessments with recent prediction outcomes."""
 
@@ -165,6 +189,8 @@ class FeedbackNode(Node):
         self.too_old_outcomes = 0
         self.late_outcomes = 0
         self.last_reject_reason = ''
+        self._reject_log_gate = _LogGate()
+        self._downgrade_log_gate = _LogGate()
         self.last_calibrated = None
         self._last_processed_belief_stamp = None
         self._last_outcome_time = None
@@ -278,9 +304,9 @@ class FeedbackNode(Node):
         reason = error.reason if isinstance(error, ContractViolation) else type(error).__name__
         self.rejected[f'{kind}:{reason}'] += 1
         self.last_reject_reason = f'{kind}: {error}'
-        self.get_logger().warning(
-            f'rejected {kind} ({sum(self.rejected.values())} so far): {error}',
-            throttle_duration_sec=self._reject_log_throttle_s)
+        if self._reject_log_gate.open(self._reject_log_throttle_s):
+            self.get_logger().warning(
+                f'rejected {kind} ({sum(self.rejected.values())} so far): {error}')
 
     def _on_outcome(self, msg):
         self.received['outcome'] += 1
@@ -340,11 +366,11 @@ class FeedbackNode(Node):
         if (self._last_processed_belief_stamp is None
                 or raw.belief_stamp_sim_ns > self._last_processed_belief_stamp):
             self._last_processed_belief_stamp = raw.belief_stamp_sim_ns
-        if calibrated.was_downgraded:
+        if calibrated.was_downgraded and self._downgrade_log_gate.open(1.0):
             self.get_logger().info(
                 f'downgraded {raw.overall_level.name} -> '
                 f'{calibrated.adjusted_overall_level.name} at {raw.belief_stamp_sim_ns} ns '
-                f'({calibrated.adjustment_reason})', throttle_duration_sec=1.0)
+                f'({calibrated.adjustment_reason})')
 
     # -- diagnostics --------------------------------------------------------------------------
 
