@@ -20,6 +20,7 @@ import textwrap
 from ament_index_python.packages import get_package_share_directory
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
+import numpy
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     NamedLevel,
@@ -155,6 +156,118 @@ def test_long_names_take_the_exact_size_path():
     assert decode(TYPES[CHANNEL_RAW_SELF_ASSESSMENT], record.payload) == raw
 
 
+def _reference_store():
+    """Return a fresh rosbags typestore built from the installed .msg files (not telemetry's)."""
+    store = get_typestore(Stores.EMPTY)
+    for path in sorted(_msg_dir().glob('*.msg')):
+        text = path.read_text(encoding='utf-8')
+        store.register(get_types_from_msg(text, f'{PKG}/msg/{path.stem}'))
+    return store
+
+
+def _reference_payload(store, contract):
+    """Return rosbags' ``Typestore.serialize_cdr`` of ``contract``, converted independently."""
+    types = store.types
+
+    def levels(items):
+        return [types[f'{PKG}/msg/NamedLevel'](i.name, i.level.value) for i in items]
+
+    def belief(raw):
+        return types[f'{PKG}/msg/BeliefSelfAssessment'](
+            raw.belief_stamp_sim_ns, raw.overall_level.value, levels(raw.axis_levels),
+            levels(raw.block_levels), raw.schema_version)
+
+    if isinstance(contract, PredictionOutcome):
+        message = types[f'{PKG}/msg/PredictionOutcome'](
+            contract.prediction_stamp_sim_ns, contract.observed_stamp_sim_ns,
+            numpy.array(contract.position_error_m), numpy.array(contract.orientation_error_rad),
+            contract.position_mahalanobis, contract.orientation_mahalanobis,
+            contract.schema_version)
+    elif isinstance(contract, BeliefSelfAssessment):
+        message = belief(contract)
+    else:
+        history = contract.calibration_history
+        stamp = history.most_recent_observed_stamp_sim_ns
+        message = types[f'{PKG}/msg/CalibratedSelfAssessment'](
+            belief(contract.raw_assessment), types[f'{PKG}/msg/CalibrationHistory'](
+                history.outcomes_considered, history.count_within_1_std,
+                history.count_beyond_1_std, history.count_beyond_3_std,
+                history.count_beyond_5_std, history.worst_position_mahalanobis,
+                history.worst_orientation_mahalanobis, stamp is not None, stamp or 0,
+                history.schema_version),
+            contract.adjusted_overall_level.value, contract.adjustment_policy_id,
+            contract.adjustment_reason, contract.schema_version)
+    return bytes(store.serialize_cdr(message, TYPES[to_telemetry(contract).channel],
+                                     little_endian=True))
+
+
+def _varied_contracts():
+    """Return sample contracts plus extreme outcomes and beliefs recorded in several orders."""
+    contracts = sample_contracts()
+    outcomes = [
+        PredictionOutcome(0, 0, (0.0, -0.0, 5e-324), (1e300, -1e-300, 2.5), 0.0, math.inf),
+        PredictionOutcome(0, 2**63 - 1, (-1.5, 2.0, 3.25), (0.0, 0.0, 0.0), 1e308, 0.5),
+        PredictionOutcome(7, 9, (0.1, 0.2, 0.3), (0.4, 0.5, 0.6), math.inf, math.inf, 1),
+    ]
+    raw_a, raw_b = _belief(5_000), _belief(6_000, UNKNOWN, axes=False)
+    history = CalibrationHistory(3, 1, 1, 1, 0, 4.5, math.inf, 4_999)
+    calibrated_a = CalibratedSelfAssessment(raw_a, history, UNKNOWN, 'some_policy', 'reason_a')
+    calibrated_b = CalibratedSelfAssessment(
+        raw_b, CalibrationHistory.empty(), UNKNOWN, 'p', 'r')
+    # raw then its calibrated (the memo case), a calibrated whose raw was not the last one,
+    # a calibrated before its raw, and the same calibrated twice.
+    return contracts + outcomes + [
+        raw_a, raw_b, calibrated_a, calibrated_b, raw_a, calibrated_b, calibrated_a, calibrated_a]
+
+
+def test_payloads_equal_the_rosbags_reference_serializer():
+    """Every payload equals rosbags' Typestore.serialize_cdr of an independently built message.
+
+    Covers the PredictionOutcome struct fast path (checked against rosbags) and the calibrated
+    encoding that reuses the raw assessment's serialized body, in every recording order.
+    """
+    from project_ghost_feedback.telemetry import adapters
+
+    assert adapters._get_codec().pack_outcome is not None  # the fast path is the one tested
+    store = _reference_store()
+    for contract in _varied_contracts():
+        assert to_telemetry(contract).payload == _reference_payload(store, contract), contract
+
+
+def test_outcome_fast_path_is_disabled_when_rosbags_disagrees(monkeypatch):
+    """A layout that does not match rosbags' encoding is never used: rosbags encodes instead."""
+    import struct
+
+    from project_ghost_feedback.telemetry import adapters
+
+    monkeypatch.setattr(adapters, '_OUTCOME_LAYOUT', struct.Struct('<2q8df'))
+    codec = adapters._Codec()
+    assert codec.pack_outcome is None
+    store = _reference_store()
+    for contract in _varied_contracts():
+        if isinstance(contract, PredictionOutcome):
+            assert codec.encode_outcome(contract) == _reference_payload(store, contract)
+
+
+def test_decoder_reports_exact_bodies_and_falls_back_to_rosbags():
+    """decode_message: exact only without trailing bytes; other payloads take rosbags' path."""
+    from rosbags.serde import SerdeError
+
+    decoder = _DECODERS[TYPES[CHANNEL_RAW_SELF_ASSESSMENT]]
+    raw = _belief(42)
+    payload = to_telemetry(raw).payload
+    assert decoder.decode_all(payload)[::2] == (raw, True)
+    assert decoder.decode_all(payload + b'\x00\x00\x00')[::2] == (raw, False)
+    with pytest.raises(SerdeError, match='size mismatch'):
+        decoder(payload + b'\x00' * 4)
+    with pytest.raises(SerdeError, match='encapsulation'):
+        decoder(b'\x02' + payload[1:])
+    big_endian = _reference_store().serialize_cdr(
+        _reference_store().deserialize_cdr(payload, TYPES[CHANNEL_RAW_SELF_ASSESSMENT]),
+        TYPES[CHANNEL_RAW_SELF_ASSESSMENT], little_endian=False)
+    assert decoder(bytes(big_endian)) == raw
+
+
 # -- round trip through a bag ---------------------------------------------------------------------
 
 def test_round_trip_every_channel(bag):
@@ -166,6 +279,73 @@ def test_round_trip_every_channel(bag):
     assert [item.log_time for item in read] == [to_telemetry(c).log_time for c in contracts]
     assert math.isinf(read[3].contract.position_mahalanobis)
     assert math.isinf(read[6].contract.calibration_history.worst_position_mahalanobis)
+
+
+def test_file_order_scan_equals_the_mcap_stream_reader(bag, monkeypatch):
+    """Recorded order comes from rosbags' file-order scan; the mcap stream reader agrees.
+
+    The scan is used when rosbags exposes it; otherwise (patched away here) the mcap library's
+    stream reader reads the file: both give the same messages, payloads and log times (int64
+    max included).
+    """
+    from project_ghost_feedback.telemetry import replay
+
+    path, contracts = bag
+    scanned = list(replay.iter_bag(path))
+    with open(path / 'bag.mcap', 'rb') as stream:
+        reader = make_reader(stream)
+        expected = [(channel.topic, message.log_time, message.data)
+                    for _, channel, message in reader.iter_messages(log_time_order=False)]
+    assert [(m.topic, m.log_time, m.payload) for m in scanned] == expected
+    assert scanned[-1].log_time == 2**63 - 1
+    monkeypatch.setattr(replay, '_scan_storages', lambda reader, file_paths: None)
+    assert list(replay.iter_bag(path)) == scanned
+    assert [item.contract for item in read_bag(path)] == contracts
+
+
+def test_replay_with_padded_raw_payloads_compares_by_value(tmp_path):
+    """Raw payloads with trailing bytes (allowed by CDR readers) are not reused byte for byte.
+
+    Replay then encodes the recomputed assessment itself; the bag still verifies, and a
+    tampered calibrated payload is still found.
+    """
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
+    from project_ghost_feedback.core.window import OutcomeWindow
+    from project_ghost_feedback.telemetry import replay_bag
+    from project_ghost_feedback.telemetry.msgdefs import full_definition, type_hash
+
+    policy = make_policy('mahalanobis_downgrade')
+    window = OutcomeWindow(64)
+    records = []
+    for i in range(12):
+        stamp = (i + 1) * 1_000
+        outcome = _outcome(stamp - 1, position=0.5 + 2 * i)
+        window.add(outcome)
+        raw = _belief(stamp)
+        calibrated = assess_with_feedback(raw, window.causal_window(stamp, 32), policy, 32)
+        records += [to_telemetry(outcome), to_telemetry(raw), to_telemetry(calibrated)]
+    for tamper in (False, True):
+        path = tmp_path / f'padded_{tamper}'
+        with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+            connections = {
+                topic: writer.add_connection(
+                    topic, msgtype, msgdef=full_definition(msgtype), rihs01=type_hash(msgtype))
+                for topic, msgtype in TYPES.items()}
+            for index, (topic, log_time, payload) in enumerate(records):
+                if topic == CHANNEL_RAW_SELF_ASSESSMENT:
+                    payload += b'\x00' * (1 + index % 3)
+                if tamper and index == 3 * 7 + 2:  # the 8th calibrated assessment
+                    original = decode(TYPES[topic], payload)
+                    payload = to_telemetry(CalibratedSelfAssessment(
+                        original.raw_assessment, original.calibration_history, UNKNOWN,
+                        'mahalanobis_downgrade', 'tampered')).payload
+                writer.write(connections[topic], log_time, payload)
+        report = replay_bag(path)
+        assert report.compared == 12
+        assert report.identical is (not tamper)
+        if tamper:
+            assert (report.first_difference.index, report.differences) == (7, 1)
 
 
 def test_stamp_order_reads_in_log_time_order(bag):
