@@ -60,6 +60,13 @@ class TelemetryRecord(NamedTuple):
     payload: bytes
 
 
+_new_record = tuple.__new__  # TelemetryRecord without its generated __new__ (hot path)
+
+# rosbags NamedLevel message objects by (name, wire level): the same few axis and block names
+# recur in every assessment. The serializer only reads them. Bounded.
+_NAMED_LEVELS_MAX = 4096
+
+
 class _Encoder:
     """CDR encoder of one message type: rosbags' generated serializer (``serialize_cdr_le``).
 
@@ -150,10 +157,20 @@ class _Codec:
         # assessment and then the calibrated assessment that carries the very same object. One
         # tuple, swapped atomically.
         self._last_belief = (None, None)
+        self._named_levels = {}
 
     def named_levels(self, levels):
-        cls = self.named_level_cls
-        return [cls(item.name, item.level.value) for item in levels]
+        cache = self._named_levels
+        messages = []
+        for item in levels:
+            key = (item.name, item.level.value)
+            message = cache.get(key)
+            if message is None:
+                message = self.named_level_cls(*key)
+                if len(cache) < _NAMED_LEVELS_MAX:
+                    cache[key] = message
+            messages.append(message)
+        return messages
 
     def belief(self, belief):
         last = self._last_belief
@@ -287,8 +304,10 @@ class CalibratedSelfAssessmentToTelemetryAdapter:
 
     def __call__(self, calibrated):
         """Return the TelemetryRecord of ``calibrated``."""
-        _require(calibrated, CalibratedSelfAssessment, type(self).__name__)
-        return TelemetryRecord(self.channel, self.log_time(calibrated), self.encode(calibrated))
+        if type(calibrated) is not CalibratedSelfAssessment:
+            _require(calibrated, CalibratedSelfAssessment, type(self).__name__)
+        return _new_record(
+            TelemetryRecord, (self.channel, self.log_time(calibrated), self.encode(calibrated)))
 
 
 class BeliefSelfAssessmentToTelemetryAdapter:
@@ -308,8 +327,10 @@ class BeliefSelfAssessmentToTelemetryAdapter:
 
     def __call__(self, belief):
         """Return the TelemetryRecord of ``belief``."""
-        _require(belief, BeliefSelfAssessment, type(self).__name__)
-        return TelemetryRecord(self.channel, self.log_time(belief), self.encode(belief))
+        if type(belief) is not BeliefSelfAssessment:
+            _require(belief, BeliefSelfAssessment, type(self).__name__)
+        return _new_record(
+            TelemetryRecord, (self.channel, self.log_time(belief), self.encode(belief)))
 
 
 class PredictionOutcomeToTelemetryAdapter:
@@ -329,8 +350,10 @@ class PredictionOutcomeToTelemetryAdapter:
 
     def __call__(self, outcome):
         """Return the TelemetryRecord of ``outcome``."""
-        _require(outcome, PredictionOutcome, type(self).__name__)
-        return TelemetryRecord(self.channel, self.log_time(outcome), self.encode(outcome))
+        if type(outcome) is not PredictionOutcome:
+            _require(outcome, PredictionOutcome, type(self).__name__)
+        return _new_record(
+            TelemetryRecord, (self.channel, self.log_time(outcome), self.encode(outcome)))
 
 
 ADAPTERS = {

@@ -185,6 +185,7 @@ class TelemetryWriter:
                 raise TypeError(f'custom_data must map str to str, got {key!r}: {value!r}')
         cls = _RosbagsBackend if backend == 'rosbags' else _Rosbag2PyBackend
         self._backend = cls(path, tuple(channels), custom_data)
+        self._backend_write = self._backend.write
         self._closed = False
 
     @property
@@ -203,11 +204,12 @@ class TelemetryWriter:
         channel, log_time, payload = record
         if self._closed:
             raise TelemetryWriterError(f'telemetry bag {str(self.path)!r} is closed')
-        if channel not in self.counts:
+        counts = self.counts
+        if channel not in counts:
             raise ValueError(
-                f'channel {channel!r} is not in this bag (channels: {", ".join(self.counts)})')
-        self._backend.write(channel, log_time, payload)
-        self.counts[channel] += 1
+                f'channel {channel!r} is not in this bag (channels: {", ".join(counts)})')
+        self._backend_write(channel, log_time, payload)
+        counts[channel] += 1
 
     def write_contract(self, contract):
         """Adapt ``contract`` (see :mod:`.adapters`) and write it."""
