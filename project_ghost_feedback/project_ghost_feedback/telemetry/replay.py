@@ -483,10 +483,11 @@ def _iter_storage_file_order(storage, wanted):
     if not connections:
         return
     names = {c.id: (c.topic, normalize_type_name(c.msgtype)) for c in connections}
+    new = tuple.__new__
     # Explicit bounds: the default stop (sys.maxsize) would drop a message at log time 2**63 - 1.
     for connection, log_time, payload in storage.messages_scan(connections, 0, 2**64):
         topic, msgtype = names[connection.id]
-        yield BagMessage(topic, msgtype, log_time, payload)
+        yield new(BagMessage, (topic, msgtype, log_time, payload))
 
 
 def _iter_messages(path, reader, metadata, order, topics):
@@ -687,8 +688,10 @@ class LevelSummary:
     def add(self, calibrated):
         """Count one calibrated assessment."""
         self.assessments += 1
-        self.levels[calibrated.adjusted_overall_level.name] += 1
-        if calibrated.adjusted_overall_level < calibrated.raw_assessment.overall_level:
+        adjusted = calibrated.adjusted_overall_level
+        raw = calibrated.raw_assessment.overall_level
+        self.levels[adjusted.name] += 1
+        if adjusted is not raw and adjusted < raw:  # members are singletons: skip __lt__ if same
             self.downgrades += 1
             if self.first_downgrade_stamp_sim_ns is None:
                 self.first_downgrade_stamp_sim_ns = calibrated.raw_assessment.belief_stamp_sim_ns
