@@ -9,7 +9,9 @@ always gives the same record (ADR-0026 section 6):
 - PredictionOutcome: ``observed_stamp_sim_ns``.
 
 The payload is the CDR (little endian, ``cdr`` encapsulation) of the matching
-``project_ghost_feedback_msgs`` message, encoded by rosbags' generated serializers (no rclpy).
+``project_ghost_feedback_msgs`` message, encoded by rosbags' generated serializers (no rclpy);
+the fixed-layout PredictionOutcome is packed with one ``struct`` call once the codec has checked
+that rosbags gives the same bytes (``_OUTCOME_LAYOUT``).
 """
 
 import dataclasses
