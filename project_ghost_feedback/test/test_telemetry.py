@@ -223,30 +223,12 @@ def _varied_contracts():
 def test_payloads_equal_the_rosbags_reference_serializer():
     """Every payload equals rosbags' Typestore.serialize_cdr of an independently built message.
 
-    Covers the PredictionOutcome struct fast path (checked against rosbags) and the calibrated
-    encoding that reuses the raw assessment's serialized body, in every recording order.
+    Covers the calibrated encoding that reuses the raw assessment's serialized body, in every
+    recording order.
     """
-    from project_ghost_feedback.telemetry import adapters
-
-    assert adapters._get_codec().pack_outcome is not None  # the fast path is the one tested
     store = _reference_store()
     for contract in _varied_contracts():
         assert to_telemetry(contract).payload == _reference_payload(store, contract), contract
-
-
-def test_outcome_fast_path_is_disabled_when_rosbags_disagrees(monkeypatch):
-    """A layout that does not match rosbags' encoding is never used: rosbags encodes instead."""
-    import struct
-
-    from project_ghost_feedback.telemetry import adapters
-
-    monkeypatch.setattr(adapters, '_OUTCOME_LAYOUT', struct.Struct('<2q8df'))
-    codec = adapters._Codec()
-    assert codec.pack_outcome is None
-    store = _reference_store()
-    for contract in _varied_contracts():
-        if isinstance(contract, PredictionOutcome):
-            assert codec.encode_outcome(contract) == _reference_payload(store, contract)
 
 
 def test_decoder_reports_exact_bodies_and_falls_back_to_rosbags():

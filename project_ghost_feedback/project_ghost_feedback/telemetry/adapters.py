@@ -9,13 +9,11 @@ always gives the same record (ADR-0026 section 6):
 - PredictionOutcome: ``observed_stamp_sim_ns``.
 
 The payload is the CDR (little endian, ``cdr`` encapsulation) of the matching
-``project_ghost_feedback_msgs`` message, encoded by rosbags' generated serializers (no rclpy);
-the fixed-layout PredictionOutcome is packed with one ``struct`` call once the codec has checked
-that rosbags gives the same bytes (``_OUTCOME_LAYOUT``).
+``project_ghost_feedback_msgs`` message, encoded by rosbags' generated serializers (no rclpy, and
+no CDR written by hand).
 """
 
 import dataclasses
-import struct
 from typing import NamedTuple
 
 import numpy
@@ -39,20 +37,6 @@ from .msgdefs import typestore
 _SCRATCH_SIZE = 1024
 _CDR_LE = b'\x00\x01\x00\x00'  # CDR little-endian encapsulation header
 _SCRATCH = _CDR_LE + bytes(_SCRATCH_SIZE - 4)
-
-# PredictionOutcome has a fixed CDR layout: int64, int64, float64[3], float64[3], float64, float64,
-# uint32, every field naturally aligned with no padding (84 bytes). One struct call then gives the
-# bytes rosbags' serializer gives, ~6x faster than building the rosbags message (two numpy arrays)
-# and serializing it. This is used only after _Codec has checked, on construction, that rosbags'
-# typestore has exactly these fields and serializes probe messages to the same bytes; otherwise
-# rosbags encodes. rosbags stays the reference: tests compare both for many values.
-_OUTCOME_FIELDS = (
-    ('prediction_stamp_sim_ns', 'int64'), ('observed_stamp_sim_ns', 'int64'),
-    ('position_error_m', 'float64[3]'), ('orientation_error_rad', 'float64[3]'),
-    ('position_mahalanobis', 'float64'), ('orientation_mahalanobis', 'float64'),
-    ('schema_version', 'uint32'))
-_OUTCOME_LAYOUT = struct.Struct('<2q8dI')
-
 
 class TelemetryRecord(NamedTuple):
     """One message of a telemetry bag: channel (topic), log time (ns) and CDR payload."""
@@ -154,7 +138,6 @@ class _Codec:
         self.belief_encoder = _Encoder(TYPE_BELIEF_SELF_ASSESSMENT)
         self.calibrated_encoder = _Encoder(TYPE_CALIBRATED_SELF_ASSESSMENT, self.belief_memo)
         self.outcome_encoder = _Encoder(TYPE_PREDICTION_OUTCOME)
-        self.pack_outcome = _OUTCOME_LAYOUT.pack if self._outcome_layout_agrees(store) else None
         # (contract, rosbags message) of the last belief converted: the node records a raw
         # assessment and then the calibrated assessment that carries the very same object. One
         # tuple, swapped atomically.
@@ -215,48 +198,8 @@ class _Codec:
             calibrated.adjusted_overall_level.value, calibrated.adjustment_policy_id,
             calibrated.adjustment_reason, calibrated.schema_version)
 
-    def _outcome_layout_agrees(self, store):
-        """Return True when rosbags encodes PredictionOutcome as ``_OUTCOME_LAYOUT`` packs it."""
-        from rosbags.interfaces import Nodetype
-
-        fields = []
-        for name, desc in store.get_msgdef(TYPE_PREDICTION_OUTCOME).fields:
-            if desc[0] == Nodetype.BASE:
-                fields.append((name, desc[1][0]))
-            elif desc[0] == Nodetype.ARRAY and desc[1][0][0] == Nodetype.BASE:
-                fields.append((name, f'{desc[1][0][1][0]}[{desc[1][1]}]'))
-            else:
-                return False
-        if tuple(fields) != _OUTCOME_FIELDS:
-            return False
-        inf = float('inf')
-        probes = (
-            (0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0),
-            (-7, 2**63 - 1, 0.5, -1.25, 3.0, -0.0, 1e-300, -1e300, inf, 2.5, 2**32 - 1),
-            (2**62 + 3, -2**63, -0.1, 5e-324, 1.0, 2.0, 3.0, 4.0, 1.7976931348623157e308, inf, 1),
-        )
-        for probe in probes:
-            message = self.outcome_cls(
-                probe[0], probe[1], numpy.array(probe[2:5], dtype=numpy.float64),
-                numpy.array(probe[5:8], dtype=numpy.float64), probe[8], probe[9], probe[10])
-            reference = bytes(store.serialize_cdr(
-                message, TYPE_PREDICTION_OUTCOME, little_endian=True))
-            if reference != _CDR_LE + _OUTCOME_LAYOUT.pack(*probe):
-                return False
-        return True
-
     def encode_outcome(self, outcome):
-        """Return the CDR payload of a PredictionOutcome (see ``_OUTCOME_LAYOUT``)."""
-        pack = self.pack_outcome
-        if pack is not None:
-            try:
-                return _CDR_LE + pack(
-                    outcome.prediction_stamp_sim_ns, outcome.observed_stamp_sim_ns,
-                    *outcome.position_error_m, *outcome.orientation_error_rad,
-                    outcome.position_mahalanobis, outcome.orientation_mahalanobis,
-                    outcome.schema_version)
-            except (struct.error, TypeError):
-                pass  # not what a valid contract holds: rosbags decides (and raises its error)
+        """Return the CDR payload of a PredictionOutcome (rosbags' serializer)."""
         return self.outcome_encoder.encode(self.outcome(outcome))
 
     def outcome(self, outcome):
