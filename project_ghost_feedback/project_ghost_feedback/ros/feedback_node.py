@@ -71,7 +71,7 @@ _STATIC_PARAMETERS = {
         1000, 'keep_last depth of the reliable input subscriptions, deep enough for a fast replay '
         '(read-only).'),
     'executor': (
-        'single_threaded', f'Executor used by main(): one of {", ".join(EXECUTORS)} (read-only).'),
+        'events', f'Executor used by main(): one of {", ".join(EXECUTORS)} (read-only).'),
     'telemetry_bag': (
         '', 'Record accepted inputs and calibrated outputs into this new rosbag2 MCAP bag '
         'directory (empty: off; read-only; see docs/telemetry.md).'),
