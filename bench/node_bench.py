@@ -73,15 +73,15 @@ FULL = {
                12000, 14000, 17000, 20000, 24000),
     'step_s': 3.0,
     'latency_s': {100: 20.0, 1000: 10.0},
-    'scale_rate_hz': 200.0, 'scale_s': 5.0, 'scale_loops': 2000,
-    'messages': 1_000_000, 'memory_rate_hz': 2500.0,
+    'scale_rate_hz': 500.0, 'scale_s': 6.0, 'scale_loops': 2000,
+    'messages': 1_000_000, 'memory_rate_hz': {'single_threaded': 1000.0, 'events': 2000.0},
 }
 QUICK = {
     'ladder': (1000, 2000, 3000, 4000, 6000, 8000, 10000, 14000, 20000),
     'step_s': 1.0,
     'latency_s': {100: 3.0, 1000: 2.0},
-    'scale_rate_hz': 200.0, 'scale_s': 2.0, 'scale_loops': 300,
-    'messages': 100_000, 'memory_rate_hz': 2500.0,
+    'scale_rate_hz': 500.0, 'scale_s': 2.0, 'scale_loops': 400,
+    'messages': 100_000, 'memory_rate_hz': {'single_threaded': 1000.0, 'events': 2000.0},
 }
 
 
@@ -327,7 +327,8 @@ class Driver:
                     time.sleep(min(wait_ns / 1e9, 0.001) if rate_hz > 500 else wait_ns / 1e9)
                 continue
             while done < due:
-                sends[self.sequence + 1] = self.publish_pair()
+                sent = self.publish_pair()   # increments self.sequence
+                sends[self.sequence] = sent
                 done += 1
         return start, time.perf_counter_ns(), sends
 
@@ -647,50 +648,107 @@ def node_cost(driver, kind, executor, window, rate_hz, duration_s):
     return cpu / max(1, got) * 1e6, got
 
 
+def handler_cost(window, cycles, repeats=5):
+    """Return the median us per cycle of a FeedbackNode's own callbacks, in this process.
+
+    One PredictionOutcome then one BeliefSelfAssessment message per cycle, handed to the node's
+    subscription callbacks (conversion, validation, window, ``assess_with_feedback``, output
+    message, publish, counters) with the window already full: the node's code path without DDS
+    or executor.
+    """
+    import rclpy
+    from rclpy.parameter import Parameter
+    from project_ghost_feedback.core import (
+        BeliefSelfAssessment, NamedLevel, PredictionOutcome, SelfAssessmentLevel)
+    from project_ghost_feedback.ros.conversions import belief_to_msg, outcome_to_msg
+    from project_ghost_feedback.ros.feedback_node import FeedbackNode
+
+    known = SelfAssessmentLevel.KNOWN
+    capacity = max(1024, window)
+    distances = (0.4, 1.3, 0.7, 2.2, 0.2, 0.9, 1.6, 3.4, 0.5, 1.1, 0.8, 5.5, 0.3, 1.9, 0.6, 1.0)
+    total = capacity + cycles * repeats
+    outcomes = [outcome_to_msg(PredictionOutcome(
+        i * MS - MS // 2, i * MS, (0.01, -0.02, 0.003), (0.001, 0.0, 0.002), distances[i % 16],
+        distances[(i * 5) % 16] / 2)) for i in range(1, total + 1)]
+    levels = (NamedLevel('position_x', known), NamedLevel('position_y', known),
+              NamedLevel('yaw', SelfAssessmentLevel.UNCERTAIN))
+    beliefs = [belief_to_msg(BeliefSelfAssessment(i * MS, known, levels,
+                                                  (NamedLevel('pose', known),)))
+               for i in range(capacity + 1, total + 1)]
+    context = rclpy.Context()
+    rclpy.init(args=['--ros-args', '--log-level', 'warn'], context=context)
+    node = FeedbackNode(
+        node_name='node_bench_handlers', namespace='/node_bench_handlers', context=context,
+        parameter_overrides=[Parameter('max_history', value=window),
+                             Parameter('outcome_buffer_size', value=capacity)])
+    try:
+        by_topic = {sub.topic_name: sub.callback for sub in node.subscriptions}
+        on_outcome = by_topic['/node_bench_handlers/prediction_outcome']
+        on_assessment = by_topic['/node_bench_handlers/self_assessment/raw']
+        for msg in outcomes[:capacity]:
+            on_outcome(msg)
+        samples = []
+        for repeat in range(repeats):
+            first = repeat * cycles
+            pairs = list(zip(outcomes[capacity + first:capacity + first + cycles],
+                             beliefs[first:first + cycles]))
+            start = time.perf_counter_ns()
+            for outcome, belief in pairs:
+                on_outcome(outcome)
+                on_assessment(belief)
+            samples.append((time.perf_counter_ns() - start) / cycles / 1000.0)
+        assert node.published == cycles * repeats and not node.rejected
+        assert node.last_calibrated.calibration_history.outcomes_considered == window
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+    return statistics.median(samples)
+
+
 def part_scale(driver, settings, executor, results):
     """Measure (c): cost per assessment vs max_history, pure and through the node."""
-    print(f'\n== (c) scale: cost per assessment vs max_history (node executor {executor}) ==',
-          flush=True)
+    print(f'\n== (c) scale: cost per assessment vs max_history (node executor {executor}, '
+          f'process CPU at {settings["scale_rate_hz"]:.0f} Hz) ==', flush=True)
     rows = []
     relay_us, _ = node_cost(driver, 'relay', executor, 32, settings['scale_rate_hz'],
                             settings['scale_s'])
-    print(f'    relay[{executor}]: {relay_us:.1f} CPU us per cycle (outcome + assessment)',
-          flush=True)
+    print(f'    relay[{executor}] process: {relay_us:.1f} CPU us per cycle', flush=True)
     for window in SCALE_WINDOWS:
         assess, window_ops = pure_costs(window, settings['scale_loops'])
+        handlers = handler_cost(window, max(20, settings['scale_loops'] * 32 // window // 4))
         node_us, got = node_cost(driver, 'node', executor, window, settings['scale_rate_hz'],
                                  settings['scale_s'])
         rows.append({'max_history': window, 'pure_assess_us': assess,
-                     'pure_window_ops_us': window_ops, 'node_cpu_us': node_us,
-                     'relay_cpu_us': relay_us, 'node_minus_relay_us': node_us - relay_us,
-                     'assessments': got})
-        print(f'    W={window:5d}: pure {assess:.1f} us + window ops {window_ops:.1f} us; '
-              f'node {node_us:.1f} CPU us/assessment', flush=True)
+                     'pure_window_ops_us': window_ops, 'node_handlers_us': handlers,
+                     'node_cpu_us': node_us, 'relay_cpu_us': relay_us, 'assessments': got})
+        print(f'    W={window:5d}: pure {assess:.1f} us + window ops {window_ops:.1f} us; node '
+              f'callbacks {handlers:.1f} us; node process {node_us:.1f} CPU us per cycle',
+              flush=True)
     print()
-    print(f'{"max_history":>11s} {"pure assess us":>15s} {"window ops us":>14s} '
-          f'{"node CPU us":>12s} {"relay CPU us":>13s} {"node-relay":>11s} '
-          f'{"(node-relay)-pure":>18s}')
+    print(f'{"max_history":>11s} {"pure assess":>12s} {"window ops":>11s} '
+          f'{"node callbacks":>15s} {"callbacks-pure":>15s} {"node process":>13s} '
+          f'{"relay process":>14s}   (us per assessment; process = CPU time per cycle)')
     for row in rows:
-        print(f'{row["max_history"]:11d} {row["pure_assess_us"]:15.1f} '
-              f'{row["pure_window_ops_us"]:14.1f} {row["node_cpu_us"]:12.1f} '
-              f'{row["relay_cpu_us"]:13.1f} {row["node_minus_relay_us"]:11.1f} '
-              f'{row["node_minus_relay_us"] - row["pure_assess_us"]:18.1f}')
+        print(f'{row["max_history"]:11d} {row["pure_assess_us"]:12.1f} '
+              f'{row["pure_window_ops_us"]:11.1f} {row["node_handlers_us"]:15.1f} '
+              f'{row["node_handlers_us"] - row["pure_assess_us"]:15.1f} '
+              f'{row["node_cpu_us"]:13.1f} {row["relay_cpu_us"]:14.1f}')
     first, last = rows[0], rows[-1]
     span = last['max_history'] - first['max_history']
-    pure_slope = (last['pure_assess_us'] - first['pure_assess_us']) / span
-    node_slope = (last['node_cpu_us'] - first['node_cpu_us']) / span
-    print(f'growth per extra outcome in the window: pure {1000 * pure_slope:.0f} ns, '
-          f'node {1000 * node_slope:.0f} ns (linear: O(max_history))')
-    results['scale'] = {'executor': executor, 'rows': rows,
-                        'pure_ns_per_outcome': 1000 * pure_slope,
-                        'node_ns_per_outcome': 1000 * node_slope}
+    slopes = {key: 1000 * (last[key] - first[key]) / span
+              for key in ('pure_assess_us', 'node_handlers_us', 'node_cpu_us')}
+    print(f'growth per extra outcome in the window (W 32 -> 2048): pure '
+          f'{slopes["pure_assess_us"]:.0f} ns, node callbacks {slopes["node_handlers_us"]:.0f} ns, '
+          f'node process {slopes["node_cpu_us"]:.0f} ns: linear, O(max_history)')
+    results['scale'] = {'executor': executor, 'rate_hz': settings['scale_rate_hz'], 'rows': rows,
+                        'ns_per_outcome': slopes}
 
 
 # -- (d) memory ----------------------------------------------------------------------------------
 
 def part_memory(driver, settings, executor, results, messages, telemetry_dir=None):
     """Measure (d): RSS of the node process after 10k and after ``messages`` input messages."""
-    rate = settings['memory_rate_hz']
+    rate = settings['memory_rate_hz'][executor]
     label = 'node with telemetry_bag' if telemetry_dir else 'node'
     print(f'\n== (d) memory: RSS of the {label} process over {messages} input messages '
           f'(outcomes + assessments, {rate:.0f} pairs/s, executor {executor}) ==', flush=True)
@@ -772,7 +830,8 @@ def main(argv=None):
     parser.add_argument('--messages', type=int, default=None,
                         help='memory: input messages to send (default 1000000, --quick 100000)')
     parser.add_argument('--memory-rate', type=float, default=None,
-                        help='memory: pairs per second (default 2500)')
+                        help='memory: pairs per second (default 1000 single_threaded, '
+                             '2000 events: below what each sustains here)')
     parser.add_argument('--with-telemetry', action='store_true',
                         help='memory: also measure a node recording a telemetry bag')
     parser.add_argument('--json', metavar='PATH', help='also write the figures as JSON')
@@ -788,7 +847,7 @@ def main(argv=None):
     sys.setswitchinterval(0.0005)  # the receiving thread gets the GIL quickly while we publish
     settings = dict(QUICK if args.quick else FULL)
     if args.memory_rate:
-        settings['memory_rate_hz'] = args.memory_rate
+        settings['memory_rate_hz'] = dict.fromkeys(EXECUTORS, args.memory_rate)
     parts = args.part or ['throughput', 'latency', 'scale', 'memory']
     default_executor = feedback_node._STATIC_PARAMETERS['executor'][0]
     if args.executor in (None, 'both'):
