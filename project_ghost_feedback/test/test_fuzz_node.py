@@ -467,6 +467,26 @@ def test_outcome_duplicates_and_disorder_are_handled_not_rejected(context):
         node.destroy_node()
 
 
+def test_oversized_bad_values_stay_out_of_the_diagnostics(context):
+    """A multi-megabyte bad name is rejected and counted; diagnostics quote only its start."""
+    node = _node(context, 'fuzz_oversized')
+    try:
+        on_outcome, on_assessment = _callbacks(node)
+        huge = 'Z' * 4_000_000
+        on_assessment(BeliefSelfAssessmentMsg(
+            belief_stamp_sim_ns=MS, overall_level=0,
+            axis_levels=[NamedLevelMsg(name=huge, level=0)], schema_version=1))
+        assert node.rejected == {'assessment:bad_taxonomy:NamedLevel.name': 1}
+        values = {kv.key: kv.value for kv in node.diagnostic_status().values}
+        assert values['last_reject_reason'].startswith('assessment: NamedLevel.name ')
+        assert sum(len(value) for value in values.values()) < 4000
+        # Still up: a good message right after is answered.
+        on_assessment(BeliefSelfAssessmentMsg(belief_stamp_sim_ns=2 * MS, schema_version=1))
+        assert node.published == 1
+    finally:
+        node.destroy_node()
+
+
 # -- over real DDS: a smaller mixed batch, each executor ------------------------------------------
 
 class _Driver:

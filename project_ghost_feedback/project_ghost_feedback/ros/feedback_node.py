@@ -89,6 +89,9 @@ _DYNAMIC_PARAMETERS = {
 }
 _READ_ONLY = frozenset(_STATIC_PARAMETERS)
 _MAX_INT = 2**31 - 1
+# A rejection's text quotes the bad value: a message with a megabyte-long name must not become a
+# megabyte in every /diagnostics message and log line.
+_MAX_REJECT_TEXT = 300
 
 
 def _descriptor(name, default, description):
@@ -303,10 +306,13 @@ class FeedbackNode(Node):
     def _reject(self, kind, error):
         reason = error.reason if isinstance(error, ContractViolation) else type(error).__name__
         self.rejected[f'{kind}:{reason}'] += 1
-        self.last_reject_reason = f'{kind}: {error}'
+        text = str(error)
+        if len(text) > _MAX_REJECT_TEXT:
+            text = f'{text[:_MAX_REJECT_TEXT]}... ({len(text)} characters)'
+        self.last_reject_reason = f'{kind}: {text}'
         if self._reject_log_gate.open(self._reject_log_throttle_s):
             self.get_logger().warning(
-                f'rejected {kind} ({sum(self.rejected.values())} so far): {error}')
+                f'rejected {kind} ({sum(self.rejected.values())} so far): {text}')
 
     def _on_outcome(self, msg):
         self.received['outcome'] += 1
