@@ -23,7 +23,9 @@ fed the valid messages only. Most of the stream goes through the node's subscrip
 directly (a FeedbackNode in a private context, no DDS); a smaller mixed batch goes over real
 rclpy publish/subscribe between two private contexts, with each executor. In both, the node stays
 up, every malformed message is counted by reason in ``node.rejected``, and the outputs for the
-good messages equal those of the clean stream (and of the model).
+good messages equal those of the clean stream (and of the model). A recording node keeps exactly
+the accepted messages in its telemetry bag, which replays to the same outputs; a multi-megabyte
+bad value is counted without being echoed whole into /diagnostics.
 """
 
 import bisect
@@ -465,6 +467,35 @@ def test_outcome_duplicates_and_disorder_are_handled_not_rejected(context):
         assert node.last_calibrated == expected
     finally:
         node.destroy_node()
+
+
+def test_recorded_fuzz_stream_holds_the_accepted_messages_and_replays_exactly(context, tmp_path):
+    """Recording a fuzzed stream: only accepted messages are in the bag; replay matches."""
+    from project_ghost_feedback.telemetry import read_bag, replay_bag
+
+    events = StreamGenerator(SEED + 5).stream(2000)
+    model, reasons = expected_for(events)
+    bag = tmp_path / 'bag'
+    node = FeedbackNode(
+        node_name='fuzz_recording', context=context, parameter_overrides=[
+            Parameter(k, value=v) for k, v in {**PARAMETERS, 'telemetry_bag': str(bag)}.items()])
+    try:
+        outputs = feed_handlers(node, events)
+        assert node.rejected == reasons
+    finally:
+        node.destroy_node()   # closes the bag
+    assert outputs == model.outputs
+    recorded = collections.defaultdict(list)
+    for item in read_bag(bag):
+        recorded[item.topic].append(item.contract)
+    valid = [(topic, msg) for topic, msg, expected in events if expected is VALID]
+    assert recorded['/prediction_outcome'] == [
+        outcome_from_msg(msg) for topic, msg in valid if topic == OUTCOME]
+    assert recorded['/self_assessment/raw'] == [
+        belief_from_msg(msg) for topic, msg in valid if topic == ASSESSMENT]
+    assert recorded['/self_assessment/calibrated'] == model.outputs
+    report = replay_bag(bag)
+    assert report.identical is True and report.compared == len(model.outputs)
 
 
 def test_oversized_bad_values_stay_out_of_the_diagnostics(context):
