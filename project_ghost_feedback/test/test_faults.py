@@ -7,8 +7,8 @@
   summary or footer, but every *chunk* written before the kill is intact. The telemetry writer
   (rosbags) puts the schemas and channels in the first chunk and closes a chunk once it holds
   1 MiB, so a tolerant stream read recovers every message up to the last complete chunk (a
-  prefix of what the node accepted, in order) and loses at most the open chunk, ~1 MiB (about
-  1500 outcome/raw/calibrated cycles). Fast DDS shared-memory segments left by the killed
+  prefix of what the node accepted, in order) and loses at most the open chunk, < 1 MiB (about
+  2300 outcome/raw/calibrated cycles here). Fast DDS shared-memory segments left by the killed
   process are removed with ``fastdds shm clean`` (zombie segments only; live ones are kept).
 - SIGINT or SIGTERM while the node is busy with a backlog: the process exits 0 and the bag is
   closed and readable; every calibrated output a subscriber received is in it; each topic holds
