@@ -11,6 +11,8 @@ node can count rejections per reason, and a message naming the field and the bad
 import math
 import re
 
+_isfinite = math.isfinite
+
 INT64_MAX = 2**63 - 1
 UINT32_MAX = 2**32 - 1
 
@@ -109,6 +111,11 @@ def require_finite(owner, field, value):
 
 def require_vec3(owner, field, value):
     """Return ``value`` as a tuple of three finite floats."""
+    if type(value) is tuple and len(value) == 3:
+        x, y, z = value
+        if (type(x) is float and type(y) is float and type(z) is float
+                and _isfinite(x) and _isfinite(y) and _isfinite(z)):
+            return value
     if isinstance(value, (str, bytes)) or not hasattr(value, '__len__'):
         raise type_error(owner, field, 'a sequence of 3 floats', value)
     if len(value) != 3:

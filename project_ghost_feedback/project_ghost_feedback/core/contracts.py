@@ -64,6 +64,8 @@ class SelfAssessmentLevel(enum.Enum):
     @classmethod
     def from_wire(cls, value):
         """Return the level for a wire value, or raise ValueError naming the value."""
+        if type(value) is int and 0 <= value <= 2:
+            return _LEVELS_BY_WIRE_VALUE[value]
         value = require_int('SelfAssessmentLevel', 'value', value, maximum=255)
         try:
             return cls(value)
@@ -76,6 +78,9 @@ class SelfAssessmentLevel(enum.Enum):
         if not isinstance(other, SelfAssessmentLevel):
             return NotImplemented
         return self.confidence_rank < other.confidence_rank
+
+
+_LEVELS_BY_WIRE_VALUE = tuple(SelfAssessmentLevel(v) for v in range(3))
 
 
 @dataclass(frozen=True, slots=True)

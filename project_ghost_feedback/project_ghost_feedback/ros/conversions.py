@@ -67,13 +67,19 @@ def belief_to_msg(belief):
     )
 
 
+def _floats(values):
+    """Return a float64[3] field (a numpy array in rclpy) as a tuple of Python floats."""
+    tolist = getattr(values, 'tolist', None)
+    return tuple(tolist()) if tolist is not None else tuple(float(v) for v in values)
+
+
 def outcome_from_msg(msg):
     """Return a PredictionOutcome for a PredictionOutcome message."""
     return PredictionOutcome(
         prediction_stamp_sim_ns=msg.prediction_stamp_sim_ns,
         observed_stamp_sim_ns=msg.observed_stamp_sim_ns,
-        position_error_m=tuple(float(v) for v in msg.position_error_m),
-        orientation_error_rad=tuple(float(v) for v in msg.orientation_error_rad),
+        position_error_m=_floats(msg.position_error_m),
+        orientation_error_rad=_floats(msg.orientation_error_rad),
         position_mahalanobis=msg.position_mahalanobis,
         orientation_mahalanobis=msg.orientation_mahalanobis,
         schema_version=msg.schema_version,
@@ -123,19 +129,23 @@ def history_from_msg(msg):
 
 def history_to_msg(history):
     """Return a CalibrationHistory message for a CalibrationHistory."""
+    return fill_history_msg(CalibrationHistoryMsg(), history)
+
+
+def fill_history_msg(msg, history):
+    """Set every field of the CalibrationHistory message ``msg`` from ``history``; return it."""
     stamp = history.most_recent_observed_stamp_sim_ns
-    return CalibrationHistoryMsg(
-        outcomes_considered=history.outcomes_considered,
-        count_within_1_std=history.count_within_1_std,
-        count_beyond_1_std=history.count_beyond_1_std,
-        count_beyond_3_std=history.count_beyond_3_std,
-        count_beyond_5_std=history.count_beyond_5_std,
-        worst_position_mahalanobis=history.worst_position_mahalanobis,
-        worst_orientation_mahalanobis=history.worst_orientation_mahalanobis,
-        has_most_recent_observed_stamp=stamp is not None,
-        most_recent_observed_stamp_sim_ns=0 if stamp is None else stamp,
-        schema_version=history.schema_version,
-    )
+    msg.outcomes_considered = history.outcomes_considered
+    msg.count_within_1_std = history.count_within_1_std
+    msg.count_beyond_1_std = history.count_beyond_1_std
+    msg.count_beyond_3_std = history.count_beyond_3_std
+    msg.count_beyond_5_std = history.count_beyond_5_std
+    msg.worst_position_mahalanobis = history.worst_position_mahalanobis
+    msg.worst_orientation_mahalanobis = history.worst_orientation_mahalanobis
+    msg.has_most_recent_observed_stamp = stamp is not None
+    msg.most_recent_observed_stamp_sim_ns = 0 if stamp is None else stamp
+    msg.schema_version = history.schema_version
+    return msg
 
 
 def calibrated_from_msg(msg):
@@ -152,11 +162,22 @@ def calibrated_from_msg(msg):
 
 def calibrated_to_msg(calibrated):
     """Return a CalibratedSelfAssessment message for a CalibratedSelfAssessment."""
-    return CalibratedSelfAssessmentMsg(
-        raw_assessment=belief_to_msg(calibrated.raw_assessment),
-        calibration_history=history_to_msg(calibrated.calibration_history),
-        adjusted_overall_level=calibrated.adjusted_overall_level.value,
-        adjustment_policy_id=calibrated.adjustment_policy_id,
-        adjustment_reason=calibrated.adjustment_reason,
-        schema_version=calibrated.schema_version,
-    )
+    return fill_calibrated_msg(CalibratedSelfAssessmentMsg(), calibrated)
+
+
+def fill_calibrated_msg(msg, calibrated, raw_msg=None):
+    """Set every field of the CalibratedSelfAssessment message ``msg`` from ``calibrated``.
+
+    Returns ``msg``. The node reuses one output message this way (rclpy serializes on publish),
+    instead of building a message and its default sub-messages per assessment. ``raw_msg``, when
+    given, must be the BeliefSelfAssessment message that ``calibrated.raw_assessment`` was
+    converted from (:func:`belief_from_msg`): it is used as is instead of being rebuilt (the
+    conversion is lossless, so both are equal).
+    """
+    msg.raw_assessment = belief_to_msg(calibrated.raw_assessment) if raw_msg is None else raw_msg
+    fill_history_msg(msg.calibration_history, calibrated.calibration_history)
+    msg.adjusted_overall_level = calibrated.adjusted_overall_level.value
+    msg.adjustment_policy_id = calibrated.adjustment_policy_id
+    msg.adjustment_reason = calibrated.adjustment_reason
+    msg.schema_version = calibrated.schema_version
+    return msg

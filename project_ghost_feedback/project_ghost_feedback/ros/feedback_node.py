@@ -47,7 +47,7 @@ from ..core.feedback import (
     policy_parameters,
 )
 from ..core.window import ADDED, DUPLICATE, OutcomeWindow, TOO_OLD
-from .conversions import belief_from_msg, calibrated_to_msg, outcome_from_msg
+from .conversions import belief_from_msg, fill_calibrated_msg, outcome_from_msg
 
 NODE_NAME = 'feedback_node'
 DIAGNOSTIC_NAME = 'project_ghost_feedback: feedback'
@@ -206,6 +206,8 @@ class FeedbackNode(Node):
         output_qos = QoSProfile(
             history=HistoryPolicy.KEEP_LAST, depth=self._param('output_qos_depth'),
             reliability=ReliabilityPolicy.RELIABLE)
+        # One output message, refilled per assessment: publish() serializes it synchronously.
+        self._output_msg = CalibratedSelfAssessmentMsg()
         self._publisher = self.create_publisher(
             CalibratedSelfAssessmentMsg, self._param('calibrated_topic'), output_qos)
         self._diagnostics_publisher = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
@@ -364,7 +366,7 @@ class FeedbackNode(Node):
             return
         window = self._window.causal_window(raw.belief_stamp_sim_ns, self._max_history)
         calibrated = assess_with_feedback(raw, window, self._policy, self._max_history)
-        self._publisher.publish(calibrated_to_msg(calibrated))
+        self._publisher.publish(fill_calibrated_msg(self._output_msg, calibrated, raw_msg=msg))
         if self._telemetry is not None:
             self._telemetry.record_assessment(raw, calibrated)
         self.published += 1
