@@ -55,19 +55,10 @@ class OutcomeWindow:
     def __len__(self):
         return len(self._outcomes)
 
-    def __iter__(self):
-        return iter(tuple(self._outcomes))
-
     def resize(self, capacity):
         """Change the capacity, evicting the oldest outcomes if needed."""
         self._capacity = require_int('OutcomeWindow', 'capacity', capacity, minimum=1)
         self._trim()
-
-    def clear(self):
-        """Forget every outcome."""
-        self._keys.clear()
-        self._outcomes.clear()
-        self._stamps.clear()
 
     def add(self, outcome):
         """Insert ``outcome`` in order; return ``ADDED``, ``DUPLICATE`` or ``TOO_OLD``."""
@@ -99,11 +90,3 @@ class OutcomeWindow:
         """Return the last ``max_n`` outcomes with ``observed_stamp_sim_ns <= stamp_sim_ns``."""
         end = bisect.bisect_right(self._stamps, stamp_sim_ns)
         return self._outcomes[max(0, end - max_n):end]
-
-    def oldest_stamp(self):
-        """Return the observed stamp of the oldest outcome kept, or None when empty."""
-        return self._stamps[0] if self._stamps else None
-
-    def newest_stamp(self):
-        """Return the observed stamp of the newest outcome kept, or None when empty."""
-        return self._stamps[-1] if self._stamps else None
