@@ -249,9 +249,9 @@ def _yaml_lines(message, indent=0):
             elif hasattr(items[0], 'get_fields_and_field_types'):
                 lines.append(f'{pad}{name}:')
                 for item in items:
-                    sub = _yaml_lines(item, indent + 2)
-                    lines.append(f'{pad}- {sub[0].strip()}')
-                    lines.extend(f'{pad}  {line.strip()}' for line in sub[1:])
+                    sub = _yaml_lines(item)
+                    lines.append(f'{pad}- {sub[0]}')
+                    lines.extend(f'{pad}  {line}' for line in sub[1:])
             else:
                 lines.append(f'{pad}{name}:')
                 lines.extend(f'{pad}- {_scalar(item)}' for item in items)

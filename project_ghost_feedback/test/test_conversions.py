@@ -9,6 +9,7 @@ the core's ContractViolation naming the field, never a silently wrong object.
 import math
 
 from hypothesis import given, settings, strategies as st
+from project_ghost_feedback.core._validation import STAMP_MAX_NS
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     ContractViolation,
@@ -30,21 +31,22 @@ from project_ghost_feedback_msgs.msg import (
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     CalibrationHistory as CalibrationHistoryMsg,
     NamedLevel as NamedLevelMsg,
-
+    SelfAssessmentLevel as SelfAssessmentLevelMsg,
 )
 import pytest
 from rclpy.serialization import deserialize_message, serialize_message
 
-INT64_MAX = 2**63 - 1
 SETTINGS = settings(max_examples=150, deadline=None, database=None)
 
 levels = st.sampled_from(list(SelfAssessmentLevel))
-stamps = st.one_of(st.integers(0, INT64_MAX), st.sampled_from([0, 1, INT64_MAX]))
+stamps = st.one_of(st.integers(0, STAMP_MAX_NS), st.sampled_from([0, 1, STAMP_MAX_NS]))
 names = st.from_regex(r'[a-z][a-z0-9_]{0,20}', fullmatch=True)
 distances = st.one_of(
     st.floats(min_value=0.0, allow_nan=False), st.just(math.inf), st.sampled_from([1.0, 3.0, 5.0]))
 finite = st.floats(allow_nan=False, allow_infinity=False)
 vec3 = st.tuples(finite, finite, finite)
+frame_ids = st.one_of(st.just(''), st.text(
+    st.characters(min_codepoint=33, max_codepoint=126), max_size=40))
 
 
 @st.composite
@@ -58,16 +60,16 @@ def named_levels(draw):
 def beliefs(draw):
     """Draw a valid BeliefSelfAssessment."""
     return BeliefSelfAssessment(draw(stamps), draw(levels), draw(named_levels()),
-                                draw(named_levels()))
+                                draw(named_levels()), frame_id=draw(frame_ids))
 
 
 @st.composite
 def outcomes(draw):
     """Draw a valid PredictionOutcome."""
-    predicted = draw(st.integers(0, INT64_MAX))
-    observed = draw(st.integers(predicted, INT64_MAX))
+    predicted = draw(st.integers(0, STAMP_MAX_NS))
+    observed = draw(st.integers(predicted, STAMP_MAX_NS))
     return PredictionOutcome(predicted, observed, draw(vec3), draw(vec3), draw(distances),
-                             draw(distances))
+                             draw(distances), frame_id=draw(frame_ids))
 
 
 @st.composite
@@ -135,11 +137,10 @@ def test_infinite_worsts_roundtrip():
 
 
 def test_level_wire_values_match_message_constants():
-    """Level wire values equal the LEVEL_* constants of every message that declares them."""
-    for msg_type in (NamedLevelMsg, BeliefSelfAssessmentMsg, CalibratedSelfAssessmentMsg):
-        assert conversions.level_to_msg(SelfAssessmentLevel.KNOWN) == msg_type.LEVEL_KNOWN
-        assert conversions.level_to_msg(SelfAssessmentLevel.UNCERTAIN) == msg_type.LEVEL_UNCERTAIN
-        assert conversions.level_to_msg(SelfAssessmentLevel.UNKNOWN) == msg_type.LEVEL_UNKNOWN
+    """Level wire values equal the constants of the one SelfAssessmentLevel message."""
+    for level in SelfAssessmentLevel:
+        assert conversions.level_to_msg(level).value == getattr(SelfAssessmentLevelMsg, level.name)
+    assert conversions.level_from_msg(SelfAssessmentLevelMsg()) is SelfAssessmentLevel.UNKNOWN
     for level in SelfAssessmentLevel:
         assert conversions.level_from_msg(conversions.level_to_msg(level)) is level
 
@@ -172,9 +173,11 @@ def _set(msg, path, value):
     ('orientation_mahalanobis', -1.0, 'negative:PredictionOutcome.orientation_mahalanobis'),
     ('position_error_m[1]', math.inf, 'not_finite:PredictionOutcome.position_error_m[1]'),
     ('orientation_error_rad[2]', math.nan, 'nan:PredictionOutcome.orientation_error_rad[2]'),
-    ('observed_stamp_sim_ns', 0, 'stamp_order:PredictionOutcome.observed_stamp_sim_ns'),
-    ('prediction_stamp_sim_ns', -5, 'negative:PredictionOutcome.prediction_stamp_sim_ns'),
-    ('schema_version', 2,
+    ('header.stamp.nanosec', 0, 'stamp_order:PredictionOutcome.observed_stamp_sim_ns'),
+    ('prediction_stamp.sec', -5, 'negative:PredictionOutcome.prediction_stamp_sim_ns'),
+    ('header.stamp.nanosec', 10**9,
+     'out_of_range:PredictionOutcome.header.stamp.nanosec'),
+    ('schema_version', 1,
      'unsupported_schema_version:PredictionOutcome.schema_version'),
 ])
 def test_bad_outcome_message_raises_core_error(path, value, reason):
@@ -187,14 +190,17 @@ def test_bad_outcome_message_raises_core_error(path, value, reason):
 
 
 @pytest.mark.parametrize('mutate, reason', [
-    (lambda m: setattr(m, 'overall_level', 7), 'unknown_level:SelfAssessmentLevel.value'),
-    (lambda m: setattr(m, 'belief_stamp_sim_ns', -1),
+    (lambda m: setattr(m.overall_level, 'value', 7), 'unknown_level:SelfAssessmentLevel.value'),
+    (lambda m: setattr(m.header.stamp, 'sec', -1),
      'negative:BeliefSelfAssessment.belief_stamp_sim_ns'),
+    (lambda m: setattr(m.header.stamp, 'nanosec', 2**32 - 1),
+     'out_of_range:BeliefSelfAssessment.header.stamp.nanosec'),
     (lambda m: setattr(m, 'schema_version', 0),
      'unsupported_schema_version:BeliefSelfAssessment.schema_version'),
     (lambda m: setattr(m.axis_levels[0], 'name', 'Bad Name'), 'bad_taxonomy:NamedLevel.name'),
-    (lambda m: setattr(m.axis_levels[0], 'level', 9), 'unknown_level:SelfAssessmentLevel.value'),
-    (lambda m: m.axis_levels.append(NamedLevelMsg(name='x', level=0)),
+    (lambda m: setattr(m.axis_levels[0].level, 'value', 9),
+     'unknown_level:SelfAssessmentLevel.value'),
+    (lambda m: m.axis_levels.append(NamedLevelMsg(name='x')),
      'duplicate_name:BeliefSelfAssessment.axis_levels'),
 ])
 def test_bad_belief_message_raises_core_error(mutate, reason):
@@ -215,7 +221,7 @@ def test_history_flag_and_stamp_must_agree():
     assert info.value.reason == (
         'inconsistent_empty:CalibrationHistory.most_recent_observed_stamp_sim_ns')
     msg = CalibrationHistoryMsg(has_most_recent_observed_stamp=True,
-                                most_recent_observed_stamp_sim_ns=3, schema_version=1)
+                                most_recent_observed_stamp_sim_ns=3, schema_version=2)
     with pytest.raises(ContractViolation) as info:
         conversions.history_from_msg(msg)
     assert info.value.code == 'inconsistent_empty'
@@ -236,3 +242,29 @@ def test_bad_calibrated_message_raises_core_error():
     with pytest.raises(ContractViolation) as info:
         conversions.calibrated_from_msg(msg)
     assert info.value.reason == 'inconsistent_counts:CalibrationHistory.outcomes_considered'
+
+
+def test_stamps_map_exactly_and_the_calibrated_header_is_the_raw_one():
+    """header.stamp is sec * 1e9 + nanosec both ways; the calibrated header copies the raw one."""
+    belief = BeliefSelfAssessment(
+        12_345_678_901_234_567, SelfAssessmentLevel.UNCERTAIN, frame_id='map')
+    msg = conversions.belief_to_msg(belief)
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == (
+        12_345_678, 901_234_567, 'map')
+    calibrated = assess_with_feedback(belief, [], make_policy('mahalanobis_downgrade'), 32)
+    out = conversions.calibrated_to_msg(calibrated)
+    assert out.header == msg.header
+    out.header.frame_id = 'odom'
+    out.raw_assessment = conversions.belief_to_msg(belief)
+    with pytest.raises(ContractViolation) as info:
+        conversions.calibrated_from_msg(out)
+    assert info.value.reason == 'inconsistent_header:CalibratedSelfAssessment.header'
+
+
+def test_default_messages_claim_the_least_confidence():
+    """A default-constructed message (every field left unset) says UNKNOWN, never KNOWN."""
+    assert BeliefSelfAssessmentMsg().overall_level.value == SelfAssessmentLevelMsg.UNKNOWN
+    assert CalibratedSelfAssessmentMsg().adjusted_overall_level.value == 0
+    assert NamedLevelMsg().level.value == 0
+    belief = BeliefSelfAssessmentMsg(schema_version=conversions.MSG_SCHEMA_VERSION)
+    assert conversions.belief_from_msg(belief).overall_level is SelfAssessmentLevel.UNKNOWN

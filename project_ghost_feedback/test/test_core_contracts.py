@@ -9,6 +9,7 @@ import dataclasses
 import math
 import re
 
+from project_ghost_feedback.core._validation import FRAME_ID_MAX_LEN, MAX_NAMED_LEVELS, STAMP_MAX_NS
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     BUCKET_BEYOND_1_STD,
@@ -29,7 +30,6 @@ import pytest
 KNOWN = SelfAssessmentLevel.KNOWN
 UNCERTAIN = SelfAssessmentLevel.UNCERTAIN
 UNKNOWN = SelfAssessmentLevel.UNKNOWN
-INT64_MAX = 2**63 - 1
 
 
 def _outcome_kwargs(**overrides):
@@ -63,9 +63,9 @@ def _assert_rejected(exc_type, field, code, value_text, call, *args, **kwargs):
 
 
 def test_level_catalog_is_closed_with_wire_values():
-    """The catalog is exactly KNOWN=0, UNCERTAIN=1, UNKNOWN=2."""
+    """The catalog is exactly UNKNOWN=0, UNCERTAIN=1, KNOWN=2 (zero is the least confident)."""
     assert [(m.name, m.value) for m in SelfAssessmentLevel] == [
-        ('KNOWN', 0), ('UNCERTAIN', 1), ('UNKNOWN', 2)]
+        ('UNKNOWN', 0), ('UNCERTAIN', 1), ('KNOWN', 2)]
 
 
 def test_level_order_is_by_confidence():
@@ -76,7 +76,7 @@ def test_level_order_is_by_confidence():
     assert not (KNOWN < KNOWN)
     assert sorted([KNOWN, UNKNOWN, UNCERTAIN]) == [UNKNOWN, UNCERTAIN, KNOWN]
     assert max(UNKNOWN, KNOWN, UNCERTAIN) is KNOWN
-    assert [m.confidence_rank for m in SelfAssessmentLevel] == [2, 1, 0]
+    assert [m.confidence_rank for m in SelfAssessmentLevel] == [0, 1, 2]
 
 
 def test_level_does_not_compare_with_ints():
@@ -100,7 +100,7 @@ def test_level_downgraded_one_step(level, expected):
     (KNOWN, 0, KNOWN),
     (KNOWN, 2, UNKNOWN),
     (UNCERTAIN, 5, UNKNOWN),
-    (KNOWN, INT64_MAX, UNKNOWN),
+    (KNOWN, STAMP_MAX_NS, UNKNOWN),
 ])
 def test_level_downgraded_several_steps(level, steps, expected):
     """downgraded(steps) saturates at UNKNOWN; zero steps is the identity."""
@@ -122,7 +122,7 @@ def test_level_downgraded_rejects_non_int_steps(steps):
         KNOWN.downgraded, steps)
 
 
-@pytest.mark.parametrize('wire, expected', [(0, KNOWN), (1, UNCERTAIN), (2, UNKNOWN)])
+@pytest.mark.parametrize('wire, expected', [(0, UNKNOWN), (1, UNCERTAIN), (2, KNOWN)])
 def test_level_from_wire_known_values(wire, expected):
     """from_wire maps the three wire values to their members."""
     assert SelfAssessmentLevel.from_wire(wire) is expected
@@ -183,14 +183,15 @@ def test_named_level_rejects_non_level(level):
 def test_belief_defaults_and_storage():
     """Defaults are empty level tuples and schema_version 1; sequences are stored as tuples."""
     bare = BeliefSelfAssessment(0, KNOWN)
-    assert (bare.axis_levels, bare.block_levels, bare.schema_version) == ((), (), 1)
+    assert (bare.axis_levels, bare.block_levels, bare.schema_version, bare.frame_id) == (
+        (), (), 1, '')
     assert SCHEMA_VERSION == 1
     axes = [NamedLevel('position_x', KNOWN), NamedLevel('position_y', UNKNOWN)]
     belief = BeliefSelfAssessment(
-        INT64_MAX, UNCERTAIN, axes, (b for b in [NamedLevel('pose', UNCERTAIN)]))
+        STAMP_MAX_NS, UNCERTAIN, axes, (b for b in [NamedLevel('pose', UNCERTAIN)]))
     assert belief.axis_levels == tuple(axes)
     assert belief.block_levels == (NamedLevel('pose', UNCERTAIN),)
-    assert belief.belief_stamp_sim_ns == INT64_MAX
+    assert belief.belief_stamp_sim_ns == STAMP_MAX_NS
 
 
 def test_belief_is_frozen_and_hashable():
@@ -202,7 +203,7 @@ def test_belief_is_frozen_and_hashable():
         a.overall_level = UNKNOWN
 
 
-@pytest.mark.parametrize('stamp, code', [(-1, 'negative'), (2**63, 'out_of_range')])
+@pytest.mark.parametrize('stamp, code', [(-1, 'negative'), (STAMP_MAX_NS + 1, 'out_of_range')])
 def test_belief_rejects_stamp_out_of_range(stamp, code):
     """A negative or beyond-int64 belief stamp is a ValueError naming the field."""
     _assert_rejected(
@@ -301,7 +302,7 @@ def test_outcome_derived_bucket_is_not_a_field():
     assert [f.name for f in dataclasses.fields(outcome)] == [
         'prediction_stamp_sim_ns', 'observed_stamp_sim_ns', 'position_error_m',
         'orientation_error_rad', 'position_mahalanobis', 'orientation_mahalanobis',
-        'schema_version']
+        'schema_version', 'frame_id']
     assert 'bucket' not in repr(outcome)
 
 
@@ -333,7 +334,7 @@ def test_outcome_rejects_observed_before_predicted():
 @pytest.mark.parametrize('field', ['prediction_stamp_sim_ns', 'observed_stamp_sim_ns'])
 @pytest.mark.parametrize('value, exc_type, code', [
     (-1, ContractValueError, 'negative'),
-    (2**63, ContractValueError, 'out_of_range'),
+    (STAMP_MAX_NS + 1, ContractValueError, 'out_of_range'),
     (True, ContractTypeError, 'wrong_type'),
     (1.0, ContractTypeError, 'wrong_type'),
     (None, ContractTypeError, 'wrong_type'),
@@ -471,3 +472,32 @@ def test_violation_reason_key():
     assert issubclass(ContractTypeError, TypeError)
     assert issubclass(ContractValueError, ValueError)
     assert re.fullmatch(r'[a-z_]+:[A-Za-z_.\[\]0-9]+', info.value.reason)
+
+
+def test_level_lists_are_bounded_as_the_v2_messages():
+    """At most MAX_NAMED_LEVELS (64) axis or block levels; one more is a ContractValueError."""
+    levels = [NamedLevel(f'axis_{i}', KNOWN) for i in range(MAX_NAMED_LEVELS + 1)]
+    assert len(BeliefSelfAssessment(0, KNOWN, levels[:-1]).axis_levels) == MAX_NAMED_LEVELS
+    for field in ('axis_levels', 'block_levels'):
+        _assert_rejected(
+            ContractValueError, f'BeliefSelfAssessment.{field}', 'too_long', '65 entries',
+            lambda: BeliefSelfAssessment(0, KNOWN, **{field: levels}))
+
+
+@pytest.mark.parametrize('cls, kwargs', [
+    (BeliefSelfAssessment, {'belief_stamp_sim_ns': 0, 'overall_level': KNOWN}),
+    (PredictionOutcome, None),
+])
+def test_frame_id_is_a_bounded_str(cls, kwargs):
+    """frame_id defaults to '', keeps any str up to 256 characters, refuses longer or non-str."""
+    kwargs = _outcome_kwargs() if kwargs is None else kwargs
+    owner = cls.__name__
+    assert cls(**kwargs).frame_id == ''
+    assert cls(**kwargs, frame_id='robot1/odom').frame_id == 'robot1/odom'
+    assert len(cls(**kwargs, frame_id='f' * FRAME_ID_MAX_LEN).frame_id) == FRAME_ID_MAX_LEN
+    _assert_rejected(
+        ContractValueError, f'{owner}.frame_id', 'too_long', '257 characters',
+        lambda: cls(**kwargs, frame_id='f' * (FRAME_ID_MAX_LEN + 1)))
+    _assert_rejected(
+        ContractTypeError, f'{owner}.frame_id', 'wrong_type', 'None',
+        lambda: cls(**kwargs, frame_id=None))

@@ -27,6 +27,7 @@ from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     NamedLevel as NamedLevelMsg,
+    SelfAssessmentLevel as LevelMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
 import pytest
@@ -57,7 +58,9 @@ from project_ghost_feedback.core.feedback import (
 from project_ghost_feedback.ros.conversions import (
     belief_to_msg,
     calibrated_from_msg,
+    ns_to_stamp,
     outcome_to_msg,
+    stamp_to_ns,
 )
 from project_ghost_feedback.ros.feedback_node import EXECUTORS, FeedbackNode, make_executor
 
@@ -445,13 +448,20 @@ def _bad_outcomes(good):
          'outcome:not_finite:PredictionOutcome.position_error_m[1]'),
         (variant(set_item('orientation_error_rad', 2, math.nan)),
          'outcome:nan:PredictionOutcome.orientation_error_rad[2]'),
-        (variant(lambda m: setattr(m, 'schema_version', 2)),
+        (variant(lambda m: setattr(m, 'schema_version', 1)),
          'outcome:unsupported_schema_version:PredictionOutcome.schema_version'),
-        (variant(lambda m: setattr(m, 'observed_stamp_sim_ns', m.prediction_stamp_sim_ns - 1)),
+        (variant(lambda m: setattr(m, 'prediction_stamp', ns_to_stamp(
+            stamp_to_ns(m.header.stamp, '', '') + 1))),
          'outcome:stamp_order:PredictionOutcome.observed_stamp_sim_ns'),
-        (variant(lambda m: setattr(m, 'prediction_stamp_sim_ns', -1)),
+        (variant(lambda m: setattr(m.prediction_stamp, 'sec', -1)),
          'outcome:negative:PredictionOutcome.prediction_stamp_sim_ns'),
+        (variant(lambda m: setattr(m.header.stamp, 'nanosec', 10**9)),
+         'outcome:out_of_range:PredictionOutcome.header.stamp.nanosec'),
     ]
+
+
+def _named(name, level):
+    return NamedLevelMsg(name=name, level=LevelMsg(value=level))
 
 
 def _bad_assessments(good):
@@ -462,21 +472,21 @@ def _bad_assessments(good):
         return msg
 
     return [
-        (variant(lambda m: setattr(m, 'overall_level', 7)),
+        (variant(lambda m: setattr(m.overall_level, 'value', 7)),
          'assessment:unknown_level:SelfAssessmentLevel.value'),
         (variant(lambda m: setattr(m, 'schema_version', 0)),
          'assessment:unsupported_schema_version:BeliefSelfAssessment.schema_version'),
-        (variant(lambda m: setattr(m, 'belief_stamp_sim_ns', -1)),
+        (variant(lambda m: setattr(m.header.stamp, 'sec', -1)),
          'assessment:negative:BeliefSelfAssessment.belief_stamp_sim_ns'),
         (variant(lambda m: setattr(
-            m, 'axis_levels', [NamedLevelMsg(name='Position X', level=0)])),
+            m, 'axis_levels', [_named('Position X', 0)])),
          'assessment:bad_taxonomy:NamedLevel.name'),
-        (variant(lambda m: setattr(m, 'block_levels', [NamedLevelMsg(name='', level=1)])),
+        (variant(lambda m: setattr(m, 'block_levels', [_named('', 1)])),
          'assessment:bad_taxonomy:NamedLevel.name'),
         (variant(lambda m: setattr(m, 'axis_levels', [
-            NamedLevelMsg(name='yaw', level=0), NamedLevelMsg(name='yaw', level=1)])),
+            _named('yaw', 0), _named('yaw', 1)])),
          'assessment:duplicate_name:BeliefSelfAssessment.axis_levels'),
-        (variant(lambda m: setattr(m, 'block_levels', [NamedLevelMsg(name='pose', level=9)])),
+        (variant(lambda m: setattr(m, 'block_levels', [_named('pose', 9)])),
          'assessment:unknown_level:SelfAssessmentLevel.value'),
     ]
 
@@ -526,7 +536,7 @@ def test_every_bad_message_is_rejected_and_counted_while_good_traffic_continues(
     assert values['outcomes_received'] == str(outcomes_sent)
     assert values['assessments_received'] == str(assessments_sent)
     assert values['rejected_total'] == str(total)
-    assert values['last_reject_reason'].startswith('assessment: ')
+    assert values['last_reject_reason'].startswith(('assessment: ', 'outcome: '))
 
 
 # -- (5) parameters -------------------------------------------------------------------------------

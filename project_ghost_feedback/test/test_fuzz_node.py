@@ -34,11 +34,14 @@ import math
 import random
 import time
 
+from builtin_interfaces.msg import Time
+from project_ghost_feedback.core._validation import STAMP_MAX_NS
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     NamedLevel as NamedLevelMsg,
     PredictionOutcome as PredictionOutcomeMsg,
+    SelfAssessmentLevel as LevelMsg,
 )
 import pytest
 import rclpy
@@ -60,8 +63,7 @@ SEED = 20261202
 MALFORMED_TARGET = 10_000
 MAX_HISTORY = 16
 BUFFER_SIZE = 48          # small, so that eviction and too-old arrivals happen often
-INT64_MAX = 2**63 - 1
-INT64_MIN = -2**63
+STAMP_MIN_NS = -STAMP_MAX_NS  # most negative stamp a builtin_interfaces/Time carries (~)
 UINT32_MAX = 2**32 - 1
 MS = 1_000_000
 DEADLINE_S = 20.0
@@ -72,6 +74,32 @@ PARAMETERS = {'max_history': MAX_HISTORY, 'outcome_buffer_size': BUFFER_SIZE}
 OUTCOME = 'outcome'
 ASSESSMENT = 'assessment'
 VALID = None              # expectation of a message the contract accepts
+
+
+MAX_LEVELS = BeliefSelfAssessmentMsg.MAX_AXIS_LEVELS
+
+
+def _time(ns):
+    """Return a builtin_interfaces/Time for ``ns`` (negative values too: sec < 0)."""
+    sec, nanosec = divmod(ns, 10**9)
+    return Time(sec=sec, nanosec=nanosec)
+
+
+def _named(name, level):
+    return NamedLevelMsg(name=name, level=LevelMsg(value=level))
+
+
+def _outcome_msg(prediction_ns, observed_ns, **fields):
+    msg = PredictionOutcomeMsg(prediction_stamp=_time(prediction_ns), schema_version=2, **fields)
+    msg.header.stamp = _time(observed_ns)
+    return msg
+
+
+def _belief_msg(stamp_ns, level, **fields):
+    msg = BeliefSelfAssessmentMsg(
+        overall_level=LevelMsg(value=level), schema_version=2, **fields)
+    msg.header.stamp = _time(stamp_ns)
+    return msg
 
 
 # -- the seeded generator ------------------------------------------------------------------------
@@ -125,17 +153,16 @@ class StreamGenerator:
             observed = self._fresh_observed(self.stamp - 100 * MS, self.stamp)   # out of order
         elif roll < 0.102 and self.extreme < 4:
             self.extreme += 1
-            observed = self._fresh_observed(INT64_MAX - 1000, INT64_MAX + 1)
+            observed = self._fresh_observed(STAMP_MAX_NS - 1000, STAMP_MAX_NS + 1)
         else:
             observed = self._fresh_observed(self.stamp, self.stamp + MS)
         prediction = rng.choice((observed, 0, max(0, observed - rng.randrange(1, 500 * MS))))
-        msg = PredictionOutcomeMsg(
-            prediction_stamp_sim_ns=prediction, observed_stamp_sim_ns=observed,
+        msg = _outcome_msg(
+            prediction, observed,
             position_error_m=[rng.uniform(-1, 1) for _ in range(3)],
             orientation_error_rad=[rng.choice((rng.uniform(-0.1, 0.1), 1e308, -1e308, 0.0))
                                    for _ in range(3)],
-            position_mahalanobis=self._distance(), orientation_mahalanobis=self._distance(),
-            schema_version=1)
+            position_mahalanobis=self._distance(), orientation_mahalanobis=self._distance())
         self.valid_outcomes.append(msg)
         return msg
 
@@ -145,7 +172,7 @@ class StreamGenerator:
         names = set()
         while len(names) < count:
             names.add('n' * 64 if rng.random() < 0.02 else _name(rng))
-        return [NamedLevelMsg(name=name, level=rng.randrange(0, 3)) for name in sorted(names)]
+        return [_named(name, rng.randrange(0, 3)) for name in sorted(names)]
 
     def good_assessment(self):
         """Return a valid assessment message; sometimes an unusual but legal one."""
@@ -156,15 +183,15 @@ class StreamGenerator:
         elif roll < 0.1:
             stamp = max(0, self.stamp - rng.randrange(0, 200 * MS))   # out of order
         elif roll < 0.11:
-            stamp = rng.choice((0, INT64_MAX))
+            stamp = rng.choice((0, STAMP_MAX_NS))
         else:
             stamp = self.stamp
         self.belief_stamps.append(stamp)
         big = rng.random() < 0.002
-        msg = BeliefSelfAssessmentMsg(
-            belief_stamp_sim_ns=stamp, overall_level=rng.randrange(0, 3),
-            axis_levels=self.levels(2000 if big else rng.randrange(0, 6)),
-            block_levels=self.levels(rng.randrange(0, 3)), schema_version=1)
+        msg = _belief_msg(
+            stamp, rng.randrange(0, 3),
+            axis_levels=self.levels(MAX_LEVELS if big else rng.randrange(0, 6)),
+            block_levels=self.levels(rng.randrange(0, 3)))
         return msg
 
     # .. malformed messages: exactly one defect each, with the reason the node must count ..
@@ -172,10 +199,10 @@ class StreamGenerator:
     def bad_outcome(self):
         """Return (message, reason) for an outcome with one defect."""
         rng = self.rng
-        msg = PredictionOutcomeMsg(
-            prediction_stamp_sim_ns=self.stamp - MS, observed_stamp_sim_ns=self.stamp,
+        msg = _outcome_msg(
+            self.stamp - MS, self.stamp,
             position_error_m=[0.1, 0.2, 0.3], orientation_error_rad=[0.01, 0.02, 0.03],
-            position_mahalanobis=1.0, orientation_mahalanobis=1.0, schema_version=1)
+            position_mahalanobis=1.0, orientation_mahalanobis=1.0)
         owner = 'PredictionOutcome'
         kind = rng.randrange(9)
         if kind == 0:
@@ -201,18 +228,19 @@ class StreamGenerator:
             setattr(msg, field, values)
             reason = f'not_finite:{owner}.{field}[{index}]'
         elif kind == 4:
-            msg.schema_version = rng.choice((0, 2, 3, 255, UINT32_MAX))
+            msg.schema_version = rng.choice((0, 1, 3, 255, UINT32_MAX))
             reason = f'unsupported_schema_version:{owner}.schema_version'
         elif kind == 5:
-            msg.prediction_stamp_sim_ns = rng.choice((-1, INT64_MIN, -rng.randrange(1, 2**62)))
+            msg.prediction_stamp = _time(
+                rng.choice((-1, STAMP_MIN_NS, -rng.randrange(1, STAMP_MAX_NS))))
             reason = f'negative:{owner}.prediction_stamp_sim_ns'
         elif kind == 6:
-            msg.prediction_stamp_sim_ns = 0
-            msg.observed_stamp_sim_ns = rng.choice((-1, INT64_MIN))
+            msg.prediction_stamp = _time(0)
+            msg.header.stamp = _time(rng.choice((-1, STAMP_MIN_NS)))
             reason = f'negative:{owner}.observed_stamp_sim_ns'
         elif kind == 7:
-            msg.prediction_stamp_sim_ns = rng.choice((INT64_MAX, self.stamp + 1))
-            msg.observed_stamp_sim_ns = rng.choice((0, self.stamp))
+            msg.prediction_stamp = _time(rng.choice((STAMP_MAX_NS, self.stamp + 1)))
+            msg.header.stamp = _time(rng.choice((0, self.stamp)))
             reason = f'stamp_order:{owner}.observed_stamp_sim_ns'
         else:
             # A NaN that a careless check (d > 0, not d >= 0) would let through, with +inf in
@@ -225,50 +253,50 @@ class StreamGenerator:
     def bad_assessment(self):
         """Return (message, reason) for an assessment with one defect."""
         rng = self.rng
-        msg = BeliefSelfAssessmentMsg(
-            belief_stamp_sim_ns=self.stamp, overall_level=0,
-            axis_levels=self.levels(rng.randrange(0, 4)),
-            block_levels=self.levels(rng.randrange(0, 2)), schema_version=1)
+        msg = _belief_msg(
+            self.stamp, 0, axis_levels=self.levels(rng.randrange(0, 4)),
+            block_levels=self.levels(rng.randrange(0, 2)))
         owner = 'BeliefSelfAssessment'
         kind = rng.randrange(7)
         if kind == 6 and rng.random() < 0.9:
             kind = 3   # huge lists are expensive to build: keep them to ~1% of the stream
         lists = rng.choice(('axis_levels', 'block_levels'))
         if kind == 0:
-            msg.overall_level = rng.randrange(3, 256)
+            msg.overall_level.value = rng.randrange(3, 256)
             reason = 'unknown_level:SelfAssessmentLevel.value'
         elif kind == 1:
-            msg.schema_version = rng.choice((0, 2, 255, UINT32_MAX))
+            msg.schema_version = rng.choice((0, 1, 255, UINT32_MAX))
             reason = f'unsupported_schema_version:{owner}.schema_version'
         elif kind == 2:
-            msg.belief_stamp_sim_ns = rng.choice((-1, INT64_MIN, -rng.randrange(1, 2**62)))
+            msg.header.stamp = _time(
+                rng.choice((-1, STAMP_MIN_NS, -rng.randrange(1, STAMP_MAX_NS))))
             reason = f'negative:{owner}.belief_stamp_sim_ns'
         elif kind == 3:
             items = list(getattr(msg, lists))
             items.insert(rng.randrange(len(items) + 1),
-                         NamedLevelMsg(name=rng.choice(BAD_NAMES), level=0))
+                         _named(rng.choice(BAD_NAMES), 0))
             setattr(msg, lists, items)
             reason = 'bad_taxonomy:NamedLevel.name'
         elif kind == 4:
             items = list(getattr(msg, lists))
             items.insert(rng.randrange(len(items) + 1),
-                         NamedLevelMsg(name='unknown_level_here', level=rng.randrange(3, 256)))
+                         _named('unknown_level_here', rng.randrange(3, 256)))
             setattr(msg, lists, items)
             reason = 'unknown_level:SelfAssessmentLevel.value'
         elif kind == 5:
             items = self.levels(rng.randrange(1, 5))
             items.insert(rng.randrange(len(items) + 1),
-                         NamedLevelMsg(name=rng.choice(items).name, level=1))
+                         _named(rng.choice(items).name, 1))
             setattr(msg, lists, items)
             reason = f'duplicate_name:{owner}.{lists}'
         else:
-            # A huge list whose only defect is its last entry (bad name or duplicate).
-            items = self.levels(rng.choice((500, 3000)))
+            # A full list whose only defect is its last entry (bad name or duplicate).
+            items = self.levels(MAX_LEVELS - 1)
             if rng.random() < 0.5:
-                items.append(NamedLevelMsg(name=rng.choice(BAD_NAMES), level=2))
+                items.append(_named(rng.choice(BAD_NAMES), 2))
                 reason = 'bad_taxonomy:NamedLevel.name'
             else:
-                items.append(NamedLevelMsg(name=items[0].name, level=2))
+                items.append(_named(items[0].name, 2))
                 reason = f'duplicate_name:{owner}.{lists}'
             setattr(msg, lists, items)
         return msg, f'{ASSESSMENT}:{reason}'
@@ -429,10 +457,10 @@ def test_malformed_messages_are_counted_and_good_outputs_equal_the_clean_stream(
         # Valid-by-contract oddities were handled, not rejected: +inf reached the outputs...
         assert any(math.isinf(c.calibration_history.worst_position_mahalanobis)
                    for c in mixed)
-        # ...as did stamps 0 and int64 max, and huge NamedLevel lists.
+        # ...as did stamps 0 and the largest stamp, and full NamedLevel lists.
         stamps = {c.raw_assessment.belief_stamp_sim_ns for c in mixed}
-        assert {0, INT64_MAX} <= stamps
-        assert max(len(c.raw_assessment.axis_levels) for c in mixed) == 2000
+        assert {0, STAMP_MAX_NS} <= stamps
+        assert max(len(c.raw_assessment.axis_levels) for c in mixed) == MAX_LEVELS
         # The diagnostics report the same per-reason counts.
         values = {kv.key: kv.value for kv in mixed_node.diagnostic_status().values}
         assert values['rejected_total'] == str(malformed)
@@ -504,15 +532,13 @@ def test_oversized_bad_values_stay_out_of_the_diagnostics(context):
     try:
         on_outcome, on_assessment = _callbacks(node)
         huge = 'Z' * 4_000_000
-        on_assessment(BeliefSelfAssessmentMsg(
-            belief_stamp_sim_ns=MS, overall_level=0,
-            axis_levels=[NamedLevelMsg(name=huge, level=0)], schema_version=1))
+        on_assessment(_belief_msg(MS, 0, axis_levels=[_named(huge, 0)]))
         assert node.rejected == {'assessment:bad_taxonomy:NamedLevel.name': 1}
         values = {kv.key: kv.value for kv in node.diagnostic_status().values}
         assert values['last_reject_reason'].startswith('assessment: NamedLevel.name ')
         assert sum(len(value) for value in values.values()) < 4000
         # Still up: a good message right after is answered.
-        on_assessment(BeliefSelfAssessmentMsg(belief_stamp_sim_ns=2 * MS, schema_version=1))
+        on_assessment(_belief_msg(2 * MS, 0))
         assert node.published == 1
     finally:
         node.destroy_node()

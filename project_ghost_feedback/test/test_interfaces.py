@@ -26,9 +26,13 @@ from project_ghost_feedback_msgs.msg import (
     CalibrationHistory,
     NamedLevel,
     PredictionOutcome,
+    SelfAssessmentLevel,
 )
+from builtin_interfaces.msg import Time
+from std_msgs.msg import Header
 
 MESSAGE_NAMES = [
+    'SelfAssessmentLevel',
     'NamedLevel',
     'BeliefSelfAssessment',
     'PredictionOutcome',
@@ -38,15 +42,19 @@ MESSAGE_NAMES = [
 PUBSUB_TIMEOUT_S = 20.0
 
 
+def _level(name):
+    return SelfAssessmentLevel(value=getattr(SelfAssessmentLevel, name))
+
+
 def _belief():
     return BeliefSelfAssessment(
-        belief_stamp_sim_ns=1_700_000_000_123_456_789,
-        overall_level=BeliefSelfAssessment.LEVEL_UNCERTAIN,
+        header=Header(stamp=Time(sec=1_700_000_000, nanosec=123_456_789), frame_id='odom'),
+        overall_level=_level('UNCERTAIN'),
         axis_levels=[
-            NamedLevel(name='position_x', level=NamedLevel.LEVEL_KNOWN),
-            NamedLevel(name='yaw', level=NamedLevel.LEVEL_UNKNOWN),
+            NamedLevel(name='position_x', level=_level('KNOWN')),
+            NamedLevel(name='yaw', level=_level('UNKNOWN')),
         ],
-        block_levels=[NamedLevel(name='pose', level=NamedLevel.LEVEL_UNCERTAIN)],
+        block_levels=[NamedLevel(name='pose', level=_level('UNCERTAIN'))],
         schema_version=BeliefSelfAssessment.SCHEMA_VERSION,
     )
 
@@ -68,14 +76,16 @@ def _history():
 
 def _example(name):
     """Return a fully populated message of type name (+inf in a float64 field where it has one)."""
+    if name == 'SelfAssessmentLevel':
+        return _level('KNOWN')
     if name == 'NamedLevel':
-        return NamedLevel(name='position_x', level=NamedLevel.LEVEL_UNKNOWN)
+        return NamedLevel(name='position_x', level=_level('UNKNOWN'))
     if name == 'BeliefSelfAssessment':
         return _belief()
     if name == 'PredictionOutcome':
         return PredictionOutcome(
-            prediction_stamp_sim_ns=1_000,
-            observed_stamp_sim_ns=2_000,
+            header=Header(stamp=Time(sec=2, nanosec=0), frame_id='base_link'),
+            prediction_stamp=Time(sec=1, nanosec=999_999_999),
             position_error_m=[0.5, -1.25, 3.0],
             orientation_error_rad=[0.0, 1e-9, -0.1],
             position_mahalanobis=math.inf,
@@ -86,9 +96,10 @@ def _example(name):
         return _history()
     if name == 'CalibratedSelfAssessment':
         return CalibratedSelfAssessment(
+            header=_belief().header,
             raw_assessment=_belief(),
             calibration_history=_history(),
-            adjusted_overall_level=CalibratedSelfAssessment.LEVEL_UNKNOWN,
+            adjusted_overall_level=_level('UNKNOWN'),
             adjustment_policy_id='mahalanobis_downgrade',
             adjustment_reason='downgrade_from_calibration',
             schema_version=CalibratedSelfAssessment.SCHEMA_VERSION,
@@ -132,19 +143,46 @@ def test_python_package_is_registered_with_its_executables():
 
 
 def test_level_constants_are_one_catalog():
-    """Every message that carries levels shares the same LEVEL_* values."""
+    """The catalog is defined once (SelfAssessmentLevel); zero is UNKNOWN, the safe default."""
+    assert (SelfAssessmentLevel.UNKNOWN, SelfAssessmentLevel.UNCERTAIN,
+            SelfAssessmentLevel.KNOWN) == (0, 1, 2)
+    assert SelfAssessmentLevel().value == SelfAssessmentLevel.UNKNOWN
     for cls in (NamedLevel, BeliefSelfAssessment, CalibratedSelfAssessment):
-        assert (cls.LEVEL_KNOWN, cls.LEVEL_UNCERTAIN, cls.LEVEL_UNKNOWN) == (0, 1, 2)
+        assert not [name for name in dir(cls) if name.startswith('LEVEL_')]
+    share = pathlib.Path(get_package_share_directory('project_ghost_feedback_msgs'))
+    defining = [p.name for p in sorted((share / 'msg').glob('*.msg'))
+                if 'KNOWN=' in p.read_text()]
+    assert defining == ['SelfAssessmentLevel.msg']
     for cls in (BeliefSelfAssessment, PredictionOutcome, CalibrationHistory,
                 CalibratedSelfAssessment):
-        assert cls.SCHEMA_VERSION == 1
+        assert cls.SCHEMA_VERSION == 2
+
+
+def test_sequences_and_strings_are_bounded():
+    """v2 bounds: at most 64 levels per list, 64-character names; a longer list cannot be sent.
+
+    rclpy (Jazzy) does not check bounds on assignment unless ROS_PYTHON_CHECK_FIELDS is set; the
+    typesupport refuses an over-long sequence when serializing, and the contracts refuse the rest
+    (test_core_contracts).
+    """
+    assert NamedLevel.get_fields_and_field_types()['name'] == 'string<64>'
+    fields = BeliefSelfAssessment.get_fields_and_field_types()
+    assert fields['axis_levels'] == fields['block_levels'] == (
+        'sequence<project_ghost_feedback_msgs/NamedLevel, 64>')
+    fields = CalibratedSelfAssessment.get_fields_and_field_types()
+    assert fields['adjustment_policy_id'] == fields['adjustment_reason'] == 'string<64>'
+    serialize_message(BeliefSelfAssessment(
+        axis_levels=[NamedLevel(name=f'a{i}') for i in range(64)]))
+    with pytest.raises(Exception, match='serialize'):
+        serialize_message(BeliefSelfAssessment(
+            axis_levels=[NamedLevel(name=f'a{i}') for i in range(65)]))
 
 
 @pytest.mark.parametrize('name', MESSAGE_NAMES)
 def test_serialize_roundtrip(name):
     """CDR serialization with rclpy round-trips every field exactly, +inf included."""
     original = _example(name)
-    if name != 'NamedLevel' and name != 'BeliefSelfAssessment':
+    if name not in ('SelfAssessmentLevel', 'NamedLevel', 'BeliefSelfAssessment'):
         assert _has_inf(original), 'the example must exercise +inf'
     data = serialize_message(original)
     assert isinstance(data, bytes) and data

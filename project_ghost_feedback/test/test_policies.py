@@ -254,12 +254,12 @@ def test_policies_are_pure_and_never_upgrade(counts, level, index):
     second = NEW_POLICIES[index]().adjust(raw, history)
     assert first == second
     assert first.adjusted_overall_level <= level
-    steps = first.adjusted_overall_level.value - level.value
+    steps = level.confidence_rank - first.adjusted_overall_level.confidence_rank
     reason = first.adjustment_reason
     assert reason in {REASON_NO_OUTCOMES_YET, REASON_CALIBRATION_WITHIN_TOLERANCE,
                       REASON_SIGNIFICANT_MISCALIBRATION, REASON_GROSS_MISCALIBRATION}
     if reason == REASON_SIGNIFICANT_MISCALIBRATION:
-        assert steps == min(1, UNKNOWN.value - level.value)
+        assert steps == min(1, level.confidence_rank)
     elif reason == REASON_GROSS_MISCALIBRATION:
         assert first.adjusted_overall_level is UNKNOWN
     else:

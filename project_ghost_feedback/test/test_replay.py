@@ -440,9 +440,10 @@ def test_cli_echo_prints_live_calibrated_assessments():
     assert process.returncode == 0, errors
     documents = [d for d in output.split('---\n') if d.strip()]
     assert len(documents) == 2
-    assert 'raw_assessment:\n  belief_stamp_sim_ns: 100000000\n' in documents[0]
+    assert 'header:\n  stamp:\n    sec: 0\n    nanosec: 100000000\n' in documents[0]
+    assert 'raw_assessment:\n  header:\n    stamp:\n      sec: 0\n' in documents[0]
     assert '  worst_position_mahalanobis: .inf\n' in documents[0]
-    assert "  - name: 'position_x'\n    level: 0\n" in documents[0]
+    assert "  - name: 'position_x'\n    level:\n      value: 2\n" in documents[0]
     assert "adjustment_policy_id: 'mahalanobis_downgrade'" in documents[0]
 
 

@@ -21,6 +21,7 @@ from ament_index_python.packages import get_package_share_directory
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 import numpy
+from project_ghost_feedback.core._validation import STAMP_MAX_NS
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     NamedLevel,
@@ -88,7 +89,8 @@ def sample_contracts():
         raw2,
         CalibratedSelfAssessment(
             raw2, full, UNKNOWN, 'mahalanobis_downgrade', 'downgrade_from_calibration'),
-        _outcome(2**63 - 1, position=0.0, orientation=0.0),  # the largest int64 stamp
+        # the largest stamp a builtin_interfaces/Time carries
+        _outcome(STAMP_MAX_NS, position=0.0, orientation=0.0),
     ]
 
 
@@ -158,7 +160,7 @@ def test_long_names_take_the_exact_size_path():
 
 def _reference_store():
     """Return a fresh rosbags typestore built from the installed .msg files (not telemetry's)."""
-    store = get_typestore(Stores.EMPTY)
+    store = get_typestore(Stores.ROS2_JAZZY)
     for path in sorted(_msg_dir().glob('*.msg')):
         text = path.read_text(encoding='utf-8')
         store.register(get_types_from_msg(text, f'{PKG}/msg/{path.stem}'))
@@ -169,34 +171,43 @@ def _reference_payload(store, contract):
     """Return rosbags' ``Typestore.serialize_cdr`` of ``contract``, converted independently."""
     types = store.types
 
+    def level(value):
+        return types[f'{PKG}/msg/SelfAssessmentLevel'](value.value)
+
+    def time(ns):
+        return types['builtin_interfaces/msg/Time'](ns // 10**9, ns % 10**9)
+
+    def header(ns, frame_id):
+        return types['std_msgs/msg/Header'](time(ns), frame_id)
+
     def levels(items):
-        return [types[f'{PKG}/msg/NamedLevel'](i.name, i.level.value) for i in items]
+        return [types[f'{PKG}/msg/NamedLevel'](i.name, level(i.level)) for i in items]
 
     def belief(raw):
         return types[f'{PKG}/msg/BeliefSelfAssessment'](
-            raw.belief_stamp_sim_ns, raw.overall_level.value, levels(raw.axis_levels),
-            levels(raw.block_levels), raw.schema_version)
+            header(raw.belief_stamp_sim_ns, raw.frame_id), level(raw.overall_level),
+            levels(raw.axis_levels), levels(raw.block_levels), 2)
 
     if isinstance(contract, PredictionOutcome):
         message = types[f'{PKG}/msg/PredictionOutcome'](
-            contract.prediction_stamp_sim_ns, contract.observed_stamp_sim_ns,
+            header(contract.observed_stamp_sim_ns, contract.frame_id),
+            time(contract.prediction_stamp_sim_ns),
             numpy.array(contract.position_error_m), numpy.array(contract.orientation_error_rad),
-            contract.position_mahalanobis, contract.orientation_mahalanobis,
-            contract.schema_version)
+            contract.position_mahalanobis, contract.orientation_mahalanobis, 2)
     elif isinstance(contract, BeliefSelfAssessment):
         message = belief(contract)
     else:
         history = contract.calibration_history
         stamp = history.most_recent_observed_stamp_sim_ns
+        raw = belief(contract.raw_assessment)
         message = types[f'{PKG}/msg/CalibratedSelfAssessment'](
-            belief(contract.raw_assessment), types[f'{PKG}/msg/CalibrationHistory'](
+            raw.header, raw, types[f'{PKG}/msg/CalibrationHistory'](
                 history.outcomes_considered, history.count_within_1_std,
                 history.count_beyond_1_std, history.count_beyond_3_std,
                 history.count_beyond_5_std, history.worst_position_mahalanobis,
-                history.worst_orientation_mahalanobis, stamp is not None, stamp or 0,
-                history.schema_version),
-            contract.adjusted_overall_level.value, contract.adjustment_policy_id,
-            contract.adjustment_reason, contract.schema_version)
+                history.worst_orientation_mahalanobis, stamp is not None, stamp or 0, 2),
+            level(contract.adjusted_overall_level), contract.adjustment_policy_id,
+            contract.adjustment_reason, 2)
     return bytes(store.serialize_cdr(message, TYPES[to_telemetry(contract).channel],
                                      little_endian=True))
 
@@ -206,7 +217,7 @@ def _varied_contracts():
     contracts = sample_contracts()
     outcomes = [
         PredictionOutcome(0, 0, (0.0, -0.0, 5e-324), (1e300, -1e-300, 2.5), 0.0, math.inf),
-        PredictionOutcome(0, 2**63 - 1, (-1.5, 2.0, 3.25), (0.0, 0.0, 0.0), 1e308, 0.5),
+        PredictionOutcome(0, STAMP_MAX_NS, (-1.5, 2.0, 3.25), (0.0, 0.0, 0.0), 1e308, 0.5),
         PredictionOutcome(7, 9, (0.1, 0.2, 0.3), (0.4, 0.5, 0.6), math.inf, math.inf, 1),
     ]
     raw_a, raw_b = _belief(5_000), _belief(6_000, UNKNOWN, axes=False)
@@ -279,7 +290,7 @@ def test_file_order_scan_equals_the_mcap_stream_reader(bag, monkeypatch):
         expected = [(channel.topic, message.log_time, message.data)
                     for _, channel, message in reader.iter_messages(log_time_order=False)]
     assert [(m.topic, m.log_time, m.payload) for m in scanned] == expected
-    assert scanned[-1].log_time == 2**63 - 1
+    assert scanned[-1].log_time == STAMP_MAX_NS
     monkeypatch.setattr(replay, '_scan_storages', lambda reader, file_paths: None)
     assert list(replay.iter_bag(path)) == scanned
     assert [item.contract for item in read_bag(path)] == contracts
@@ -374,7 +385,9 @@ def test_mcap_ros2_support_decodes_the_bag(bag):
         assert topic == to_telemetry(contract).channel
         assert log_time == to_telemetry(contract).log_time
         if isinstance(contract, PredictionOutcome):
-            assert value.observed_stamp_sim_ns == contract.observed_stamp_sim_ns
+            stamp = value.header.stamp
+            assert stamp.sec * 10**9 + stamp.nanosec == contract.observed_stamp_sim_ns
+            assert value.header.frame_id == contract.frame_id
             assert list(value.position_error_m) == list(contract.position_error_m)
             assert value.position_mahalanobis == contract.position_mahalanobis
             assert value.orientation_mahalanobis == contract.orientation_mahalanobis
@@ -389,16 +402,19 @@ def test_mcap_ros2_support_decodes_the_bag(bag):
                     == history.worst_position_mahalanobis)
             assert value.calibration_history.has_most_recent_observed_stamp == (stamp is not None)
             assert value.calibration_history.most_recent_observed_stamp_sim_ns == (stamp or 0)
-            assert value.adjusted_overall_level == contract.adjusted_overall_level.value
+            assert value.adjusted_overall_level.value == contract.adjusted_overall_level.value
+            assert value.header == value.raw_assessment.header
             assert value.adjustment_reason == contract.adjustment_reason
 
 
 def _assert_belief(value, contract):
-    assert value.belief_stamp_sim_ns == contract.belief_stamp_sim_ns
-    assert value.overall_level == contract.overall_level.value
-    assert [(n.name, n.level) for n in value.axis_levels] == [
+    stamp = value.header.stamp
+    assert stamp.sec * 10**9 + stamp.nanosec == contract.belief_stamp_sim_ns
+    assert value.header.frame_id == contract.frame_id
+    assert value.overall_level.value == contract.overall_level.value
+    assert [(n.name, n.level.value) for n in value.axis_levels] == [
         (n.name, n.level.value) for n in contract.axis_levels]
-    assert [(n.name, n.level) for n in value.block_levels] == [
+    assert [(n.name, n.level.value) for n in value.block_levels] == [
         (n.name, n.level.value) for n in contract.block_levels]
 
 
@@ -416,13 +432,20 @@ def _independent_full_text(msgtype):
     """
     texts = {
         f'{PKG}/msg/{p.stem}': p.read_text(encoding='utf-8') for p in _msg_dir().glob('*.msg')}
-    store = get_typestore(Stores.EMPTY)
+    store = get_typestore(Stores.ROS2_JAZZY)
     for name, text in texts.items():
         store.register(get_types_from_msg(text, name))
 
     def short(name):
         package, _, type_name = name.split('/')
         return f'{package}/{type_name}'
+
+    def text_of(name):
+        if name not in texts:  # another package's type: its installed .msg file
+            package, _, type_name = name.split('/')
+            share = pathlib.Path(get_package_share_directory(package))
+            texts[name] = (share / 'msg' / f'{type_name}.msg').read_text(encoding='utf-8')
+        return texts[name]
 
     def nested(name):
         found = set()
@@ -436,7 +459,7 @@ def _independent_full_text(msgtype):
     seen = set()
 
     def build(name):
-        text = texts[name]
+        text = text_of(name)
         for dependency in nested(name):
             if dependency not in seen:
                 seen.add(dependency)
@@ -458,10 +481,11 @@ def test_schema_text_is_rosbag2_construction(bag):
     assert calibrated.startswith((_msg_dir() / 'CalibratedSelfAssessment.msg').read_text())
     assert [line for line in calibrated.splitlines() if line.startswith('MSG: ')] == [
         f'MSG: {PKG}/BeliefSelfAssessment', f'MSG: {PKG}/NamedLevel',
+        f'MSG: {PKG}/SelfAssessmentLevel', 'MSG: std_msgs/Header', 'MSG: builtin_interfaces/Time',
         f'MSG: {PKG}/CalibrationHistory']
     assert '\n\n' + '=' * 80 + '\nMSG: ' in calibrated
-    assert schemas[f'{PKG}/msg/PredictionOutcome'] == (
-        _msg_dir() / 'PredictionOutcome.msg').read_text()
+    assert schemas[f'{PKG}/msg/PredictionOutcome'].startswith(
+        (_msg_dir() / 'PredictionOutcome.msg').read_text())
 
 
 def test_type_hashes_equal_rosidl(bag):
@@ -494,7 +518,7 @@ def test_metadata_yaml_version_9_with_every_key(bag):
     assert info['relative_file_paths'] == ['bag.mcap']
     assert info['message_count'] == len(contracts)
     assert info['starting_time']['nanoseconds_since_epoch'] == 500
-    assert info['duration']['nanoseconds'] == 2**63 - 1 - 500
+    assert info['duration']['nanoseconds'] == STAMP_MAX_NS - 500
     file_info = info['files'][0]
     assert set(file_info) == {'path', 'starting_time', 'duration', 'message_count'}
     assert file_info['message_count'] == len(contracts)
@@ -543,8 +567,9 @@ def test_two_processes_write_byte_identical_bags(tmp_path):
 def test_usable_without_rclpy_and_without_the_ament_index(tmp_path):
     """The telemetry package writes, reads and replays with rclpy and ament_index unimportable.
 
-    The .msg files then come from the source tree; the bag is byte-identical to one written
-    with the installed definitions.
+    The package's .msg files then come from the source tree and the dependencies' definitions
+    (std_msgs/Header, builtin_interfaces/Time) from rosbags' Jazzy store, without their comments:
+    the payloads and type hashes equal those of a bag written with the installed definitions.
     """
     script = textwrap.dedent("""
         import sys
@@ -579,7 +604,11 @@ def test_usable_without_rclpy_and_without_the_ament_index(tmp_path):
     assert pathlib.Path(result.stdout.strip()).parts[-2:] == (PKG, 'msg')
     assert 'install' not in pathlib.Path(result.stdout.strip()).parts
     reference = _write(tmp_path / 'b' / 'bag', sample_contracts())
-    assert _sha256(path / 'bag.mcap') == _sha256(reference / 'bag.mcap')
+    with Reader(path) as without, Reader(reference) as installed:
+        assert [(c.topic, c.digest) for c in without.connections] == [
+            (c.topic, c.digest) for c in installed.connections]
+        assert [(c.topic, t, raw) for c, t, raw in without.messages()] == [
+            (c.topic, t, raw) for c, t, raw in installed.messages()]
 
 
 def test_writer_refuses_an_existing_path_and_unknown_channels(tmp_path):
@@ -684,12 +713,12 @@ def test_cli_info_lists_topics_counts_and_time_range(bag):
         line = next(line for line in result.stdout.splitlines() if line.strip().startswith(topic))
         assert msgtype in line and line.split()[-1] == str(counts[topic])
     assert f'messages:    {len(contracts)}' in result.stdout
-    assert '500 ns' in result.stdout and str(2**63 - 1) in result.stdout
+    assert '500 ns' in result.stdout and str(STAMP_MAX_NS) in result.stdout
     result = subprocess.run(CLI + ['info', str(path), '--json'], capture_output=True, text=True,
                             timeout=SUBPROCESS_TIMEOUT_S, check=True)
     info = json.loads(result.stdout)
     assert {t['name']: t['message_count'] for t in info['topics']} == counts
-    assert (info['start_time_ns'], info['end_time_ns']) == (500, 2**63 - 1)
+    assert (info['start_time_ns'], info['end_time_ns']) == (500, STAMP_MAX_NS)
 
 
 def test_cli_help_and_demo_and_console_script():

@@ -14,10 +14,15 @@ import re
 _isfinite = math.isfinite
 
 INT64_MAX = 2**63 - 1
+# Largest stamp a builtin_interfaces/Time (int32 sec, nanosec < 1e9) can carry, in nanoseconds.
+STAMP_MAX_NS = (2**31 - 1) * 10**9 + 999_999_999
 UINT32_MAX = 2**32 - 1
 
 TAXONOMY_PATTERN = re.compile(r'[a-z][a-z0-9_]*')
 TAXONOMY_MAX_LEN = 64
+# Bounds of the v2 messages (bounded sequences and strings), enforced by the contracts too.
+MAX_NAMED_LEVELS = 64
+FRAME_ID_MAX_LEN = 256
 
 # Memo of strings already found to be valid taxonomy (bounded): a pure cache of a pure check, it
 # only saves the regular expression on the hot path (policy ids and reasons repeat).
@@ -143,6 +148,17 @@ def require_taxonomy(owner, field, value):
 def is_known_taxonomy(value):
     """Return True if ``value`` is a str already accepted by :func:`require_taxonomy`."""
     return type(value) is str and value in _KNOWN_TAXONOMY
+
+
+def require_frame_id(owner, field, value):
+    """Return a frame id: a str of at most FRAME_ID_MAX_LEN characters (may be empty)."""
+    if type(value) is not str:
+        raise type_error(owner, field, 'a str', value)
+    if len(value) > FRAME_ID_MAX_LEN:
+        raise value_error(
+            owner, field, 'too_long',
+            f'has {len(value)} characters, at most {FRAME_ID_MAX_LEN} are allowed')
+    return value
 
 
 def require_instance(owner, field, value, cls):

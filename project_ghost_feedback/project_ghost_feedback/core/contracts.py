@@ -14,7 +14,10 @@ from ._validation import (
     ContractTypeError,
     ContractValueError,
     ContractViolation,
+    MAX_NAMED_LEVELS,
+    STAMP_MAX_NS,
     require_distance,
+    require_frame_id,
     require_instance,
     require_int,
     require_schema_version,
@@ -43,23 +46,24 @@ SCHEMA_VERSION = 1
 class SelfAssessmentLevel(enum.Enum):
     """Closed catalog of self-assessment levels.
 
-    The value is the wire value (the ``LEVEL_*`` constants of the messages). Comparison operators
-    order levels by *confidence*, not by value: ``UNKNOWN < UNCERTAIN < KNOWN``.
+    The value is the wire value (the constants of the SelfAssessmentLevel message).
+    Values and comparison operators order levels by *confidence*: ``UNKNOWN < UNCERTAIN < KNOWN``.
+    Zero is the least confident claim, so a default-constructed message never claims KNOWN.
     """
 
-    KNOWN = 0
+    UNKNOWN = 0
     UNCERTAIN = 1
-    UNKNOWN = 2
+    KNOWN = 2
 
     @property
     def confidence_rank(self):
         """Return 2 for KNOWN, 1 for UNCERTAIN, 0 for UNKNOWN (higher is more confident)."""
-        return 2 - self.value
+        return self.value
 
     def downgraded(self, steps=1):
         """Return the level ``steps`` steps less confident; UNKNOWN stays UNKNOWN."""
         steps = require_int('SelfAssessmentLevel', 'downgraded.steps', steps)
-        return SelfAssessmentLevel(min(self.value + steps, SelfAssessmentLevel.UNKNOWN.value))
+        return SelfAssessmentLevel(max(self.value - steps, SelfAssessmentLevel.UNKNOWN.value))
 
     @classmethod
     def from_wire(cls, value):
@@ -77,7 +81,7 @@ class SelfAssessmentLevel(enum.Enum):
     def __lt__(self, other):
         if not isinstance(other, SelfAssessmentLevel):
             return NotImplemented
-        return self.confidence_rank < other.confidence_rank
+        return self.value < other.value
 
 
 _LEVELS_BY_WIRE_VALUE = tuple(SelfAssessmentLevel(v) for v in range(3))
@@ -99,6 +103,10 @@ def _named_levels(owner, field_name, value):
     if isinstance(value, (str, bytes)) or not hasattr(value, '__iter__'):
         raise type_error(owner, field_name, 'a sequence of NamedLevel', value)
     items = tuple(value)
+    if len(items) > MAX_NAMED_LEVELS:
+        raise value_error(
+            owner, field_name, 'too_long',
+            f'has {len(items)} entries, at most {MAX_NAMED_LEVELS} are allowed')
     seen = set()
     for i, item in enumerate(items):
         require_instance(owner, f'{field_name}[{i}]', item, NamedLevel)
@@ -115,7 +123,8 @@ class BeliefSelfAssessment:
 
     ``axis_levels`` and ``block_levels`` carry per-axis and per-block levels (names unique within
     each); ADR-0026 v1 adjusts only ``overall_level`` and leaves them untouched. Sequences are
-    stored as tuples.
+    stored as tuples, at most ``MAX_NAMED_LEVELS`` (64) each. ``frame_id`` names the frame the
+    belief is about (``''`` when unknown, at most ``FRAME_ID_MAX_LEN`` characters).
     """
 
     belief_stamp_sim_ns: int
@@ -123,10 +132,12 @@ class BeliefSelfAssessment:
     axis_levels: tuple = ()
     block_levels: tuple = ()
     schema_version: int = SCHEMA_VERSION
+    frame_id: str = ''
 
     def __post_init__(self):
         owner = 'BeliefSelfAssessment'
-        require_int(owner, 'belief_stamp_sim_ns', self.belief_stamp_sim_ns)
+        require_int(owner, 'belief_stamp_sim_ns', self.belief_stamp_sim_ns, maximum=STAMP_MAX_NS)
+        require_frame_id(owner, 'frame_id', self.frame_id)
         require_instance(owner, 'overall_level', self.overall_level, SelfAssessmentLevel)
         object.__setattr__(
             self, 'axis_levels', _named_levels(owner, 'axis_levels', self.axis_levels))
@@ -163,7 +174,8 @@ class PredictionOutcome:
     prediction_stamp_sim_ns``.
 
     ``bucket`` (derived, not a dataclass field) is the calibration bucket of the outcome, decided
-    by the worse (larger) of its two distances; see :func:`bucket_of_distance`.
+    by the worse (larger) of its two distances; see :func:`bucket_of_distance`. ``frame_id`` names
+    the frame the error vectors are expressed in (``''`` when unknown).
     """
 
     prediction_stamp_sim_ns: int
@@ -173,11 +185,15 @@ class PredictionOutcome:
     position_mahalanobis: float
     orientation_mahalanobis: float
     schema_version: int = SCHEMA_VERSION
+    frame_id: str = ''
 
     def __post_init__(self):
         owner = 'PredictionOutcome'
-        require_int(owner, 'prediction_stamp_sim_ns', self.prediction_stamp_sim_ns)
-        require_int(owner, 'observed_stamp_sim_ns', self.observed_stamp_sim_ns)
+        require_frame_id(owner, 'frame_id', self.frame_id)
+        require_int(
+            owner, 'prediction_stamp_sim_ns', self.prediction_stamp_sim_ns, maximum=STAMP_MAX_NS)
+        require_int(
+            owner, 'observed_stamp_sim_ns', self.observed_stamp_sim_ns, maximum=STAMP_MAX_NS)
         if self.observed_stamp_sim_ns < self.prediction_stamp_sim_ns:
             raise value_error(
                 owner, 'observed_stamp_sim_ns', 'stamp_order',

@@ -17,8 +17,9 @@ def write_plot(path, scenario, steps, calibrated_by_stamp, title):
     stamps = sorted(calibrated_by_stamp)
     t_levels = [s / 1e9 for s in stamps]
     # The raw line is lifted a little so that it stays visible where both levels agree.
-    raw = [2.04 - calibrated_by_stamp[s].raw_assessment.overall_level.value for s in stamps]
-    adjusted = [2 - calibrated_by_stamp[s].adjusted_overall_level.value for s in stamps]
+    raw = [calibrated_by_stamp[s].raw_assessment.overall_level.confidence_rank + 0.04
+           for s in stamps]
+    adjusted = [calibrated_by_stamp[s].adjusted_overall_level.confidence_rank for s in stamps]
 
     figure, (top, bottom) = pyplot.subplots(
         2, 1, sharex=True, figsize=(11, 7), gridspec_kw={'height_ratios': [3, 2]})

@@ -5,126 +5,82 @@ One function per type and direction. ``*_from_msg`` validates through the core c
 bad message (NaN or negative distance, unknown level, wrong schema_version, inconsistent counts, a
 stamp present while empty, ...) raises the core's :class:`ContractViolation` (a TypeError or
 ValueError naming the field and value). ``*_to_msg`` never fails for a valid contract object.
+
+Messages are interface version 2 (``SCHEMA_VERSION = 2``: ``std_msgs/Header``, the
+``SelfAssessmentLevel`` catalog message, bounded sequences); the core contracts are ADR-0026's
+(``schema_version`` 1). Stamps map exactly: ``ns = sec * 10**9 + nanosec``.
 """
 
+from builtin_interfaces.msg import Time as TimeMsg
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     CalibrationHistory as CalibrationHistoryMsg,
     NamedLevel as NamedLevelMsg,
     PredictionOutcome as PredictionOutcomeMsg,
+    SelfAssessmentLevel as SelfAssessmentLevelMsg,
 )
 
-from ..core import (
-    BeliefSelfAssessment,
-    NamedLevel,
-    PredictionOutcome,
-    SelfAssessmentLevel,
+from ..msg_decoding import (  # noqa: F401 - re-exported: the ROS layer's one conversion module
+    belief_from_msg,
+    calibrated_from_msg,
+    history_from_msg,
+    level_from_msg,
+    MSG_SCHEMA_VERSION,
+    named_level_from_msg,
+    NS_PER_S,
+    outcome_from_msg,
+    stamp_to_ns,
 )
-from ..core._validation import value_error
-from ..core.feedback import CalibratedSelfAssessment, CalibrationHistory
 
 
-def level_from_msg(value):
-    """Return the SelfAssessmentLevel for a ``LEVEL_*`` wire value (ValueError if unknown)."""
-    return SelfAssessmentLevel.from_wire(value)
+def fill_stamp(stamp, ns):
+    """Set a builtin_interfaces/Time to ``ns`` nanoseconds (a contract stamp); return it."""
+    stamp.sec, stamp.nanosec = divmod(ns, NS_PER_S)
+    return stamp
+
+
+def ns_to_stamp(ns):
+    """Return a builtin_interfaces/Time for ``ns`` nanoseconds (a contract stamp)."""
+    return fill_stamp(TimeMsg(), ns)
 
 
 def level_to_msg(level):
-    """Return the ``LEVEL_*`` wire value of a SelfAssessmentLevel."""
-    return level.value
-
-
-def named_level_from_msg(msg):
-    """Return a NamedLevel for a NamedLevel message."""
-    return NamedLevel(msg.name, level_from_msg(msg.level))
+    """Return a SelfAssessmentLevel message for a SelfAssessmentLevel."""
+    return SelfAssessmentLevelMsg(value=level.value)
 
 
 def named_level_to_msg(named):
     """Return a NamedLevel message for a NamedLevel."""
-    return NamedLevelMsg(name=named.name, level=named.level.value)
-
-
-def belief_from_msg(msg):
-    """Return a BeliefSelfAssessment for a BeliefSelfAssessment message."""
-    return BeliefSelfAssessment(
-        belief_stamp_sim_ns=msg.belief_stamp_sim_ns,
-        overall_level=level_from_msg(msg.overall_level),
-        axis_levels=tuple(named_level_from_msg(m) for m in msg.axis_levels),
-        block_levels=tuple(named_level_from_msg(m) for m in msg.block_levels),
-        schema_version=msg.schema_version,
-    )
+    return NamedLevelMsg(name=named.name, level=level_to_msg(named.level))
 
 
 def belief_to_msg(belief):
     """Return a BeliefSelfAssessment message for a BeliefSelfAssessment."""
-    return BeliefSelfAssessmentMsg(
-        belief_stamp_sim_ns=belief.belief_stamp_sim_ns,
-        overall_level=belief.overall_level.value,
+    msg = BeliefSelfAssessmentMsg(
+        overall_level=level_to_msg(belief.overall_level),
         axis_levels=[named_level_to_msg(n) for n in belief.axis_levels],
         block_levels=[named_level_to_msg(n) for n in belief.block_levels],
-        schema_version=belief.schema_version,
+        schema_version=MSG_SCHEMA_VERSION,
     )
-
-
-def _floats(values):
-    """Return a float64[3] field (a numpy array in rclpy) as a tuple of Python floats."""
-    tolist = getattr(values, 'tolist', None)
-    return tuple(tolist()) if tolist is not None else tuple(float(v) for v in values)
-
-
-def outcome_from_msg(msg):
-    """Return a PredictionOutcome for a PredictionOutcome message."""
-    return PredictionOutcome(
-        prediction_stamp_sim_ns=msg.prediction_stamp_sim_ns,
-        observed_stamp_sim_ns=msg.observed_stamp_sim_ns,
-        position_error_m=_floats(msg.position_error_m),
-        orientation_error_rad=_floats(msg.orientation_error_rad),
-        position_mahalanobis=msg.position_mahalanobis,
-        orientation_mahalanobis=msg.orientation_mahalanobis,
-        schema_version=msg.schema_version,
-    )
+    fill_stamp(msg.header.stamp, belief.belief_stamp_sim_ns)
+    msg.header.frame_id = belief.frame_id
+    return msg
 
 
 def outcome_to_msg(outcome):
     """Return a PredictionOutcome message for a PredictionOutcome."""
-    return PredictionOutcomeMsg(
-        prediction_stamp_sim_ns=outcome.prediction_stamp_sim_ns,
-        observed_stamp_sim_ns=outcome.observed_stamp_sim_ns,
+    msg = PredictionOutcomeMsg(
+        prediction_stamp=ns_to_stamp(outcome.prediction_stamp_sim_ns),
         position_error_m=list(outcome.position_error_m),
         orientation_error_rad=list(outcome.orientation_error_rad),
         position_mahalanobis=outcome.position_mahalanobis,
         orientation_mahalanobis=outcome.orientation_mahalanobis,
-        schema_version=outcome.schema_version,
+        schema_version=MSG_SCHEMA_VERSION,
     )
-
-
-def history_from_msg(msg):
-    """Return a CalibrationHistory for a CalibrationHistory message.
-
-    ``has_most_recent_observed_stamp == False`` is the contract's ``None``; the stamp field must
-    then be 0 (anything else is a ContractValueError, so no stamp is silently dropped).
-    """
-    if msg.has_most_recent_observed_stamp:
-        stamp = msg.most_recent_observed_stamp_sim_ns
-    elif msg.most_recent_observed_stamp_sim_ns != 0:
-        raise value_error(
-            'CalibrationHistory', 'most_recent_observed_stamp_sim_ns', 'inconsistent_empty',
-            f'must be 0 when has_most_recent_observed_stamp is false, '
-            f'got {msg.most_recent_observed_stamp_sim_ns!r}')
-    else:
-        stamp = None
-    return CalibrationHistory(
-        outcomes_considered=msg.outcomes_considered,
-        count_within_1_std=msg.count_within_1_std,
-        count_beyond_1_std=msg.count_beyond_1_std,
-        count_beyond_3_std=msg.count_beyond_3_std,
-        count_beyond_5_std=msg.count_beyond_5_std,
-        worst_position_mahalanobis=msg.worst_position_mahalanobis,
-        worst_orientation_mahalanobis=msg.worst_orientation_mahalanobis,
-        most_recent_observed_stamp_sim_ns=stamp,
-        schema_version=msg.schema_version,
-    )
+    fill_stamp(msg.header.stamp, outcome.observed_stamp_sim_ns)
+    msg.header.frame_id = outcome.frame_id
+    return msg
 
 
 def history_to_msg(history):
@@ -144,20 +100,8 @@ def fill_history_msg(msg, history):
     msg.worst_orientation_mahalanobis = history.worst_orientation_mahalanobis
     msg.has_most_recent_observed_stamp = stamp is not None
     msg.most_recent_observed_stamp_sim_ns = 0 if stamp is None else stamp
-    msg.schema_version = history.schema_version
+    msg.schema_version = MSG_SCHEMA_VERSION
     return msg
-
-
-def calibrated_from_msg(msg):
-    """Return a CalibratedSelfAssessment for a CalibratedSelfAssessment message."""
-    return CalibratedSelfAssessment(
-        raw_assessment=belief_from_msg(msg.raw_assessment),
-        calibration_history=history_from_msg(msg.calibration_history),
-        adjusted_overall_level=level_from_msg(msg.adjusted_overall_level),
-        adjustment_policy_id=msg.adjustment_policy_id,
-        adjustment_reason=msg.adjustment_reason,
-        schema_version=msg.schema_version,
-    )
 
 
 def calibrated_to_msg(calibrated):
@@ -174,10 +118,12 @@ def fill_calibrated_msg(msg, calibrated, raw_msg=None):
     converted from (:func:`belief_from_msg`): it is used as is instead of being rebuilt (the
     conversion is lossless, so both are equal).
     """
-    msg.raw_assessment = belief_to_msg(calibrated.raw_assessment) if raw_msg is None else raw_msg
+    raw = belief_to_msg(calibrated.raw_assessment) if raw_msg is None else raw_msg
+    msg.raw_assessment = raw
+    msg.header = raw.header
     fill_history_msg(msg.calibration_history, calibrated.calibration_history)
-    msg.adjusted_overall_level = calibrated.adjusted_overall_level.value
+    msg.adjusted_overall_level.value = calibrated.adjusted_overall_level.value
     msg.adjustment_policy_id = calibrated.adjustment_policy_id
     msg.adjustment_reason = calibrated.adjustment_reason
-    msg.schema_version = calibrated.schema_version
+    msg.schema_version = MSG_SCHEMA_VERSION
     return msg

@@ -20,6 +20,7 @@ import numpy
 
 from ..core import BeliefSelfAssessment, PredictionOutcome
 from ..core.feedback import CalibratedSelfAssessment
+from ..msg_decoding import MSG_SCHEMA_VERSION, NS_PER_S
 from .channels import (
     CHANNEL_CALIBRATED_SELF_ASSESSMENT,
     CHANNEL_PREDICTION_OUTCOME,
@@ -29,6 +30,7 @@ from .channels import (
     TYPE_CALIBRATION_HISTORY,
     TYPE_NAMED_LEVEL,
     TYPE_PREDICTION_OUTCOME,
+    TYPE_SELF_ASSESSMENT_LEVEL,
 )
 from .msgdefs import typestore
 
@@ -134,6 +136,9 @@ class _Codec:
         self.history_cls = store.types[TYPE_CALIBRATION_HISTORY]
         self.calibrated_cls = store.types[TYPE_CALIBRATED_SELF_ASSESSMENT]
         self.outcome_cls = store.types[TYPE_PREDICTION_OUTCOME]
+        self.level_cls = store.types[TYPE_SELF_ASSESSMENT_LEVEL]
+        self.header_cls = store.types['std_msgs/msg/Header']
+        self.time_cls = store.types['builtin_interfaces/msg/Time']
         self.belief_memo = _BeliefMemo(store)
         self.belief_encoder = _Encoder(TYPE_BELIEF_SELF_ASSESSMENT)
         self.calibrated_encoder = _Encoder(TYPE_CALIBRATED_SELF_ASSESSMENT, self.belief_memo)
@@ -151,7 +156,7 @@ class _Codec:
             key = (item.name, item.level.value)
             message = cache.get(key)
             if message is None:
-                message = self.named_level_cls(*key)
+                message = self.named_level_cls(item.name, self.level_cls(item.level.value))
                 if len(cache) < _NAMED_LEVELS_MAX:
                     cache[key] = message
             messages.append(message)
@@ -162,9 +167,11 @@ class _Codec:
         if belief is last[0]:
             return last[1]
         message = self.belief_cls(
-            belief.belief_stamp_sim_ns, belief.overall_level.value,
-            self.named_levels(belief.axis_levels), self.named_levels(belief.block_levels),
-            belief.schema_version)
+            header=self.header(belief.belief_stamp_sim_ns, belief.frame_id),
+            overall_level=self.level_cls(belief.overall_level.value),
+            axis_levels=self.named_levels(belief.axis_levels),
+            block_levels=self.named_levels(belief.block_levels),
+            schema_version=MSG_SCHEMA_VERSION)
         self._last_belief = (belief, message)
         return message
 
@@ -184,19 +191,28 @@ class _Codec:
         self._last_belief = (belief, message)
         self.belief_memo.remember(message, body)
 
+    def time(self, stamp_ns):
+        return self.time_cls(*divmod(stamp_ns, NS_PER_S))
+
+    def header(self, stamp_ns, frame_id):
+        return self.header_cls(stamp=self.time(stamp_ns), frame_id=frame_id)
+
     def history(self, history):
         stamp = history.most_recent_observed_stamp_sim_ns
         return self.history_cls(
             history.outcomes_considered, history.count_within_1_std,
             history.count_beyond_1_std, history.count_beyond_3_std, history.count_beyond_5_std,
             history.worst_position_mahalanobis, history.worst_orientation_mahalanobis,
-            stamp is not None, 0 if stamp is None else stamp, history.schema_version)
+            stamp is not None, 0 if stamp is None else stamp, MSG_SCHEMA_VERSION)
 
     def calibrated(self, calibrated):
+        raw = self.belief(calibrated.raw_assessment)
         return self.calibrated_cls(
-            self.belief(calibrated.raw_assessment), self.history(calibrated.calibration_history),
-            calibrated.adjusted_overall_level.value, calibrated.adjustment_policy_id,
-            calibrated.adjustment_reason, calibrated.schema_version)
+            header=raw.header, raw_assessment=raw,
+            calibration_history=self.history(calibrated.calibration_history),
+            adjusted_overall_level=self.level_cls(calibrated.adjusted_overall_level.value),
+            adjustment_policy_id=calibrated.adjustment_policy_id,
+            adjustment_reason=calibrated.adjustment_reason, schema_version=MSG_SCHEMA_VERSION)
 
     def encode_outcome(self, outcome):
         """Return the CDR payload of a PredictionOutcome (rosbags' serializer)."""
@@ -204,11 +220,13 @@ class _Codec:
 
     def outcome(self, outcome):
         return self.outcome_cls(
-            outcome.prediction_stamp_sim_ns, outcome.observed_stamp_sim_ns,
-            numpy.array(outcome.position_error_m, dtype=numpy.float64),
-            numpy.array(outcome.orientation_error_rad, dtype=numpy.float64),
-            outcome.position_mahalanobis, outcome.orientation_mahalanobis,
-            outcome.schema_version)
+            header=self.header(outcome.observed_stamp_sim_ns, outcome.frame_id),
+            prediction_stamp=self.time(outcome.prediction_stamp_sim_ns),
+            position_error_m=numpy.array(outcome.position_error_m, dtype=numpy.float64),
+            orientation_error_rad=numpy.array(outcome.orientation_error_rad, dtype=numpy.float64),
+            position_mahalanobis=outcome.position_mahalanobis,
+            orientation_mahalanobis=outcome.orientation_mahalanobis,
+            schema_version=MSG_SCHEMA_VERSION)
 
 
 _codec = None

@@ -21,6 +21,7 @@ TYPE_BELIEF_SELF_ASSESSMENT = f'{MSGS_PACKAGE}/msg/BeliefSelfAssessment'
 TYPE_PREDICTION_OUTCOME = f'{MSGS_PACKAGE}/msg/PredictionOutcome'
 TYPE_CALIBRATION_HISTORY = f'{MSGS_PACKAGE}/msg/CalibrationHistory'
 TYPE_NAMED_LEVEL = f'{MSGS_PACKAGE}/msg/NamedLevel'
+TYPE_SELF_ASSESSMENT_LEVEL = f'{MSGS_PACKAGE}/msg/SelfAssessmentLevel'
 
 # rmw's "infinite" duration (RMW_DURATION_INFINITE), as rosbag2 records it for a default profile.
 INFINITE_DURATION = (9223372036, 854775807)

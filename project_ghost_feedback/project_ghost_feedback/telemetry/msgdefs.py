@@ -93,7 +93,8 @@ def typestore():
     """Return a rosbags Typestore holding the package's message types (built once)."""
     from rosbags.typesys import get_types_from_msg, get_typestore, Stores
 
-    store = get_typestore(Stores.EMPTY)
+    # The Jazzy store brings the dependencies (std_msgs/Header, builtin_interfaces/Time).
+    store = get_typestore(Stores.ROS2_JAZZY)
     types = {}
     try:
         for name, text in msg_texts().items():
@@ -126,9 +127,32 @@ def _dependencies(text, package):
     return sorted(found)
 
 
+@functools.lru_cache(maxsize=None)
+def _dependency_text(package, type_name):
+    """Return the .msg text of another package's type (std_msgs/Header, builtin_interfaces/Time).
+
+    The installed .msg file, found through the ament index, as rosbag2 does. Without a ROS
+    environment, rosbags' Jazzy definition of the type (the same fields, without the comments).
+    """
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        path = pathlib.Path(get_package_share_directory(package)) / 'msg' / f'{type_name}.msg'
+        return path.read_text(encoding='utf-8')
+    except (ImportError, LookupError, ValueError, OSError):
+        pass
+    try:
+        text, _ = typestore().generate_msgdef(f'{package}/msg/{type_name}', ros_version=2)
+    except Exception as error:  # noqa: BLE001 - rosbags raises its own error types
+        raise MessageDefinitionError(
+            f'no .msg definition for {package}/{type_name}: {error}') from error
+    return text.split(DELIMITER, 1)[0].removesuffix('\n') if DELIMITER in text else text
+
+
 def _text_of(name):
     """Return the .msg text of ``pkg/Type`` or ``pkg/msg/Type``."""
     package, type_name = _split_type_name(name)
+    if package != MSGS_PACKAGE:
+        return _dependency_text(package, type_name)
     try:
         return msg_texts()[f'{package}/msg/{type_name}']
     except KeyError:

@@ -25,12 +25,15 @@ import pathlib
 import struct
 from typing import NamedTuple
 
-from ..core import BeliefSelfAssessment, NamedLevel, PredictionOutcome, SelfAssessmentLevel
-from ..core._validation import value_error
+from ..msg_decoding import (
+    belief_from_msg,
+    calibrated_from_msg,
+    history_from_msg,
+    outcome_from_msg,
+)
+from ..core import SelfAssessmentLevel
 from ..core.feedback import (
     assess_with_feedback,
-    CalibratedSelfAssessment,
-    CalibrationHistory,
     DEFAULT_MAX_HISTORY,
     DEFAULT_POLICY,
     make_policy,
@@ -67,68 +70,11 @@ class BagError(Exception):
 
 # -- decoders -------------------------------------------------------------------------------------
 
-_LEVELS = {level.value: level for level in SelfAssessmentLevel}
-
-
-def _level(value):
-    level = _LEVELS.get(value)
-    return level if level is not None else SelfAssessmentLevel.from_wire(value)
-
-
-# NamedLevel contracts already built, by (name, wire level): they are immutable, and the same
-# few axis and block names recur in every assessment of a bag. Bounded.
-_NAMED_LEVELS = {}
-_NAMED_LEVELS_MAX = 4096
-
-
-def _named_levels(messages):
-    cache = _NAMED_LEVELS
-    levels = []
-    for item in messages:
-        key = (item.name, item.level)
-        named = cache.get(key)
-        if named is None:
-            named = NamedLevel(item.name, _level(item.level))
-            if len(cache) < _NAMED_LEVELS_MAX:
-                cache[key] = named
-        levels.append(named)
-    return tuple(levels)
-
-
-def _belief(message):
-    return BeliefSelfAssessment(
-        message.belief_stamp_sim_ns, _level(message.overall_level),
-        _named_levels(message.axis_levels), _named_levels(message.block_levels),
-        message.schema_version)
-
-
-def _history(message):
-    stamp = message.most_recent_observed_stamp_sim_ns
-    if not message.has_most_recent_observed_stamp:
-        if stamp != 0:
-            raise value_error(
-                'CalibrationHistory', 'most_recent_observed_stamp_sim_ns', 'inconsistent_empty',
-                f'must be 0 when has_most_recent_observed_stamp is false, got {stamp!r}')
-        stamp = None
-    return CalibrationHistory(
-        message.outcomes_considered, message.count_within_1_std, message.count_beyond_1_std,
-        message.count_beyond_3_std, message.count_beyond_5_std,
-        message.worst_position_mahalanobis, message.worst_orientation_mahalanobis, stamp,
-        message.schema_version)
-
-
-def _calibrated(message):
-    return CalibratedSelfAssessment(
-        _belief(message.raw_assessment), _history(message.calibration_history),
-        _level(message.adjusted_overall_level), message.adjustment_policy_id,
-        message.adjustment_reason, message.schema_version)
-
-
-def _outcome(message):
-    return PredictionOutcome(
-        message.prediction_stamp_sim_ns, message.observed_stamp_sim_ns,
-        tuple(message.position_error_m.tolist()), tuple(message.orientation_error_rad.tolist()),
-        message.position_mahalanobis, message.orientation_mahalanobis, message.schema_version)
+# The decoders are the live path's (msg_decoding reads rclpy and rosbags messages alike).
+_belief = belief_from_msg
+_history = history_from_msg
+_calibrated = calibrated_from_msg
+_outcome = outcome_from_msg
 
 
 class _Decoder:
@@ -299,7 +245,8 @@ def _reader_errors():
     from rosbags.serde import SerdeError
 
     return (ReaderError, McapError, SerdeError, OSError, EOFError, ValueError, KeyError,
-            IndexError, TypeError, AssertionError, UnicodeDecodeError, RuntimeError, struct.error)
+            IndexError, TypeError, AssertionError, UnicodeDecodeError, RuntimeError, struct.error,
+            OverflowError)
 
 
 def _check_path(path):

@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Read project_ghost_feedback_msgs v2 messages into the core contracts (no rclpy import).
+
+One function per type. They read attributes only, so they take rclpy messages (the nodes) and
+rosbags message objects (telemetry replay) alike: one decoding for the live path and for replay.
+Each validates through the core constructors, so a bad message (NaN or negative distance, unknown
+level, wrong ``schema_version``, inconsistent counts, a non-normalised stamp, ...) raises the
+core's :class:`ContractViolation` naming the field and value.
+
+Messages are interface version 2 (``MSG_SCHEMA_VERSION``); the contracts are ADR-0026's
+(``schema_version`` 1). Stamps map exactly: ``ns = sec * 10**9 + nanosec``.
+"""
+
+from .core import (
+    BeliefSelfAssessment,
+    NamedLevel,
+    PredictionOutcome,
+    SCHEMA_VERSION as CONTRACT_SCHEMA_VERSION,
+    SelfAssessmentLevel,
+)
+from .core._validation import value_error
+from .core.feedback import CalibratedSelfAssessment, CalibrationHistory
+
+MSG_SCHEMA_VERSION = 2
+"""Interface version of the messages this build reads and writes (all five share it)."""
+
+NS_PER_S = 1_000_000_000
+
+
+def stamp_to_ns(stamp, owner, field):
+    """Return ``sec * 10**9 + nanosec`` of a builtin_interfaces/Time, exactly.
+
+    A ``nanosec`` of 10**9 or more is not a normalised ROS time and is refused (a
+    ContractValueError naming ``owner.field``); a negative result is refused by the contract.
+    """
+    if stamp.nanosec >= NS_PER_S:
+        raise value_error(
+            owner, f'{field}.nanosec', 'out_of_range',
+            f'must be < 1000000000 (a normalised builtin_interfaces/Time), got {stamp.nanosec!r}')
+    return stamp.sec * NS_PER_S + stamp.nanosec
+
+def check_msg_schema_version(owner, msg):
+    """Refuse a message whose ``schema_version`` is not this build's interface version."""
+    if msg.schema_version != MSG_SCHEMA_VERSION:
+        raise value_error(
+            owner, 'schema_version', 'unsupported_schema_version',
+            f'must be {MSG_SCHEMA_VERSION} (interface version of this build), '
+            f'got {msg.schema_version!r}')
+
+def level_from_msg(msg):
+    """Return the SelfAssessmentLevel for a SelfAssessmentLevel message (ValueError if unknown)."""
+    return SelfAssessmentLevel.from_wire(msg.value)
+
+def named_level_from_msg(msg):
+    """Return a NamedLevel for a NamedLevel message."""
+    return NamedLevel(msg.name, level_from_msg(msg.level))
+
+def belief_from_msg(msg):
+    """Return a BeliefSelfAssessment for a BeliefSelfAssessment message."""
+    owner = 'BeliefSelfAssessment'
+    check_msg_schema_version(owner, msg)
+    return BeliefSelfAssessment(
+        belief_stamp_sim_ns=stamp_to_ns(msg.header.stamp, owner, 'header.stamp'),
+        overall_level=level_from_msg(msg.overall_level),
+        axis_levels=tuple(named_level_from_msg(m) for m in msg.axis_levels),
+        block_levels=tuple(named_level_from_msg(m) for m in msg.block_levels),
+        schema_version=CONTRACT_SCHEMA_VERSION,
+        frame_id=msg.header.frame_id,
+    )
+
+def _floats(values):
+    """Return a float64[3] field (a numpy array in rclpy) as a tuple of Python floats."""
+    tolist = getattr(values, 'tolist', None)
+    return tuple(tolist()) if tolist is not None else tuple(float(v) for v in values)
+
+def outcome_from_msg(msg):
+    """Return a PredictionOutcome for a PredictionOutcome message."""
+    owner = 'PredictionOutcome'
+    check_msg_schema_version(owner, msg)
+    return PredictionOutcome(
+        prediction_stamp_sim_ns=stamp_to_ns(msg.prediction_stamp, owner, 'prediction_stamp'),
+        observed_stamp_sim_ns=stamp_to_ns(msg.header.stamp, owner, 'header.stamp'),
+        position_error_m=_floats(msg.position_error_m),
+        orientation_error_rad=_floats(msg.orientation_error_rad),
+        position_mahalanobis=msg.position_mahalanobis,
+        orientation_mahalanobis=msg.orientation_mahalanobis,
+        schema_version=CONTRACT_SCHEMA_VERSION,
+        frame_id=msg.header.frame_id,
+    )
+
+def history_from_msg(msg):
+    """Return a CalibrationHistory for a CalibrationHistory message.
+
+    ``has_most_recent_observed_stamp == False`` is the contract's ``None``; the stamp field must
+    then be 0 (anything else is a ContractValueError, so no stamp is silently dropped).
+    """
+    check_msg_schema_version('CalibrationHistory', msg)
+    if msg.has_most_recent_observed_stamp:
+        stamp = msg.most_recent_observed_stamp_sim_ns
+    elif msg.most_recent_observed_stamp_sim_ns != 0:
+        raise value_error(
+            'CalibrationHistory', 'most_recent_observed_stamp_sim_ns', 'inconsistent_empty',
+            f'must be 0 when has_most_recent_observed_stamp is false, '
+            f'got {msg.most_recent_observed_stamp_sim_ns!r}')
+    else:
+        stamp = None
+    return CalibrationHistory(
+        outcomes_considered=msg.outcomes_considered,
+        count_within_1_std=msg.count_within_1_std,
+        count_beyond_1_std=msg.count_beyond_1_std,
+        count_beyond_3_std=msg.count_beyond_3_std,
+        count_beyond_5_std=msg.count_beyond_5_std,
+        worst_position_mahalanobis=msg.worst_position_mahalanobis,
+        worst_orientation_mahalanobis=msg.worst_orientation_mahalanobis,
+        most_recent_observed_stamp_sim_ns=stamp,
+        schema_version=CONTRACT_SCHEMA_VERSION,
+    )
+
+def calibrated_from_msg(msg):
+    """Return a CalibratedSelfAssessment for a CalibratedSelfAssessment message.
+
+    ``header`` must equal ``raw_assessment.header`` (it is a copy of it); a difference is refused.
+    """
+    check_msg_schema_version('CalibratedSelfAssessment', msg)
+    if msg.header != msg.raw_assessment.header:
+        raise value_error(
+            'CalibratedSelfAssessment', 'header', 'inconsistent_header',
+            "must equal raw_assessment.header (the chain's instant is the belief's)")
+    return CalibratedSelfAssessment(
+        raw_assessment=belief_from_msg(msg.raw_assessment),
+        calibration_history=history_from_msg(msg.calibration_history),
+        adjusted_overall_level=level_from_msg(msg.adjusted_overall_level),
+        adjustment_policy_id=msg.adjustment_policy_id,
+        adjustment_reason=msg.adjustment_reason,
+        schema_version=CONTRACT_SCHEMA_VERSION,
+    )
