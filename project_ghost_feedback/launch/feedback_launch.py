@@ -10,19 +10,20 @@ Usage (a ROS 2 install with this workspace sourced)::
 Launch arguments:
 - ``namespace`` (default ``''``, the root): the node's namespace. Its topic names are relative, so
   they move with it (``/robot1/prediction_outcome``, ...); ``/diagnostics`` stays global.
+- ``outcome_topic``, ``assessment_topic``, ``calibrated_topic``: where the node's
+  ``prediction_outcome``, ``self_assessment/raw`` and ``self_assessment/calibrated`` are remapped
+  (defaults: the same names). Topic names are not parameters.
 - ``params_file`` (default: the package's installed ``config/feedback.yaml``).
 - ``use_sim_time`` (default ``false``): take time from ``/clock``.
+- ``respawn`` (default ``false``): restart the node when it exits; set ``telemetry_dir`` in the
+  params file so each run records a new timestamped bag.
 - ``record`` (default ``false``): ``true`` also starts ``ros2 bag record -s mcap`` of the node's
-  two inputs and its output, their names read from ``params_file`` (defaults otherwise) and
-  resolved in ``namespace``. It passes them with ``--topics`` (rosbag2 0.26.4 or later on Jazzy;
-  positional topics are deprecated).
+  two inputs and its output, resolved in ``namespace``, with ``--topics`` (rosbag2 0.26.4 or later
+  on Jazzy). Without rosbag2 installed that process fails with its own error; the node runs on.
 - ``bag_output`` (default ``''``: ``ros2 bag`` picks ``rosbag2_<date>``): the bag directory.
 
-Tested statically only: launch and launch_ros have no PyPI wheels, so they are not installable
-in this project's venv. ``test/test_launch_static.py`` parses this file with ``ast``, checks the
-package, executable and config file it names exist (installed), that its topic names are the
-node's parameter defaults, and runs its two pure helpers (:func:`resolve_topic`,
-:func:`topics_from_params`) in isolation.
+``test/test_launch_static.py`` checks this file without launch installed; the real-tool tests
+run it with ``ros2 launch`` where ros2cli and launch are installed.
 """
 
 import os
@@ -31,7 +32,7 @@ from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
 from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration
+from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
@@ -41,12 +42,12 @@ NODE_NAME = 'feedback_node'
 CONFIG_FILE = os.path.join('config', 'feedback.yaml')
 """The parameters file, relative to the package's share directory."""
 
-TOPIC_PARAMETERS = {
+TOPICS = {
     'outcome_topic': 'prediction_outcome',
     'assessment_topic': 'self_assessment/raw',
     'calibrated_topic': 'self_assessment/calibrated',
 }
-"""The node's topic parameters and their defaults: two inputs, then the output."""
+"""Launch argument -> the node's topic name it remaps (two inputs, then the output)."""
 
 
 def resolve_topic(namespace, topic, node_name=NODE_NAME):
@@ -64,36 +65,16 @@ def resolve_topic(namespace, topic, node_name=NODE_NAME):
     return f'{prefix}/{topic}'
 
 
-def topics_from_params(path, node_name=NODE_NAME):
-    """Return the node's topic parameters, as set in the ROS parameters file ``path``.
-
-    Entries for ``/**`` and for the node's name are read in file order (later ones win);
-    parameters the file does not set keep their defaults (:data:`TOPIC_PARAMETERS`).
-    """
-    import yaml  # a dependency of launch itself
-
-    topics = dict(TOPIC_PARAMETERS)
-    with open(path, encoding='utf-8') as stream:
-        document = yaml.safe_load(stream) or {}
-    for key, entry in document.items():
-        if key.strip('/').split('/')[-1] not in ('**', node_name):
-            continue
-        parameters = (entry or {}).get('ros__parameters', {}) or {}
-        topics.update(
-            {name: str(parameters[name]) for name in TOPIC_PARAMETERS if name in parameters})
-    return topics
-
-
 def _bag_record(context):
     """Return the ``ros2 bag record`` process for the node's inputs and output (OpaqueFunction)."""
     namespace = LaunchConfiguration('namespace').perform(context)
-    params_file = LaunchConfiguration('params_file').perform(context)
     bag_output = LaunchConfiguration('bag_output').perform(context)
-    topics = topics_from_params(params_file)
     command = ['ros2', 'bag', 'record', '-s', 'mcap']
     if bag_output:
         command += ['-o', bag_output]
-    command += ['--topics'] + [resolve_topic(namespace, topics[name]) for name in TOPIC_PARAMETERS]
+    command += ['--topics'] + [
+        resolve_topic(namespace, LaunchConfiguration(argument).perform(context))
+        for argument in TOPICS]
     return [ExecuteProcess(cmd=command, name='feedback_bag_record', output='screen')]
 
 
@@ -109,6 +90,14 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'use_sim_time', default_value='false', choices=['true', 'false'],
             description='Use /clock as the node clock.'),
+        *[DeclareLaunchArgument(
+            argument, default_value=topic,
+            description=f"Topic the node's {topic} is remapped to (relative names resolve in "
+            'the namespace).') for argument, topic in TOPICS.items()],
+        DeclareLaunchArgument(
+            'respawn', default_value='false', choices=['true', 'false'],
+            description='Restart the node when it exits (with telemetry_dir it records a new '
+            'timestamped bag each time).'),
         DeclareLaunchArgument(
             'record', default_value='false', choices=['true', 'false'],
             description='Also record the node inputs and output with ros2 bag (MCAP).'),
@@ -120,6 +109,10 @@ def generate_launch_description():
             executable=EXECUTABLE,
             name=NODE_NAME,
             namespace=LaunchConfiguration('namespace'),
+            remappings=[
+                (topic, LaunchConfiguration(argument)) for argument, topic in TOPICS.items()],
+            respawn=PythonExpression(["'", LaunchConfiguration('respawn'), "' == 'true'"]),
+            respawn_delay=1.0,
             parameters=[
                 LaunchConfiguration('params_file'),
                 {'use_sim_time': ParameterValue(

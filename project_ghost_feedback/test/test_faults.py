@@ -36,6 +36,7 @@ from project_ghost_feedback_msgs.msg import (
 )
 import pytest
 import rclpy
+from rclpy.parameter import Parameter
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -201,7 +202,8 @@ def _start_node(bag, executor):
     return subprocess.Popen(
         [sys.executable, '-m', 'project_ghost_feedback.ros.feedback_node', '--ros-args',
          '-p', f'executor:={executor}', '-p', f'telemetry_bag:={bag}',
-         '-p', f'max_history:={MAX_HISTORY}', '-p', 'diagnostics_period_s:=0.05'],
+         '-p', f'max_history:={MAX_HISTORY}', '-p', 'diagnostics_period_s:=0.05',
+         '-p', 'policy:=mahalanobis_downgrade'],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -378,7 +380,8 @@ def test_node_continues_after_its_publisher_restarts(executor):
     steps = make_stream(300)
     node_context = rclpy.Context()
     rclpy.init(context=node_context)
-    node = FeedbackNode(node_name='fault_restart_node', context=node_context)
+    node = FeedbackNode(node_name='fault_restart_node', context=node_context, parameter_overrides=[
+        Parameter('policy', value='mahalanobis_downgrade')])
     node_executor = make_executor(executor, node_context)
     node_executor.add_node(node)
     listener = rclpy.create_node('fault_restart_listener', context=node_context)

@@ -23,6 +23,7 @@ import uuid
 
 from ament_index_python.packages import get_package_prefix
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from std_srvs.srv import Trigger
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
@@ -48,7 +49,6 @@ from project_ghost_feedback.core import (
 from project_ghost_feedback.core.feedback import (
     assess_with_feedback,
     DEFAULT_MAX_HISTORY,
-    DEFAULT_POLICY,
     make_policy,
     MahalanobisDowngradePolicy,
     REASON_CALIBRATION_WITHIN_TOLERANCE,
@@ -69,6 +69,7 @@ DEADLINE_S = 15.0
 SECOND_NS = 1_000_000_000
 QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+REFERENCE = 'mahalanobis_downgrade'
 LEVELS = (SelfAssessmentLevel.KNOWN, SelfAssessmentLevel.UNCERTAIN, SelfAssessmentLevel.UNKNOWN)
 PACKAGE = 'project_ghost_feedback'
 
@@ -122,7 +123,7 @@ def make_stream(kind, steps=10, per_step=4, seed=0, level=None):
 
 def expected_outputs(stream, policy=None, max_history=DEFAULT_MAX_HISTORY):
     """Return the pure function's CalibratedSelfAssessment per step for the ordered stream."""
-    policy = policy or make_policy(DEFAULT_POLICY)
+    policy = policy or make_policy(REFERENCE)
     seen, expected = [], []
     for outcomes, raw in stream:
         seen.extend(outcomes)
@@ -146,6 +147,8 @@ class Harness:
     """
 
     def __init__(self, context, executor='single_threaded', **parameters):
+        # The tests' expectations are computed with the ADR reference policy (REFERENCE).
+        parameters.setdefault('policy', REFERENCE)
         self.context = context
         self.namespace = f'/gf_test_{uuid.uuid4().hex[:12]}'
         self.node = FeedbackNode(
@@ -346,7 +349,7 @@ def test_calibrated_stream_passes_through(harness):
     no_outcome_raw = make_raw(-1, random.Random(9), SelfAssessmentLevel.UNCERTAIN)
     h.publish_raw(no_outcome_raw)  # belief stamp 0: before every outcome
     first = h.wait_outputs(1)[0]
-    assert first == assess_with_feedback(no_outcome_raw, [], make_policy(DEFAULT_POLICY))
+    assert first == assess_with_feedback(no_outcome_raw, [], make_policy(REFERENCE))
     assert first.adjustment_reason == REASON_NO_OUTCOMES_YET
     outputs = h.run_stream(stream)
     assert outputs == expected_outputs(stream)
@@ -363,7 +366,8 @@ def test_out_of_order_and_duplicate_outcomes_match_the_ordered_stream(harness):
     stream = make_stream('overconfident', steps=8, per_step=4, seed=5)
     expected = expected_outputs(stream)
     rng = random.Random(11)
-    h = harness()
+    # Outcomes up to 8 s out of order: a tolerance above that (a backward jump beyond it resets).
+    h = harness(time_jump_tolerance_s=60.0)
 
     # All outcomes of the run first, shuffled, a third of them twice: future outcomes wait in
     # the buffer until the assessment whose belief stamp covers them.
@@ -412,12 +416,12 @@ def test_interleaved_reversed_and_late_duplicates_match_the_ordered_stream(harne
 def test_burst_is_drained_before_each_assessment(harness, executor):
     """A burst (no waiting between steps) under each executor gives the ordered outputs.
 
-    The node drains the outcome subscription before each assessment (``take_message``), so an
-    assessment handled before outcomes published ahead of it still sees them. Publishers are in
-    this process, so both topics are already delivered when the node takes the assessment.
+    The two topics race in the executor (SingleThreadedExecutor takes one message per ready
+    subscription per wait): with ``assessment_hold_s`` the node holds each assessment until the
+    outcomes sent before it are in, so every output equals the ordered stream's.
     """
     stream = make_stream('overconfident', steps=10, per_step=6, seed=8)
-    h = harness(executor=executor)
+    h = harness(executor=executor, assessment_hold_s=1.0)
     for outcomes, raw in stream:
         for outcome in outcomes:
             h.publish_outcome(outcome)
@@ -545,8 +549,8 @@ def test_every_bad_message_is_rejected_and_counted_while_good_traffic_continues(
     ({'policy': 'no_such_policy'}, "policy 'no_such_policy' is not registered"),
     ({'max_history': 0}, 'max_history'),
     ({'max_history': 'many'}, 'max_history'),
-    ({'max_history': 64, 'outcome_buffer_size': 32},
-     r'outcome_buffer_size \(32\) must be >= max_history \(64\)'),
+    ({'bucket_likelihood_ratio.degrees_of_freedom': 4}, 'degrees_of_freedom'),
+    ({'calibrated_exceedance.max_window': 4096}, 'max_window'),
     ({'mahalanobis_downgrade.min_outcomes': 0}, 'min_outcomes'),
     ({'mahalanobis_downgrade.downgrade_threshold': 1.5}, 'downgrade_threshold'),
     ({'calibrated_exceedance.false_alarm_probability': 2.0}, 'false_alarm_probability'),
@@ -562,6 +566,18 @@ def test_invalid_parameters_are_rejected_at_start(context, overrides, reason):
     assert str(error.value).startswith('invalid parameters: ')
 
 
+def test_max_history_above_the_buffer_size_needs_no_order(harness):
+    """max_history above outcome_buffer_size is accepted in any order; the buffer grows to it."""
+    h = harness(max_history=8, outcome_buffer_size=8)
+    node = h.node
+    assert node.set_parameters([Parameter('max_history', value=64)])[0].successful
+    assert diagnostic_values(node.diagnostic_status())['window_fill'] == '0/64'
+    assert node.set_parameters([Parameter('outcome_buffer_size', value=16)])[0].successful
+    assert diagnostic_values(node.diagnostic_status())['window_fill'] == '0/64'
+    assert node.set_parameters([Parameter('outcome_buffer_size', value=128)])[0].successful
+    assert diagnostic_values(node.diagnostic_status())['window_fill'] == '0/128'
+
+
 def test_invalid_parameter_changes_are_rejected_and_the_old_config_kept(harness):
     """set_parameters refuses invalid values with a reason; the node keeps working as before."""
     stream = make_stream('overconfident', steps=6, per_step=4, seed=2)
@@ -572,8 +588,9 @@ def test_invalid_parameter_changes_are_rejected_and_the_old_config_kept(harness)
     before = {name: node.get_parameter(name).value for name in names}
     refused = [
         (Parameter('max_history', value=0), 'max_history'),
-        (Parameter('max_history', value=2048), 'outcome_buffer_size'),
-        (Parameter('outcome_buffer_size', value=4), 'outcome_buffer_size'),
+        (Parameter('bucket_likelihood_ratio.degrees_of_freedom', value=64),
+         'degrees_of_freedom'),
+        (Parameter('calibrated_exceedance.max_window', value=4096), 'max_window'),
         (Parameter('policy', value='no_such_policy'), 'no_such_policy'),
         (Parameter('mahalanobis_downgrade.downgrade_threshold', value=0), 'downgrade_threshold'),
         (Parameter('mahalanobis_downgrade.min_outcomes', value='four'), 'Type.INTEGER'),
@@ -596,13 +613,12 @@ def test_invalid_parameter_changes_are_rejected_and_the_old_config_kept(harness)
 
 
 @pytest.mark.parametrize(('name', 'value'), [
-    ('outcome_topic', 'elsewhere'),
-    ('assessment_topic', 'elsewhere'),
-    ('calibrated_topic', 'elsewhere'),
     ('input_qos_depth', 5),
     ('output_qos_depth', 5),
     ('executor', 'events'),
     ('telemetry_bag', '/tmp/never_written'),
+    ('telemetry_dir', '/tmp/never_written'),
+    ('telemetry_queue_size', 5),
 ])
 def test_read_only_parameters_refuse_change(context, name, value):
     """Topics, QoS depths, the executor and the telemetry bag are fixed at start."""
@@ -663,38 +679,97 @@ def test_valid_parameter_changes_take_effect_on_the_next_assessment(harness):
 # -- (6) (7) time and diagnostics -----------------------------------------------------------------
 
 @pytest.mark.parametrize('executor', EXECUTORS)
-def test_sim_time_drives_the_clock_and_staleness(harness, executor):
-    """With use_sim_time the node clock follows /clock, and STALE is decided on sim time.
+def test_diagnostics_keep_flowing_and_say_so_when_sim_time_stalls(harness, executor):
+    """Diagnostics run on steady time: when /clock stops, they keep flowing and say so.
 
-    Each check reads the status the node published at exactly the current sim time (the
-    DiagnosticArray stamp): a handful of wall-clock milliseconds pass between them.
+    With use_sim_time the node clock follows /clock; the statuses keep their stalled sim stamp.
     """
-    h = harness(executor=executor, use_sim_time=True, stale_after_s=5.0,
-                diagnostics_period_s=1.0)
+    h = harness(executor=executor, use_sim_time=True, stale_after_s=3600.0,
+                diagnostics_period_s=0.1)
     start_ns = 100 * SECOND_NS
-
-    def status_at(seconds_after_start):
-        now_ns = start_ns + seconds_after_start * SECOND_NS
-        h.diagnostics.clear()
-        h.publish_clock(now_ns)
-        return h.wait_diagnostics(
-            lambda _, stamp_ns: stamp_ns == now_ns, f'diagnostics stamped {now_ns} ns')
-
     h.publish_clock(start_ns)
     assert h.node.get_clock().ros_time_is_active
-    h.run_stream(make_stream('calibrated', steps=1, per_step=2, seed=12))  # at sim 100 s
+    h.run_stream(make_stream('calibrated', steps=1, per_step=2, seed=12))
+    stamps = set()
+    status = h.wait_diagnostics(
+        lambda s, stamp_ns: stamps.add(stamp_ns) or diagnostic_values(s)['clock_stalled'] == 'True',
+        'a diagnostics status saying the clock stalled')
+    assert 'node clock stalled' in status.message
+    assert stamps == {start_ns}
+    assert diagnostic_values(status)['node_clock_ns'] == str(start_ns)
 
-    for seconds in (1, 3, 5):
-        status = status_at(seconds)
-        assert status.level == DiagnosticStatus.OK, (seconds, status.message)
-    # More than 5 s of sim time without an outcome (a few ms of wall time): STALE.
-    status = status_at(6)
-    assert status.level == DiagnosticStatus.STALE, status.message
-    # A new outcome (received at sim 106 s) makes it fresh again, until 111 s.
-    h.publish_outcome(make_outcome(10 * SECOND_NS, 0.5, 0.5, random.Random(1)))
-    h.wait_received(outcomes=3)
-    assert status_at(11).level == DiagnosticStatus.OK
-    assert status_at(12).level == DiagnosticStatus.STALE
+
+def _phase(h, start_s, seconds, rate_hz, scale, rng):
+    """Publish ``seconds`` of 10 Hz traffic (one outcome per assessment) from sim ``start_s``."""
+    steps = int(seconds * rate_hz)
+    period_ns = SECOND_NS // rate_hz
+    base_ns = int(start_s * SECOND_NS)
+    for chunk in range(0, steps, 100):
+        stamps = [base_ns + (i + 1) * period_ns for i in range(chunk, min(chunk + 100, steps))]
+        h.publish_clock(stamps[-1])
+        for stamp in stamps:
+            distance = scale * math.sqrt(sum(rng.gauss(0.0, 1.0) ** 2 for _ in range(3)))
+            h.publish_outcome(make_outcome(stamp - period_ns // 2, distance, distance / 2, rng))
+            h.publish_raw(BeliefSelfAssessment(stamp, SelfAssessmentLevel.KNOWN))
+        h.wait_outputs(len(h.outputs) + len(stamps))
+
+
+def test_sim_reset_resets_the_window_and_overconfidence_is_caught_after_it(harness):
+    """500 s at 10 Hz calibrated, then a sim reset to t=0 with 50x overconfident outcomes.
+
+    The backward /clock jump (or the inputs' stamps going back, whichever the node sees first)
+    resets the window once: the output downgrades within the policy's usual delay instead of
+    passing KNOWN through as ``no_outcomes_yet`` forever, and /diagnostics counts the reset.
+    """
+    rng = random.Random(21)
+    h = harness(use_sim_time=True, policy='calibrated_exceedance', stale_after_s=3600.0,
+                diagnostics_period_s=0.1, assessment_hold_s=0.05)
+    h.publish_clock(SECOND_NS)
+    _phase(h, 1.0, 500.0, 10, 1.0, rng)
+    before = len(h.outputs)
+    assert before == 5000
+    calm = [calibrated_from_msg(m) for m in h.outputs[-1000:]]
+    assert sum(o.was_downgraded for o in calm) <= 10
+    # The sim restarts at t = 0 with an estimator 50x overconfident.
+    h.publish_clock(0)
+    _phase(h, 0.0, 2.0, 10, 50.0, rng)
+    after = [calibrated_from_msg(m) for m in h.outputs[before:]]
+    assert len(after) == 20
+    first = next(i for i, o in enumerate(after) if o.was_downgraded)
+    assert first < 5, [o.adjustment_reason for o in after[:8]]
+    assert all(o.was_downgraded for o in after[first:])
+    assert sum(h.node.resets.values()) == 1
+    status = h.wait_diagnostics(
+        lambda s, _: diagnostic_values(s)['resets_total'] == '1', 'the reset on /diagnostics')
+    assert status.level in (DiagnosticStatus.WARN, DiagnosticStatus.ERROR)
+    assert diagnostic_values(status)['last_reset_reason'].split(':')[0] in (
+        'clock_jump', 'input_stamp_jump')
+
+
+def test_reset_service_clears_the_window(harness):
+    """~/reset (std_srvs/Trigger) clears the window: the next assessment sees no outcomes."""
+    h = harness()
+    h.run_stream(make_stream('overconfident', steps=3, per_step=4, seed=4))
+    client = h.client.create_client(Trigger, f'{h.namespace}/feedback_node/reset')
+    assert client.wait_for_service(timeout_sec=10.0)
+    future = client.call_async(Trigger.Request())
+    h.spin_until(future.done, 'the reset response')
+    assert future.result().success and '12 outcomes dropped' in future.result().message
+    h.publish_raw(BeliefSelfAssessment(10 * SECOND_NS, SelfAssessmentLevel.KNOWN))
+    output = h.wait_outputs(4)[-1]
+    assert output.calibration_history.outcomes_considered == 0
+    assert h.node.resets == {'service': 1}
+
+
+def test_diagnostic_name_is_unique_per_node_instance(context):
+    """Two namespaced nodes publish distinct status names, '<fully qualified name>: calibration'."""
+    nodes = [FeedbackNode(context=context, namespace=f'/robot{i}') for i in (1, 2)]
+    try:
+        names = [n.diagnostic_status().name for n in nodes]
+        assert names == ['/robot1/feedback_node: calibration', '/robot2/feedback_node: calibration']
+    finally:
+        for node in nodes:
+            node.destroy_node()
 
 
 def test_diagnostics_warn_when_downgraded_and_report_counts(harness):
@@ -717,14 +792,16 @@ def test_diagnostics_warn_when_downgraded_and_report_counts(harness):
     assert values['duplicates_dropped'] == '0'
     assert values['window_fill'] == '12/1024'
     assert values['max_history'] == str(DEFAULT_MAX_HISTORY)
-    assert values['policy'] == DEFAULT_POLICY
+    assert values['policy'] == REFERENCE
 
     # Raw already UNKNOWN: the policy still reports the evidence but the level is not below raw.
     unknown = BeliefSelfAssessment(4 * SECOND_NS, SelfAssessmentLevel.UNKNOWN)
     h.publish_raw(unknown)
     h.wait_outputs(4)
-    status = h.wait_diagnostics(
+    h.wait_diagnostics(
         lambda s, _: diagnostic_values(s).get('published') == '4', 'diagnostics after 4 outputs')
+    # The next period starts from the last assessment's severity: no downgrade in it, OK.
+    status = h.wait_diagnostics(lambda s, _: True, 'the next period')
     assert status.level == DiagnosticStatus.OK, status.message
     assert diagnostic_values(status)['calibrated_level'] == 'UNKNOWN'
 
@@ -736,7 +813,7 @@ def test_diagnostics_stale_without_outcomes(harness):
     h.wait_outputs(1)
     status = h.wait_diagnostics(
         lambda s, _: s.level == DiagnosticStatus.STALE, 'a STALE diagnostic')
-    assert 'no outcomes' in status.message
+    assert 'no outcome received' in status.message
     assert diagnostic_values(status)['published'] == '1'
 
 
@@ -815,14 +892,15 @@ def test_signal_stops_the_node_process_cleanly(launcher, executor, signum):
     ('policy:=no_such_policy', 'no_such_policy'),
 ])
 def test_invalid_command_line_parameter_exits_nonzero_with_one_line(argument, reason):
-    """An invalid parameter on the command line: exit 2, one line naming it, no traceback."""
+    """An invalid parameter on the command line: exit 2, one ROS log line naming it (FATAL)."""
     completed = subprocess.run(
         _node_command('module', '-p', argument), capture_output=True, text=True,
         timeout=DEADLINE_S * 2)
     assert completed.returncode == 2, completed.stderr
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 1, completed.stderr
-    assert lines[0].startswith('feedback_node: invalid parameters: ')
+    assert lines[0].startswith('[FATAL] ')
+    assert '[feedback_node]: cannot start: invalid parameters: ' in lines[0]
     assert reason in lines[0]
     assert completed.stdout == ''
 
@@ -830,7 +908,7 @@ def test_invalid_command_line_parameter_exits_nonzero_with_one_line(argument, re
 def test_outcomes_older_than_a_full_buffer_are_counted(harness):
     """An outcome older than everything in a full outcome buffer is dropped and counted."""
     rng = random.Random(3)
-    h = harness(max_history=2, outcome_buffer_size=2)
+    h = harness(max_history=2, outcome_buffer_size=2, time_jump_tolerance_s=60.0)
     for seconds in (10, 20, 5):
         h.publish_outcome(make_outcome(seconds * SECOND_NS, 0.5, 0.5, rng))
         h.wait_received(outcomes={10: 1, 20: 2, 5: 3}[seconds])

@@ -69,7 +69,13 @@ MS = 1_000_000
 DEADLINE_S = 20.0
 QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                  reliability=ReliabilityPolicy.RELIABLE)
-PARAMETERS = {'max_history': MAX_HISTORY, 'outcome_buffer_size': BUFFER_SIZE}
+# The streams span seconds of stamps with deliberate disorder and stamp 0: a tolerance far above
+# that keeps the node's time-jump reset out of these tests (test_feedback_node tests it).
+PARAMETERS = {'max_history': MAX_HISTORY, 'outcome_buffer_size': BUFFER_SIZE,
+              'policy': 'mahalanobis_downgrade', 'time_jump_tolerance_s': 3600.0}
+# Stamps this far ahead of the node's (wall) clock are refused as future_stamp: the contract
+# accepts them, the node does not let them into its window (e.g. STAMP_MAX_NS).
+FUTURE_NS = time.time_ns() + 7200 * 10**9
 
 OUTCOME = 'outcome'
 ASSESSMENT = 'assessment'
@@ -100,6 +106,15 @@ def _belief_msg(stamp_ns, level, **fields):
         overall_level=LevelMsg(value=level), schema_version=2, **fields)
     msg.header.stamp = _time(stamp_ns)
     return msg
+
+
+def _legal(topic, msg):
+    """Return (topic, msg, expected) for a message the contract accepts.
+
+    Its stamp (observed / belief) decides: beyond FUTURE_NS the node refuses it (future_stamp).
+    """
+    stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+    return (topic, msg, f'{topic}:future_stamp' if stamp > FUTURE_NS else VALID)
 
 
 # -- the seeded generator ------------------------------------------------------------------------
@@ -309,16 +324,16 @@ class StreamGenerator:
         while bad < malformed:
             self.stamp += MS
             for _ in range(rng.randrange(0, 3)):
-                events.append((OUTCOME, self.good_outcome(), VALID))
+                events.append(_legal(OUTCOME, self.good_outcome()))
             if rng.random() < 0.05 and self.valid_outcomes:
-                events.append((OUTCOME, rng.choice(self.valid_outcomes[-60:]), VALID))  # dup
+                events.append(_legal(OUTCOME, rng.choice(self.valid_outcomes[-60:])))  # dup
             for _ in range(rng.randrange(0, 3)):
                 if rng.random() < 0.6:
                     events.append((OUTCOME, *self.bad_outcome()))
                 else:
                     events.append((ASSESSMENT, *self.bad_assessment()))
                 bad += 1
-            events.append((ASSESSMENT, self.good_assessment(), VALID))
+            events.append(_legal(ASSESSMENT, self.good_assessment()))
         return events
 
 
@@ -457,9 +472,10 @@ def test_malformed_messages_are_counted_and_good_outputs_equal_the_clean_stream(
         # Valid-by-contract oddities were handled, not rejected: +inf reached the outputs...
         assert any(math.isinf(c.calibration_history.worst_position_mahalanobis)
                    for c in mixed)
-        # ...as did stamps 0 and the largest stamp, and full NamedLevel lists.
+        # ...as did stamp 0 and full NamedLevel lists; the largest stamp is from the future.
         stamps = {c.raw_assessment.belief_stamp_sim_ns for c in mixed}
-        assert {0, STAMP_MAX_NS} <= stamps
+        assert 0 in stamps and STAMP_MAX_NS not in stamps
+        assert reasons['assessment:future_stamp'] > 0 and reasons['outcome:future_stamp'] > 0
         assert max(len(c.raw_assessment.axis_levels) for c in mixed) == MAX_LEVELS
         # The diagnostics report the same per-reason counts.
         values = {kv.key: kv.value for kv in mixed_node.diagnostic_status().values}

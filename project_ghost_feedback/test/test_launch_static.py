@@ -18,15 +18,23 @@ import pytest
 import rclpy
 import yaml
 
-from project_ghost_feedback.ros.feedback_node import FeedbackNode
+from project_ghost_feedback.ros.feedback_node import (
+    ASSESSMENT_TOPIC,
+    CALIBRATED_TOPIC,
+    FeedbackNode,
+    OUTCOME_TOPIC,
+)
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[1]
 LAUNCH_FILE = PACKAGE_DIR / 'launch' / 'feedback_launch.py'
 CONFIG_FILE = PACKAGE_DIR / 'config' / 'feedback.yaml'
 RCLPY_OWN_PARAMETERS = frozenset({'start_type_description_service'})
 """Declared by rclpy on every node; not part of the node's configuration."""
-LAUNCH_ARGUMENTS = frozenset({'namespace', 'params_file', 'use_sim_time', 'record', 'bag_output'})
-HELPERS = ('resolve_topic', 'topics_from_params')
+TOPIC_ARGUMENTS = frozenset({'outcome_topic', 'assessment_topic', 'calibrated_topic'})
+LAUNCH_ARGUMENTS = frozenset({
+    'namespace', 'params_file', 'use_sim_time', 'record', 'bag_output', 'respawn'}
+) | TOPIC_ARGUMENTS
+HELPERS = ('resolve_topic',)
 
 
 @pytest.fixture(scope='module')
@@ -62,7 +70,7 @@ def helpers(tree):
         node for node in tree.body
         if (isinstance(node, ast.FunctionDef) and node.name in HELPERS)
         or (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id in ('NODE_NAME', 'TOPIC_PARAMETERS'))
+            and node.targets[0].id in ('NODE_NAME', 'TOPICS'))
     ]
     module = ast.Module(body=wanted, type_ignores=[])
     namespace = {}
@@ -113,13 +121,12 @@ def _config_parameters():
 
 # -- the launch file ------------------------------------------------------------------------------
 
-def test_launch_file_parses_and_says_it_is_tested_statically(tree):
-    """It is valid Python with generate_launch_description and an honest docstring."""
+def test_launch_file_parses_and_says_how_it_is_tested(tree):
+    """It is valid Python with generate_launch_description and a docstring naming its tests."""
     functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert 'generate_launch_description' in functions
     docstring = ast.get_docstring(tree)
-    assert 'Tested statically only' in docstring
-    assert 'not installable' in docstring
+    assert 'test_launch_static.py' in docstring and 'ros2 launch' in docstring
     assert LAUNCH_FILE.read_text(encoding='utf-8').startswith(
         '# SPDX-License-Identifier: Apache-2.0\n')
 
@@ -175,11 +182,19 @@ def test_node_action_runs_the_package_executable_in_the_namespace(tree, constant
 
 
 def test_launch_arguments_are_declared_and_every_use_is_declared(tree):
-    """namespace, params_file, use_sim_time, record and bag_output; no undeclared use."""
-    declared = {ast.literal_eval(c.args[0]) for c in _calls(tree, 'DeclareLaunchArgument')}
-    assert declared == LAUNCH_ARGUMENTS
-    used = {ast.literal_eval(c.args[0]) for c in _calls(tree, 'LaunchConfiguration')}
-    assert used == LAUNCH_ARGUMENTS
+    """The launch arguments (topic remaps included); no undeclared use."""
+    def names(calls):
+        found = set()
+        for call in calls:
+            if isinstance(call.args[0], ast.Constant):
+                found.add(call.args[0].value)
+            else:  # DeclareLaunchArgument(argument, ...) / LaunchConfiguration(argument): TOPICS
+                assert ast.unparse(call.args[0]) == 'argument'
+                found |= TOPIC_ARGUMENTS
+        return found
+
+    assert names(_calls(tree, 'DeclareLaunchArgument')) == LAUNCH_ARGUMENTS
+    assert names(_calls(tree, 'LaunchConfiguration')) == LAUNCH_ARGUMENTS
     conditions = [ast.unparse(c) for c in _calls(tree, 'IfCondition')]
     assert conditions == ["IfCondition(LaunchConfiguration('record'))"]
 
@@ -195,14 +210,18 @@ def test_record_runs_ros2_bag_record_mcap_on_the_node_topics(tree):
     processes = _calls(tree, 'ExecuteProcess')
     assert len(processes) == 1
     source = ast.unparse(next(f for f in tree.body if getattr(f, 'name', '') == '_bag_record'))
-    assert 'resolve_topic(namespace, topics[name]) for name in TOPIC_PARAMETERS' in source
+    assert 'resolve_topic(namespace, LaunchConfiguration(argument).perform(context))' in source
 
 
-def test_launch_topic_names_are_the_node_parameter_defaults(constants, node):
-    """TOPIC_PARAMETERS equals the node's topic parameters at their defaults."""
-    topics = constants['TOPIC_PARAMETERS']
+def test_launch_remaps_exactly_the_node_topic_names(constants, tree):
+    """TOPICS maps each remap argument to one of the node's topic names; no topic parameter."""
+    topics = constants['TOPICS']
     assert list(topics) == ['outcome_topic', 'assessment_topic', 'calibrated_topic']
-    assert topics == {name: node.get_parameter(name).value for name in topics}
+    assert list(topics.values()) == [OUTCOME_TOPIC, ASSESSMENT_TOPIC, CALIBRATED_TOPIC]
+    (node_call,) = _calls(tree, 'Node')
+    remappings = next(k.value for k in node_call.keywords if k.arg == 'remappings')
+    assert ast.unparse(remappings) == (
+        '[(topic, LaunchConfiguration(argument)) for argument, topic in TOPICS.items()]')
 
 
 @pytest.mark.parametrize('namespace', ['', '/', 'robot1', '/robot1', '/fleet/robot_2/'])
@@ -221,8 +240,8 @@ def test_resolve_topic_agrees_with_rclpy(helpers, namespace):
             node._publisher.topic_name,
         ]
         expected = [
-            resolve_topic(namespace, node.get_parameter(name).value)
-            for name in ('outcome_topic', 'assessment_topic', 'calibrated_topic')]
+            resolve_topic(namespace, name)
+            for name in (OUTCOME_TOPIC, ASSESSMENT_TOPIC, CALIBRATED_TOPIC)]
         assert resolved == expected
         for topic in ('/absolute/x', '~/private', 'a/b'):
             publisher = node.create_publisher(node._publisher.msg_type, topic, 1)
@@ -231,25 +250,6 @@ def test_resolve_topic_agrees_with_rclpy(helpers, namespace):
         if node is not None:
             node.destroy_node()
         context.try_shutdown()
-
-
-def test_topics_from_params_reads_the_installed_config_and_overrides(helpers, tmp_path):
-    """The recorder's topics come from the params file: defaults, /** and per-node overrides."""
-    topics_from_params = helpers['topics_from_params']
-    installed = os.path.join(
-        get_package_share_directory('project_ghost_feedback'), 'config', 'feedback.yaml')
-    assert topics_from_params(installed) == helpers['TOPIC_PARAMETERS']
-    custom = tmp_path / 'custom.yaml'
-    custom.write_text(
-        '/**:\n  ros__parameters:\n    outcome_topic: outcomes\n    max_history: 8\n'
-        '/fleet/feedback_node:\n  ros__parameters:\n    calibrated_topic: /global/calibrated\n'
-        'other_node:\n  ros__parameters:\n    assessment_topic: not_this_one\n',
-        encoding='utf-8')
-    assert topics_from_params(str(custom)) == {
-        'outcome_topic': 'outcomes',
-        'assessment_topic': 'self_assessment/raw',
-        'calibrated_topic': '/global/calibrated',
-    }
 
 
 # -- the parameters file --------------------------------------------------------------------------

@@ -96,7 +96,8 @@ class _Harness:
             context = rclpy.Context()
             rclpy.init(context=context)
             self.contexts.append(context)
-        overrides = [Parameter('telemetry_bag', value=str(bag))]
+        overrides = [Parameter('telemetry_bag', value=str(bag)),
+                     Parameter('policy', value='mahalanobis_downgrade')]
         overrides += [Parameter(name, value=value) for name, value in parameters]
         self.node = FeedbackNode(context=self.contexts[0], parameter_overrides=overrides)
         self.driver = rclpy.create_node('replay_test_driver', context=self.contexts[1])
@@ -332,7 +333,8 @@ def test_signal_leaves_a_readable_bag_with_every_accepted_message(tmp_path, sign
     bag = tmp_path / 'bag'
     process = subprocess.Popen(
         [sys.executable, '-m', 'project_ghost_feedback.ros.feedback_node', '--ros-args',
-         '-p', f'telemetry_bag:={bag}', '-p', 'diagnostics_period_s:=0.1'],
+         '-p', f'telemetry_bag:={bag}', '-p', 'diagnostics_period_s:=0.1',
+         '-p', 'policy:=mahalanobis_downgrade'],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     context = rclpy.Context()
     rclpy.init(context=context)

@@ -55,6 +55,17 @@ class OutcomeWindow:
     def __len__(self):
         return len(self._outcomes)
 
+    @property
+    def newest_stamp(self):
+        """Return the largest observed stamp held, or None when empty."""
+        return self._stamps[-1] if self._stamps else None
+
+    def clear(self):
+        """Forget every outcome (the node does so on a time jump or a reset request)."""
+        self._keys.clear()
+        self._outcomes.clear()
+        self._stamps.clear()
+
     def resize(self, capacity):
         """Change the capacity, evicting the oldest outcomes if needed."""
         self._capacity = require_int('OutcomeWindow', 'capacity', capacity, minimum=1)

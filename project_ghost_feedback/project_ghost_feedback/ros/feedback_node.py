@@ -1,17 +1,28 @@
 # SPDX-License-Identifier: Apache-2.0
 """The long-running closed-loop feedback node.
 
-Subscribes to PredictionOutcome and BeliefSelfAssessment, keeps a bounded window of outcomes in
-observed-stamp order, and on each assessment publishes ``assess_with_feedback`` over the outcomes
-observed at or before the belief stamp as a CalibratedSelfAssessment on
-``self_assessment/calibrated`` (topic names are relative to the node namespace:
-``/self_assessment/calibrated`` at the root). Publishes ``/diagnostics`` at a steady rate.
+Subscribes to ``prediction_outcome`` (PredictionOutcome) and ``self_assessment/raw``
+(BeliefSelfAssessment), keeps a bounded window of outcomes in observed-stamp order, and on each
+assessment publishes ``assess_with_feedback`` over the outcomes observed at or before the belief
+stamp as a CalibratedSelfAssessment on ``self_assessment/calibrated``. Topic names are relative
+(they resolve in the node's namespace) and change by remapping only. Also:
+
+- ``~/reset`` (std_srvs/Trigger) clears the window;
+- a backward jump of the node clock (sim reset, a bag played in a loop), input stamps that go back
+  by more than ``time_jump_tolerance_s`` (a restarted estimator) reset the window and the node's
+  state, logged once per event and counted; input stamps further ahead of the node clock than the
+  tolerance are rejected (``future_stamp``), so they cannot poison the window;
+- ``/diagnostics``: status ``<node fully qualified name>: calibration``, the worst of each period,
+  on a steady-clock timer (it keeps flowing when sim time stalls);
+- telemetry (``telemetry_bag`` / ``telemetry_dir``) recorded on a writer thread, off the data path.
 
 Run it with ``ros2 run project_ghost_feedback feedback_node`` (ROS install) or ``feedback_node``
 (the project venv; see the README).
 """
 
 import collections
+import datetime
+import pathlib
 import signal
 import sys
 import time
@@ -23,112 +34,52 @@ from project_ghost_feedback_msgs.msg import (
     PredictionOutcome as PredictionOutcomeMsg,
 )
 import rclpy
+from rclpy.clock import Clock, ClockType, JumpThreshold
 from rclpy.duration import Duration
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
-from rcl_interfaces.msg import (
-    FloatingPointRange,
-    IntegerRange,
-    ParameterDescriptor,
-    ParameterType,
-    SetParametersResult,
-)
+from rcl_interfaces.msg import SetParametersResult
+from std_srvs.srv import Trigger
 
 from ..core import ContractViolation
-from ..core.feedback import (
-    assess_with_feedback,
-    DEFAULT_MAX_HISTORY,
-    DEFAULT_POLICY,
-    make_policy,
-    policy_names,
-    policy_parameters,
-)
+from ..core.feedback import assess_with_feedback
 from ..core.window import ADDED, DUPLICATE, OutcomeWindow, TOO_OLD
+from .calibration_status import assessment_severity, ERROR, OK, PeriodStatus, STALE, WARN
 from .conversions import belief_from_msg, fill_calibrated_msg, outcome_from_msg
+from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for main()'s users
+    descriptor,
+    EXECUTORS,
+    NODE_PARAMETERS,
+    policy_parameter_specs,
+    validate,
+)
 
 NODE_NAME = 'feedback_node'
-DIAGNOSTIC_NAME = 'project_ghost_feedback: feedback'
-EXECUTORS = ('single_threaded', 'events')
-
-# name -> (default, description). Policy parameters are added per registered policy.
-_STATIC_PARAMETERS = {
-    # Topic names are relative, so they resolve in the node's namespace (/prediction_outcome, ...
-    # at the root, /robot1/prediction_outcome, ... with a namespace).
-    'outcome_topic': (
-        'prediction_outcome', 'PredictionOutcome input topic, relative to the node namespace '
-        '(read-only; remap).'),
-    'assessment_topic': (
-        'self_assessment/raw', 'BeliefSelfAssessment input topic, relative to the node namespace '
-        '(read-only; remap).'),
-    'calibrated_topic': (
-        'self_assessment/calibrated', 'CalibratedSelfAssessment output topic, relative to the '
-        'node namespace (read-only; remap).'),
-    'output_qos_depth': (10, 'keep_last depth of the reliable output publisher (read-only).'),
-    'input_qos_depth': (
-        1000, 'keep_last depth of the reliable input subscriptions, deep enough for a fast replay '
-        '(read-only).'),
-    'executor': (
-        'events', f'Executor used by main(): one of {", ".join(EXECUTORS)} (read-only).'),
-    'telemetry_bag': (
-        '', 'Record accepted inputs and calibrated outputs into this new rosbag2 MCAP bag '
-        'directory (empty: off; read-only; see docs/telemetry.md).'),
-}
-_DYNAMIC_PARAMETERS = {
-    'policy': (DEFAULT_POLICY, 'Adjustment policy: one of the registered policy names.'),
-    'max_history': (DEFAULT_MAX_HISTORY, 'Outcomes per calibration window (ADR max_history).'),
-    'outcome_buffer_size': (
-        1024, 'Outcomes kept in observed-stamp order (>= max_history); outcomes newer than a '
-        'belief wait here until their assessment arrives.'),
-    'diagnostics_period_s': (1.0, 'Period of /diagnostics, seconds of node-clock time.'),
-    'stale_after_s': (
-        5.0, 'Diagnostics go STALE when no outcome arrived for this long (node clock).'),
-    'reject_log_throttle_s': (1.0, 'Minimum seconds between two logs of rejected messages.'),
-}
-_READ_ONLY = frozenset(_STATIC_PARAMETERS)
-_MAX_INT = 2**31 - 1
+DIAGNOSTIC_TASK = 'calibration'
+OUTCOME_TOPIC = 'prediction_outcome'
+ASSESSMENT_TOPIC = 'self_assessment/raw'
+CALIBRATED_TOPIC = 'self_assessment/calibrated'
+BAG_PREFIX = 'ghost_feedback'
+# Exit codes of main(): 2 is reserved for an invalid start-up configuration.
+EXIT_OK, EXIT_RUNTIME_ERROR, EXIT_BAD_CONFIGURATION = 0, 1, 2
 # A rejection's text quotes the bad value: a message with a megabyte-long name must not become a
 # megabyte in every /diagnostics message and log line.
 _MAX_REJECT_TEXT = 300
 
 
-def _descriptor(name, default, description):
-    if isinstance(default, bool):
-        kind = ParameterType.PARAMETER_BOOL
-    elif isinstance(default, int):
-        kind = ParameterType.PARAMETER_INTEGER
-    elif isinstance(default, float):
-        kind = ParameterType.PARAMETER_DOUBLE
-    else:
-        kind = ParameterType.PARAMETER_STRING
-    descriptor = ParameterDescriptor(
-        name=name, type=kind, description=description, read_only=name in _READ_ONLY)
-    if name in ('max_history', 'outcome_buffer_size', 'output_qos_depth', 'input_qos_depth'):
-        descriptor.integer_range = [IntegerRange(from_value=1, to_value=_MAX_INT, step=1)]
-    elif name in ('diagnostics_period_s', 'stale_after_s', 'reject_log_throttle_s'):
-        descriptor.floating_point_range = [
-            FloatingPointRange(from_value=0.0, to_value=3600.0, step=0.0)]
-    return descriptor
-
-
-def _policy_parameter_names():
-    """Return {'<policy>.<field>': (policy, field, default)} for every registered policy."""
-    return {
-        f'{policy}.{field}': (policy, field, default)
-        for policy in policy_names()
-        for field, default in policy_parameters(policy).items()
-    }
+class StartupError(ValueError):
+    """The start-up configuration is invalid (main() logs it and exits 2)."""
 
 
 class _LogGate:
     """At most one log per period, decided before calling the logger.
 
-    rclpy's own ``throttle_duration_sec`` inspects the caller's frame and resolves its file path
-    on every call, also for the calls it then drops: ~0.5 ms each, which made every rejected or
-    downgraded message cost several times a whole assessment (bench/node_bench.py). Steady time,
-    as rclpy's throttle; it only paces logs, never the data path.
+    rclpy's own ``throttle_duration_sec`` inspects the caller's frame on every call, also for the
+    calls it then drops (~0.5 ms each, bench/node_bench.py). Steady time; it only paces logs.
     """
 
     __slots__ = ('_next_ns',)
@@ -145,85 +96,139 @@ class _LogGate:
         return True
 
 
+def new_bag_path(parent):
+    """Return a new ``<parent>/ghost_feedback_YYYY_MM_DD-HH_MM_SS[_N]`` path (rosbag2's naming)."""
+    parent = pathlib.Path(parent)
+    stamp = datetime.datetime.now().strftime('%Y_%m_%d-%H_%M_%S')
+    candidate = parent / f'{BAG_PREFIX}_{stamp}'
+    suffix = 1
+    while candidate.exists():
+        candidate = parent / f'{BAG_PREFIX}_{stamp}_{suffix}'
+        suffix += 1
+    return candidate
+
+
 class FeedbackNode(Node):
     """Closed-loop feedback: calibrate raw self-assessments with recent prediction outcomes."""
 
     def __init__(self, node_name=NODE_NAME, **kwargs):
         super().__init__(node_name, **kwargs)
-        self._policy_parameters = _policy_parameter_names()
-        self._parameter_names = (
-            list(_STATIC_PARAMETERS) + list(_DYNAMIC_PARAMETERS) + list(self._policy_parameters))
-        node_parameters = {**_STATIC_PARAMETERS, **_DYNAMIC_PARAMETERS}
+        self._policy_specs = policy_parameter_specs()
+        specs = {**NODE_PARAMETERS, **{n: s for n, (_, _, s) in self._policy_specs.items()}}
+        self._parameter_names = list(specs)
+        self._read_only = frozenset(n for n, s in specs.items() if s.read_only)
         try:
-            for name, (default, description) in node_parameters.items():
-                self.declare_parameter(name, default, _descriptor(name, default, description))
-            for name, (policy, field, default) in self._policy_parameters.items():
-                self.declare_parameter(name, default, _descriptor(
-                    name, default, f'Parameter {field!r} of policy {policy!r}.'))
+            for name, spec in specs.items():
+                self.declare_parameter(name, spec.default, descriptor(name, spec))
         except ParameterException as error:
-            # An override out of its descriptor's range or of the wrong type: a ValueError with
-            # rclpy's reason, like every other invalid start-up value.
+            # An override out of its descriptor's range or of the wrong type.
             self.destroy_node()
-            raise ValueError(f'invalid parameters: {error}') from None
-
-        # Validate the whole start-up configuration before creating any entity.
-        config = self._config_from(self._parameter_values())
+            raise StartupError(f'invalid parameters: {error}') from None
+        config = validate(self._parameter_values(), self._policy_specs)
         if isinstance(config, str):
             self.destroy_node()
-            raise ValueError(f'invalid parameters: {config}')
-        self._apply_config(config)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+            raise StartupError(f'invalid parameters: {config}')
+        self._config = config
+        self._pending_config = None
 
-        # Open the telemetry bag before any topic exists: a bad path fails without endpoints.
-        self._telemetry = None
-        if self._param('telemetry_bag'):
-            from ..telemetry.recorder import TelemetryRecorder  # rosbags only when recording
-            self._telemetry = TelemetryRecorder(
-                self._param('telemetry_bag'), policy=config['policy'],
-                max_history=config['max_history'],
-                outcome_buffer_size=config['outcome_buffer_size'],
-                on_error=self.get_logger().error)
-
-        self._window = OutcomeWindow(config['outcome_buffer_size'])
         self.received = collections.Counter()
         self.rejected = collections.Counter()
         self.published = 0
         self.duplicates = 0
         self.too_old_outcomes = 0
         self.late_outcomes = 0
+        self.lost_messages = 0
+        self.resets = collections.Counter()
+        self.callback_errors = collections.Counter()
+        self._callback_error_log_gate = _LogGate()
         self.last_reject_reason = ''
+        self.last_reset_reason = ''
+        self.last_calibrated = None
         self._reject_log_gate = _LogGate()
         self._downgrade_log_gate = _LogGate()
-        self.last_calibrated = None
-        self._last_processed_belief_stamp = None
-        self._last_outcome_time = None
-        self._start_time = self.get_clock().now()
-        self._drain_limit = self._param('input_qos_depth')
+        self._window = OutcomeWindow(config.buffer_capacity)
+        self._period = PeriodStatus()
+        self._last_severity = None
+        self._reset_state()
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._start_steady_ns = self._steady.now().nanoseconds
+        self._last_outcome_steady_ns = None
+        self._last_clock_ns = self.get_clock().now().nanoseconds
+        self._last_clock_change_steady_ns = self._start_steady_ns
 
+        # Open the telemetry bag before any topic exists: a bad path fails without endpoints.
+        self._telemetry = self._open_telemetry()
+
+        depth = self._param('input_qos_depth')
         input_qos = QoSProfile(
-            history=HistoryPolicy.KEEP_LAST, depth=self._drain_limit,
-            reliability=ReliabilityPolicy.RELIABLE)
+            history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.RELIABLE)
         output_qos = QoSProfile(
             history=HistoryPolicy.KEEP_LAST, depth=self._param('output_qos_depth'),
             reliability=ReliabilityPolicy.RELIABLE)
+        events = SubscriptionEventCallbacks(message_lost=self._on_message_lost)
         # One output message, refilled per assessment: publish() serializes it synchronously.
         self._output_msg = CalibratedSelfAssessmentMsg()
         self._publisher = self.create_publisher(
-            CalibratedSelfAssessmentMsg, self._param('calibrated_topic'), output_qos)
+            CalibratedSelfAssessmentMsg, CALIBRATED_TOPIC, output_qos)
         self._diagnostics_publisher = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        # The outcome subscription is created first and drained before each assessment, so
-        # outcomes published before an assessment are in the window when it is processed.
+        # Created first: when both inputs are ready in one wait, the executor takes the outcomes
+        # first (SingleThreadedExecutor serves a node's subscriptions in creation order).
         self._outcome_subscription = self.create_subscription(
-            PredictionOutcomeMsg, self._param('outcome_topic'), self._on_outcome, input_qos)
+            PredictionOutcomeMsg, OUTCOME_TOPIC, self._on_outcome, input_qos,
+            event_callbacks=events)
         self._assessment_subscription = self.create_subscription(
-            BeliefSelfAssessmentMsg, self._param('assessment_topic'), self._on_assessment,
-            input_qos)
+            BeliefSelfAssessmentMsg, ASSESSMENT_TOPIC, self._on_assessment, input_qos,
+            event_callbacks=events)
+        self._reset_service = self.create_service(Trigger, '~/reset', self._on_reset_request)
+        # Assessments waiting for assessment_hold_s (empty when it is 0).
+        self._held = collections.deque()
+        self._hold_timer = self.create_timer(0.01, self._release_held, clock=self._steady)
         self._diagnostics_timer = self.create_timer(
-            self._diagnostics_period_s, self.publish_diagnostics)
+            config.diagnostics_period_s, self.publish_diagnostics, clock=self._steady)
+        self._jump_handle = self.get_clock().create_jump_callback(
+            JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
+                          on_clock_change=False),
+            post_callback=self._on_clock_jump)
+        self.add_on_set_parameters_callback(self._check_parameters)
+        self.add_post_set_parameters_callback(self._apply_parameters)
+        self.diagnostic_name = f'{self.get_fully_qualified_name()}: {DIAGNOSTIC_TASK}'
         self.get_logger().info(
-            f'feedback node ready: policy {self._policy.policy_id} {self._policy}, '
-            f'max_history {self._max_history}; {self._outcome_subscription.topic_name} + '
-            f'{self._assessment_subscription.topic_name} -> {self._publisher.topic_name}')
+            f'feedback node ready: policy {config.policy.policy_id} {config.policy}, '
+            f'max_history {config.max_history}; {self._outcome_subscription.topic_name} + '
+            f'{self._assessment_subscription.topic_name} -> {self._publisher.topic_name}'
+            + (f'; recording to {self._telemetry.path}' if self._telemetry else ''))
+
+    # -- start-up -----------------------------------------------------------------------------
+
+    def _open_telemetry(self):
+        bag, parent = self._param('telemetry_bag'), self._param('telemetry_dir')
+        if not bag and not parent:
+            return None
+        try:
+            from ..telemetry.background import BackgroundRecorder
+            from ..telemetry.recorder import TelemetryRecorder
+        except ImportError as error:
+            self.destroy_node()
+            raise StartupError(
+                f'telemetry needs the rosbags library ({error}); install it '
+                '(pip install -r requirements/jazzy.txt) or leave telemetry_bag and '
+                'telemetry_dir empty') from None
+        try:
+            if parent:
+                pathlib.Path(parent).mkdir(parents=True, exist_ok=True)
+                bag = new_bag_path(parent)
+            recorder = TelemetryRecorder(
+                bag, policy=self._config.policy, max_history=self._config.max_history,
+                outcome_buffer_size=self._config.buffer_capacity, on_error=self._telemetry_error)
+        except (ValueError, OSError) as error:
+            self.destroy_node()
+            raise StartupError(str(error)) from None
+        return BackgroundRecorder(
+            recorder, queue_size=self._param('telemetry_queue_size'),
+            on_error=self._telemetry_error)
+
+    def _telemetry_error(self, message):
+        self.get_logger().error(message)
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -233,86 +238,120 @@ class FeedbackNode(Node):
     def _parameter_values(self):
         return {name: self.get_parameter(name).value for name in self._parameter_names}
 
-    def _config_from(self, values):
-        """Return a validated config dict from parameter values, or a reason string."""
-        policy_name = values['policy']
-        if policy_name not in policy_names():
-            return f'policy {policy_name!r} is not registered (choose from {policy_names()})'
-        # Every registered policy's parameters are validated, not only the selected one's: an
-        # invalid value is refused when it is set, not later when someone switches policy.
-        for name in policy_names():
-            fields = {
-                field: values[parameter]
-                for parameter, (policy, field, _) in self._policy_parameters.items()
-                if policy == name
-            }
-            try:
-                built = make_policy(name, fields)
-            except (TypeError, ValueError) as error:
-                return f'parameters of policy {name!r}: {error}'
-            if name == policy_name:
-                policy = built
-        max_history = values['max_history']
-        buffer_size = values['outcome_buffer_size']
-        if buffer_size < max_history:
-            return (f'outcome_buffer_size ({buffer_size}) must be >= max_history '
-                    f'({max_history})')
-        if values['diagnostics_period_s'] <= 0.0:
-            return 'diagnostics_period_s must be > 0'
-        if values['executor'] not in EXECUTORS:
-            return f'executor {values["executor"]!r} is not one of {EXECUTORS}'
-        for topic in ('outcome_topic', 'assessment_topic', 'calibrated_topic'):
-            if not values[topic]:
-                return f'{topic} must not be empty'
-        return {
-            'policy': policy, 'max_history': max_history, 'outcome_buffer_size': buffer_size,
-            'diagnostics_period_s': values['diagnostics_period_s'],
-            'stale_after_s': values['stale_after_s'],
-            'reject_log_throttle_s': values['reject_log_throttle_s'],
-        }
-
-    def _apply_config(self, config):
-        self._policy = config['policy']
-        self._max_history = config['max_history']
-        self._stale_after = Duration(nanoseconds=int(config['stale_after_s'] * 1e9))
-        self._reject_log_throttle_s = config['reject_log_throttle_s']
-        period = config['diagnostics_period_s']
-        if getattr(self, '_diagnostics_period_s', period) != period:
-            self.destroy_timer(self._diagnostics_timer)
-            self._diagnostics_timer = self.create_timer(period, self.publish_diagnostics)
-        self._diagnostics_period_s = period
-        window = getattr(self, '_window', None)
-        if window is not None and window.capacity != config['outcome_buffer_size']:
-            window.resize(config['outcome_buffer_size'])
-
-    def _on_set_parameters(self, parameters):
+    def _check_parameters(self, parameters):
+        """On-set: validate the whole resulting set; apply nothing (see _apply_parameters)."""
         values = self._parameter_values()
         for parameter in parameters:
-            if parameter.name in _READ_ONLY:
+            if parameter.name in self._read_only:
                 return SetParametersResult(
                     successful=False, reason=f'{parameter.name} is read-only (set it at start)')
             values[parameter.name] = parameter.value
-        config = self._config_from(values)
+        config = validate(values, self._policy_specs)
         if isinstance(config, str):
-            self.get_logger().warning(f'parameter change rejected: {config}')
+            self.get_logger().warning(f'parameter change refused: {config}')
             return SetParametersResult(successful=False, reason=config)
-        self._apply_config(config)
+        self._pending_config = config
+        return SetParametersResult(successful=True)
+
+    def _apply_parameters(self, parameters):
+        """Post-set: apply the configuration the on-set callback validated."""
+        config, self._pending_config = self._pending_config, None
+        if config is None or config == self._config:
+            return  # e.g. a `ros2 param load` of unchanged values: nothing to do, nothing logged
+        old, self._config = self._config, config
+        if old.diagnostics_period_s != config.diagnostics_period_s:
+            self.destroy_timer(self._diagnostics_timer)
+            self._diagnostics_timer = self.create_timer(
+                config.diagnostics_period_s, self.publish_diagnostics, clock=self._steady)
+        if self._window.capacity != config.buffer_capacity:
+            self._window.resize(config.buffer_capacity)
         if self._telemetry is not None:
             self._telemetry.note_config_change()
         self.get_logger().info(
             'parameters changed: ' + ', '.join(f'{p.name}={p.value!r}' for p in parameters))
-        return SetParametersResult(successful=True)
+
+    # -- resets -------------------------------------------------------------------------------
+
+    def _reset_state(self):
+        self._window.clear()
+        if getattr(self, '_held', None):
+            self._held.clear()
+        self._last_processed_belief_stamp = None
+        self._newest_belief_stamp = None
+        self.last_calibrated = None
+        self._last_severity = None
+
+    def reset(self, cause, detail):
+        """Clear the window and the time-ordered state; log once and count the cause."""
+        held = len(self._window)
+        self._reset_state()
+        self.resets[cause] += 1
+        self.last_reset_reason = f'{cause}: {detail}'
+        self._period.note(WARN, f'window reset ({cause}: {detail})')
+        self.get_logger().warning(f'window reset ({cause}): {detail}; {held} outcomes dropped')
+
+    def _on_reset_request(self, request, response):
+        held = len(self._window)
+        self.reset('service', 'requested through ~/reset')
+        response.success = True
+        response.message = f'window cleared ({held} outcomes dropped)'
+        return response
+
+    def _on_clock_jump(self, jump):
+        """Reset on a backward jump if the state holds stamps now in the future.
+
+        When the inputs' stamps went back first (their reset already happened), the state holds
+        only stamps of the new timeline and nothing is reset twice.
+        """
+        if jump.delta.nanoseconds >= 0:
+            return
+        horizon = self.get_clock().now().nanoseconds + self._config.time_jump_tolerance_ns
+        newest = [s for s in (self._window.newest_stamp, self._newest_belief_stamp)
+                  if s is not None]
+        if any(stamp > horizon for stamp in newest):
+            back_s = -jump.delta.nanoseconds / 1e9
+            self.reset('clock_jump', f'node clock went back by {back_s:.3f} s')
+
+    def _check_stamp(self, kind, stamp_ns, newest_ns):
+        """Return a rejection reason for a stamp from the future; reset on a backward jump."""
+        tolerance = self._config.time_jump_tolerance_ns
+        now_ns = self.get_clock().now().nanoseconds
+        if now_ns > 0 and stamp_ns > now_ns + tolerance:
+            return (f'{kind} stamp {stamp_ns} ns is {(stamp_ns - now_ns) / 1e9:.3f} s ahead of '
+                    f'the node clock (tolerance {tolerance / 1e9:g} s)')
+        if newest_ns is not None and stamp_ns < newest_ns - tolerance:
+            self.reset('input_stamp_jump', f'{kind} stamp went back by '
+                       f'{(newest_ns - stamp_ns) / 1e9:.3f} s (a restarted producer?)')
+        return None
+
+    def note_callback_error(self, error):
+        """Count and log (throttled) an exception a callback raised; the node keeps running."""
+        key = type(error).__name__
+        self.callback_errors[key] += 1
+        self._period.note(ERROR, f'a callback raised {key}: {error}')
+        if self._callback_error_log_gate.open(self._config.reject_log_throttle_s):
+            self.get_logger().error(
+                f'callback raised {key} ({sum(self.callback_errors.values())} so far), '
+                f'the node keeps running: {error}')
+
+    def _on_message_lost(self, status):
+        self.lost_messages += status.total_count_change
+        self._period.note(WARN, f'{status.total_count_change} input messages lost in the '
+                                'middleware (queue overflow)')
 
     # -- data path ----------------------------------------------------------------------------
 
     def _reject(self, kind, error):
         reason = error.reason if isinstance(error, ContractViolation) else type(error).__name__
+        self._count_rejection(kind, reason, str(error))
+
+    def _count_rejection(self, kind, reason, text):
         self.rejected[f'{kind}:{reason}'] += 1
-        text = str(error)
         if len(text) > _MAX_REJECT_TEXT:
             text = f'{text[:_MAX_REJECT_TEXT]}... ({len(text)} characters)'
         self.last_reject_reason = f'{kind}: {text}'
-        if self._reject_log_gate.open(self._reject_log_throttle_s):
+        self._period.note(WARN, f'rejecting {kind} messages ({reason})')
+        if self._reject_log_gate.open(self._config.reject_log_throttle_s):
             self.get_logger().warning(
                 f'rejected {kind} ({sum(self.rejected.values())} so far): {text}')
 
@@ -323,6 +362,11 @@ class FeedbackNode(Node):
         except (TypeError, ValueError) as error:
             self._reject('outcome', error)
             return
+        future = self._check_stamp(
+            'outcome', outcome.observed_stamp_sim_ns, self._window.newest_stamp)
+        if future is not None:
+            self._count_rejection('outcome', 'future_stamp', future)
+            return
         if self._telemetry is not None:
             self._telemetry.record_outcome(outcome)
         status = self._window.add(outcome)
@@ -332,72 +376,86 @@ class FeedbackNode(Node):
         if status == TOO_OLD:
             # Older than everything in a full buffer: it can no longer count for any window.
             self.too_old_outcomes += 1
-        self._last_outcome_time = self.get_clock().now()
+        self._last_outcome_steady_ns = self._steady.now().nanoseconds
         if (status == ADDED and self._last_processed_belief_stamp is not None
                 and outcome.observed_stamp_sim_ns <= self._last_processed_belief_stamp):
             # It would have counted for an assessment already published.
             self.late_outcomes += 1
 
-    def _drain_outcomes(self):
-        """Take the outcomes already queued before handling an assessment (arrival-order race).
-
-        At most one input queue's worth (``input_qos_depth``) per assessment, so a producer faster
-        than the node cannot hold an assessment off forever.
-        """
-        subscription = self._outcome_subscription
-        try:
-            with subscription.handle:
-                for _ in range(self._drain_limit):
-                    taken = subscription.handle.take_message(
-                        subscription.msg_type, subscription.raw)
-                    if taken is None:
-                        return
-                    self._on_outcome(taken[0])
-        except Exception as error:  # noqa: BLE001 - never lose the assessment over the drain
-            self.get_logger().debug(f'outcome drain unavailable: {error!r}', once=True)
-
     def _on_assessment(self, msg):
         self.received['assessment'] += 1
-        self._drain_outcomes()
+        if self._config.assessment_hold_ns > 0 or self._held:
+            # rclpy reuses no message objects for subscriptions: keeping msg is safe.
+            self._held.append((self._steady.now().nanoseconds, msg))
+            return
+        self._judge(msg)
+
+    def _release_held(self):
+        """Judge the held assessments whose hold time is over, in arrival order."""
+        held = self._held
+        if not held:
+            return
+        due = self._steady.now().nanoseconds - self._config.assessment_hold_ns
+        while held and held[0][0] <= due:
+            self._judge(held.popleft()[1])
+
+    def _judge(self, msg):
         try:
             raw = belief_from_msg(msg)
         except (TypeError, ValueError) as error:
             self._reject('assessment', error)
             return
-        window = self._window.causal_window(raw.belief_stamp_sim_ns, self._max_history)
-        calibrated = assess_with_feedback(raw, window, self._policy, self._max_history)
+        stamp = raw.belief_stamp_sim_ns
+        future = self._check_stamp('assessment', stamp, self._newest_belief_stamp)
+        if future is not None:
+            self._count_rejection('assessment', 'future_stamp', future)
+            return
+        config = self._config
+        window = self._window.causal_window(stamp, config.max_history)
+        calibrated = assess_with_feedback(raw, window, config.policy, config.max_history)
         self._publisher.publish(fill_calibrated_msg(self._output_msg, calibrated, raw_msg=msg))
         if self._telemetry is not None:
             self._telemetry.record_assessment(raw, calibrated)
         self.published += 1
         self.last_calibrated = calibrated
-        if (self._last_processed_belief_stamp is None
-                or raw.belief_stamp_sim_ns > self._last_processed_belief_stamp):
-            self._last_processed_belief_stamp = raw.belief_stamp_sim_ns
+        self._last_severity = assessment_severity(calibrated)
+        self._period.note(*self._last_severity)
+        if self._newest_belief_stamp is None or stamp > self._newest_belief_stamp:
+            self._newest_belief_stamp = stamp
+        if self._last_processed_belief_stamp is None or stamp > self._last_processed_belief_stamp:
+            self._last_processed_belief_stamp = stamp
         if calibrated.was_downgraded and self._downgrade_log_gate.open(1.0):
             self.get_logger().info(
                 f'downgraded {raw.overall_level.name} -> '
-                f'{calibrated.adjusted_overall_level.name} at {raw.belief_stamp_sim_ns} ns '
+                f'{calibrated.adjusted_overall_level.name} at {stamp} ns '
                 f'({calibrated.adjustment_reason})')
 
     # -- diagnostics --------------------------------------------------------------------------
 
+    def _clock_note(self, steady_ns):
+        """Return a note when the node clock has not advanced for a diagnostics period or more."""
+        clock_ns = self.get_clock().now().nanoseconds
+        if clock_ns != self._last_clock_ns:
+            self._last_clock_ns = clock_ns
+            self._last_clock_change_steady_ns = steady_ns
+            return ''
+        stalled_s = (steady_ns - self._last_clock_change_steady_ns) / 1e9
+        if stalled_s >= self._config.diagnostics_period_s:
+            return f'node clock stalled for {stalled_s:.1f} s (sim time paused?)'
+        return ''
+
     def diagnostic_status(self):
-        """Return the node's DiagnosticStatus (OK, WARN when downgraded, STALE when starved)."""
-        now = self.get_clock().now()
-        last = self._last_outcome_time or self._start_time
-        stale = (now - last) > self._stale_after
+        """Return the DiagnosticStatus of the period since the last call, and start a new one."""
+        steady_ns = self._steady.now().nanoseconds
+        last = self._last_outcome_steady_ns or self._start_steady_ns
+        starved_s = (steady_ns - last) / 1e9
+        if starved_s > self._config.stale_after_s:
+            self._period.note(STALE, f'no outcome received for {starved_s:.1f} s')
+        level, message = self._period.take(carry=self._last_severity)
+        clock_note = self._clock_note(steady_ns)
+        if clock_note:
+            message = f'{message}; {clock_note}'
         calibrated = self.last_calibrated
-        raw_level = calibrated.raw_assessment.overall_level.name if calibrated else ''
-        adjusted = calibrated.adjusted_overall_level.name if calibrated else ''
-        if stale:
-            level, message = DiagnosticStatus.STALE, 'no outcomes received recently'
-        elif calibrated is not None and calibrated.was_downgraded:
-            level = DiagnosticStatus.WARN
-            message = (
-                f'calibrated {adjusted} below raw {raw_level} ({calibrated.adjustment_reason})')
-        else:
-            level, message = DiagnosticStatus.OK, 'calibration within tolerance'
         values = {
             'outcomes_received': self.received['outcome'],
             'assessments_received': self.received['assessment'],
@@ -406,18 +464,34 @@ class FeedbackNode(Node):
             'duplicates_dropped': self.duplicates,
             'too_old_outcomes_dropped': self.too_old_outcomes,
             'late_outcomes': self.late_outcomes,
+            'messages_lost': self.lost_messages,
+            'resets_total': sum(self.resets.values()),
+            'last_reset_reason': self.last_reset_reason,
             'window_fill': f'{len(self._window)}/{self._window.capacity}',
-            'max_history': self._max_history,
-            'policy': self._policy.policy_id,
-            'raw_level': raw_level,
-            'calibrated_level': adjusted,
+            'max_history': self._config.max_history,
+            'policy': self._config.policy.policy_id,
+            'raw_level': calibrated.raw_assessment.overall_level.name if calibrated else '',
+            'calibrated_level': calibrated.adjusted_overall_level.name if calibrated else '',
             'last_reason': calibrated.adjustment_reason if calibrated else '',
             'last_reject_reason': self.last_reject_reason,
+            'node_clock_ns': self._last_clock_ns,
+            'clock_stalled': bool(clock_note),
         }
+        if self._telemetry is not None:
+            values['telemetry_bag'] = str(self._telemetry.path)
+            values['telemetry_recorded'] = self._telemetry.recorded
+            values['telemetry_not_recorded'] = self._telemetry.not_recorded
+            if self._telemetry.error is not None:
+                level = ERROR if level in (OK, WARN) else level
+                message = f'{message}; telemetry stopped: {self._telemetry.error}'
+        for kind, count in sorted(self.callback_errors.items()):
+            values[f'callback_errors[{kind}]'] = count
+        for cause, count in sorted(self.resets.items()):
+            values[f'resets[{cause}]'] = count
         for reason, count in sorted(self.rejected.items()):
             values[f'rejected[{reason}]'] = count
         return DiagnosticStatus(
-            level=level, name=DIAGNOSTIC_NAME, message=message,
+            level=level, name=self.diagnostic_name, message=message,
             hardware_id=self.get_fully_qualified_name(),
             values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
 
@@ -428,13 +502,13 @@ class FeedbackNode(Node):
         self._diagnostics_publisher.publish(array)
 
     def close(self):
-        """Close the telemetry bag, if recording (idempotent; main() calls it on shutdown)."""
+        """Finish the telemetry bag, if recording (idempotent; main() calls it on shutdown)."""
         telemetry = getattr(self, '_telemetry', None)
         if telemetry is not None:
             telemetry.close()
 
     def destroy_node(self):
-        """Close the telemetry bag, then destroy the node."""
+        """Finish the telemetry bag, then destroy the node."""
         self.close()
         return super().destroy_node()
 
@@ -481,44 +555,61 @@ class ShutdownRequest:
         self._previous.clear()
 
 
-def spin_until_shutdown(executor, context, stop=lambda: False, period_s=0.1):
+def spin_until_shutdown(executor, context, stop=lambda: False, period_s=0.1, on_error=None):
     """Spin ``executor`` until ``stop()`` is true or ``context`` is shut down.
 
     Bounded ``spin_once`` calls, so ``stop`` is checked at least every ``period_s`` seconds:
-    signal handlers recorded by :class:`ShutdownRequest` are acted on within that time.
+    signal handlers recorded by :class:`ShutdownRequest` are acted on within that time. With
+    ``on_error``, an exception raised by a callback while the context is up (e.g. rclpy's own
+    /clock callback given a negative time) is passed to it and spinning goes on; without it, the
+    exception propagates.
     """
     while context.ok() and not stop():
-        executor.spin_once(timeout_sec=period_s)
+        try:
+            executor.spin_once(timeout_sec=period_s)
+        except (KeyboardInterrupt, ExternalShutdownException):
+            raise
+        except Exception as error:  # noqa: BLE001 - a long-running node survives a bad message
+            if on_error is None or not context.ok():
+                raise
+            on_error(error)
 
 
 def main(args=None):
-    """Run the feedback node until SIGINT or SIGTERM; exit 0 on a clean shutdown."""
+    """Run the feedback node until SIGINT or SIGTERM.
+
+    Exit 0 on a clean shutdown, 2 for an invalid start-up configuration (logged through the ROS
+    logger, so /rosout and the log files have it), 1 for a failure while running.
+    """
     shutdown = ShutdownRequest()
     shutdown.install()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    logger = rclpy.logging.get_logger(NODE_NAME)
     node = None
     executor = None
-    exit_code = 0
+    exit_code = EXIT_OK
     try:
         node = FeedbackNode()
+        logger = node.get_logger()
         executor = make_executor(node.get_parameter('executor').value)
         executor.add_node(node)
-        spin_until_shutdown(executor, node.context, stop=shutdown.__bool__)
+        spin_until_shutdown(
+            executor, node.context, stop=shutdown.__bool__, on_error=node.note_callback_error)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except ValueError as error:
-        print(f'feedback_node: {error}', file=sys.stderr)
-        exit_code = 2
-    except Exception:
-        # The context shut down under the executor (by another rclpy user of this process):
-        # its next wait set then raises RCLError (Jazzy). That is a clean shutdown too.
+    except StartupError as error:
+        logger.fatal(f'cannot start: {error}')
+        exit_code = EXIT_BAD_CONFIGURATION
+    except Exception as error:  # noqa: BLE001 - report a runtime failure, never as exit 2
         if rclpy.ok():
-            raise
+            # The context was not shut down under the executor: a real failure while running.
+            logger.fatal(f'stopped by an error while running: {type(error).__name__}: {error}')
+            exit_code = EXIT_RUNTIME_ERROR
     finally:
         if executor is not None:
             executor.shutdown()
         if node is not None:
-            node.close()  # finish the telemetry bag: every accepted message is in it
+            node.close()  # finish the telemetry bag: every recorded message is in it
             node.destroy_node()
         rclpy.try_shutdown()
         shutdown.restore()

@@ -57,18 +57,23 @@ REASON_INFINITE_MAHALANOBIS = 'infinite_mahalanobis'
 FULL_WINDOW = 32
 """The window size for which the docstrings state exact false-alarm rates (ADR max_history)."""
 
-_MAX_DOF = 64
-_MAX_VECTORS = 8
-_MAX_WINDOW = 4096
+# Parameter bounds. A vec3 error has at most 3 degrees of freedom, and a PredictionOutcome carries
+# two vec3s; beyond these the chi tails underflow (64 dof raised ZeroDivisionError). Tables are
+# built at construction: max_window 256 builds in well under a second here (4096 took 74 s and
+# blocked the node's data path); within these bounds the slowest build measured here is ~0.3 s.
+MAX_DOF = 3
+MAX_VECTORS = 2
+MAX_WINDOW = 128
+MIN_PROBABILITY = 1e-9
 
 
 def _require_probability(owner, field, value):
-    """Return ``value`` as a float if it is a real number in ``(0, 0.5]`` (not bool)."""
+    """Return ``value`` as a float if it is a real number in ``[1e-9, 0.5]`` (not bool)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise type_error(owner, field, 'a float in (0, 0.5]', value)
+        raise type_error(owner, field, 'a float in [1e-9, 0.5]', value)
     value = float(value)
-    if not 0.0 < value <= 0.5:
-        raise value_error(owner, field, 'out_of_range', f'must be in (0, 0.5], got {value!r}')
+    if not MIN_PROBABILITY <= value <= 0.5:
+        raise value_error(owner, field, 'out_of_range', f'must be in [1e-9, 0.5], got {value!r}')
     return value
 
 
@@ -86,10 +91,10 @@ def _require_common(owner, policy):
             f'got {policy.gross_false_alarm_probability!r}')
     require_int(owner, 'min_outcomes', policy.min_outcomes, minimum=1)
     require_int(owner, 'degrees_of_freedom', policy.degrees_of_freedom, minimum=1,
-                maximum=_MAX_DOF)
+                maximum=MAX_DOF)
     require_int(owner, 'vectors_per_outcome', policy.vectors_per_outcome, minimum=1,
-                maximum=_MAX_VECTORS)
-    require_int(owner, 'max_window', policy.max_window, minimum=1, maximum=_MAX_WINDOW)
+                maximum=MAX_VECTORS)
+    require_int(owner, 'max_window', policy.max_window, minimum=1, maximum=MAX_WINDOW)
 
 
 def _decide(policy, raw, history, gross, significant):

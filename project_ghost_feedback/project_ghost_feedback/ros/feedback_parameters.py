@@ -1,0 +1,195 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The feedback node's parameters: specs, ParameterDescriptors, and validation of a whole set.
+
+Every parameter is declared with a descriptor that states its meaning and the rules it is checked
+against (ranges advertised through ``integer_range`` / ``floating_point_range``, choices through
+``additional_constraints``). :func:`validate` checks a complete set of values (node and policy
+parameters) and returns a :class:`FeedbackConfig`, or a one-line reason; it builds the selected
+policy and every other registered policy, so a bad value is refused when it is set, and any
+exception a policy raises while it is built is a refusal, never a crash.
+Topic names are not parameters: remap ``prediction_outcome``, ``self_assessment/raw`` and
+``self_assessment/calibrated``.
+"""
+
+from dataclasses import dataclass
+
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    ParameterType,
+)
+
+from ..core.feedback import (
+    DEFAULT_MAX_HISTORY,
+    DEFAULT_POLICY,
+    make_policy,
+    policy_names,
+    policy_parameters,
+)
+from ..core.feedback.parameter_docs import parameter_doc
+
+EXECUTORS = ('single_threaded', 'events')
+DEFAULT_EXECUTOR = 'single_threaded'
+DEFAULT_OUTCOME_BUFFER_SIZE = 1024
+_MAX_INT = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """One node parameter: default, meaning, and the rule its descriptor advertises."""
+
+    default: object
+    description: str
+    read_only: bool = False
+    integer_range: tuple = None
+    float_range: tuple = None
+    choices: tuple = None
+
+
+NODE_PARAMETERS = {
+    'executor': ParameterSpec(
+        DEFAULT_EXECUTOR, "Executor used by main() (read-only): single_threaded is rclpy's "
+        'stable SingleThreadedExecutor; events is rclpy.experimental.EventsExecutor (faster, '
+        'experimental on Jazzy).', read_only=True, choices=EXECUTORS),
+    'output_qos_depth': ParameterSpec(
+        10, 'keep_last depth of the reliable calibrated output (read-only).', read_only=True,
+        integer_range=(1, 100_000)),
+    'input_qos_depth': ParameterSpec(
+        1000, 'keep_last depth of the reliable input subscriptions, deep enough for a fast replay '
+        '(read-only).', read_only=True, integer_range=(1, 100_000)),
+    'telemetry_bag': ParameterSpec(
+        '', 'Record accepted inputs and calibrated outputs into this new rosbag2 MCAP bag '
+        'directory, which must not exist (empty: off; read-only; docs/telemetry.md).',
+        read_only=True),
+    'telemetry_dir': ParameterSpec(
+        '', 'Record into a new timestamped bag directory ghost_feedback_YYYY_MM_DD-HH_MM_SS under '
+        'this folder (created if missing), as rosbag2 names bags: a respawned node starts a new '
+        'bag (empty: off; read-only; exclusive with telemetry_bag).', read_only=True),
+    'telemetry_queue_size': ParameterSpec(
+        10_000, 'Records waiting for the telemetry writer thread; when full (a slow disk) new '
+        'records are counted as not recorded, the data path never waits (read-only).',
+        read_only=True, integer_range=(1, 10_000_000)),
+    'policy': ParameterSpec(
+        DEFAULT_POLICY, 'Adjustment policy (docs/policies.md). mahalanobis_downgrade is the '
+        'ADR-0026 reference (no stated false-alarm rate).', choices=tuple(policy_names())),
+    'max_history': ParameterSpec(
+        DEFAULT_MAX_HISTORY, 'Outcomes per calibration window (ADR-0026 max_history). The buffer '
+        'holds at least this many, whatever outcome_buffer_size says.',
+        integer_range=(1, 100_000)),
+    'outcome_buffer_size': ParameterSpec(
+        DEFAULT_OUTCOME_BUFFER_SIZE, 'Outcomes kept in observed-stamp order, waiting for the '
+        'assessments they belong to; the buffer holds max(outcome_buffer_size, max_history).',
+        integer_range=(1, 1_000_000)),
+    'assessment_hold_s': ParameterSpec(
+        0.0, 'Hold each assessment this long (steady time) before judging it, so outcomes sent '
+        'just before it but delivered after it (a burst, a fast replay: the two topics race in '
+        'the executor) still count. 0: judge at once; late ones are counted as late_outcomes.',
+        float_range=(0.0, 10.0)),
+    'time_jump_tolerance_s': ParameterSpec(
+        5.0, 'Input stamps that go back by more than this (a restarted estimator, a bag played in '
+        'a loop), or lie further than this ahead of the node clock, reset the window (back) or '
+        'are rejected (ahead). Seconds.', float_range=(0.001, 3600.0)),
+    'diagnostics_period_s': ParameterSpec(
+        1.0, 'Period of /diagnostics, seconds of steady time (keeps flowing when sim time '
+        'stalls).', float_range=(0.01, 3600.0)),
+    'stale_after_s': ParameterSpec(
+        5.0, 'The status is STALE when no outcome arrived for this long (steady time).',
+        float_range=(0.01, 86_400.0)),
+    'reject_log_throttle_s': ParameterSpec(
+        1.0, 'Minimum seconds between two logs of rejected messages.',
+        float_range=(0.0, 3600.0)),
+}
+
+
+def policy_parameter_specs():
+    """Return ``{'<policy>.<field>': (policy, field, ParameterSpec)}`` for every policy."""
+    specs = {}
+    for policy in policy_names():
+        for field, default in policy_parameters(policy).items():
+            meaning, bounds = parameter_doc(field)
+            spec = ParameterSpec(default, f'{policy}: {meaning}')
+            if bounds is not None and isinstance(default, int):
+                spec = ParameterSpec(default, spec.description, integer_range=bounds)
+            elif bounds is not None:
+                spec = ParameterSpec(default, spec.description, float_range=bounds)
+            specs[f'{policy}.{field}'] = (policy, field, spec)
+    return specs
+
+
+def _kind(default):
+    if isinstance(default, bool):
+        return ParameterType.PARAMETER_BOOL
+    if isinstance(default, int):
+        return ParameterType.PARAMETER_INTEGER
+    if isinstance(default, float):
+        return ParameterType.PARAMETER_DOUBLE
+    return ParameterType.PARAMETER_STRING
+
+
+def descriptor(name, spec):
+    """Return the ParameterDescriptor of a parameter: type, meaning, read-only, range, choices."""
+    result = ParameterDescriptor(
+        name=name, type=_kind(spec.default), description=spec.description,
+        read_only=spec.read_only)
+    if spec.integer_range is not None:
+        low, high = spec.integer_range
+        result.integer_range = [IntegerRange(from_value=low, to_value=min(high, _MAX_INT), step=1)]
+        result.additional_constraints = f'integer in [{low}, {high}]'
+    elif spec.float_range is not None:
+        low, high = spec.float_range
+        result.floating_point_range = [
+            FloatingPointRange(from_value=float(low), to_value=float(high), step=0.0)]
+        result.additional_constraints = f'in [{low}, {high}]'
+    if spec.choices is not None:
+        result.additional_constraints = f'one of: {", ".join(spec.choices)}'
+    return result
+
+
+@dataclass(frozen=True)
+class FeedbackConfig:
+    """A validated parameter set, as the node applies it."""
+
+    policy: object
+    max_history: int
+    buffer_capacity: int
+    time_jump_tolerance_ns: int
+    assessment_hold_ns: int
+    diagnostics_period_s: float
+    stale_after_s: float
+    reject_log_throttle_s: float
+
+
+def validate(values, policy_specs):
+    """Return a FeedbackConfig for a complete set of parameter values, or a one-line reason."""
+    policy_name = values['policy']
+    if policy_name not in policy_names():
+        return f'policy {policy_name!r} is not registered (choose from {", ".join(policy_names())})'
+    selected = None
+    for name in policy_names():
+        fields = {
+            field: values[parameter]
+            for parameter, (policy, field, _) in policy_specs.items() if policy == name
+        }
+        try:
+            built = make_policy(name, fields)
+        except Exception as error:  # noqa: BLE001 - any failure to build is a refusal
+            return f'parameters of policy {name!r}: {error}'
+        if name == policy_name:
+            selected = built
+    if values['executor'] not in EXECUTORS:
+        return f'executor {values["executor"]!r} is not one of {", ".join(EXECUTORS)}'
+    if values['telemetry_bag'] and values['telemetry_dir']:
+        return 'set telemetry_bag or telemetry_dir, not both'
+    for name, spec in NODE_PARAMETERS.items():
+        bounds = spec.integer_range or spec.float_range
+        if bounds is not None and not bounds[0] <= values[name] <= bounds[1]:
+            return f'{name} must be in [{bounds[0]}, {bounds[1]}], got {values[name]!r}'
+    return FeedbackConfig(
+        policy=selected, max_history=values['max_history'],
+        buffer_capacity=max(values['outcome_buffer_size'], values['max_history']),
+        time_jump_tolerance_ns=int(values['time_jump_tolerance_s'] * 1e9),
+        assessment_hold_ns=int(values['assessment_hold_s'] * 1e9),
+        diagnostics_period_s=values['diagnostics_period_s'],
+        stale_after_s=values['stale_after_s'],
+        reject_log_throttle_s=values['reject_log_throttle_s'])

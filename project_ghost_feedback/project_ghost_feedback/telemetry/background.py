@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Telemetry recording off the data path: a bounded queue and one writer thread.
+
+The node's callbacks only enqueue contracts (``put_nowait``); the writer thread encodes and writes
+them with :class:`~.recorder.TelemetryRecorder`. A slow or full disk therefore never blocks the
+data path: when the queue is full, or after the recorder stopped on a write error (reported once
+through ``on_error``), records are counted in :attr:`not_recorded` instead. :meth:`close` lets the
+thread finish what is queued, then finishes the bag; an error while finishing (disk full) is
+reported, not raised, so the node still shuts down cleanly.
+"""
+
+import queue
+import threading
+
+_STOP = object()
+
+
+class BackgroundRecorder:
+    """Feed a TelemetryRecorder from a bounded queue on a daemon writer thread."""
+
+    def __init__(self, recorder, *, queue_size, on_error):
+        self._recorder = recorder
+        self._on_error = on_error
+        self._queue = queue.Queue(maxsize=queue_size)
+        self._lock = threading.Lock()
+        self.not_recorded = 0
+        self._closed = False
+        self._thread = threading.Thread(
+            target=self._run, name='ghost_feedback_telemetry', daemon=True)
+        self._thread.start()
+
+    @property
+    def path(self):
+        """Return the bag directory."""
+        return self._recorder.path
+
+    @property
+    def error(self):
+        """Return the error that stopped the recording, or None."""
+        return self._recorder.error
+
+    @property
+    def recorded(self):
+        """Return the number of messages written to the bag (what metadata.yaml counts)."""
+        return sum(self._recorder.counts.values())
+
+    def _put(self, item, records):
+        if self._closed or self._recorder.error is not None:
+            self._count_lost(records)
+            return
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:
+            self._count_lost(records)
+
+    def _count_lost(self, records):
+        with self._lock:
+            self.not_recorded += records
+
+    def record_outcome(self, outcome):
+        """Queue an accepted PredictionOutcome."""
+        self._put(('outcome', outcome, None), 1)
+
+    def record_assessment(self, raw, calibrated):
+        """Queue an accepted raw assessment and the calibrated assessment published for it."""
+        self._put(('assessment', raw, calibrated), 2)
+
+    def note_config_change(self):
+        """Queue a note of a parameter change (written to metadata.yaml's custom_data)."""
+        self._put(('config', None, None), 0)
+
+    def _run(self):
+        recorder = self._recorder
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            kind, first, second = item
+            if recorder.error is not None:
+                self._count_lost(0 if kind == 'config' else (1 if kind == 'outcome' else 2))
+                continue
+            if kind == 'outcome':
+                recorder.record_outcome(first)
+            elif kind == 'assessment':
+                recorder.record_assessment(first, second)
+            else:
+                recorder.note_config_change()
+            if recorder.error is not None:
+                self._count_lost(1 if kind == 'outcome' else (2 if kind == 'assessment' else 0))
+
+    def close(self, timeout_s=30.0):
+        """Write what is queued, finish the bag; report (not raise) a failure. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(_STOP)
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            self._on_error(f'telemetry writer did not finish within {timeout_s} s; '
+                           f'{self._queue.qsize()} records not recorded')
+            return
+        try:
+            self._recorder.close()
+        except Exception as error:  # noqa: BLE001 - a full disk must not fail the shutdown
+            self._on_error(f'telemetry bag {self.path} could not be finished: {error}')
