@@ -44,6 +44,7 @@ from ..core.feedback import (
     DEFAULT_POLICY,
     make_policy,
     policy_names,
+    policy_parameter_ranges,
     policy_parameters,
 )
 from ..core.window import ADDED, DUPLICATE, OutcomeWindow, TOO_OLD
@@ -113,6 +114,21 @@ def _descriptor(name, default, description):
     return descriptor
 
 
+def _policy_descriptor(name, policy, field, default):
+    """Return the descriptor of ``<policy>.<field>``, with the range the policy advertises."""
+    advertised = policy_parameter_ranges(policy).get(field)
+    if advertised is None:
+        return _descriptor(name, default, f'Parameter {field!r} of policy {policy!r}.')
+    (low, high), description = advertised
+    descriptor = _descriptor(name, default, f'Policy {policy!r}: {description}')
+    if isinstance(default, int) and not isinstance(default, bool):
+        descriptor.integer_range = [IntegerRange(from_value=low, to_value=high, step=1)]
+    elif isinstance(default, float):
+        descriptor.floating_point_range = [
+            FloatingPointRange(from_value=float(low), to_value=float(high), step=0.0)]
+    return descriptor
+
+
 def _policy_parameter_names():
     """Return {'<policy>.<field>': (policy, field, default)} for every registered policy."""
     return {
@@ -158,8 +174,8 @@ class FeedbackNode(Node):
             for name, (default, description) in node_parameters.items():
                 self.declare_parameter(name, default, _descriptor(name, default, description))
             for name, (policy, field, default) in self._policy_parameters.items():
-                self.declare_parameter(name, default, _descriptor(
-                    name, default, f'Parameter {field!r} of policy {policy!r}.'))
+                self.declare_parameter(
+                    name, default, _policy_descriptor(name, policy, field, default))
         except ParameterException as error:
             # An override out of its descriptor's range or of the wrong type: a ValueError with
             # rclpy's reason, like every other invalid start-up value.

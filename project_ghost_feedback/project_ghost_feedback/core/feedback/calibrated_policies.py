@@ -94,6 +94,21 @@ def _require_common(owner, policy):
 
 def _decide(policy, raw, history, gross, significant):
     """Apply the shared rule order; ``gross``/``significant`` are callables of the history."""
+    def grade(n, history):
+        if gross(n, history):
+            return 2, REASON_GROSS_MISCALIBRATION
+        if significant(n, history):
+            return 1, REASON_SIGNIFICANT_MISCALIBRATION
+        return 0, REASON_CALIBRATION_WITHIN_TOLERANCE
+    return decide_graded(policy, raw, history, grade)
+
+
+def decide_graded(policy, raw, history, grade):
+    """Apply the rule order shared by the count-based policies (module docstring).
+
+    ``grade(n, history)`` returns ``(steps down, reason)`` once ``n >= policy.min_outcomes`` and
+    every worst distance is finite; before that the empty, infinite and too-few rules apply.
+    """
     level = raw.overall_level
     n = history.outcomes_considered
     if n == 0:
@@ -104,14 +119,10 @@ def _decide(policy, raw, history, gross, significant):
         reason = REASON_INFINITE_MAHALANOBIS
     elif n < policy.min_outcomes:
         reason = REASON_CALIBRATION_WITHIN_TOLERANCE
-    elif gross(n, history):
-        level = level.downgraded(2)
-        reason = REASON_GROSS_MISCALIBRATION
-    elif significant(n, history):
-        level = level.downgraded(1)
-        reason = REASON_SIGNIFICANT_MISCALIBRATION
     else:
-        reason = REASON_CALIBRATION_WITHIN_TOLERANCE
+        steps, reason = grade(n, history)
+        if steps:
+            level = level.downgraded(steps)
     return CalibratedSelfAssessment(raw, history, level, policy.policy_id, reason)
 
 
