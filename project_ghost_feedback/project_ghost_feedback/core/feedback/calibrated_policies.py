@@ -7,10 +7,14 @@ distances and ``outcomes_considered``. Their null hypothesis is a *calibrated* G
 each vec3 error has the covariance the estimator claims, so ``d**2`` is chi-square with
 ``degrees_of_freedom`` and an outcome is bucketed by the worse of ``vectors_per_outcome``
 independent distances (:mod:`.calibration_math`). Thresholds are the exact quantiles of the count
-distributions under that hypothesis, for every window size ``n``, so the probability that a
-calibrated estimator is downgraded on a window of ``n`` outcomes is at most the configured
-probability for *every* ``n`` (window filling up included) and is stated exactly in each docstring
-for a full window of 32.
+distributions under that hypothesis, for every window size ``n``, so *each test* fires on a
+calibrated window of ``n`` outcomes with at most its configured probability. The downgrade
+probability is the union of the tests: for CalibratedExceedancePolicy it exceeds
+``false_alarm_probability`` (0.2976% against 0.2% for a full window of 32, exact trinomial sum)
+and is bounded by the sum of its two probabilities; for BucketLikelihoodRatioPolicy the gross
+region lies inside the significant one, so it is at most ``false_alarm_probability``. The exact
+full-window rate is stated in each class docstring. Assumptions: independent outcomes, Gaussian
+errors, 3 degrees of freedom per vec3 (``docs/policies.md`` for what breaking them does).
 
 Both treat a worst distance of ``+inf`` as gross evidence (two steps down, to UNKNOWN) whatever the
 counts and as soon as one outcome is considered: ``d = +inf`` means a nonzero error along a
