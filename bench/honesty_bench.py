@@ -268,7 +268,53 @@ def run(args):
         'window the policy does not downgrade; "never" means not within '
         f'{4 * args.window} outcomes in at least half the runs.',
     ]
+    lines += issue12_report(names, args.window)
     return '\n'.join(lines)
+
+
+# -- issue 12: exact grading table ---------------------------------------------------------------
+
+GRADING_FACTORS = (1.25, 1.5, 2.0, 3.0, 10.0)
+
+
+def _window_histories(n):
+    """Yield ``(counts, history)`` for every bucket-count vector of a window of ``n``."""
+    for c3 in range(n + 1):
+        for c2 in range(n + 1 - c3):
+            for c1 in range(n + 1 - c3 - c2):
+                counts = (n - c1 - c2 - c3, c1, c2, c3)
+                worst = 6.0 if c3 else 4.0 if c2 else 2.0 if c1 else 0.5
+                yield counts, CalibrationHistory(n, *counts, worst, worst, 1)
+
+
+def exact_grading(policy, factor, n):
+    """Return the exact (K, U, X) probabilities of one window of ``n`` i.i.d. outcomes at ``k``."""
+    logs = [math.log(p) if p > 0.0 else -math.inf for p in bucket_probabilities(3, 2, factor)]
+    shares = {level: 0.0 for level in SelfAssessmentLevel}
+    for counts, history in _window_histories(n):
+        log_p = math.lgamma(n + 1)
+        for count, log_q in zip(counts, logs):
+            if count:
+                log_p += count * log_q - math.lgamma(count + 1)
+        if log_p > -math.inf:
+            shares[policy.adjust(RAW, history).adjusted_overall_level] += math.exp(log_p)
+    return (shares[SelfAssessmentLevel.KNOWN], shares[SelfAssessmentLevel.UNCERTAIN],
+            shares[SelfAssessmentLevel.UNKNOWN])
+
+
+def issue12_report(names, window):
+    """Return the markdown lines of the exact grading table (issue 12)."""
+    lines = ['', f'Grading at constant overconfidence k (exact enumeration of a full window of '
+             f'{window}, i.i.d. Gaussian, 3 dof x 2 vectors): % of time KNOWN / UNCERTAIN / '
+             'UNKNOWN.', '',
+             '| policy ' + ''.join(f'| k = {f:g} ' for f in GRADING_FACTORS) + '|',
+             '|---' * (1 + len(GRADING_FACTORS)) + '|']
+    for name in names:
+        policy = make_policy(name)
+        cells = ''.join('| {:.1f} / {:.1f} / {:.1f} '.format(
+            *(100 * p for p in exact_grading(policy, f, window))) for f in GRADING_FACTORS)
+        lines.append(f'| `{name}` {cells}|')
+    return lines
 
 
 def main(argv=None):

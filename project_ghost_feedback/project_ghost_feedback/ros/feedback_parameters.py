@@ -25,6 +25,7 @@ from ..core.feedback import (
     DEFAULT_POLICY,
     make_policy,
     policy_names,
+    policy_parameter_ranges,
     policy_parameters,
 )
 from ..core.feedback.parameter_docs import parameter_doc
@@ -106,8 +107,9 @@ def policy_parameter_specs():
     """Return ``{'<policy>.<field>': (policy, field, ParameterSpec)}`` for every policy."""
     specs = {}
     for policy in policy_names():
+        advertised = policy_parameter_ranges(policy)
         for field, default in policy_parameters(policy).items():
-            meaning, bounds = parameter_doc(field)
+            bounds, meaning = advertised.get(field, reversed(parameter_doc(field)))
             spec = ParameterSpec(default, f'{policy}: {meaning}')
             if bounds is not None and isinstance(default, int):
                 spec = ParameterSpec(default, spec.description, integer_range=bounds)

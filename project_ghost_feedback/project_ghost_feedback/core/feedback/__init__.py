@@ -8,6 +8,12 @@ from .calibrated_policies import (
     REASON_INFINITE_MAHALANOBIS,
     REASON_SIGNIFICANT_MISCALIBRATION,
 )
+from .graded_policy import (
+    OverconfidenceScalePolicy,
+    REASON_GROSS_OVERCONFIDENCE,
+    REASON_SIGNIFICANT_OVERCONFIDENCE,
+    REASON_UNDERCONFIDENT_CALIBRATION,
+)
 from .orchestration import assess_with_feedback, build_calibration_history, DEFAULT_MAX_HISTORY
 from .protocols import CalibrationAdjustmentPolicy
 from .registry import (
@@ -15,6 +21,7 @@ from .registry import (
     make_policy,
     POLICIES,
     policy_names,
+    policy_parameter_ranges,
     policy_parameters,
 )
 from .reference_policy import (
@@ -31,10 +38,15 @@ __all__ = [
     'REASON_GROSS_MISCALIBRATION',
     'REASON_INFINITE_MAHALANOBIS',
     'REASON_SIGNIFICANT_MISCALIBRATION',
+    'OverconfidenceScalePolicy',
+    'REASON_GROSS_OVERCONFIDENCE',
+    'REASON_SIGNIFICANT_OVERCONFIDENCE',
+    'REASON_UNDERCONFIDENT_CALIBRATION',
     'DEFAULT_POLICY',
     'POLICIES',
     'make_policy',
     'policy_names',
+    'policy_parameter_ranges',
     'policy_parameters',
     'DEFAULT_MAX_HISTORY',
     'REASON_CALIBRATION_WITHIN_TOLERANCE',

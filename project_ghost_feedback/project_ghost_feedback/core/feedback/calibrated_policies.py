@@ -7,10 +7,14 @@ distances and ``outcomes_considered``. Their null hypothesis is a *calibrated* G
 each vec3 error has the covariance the estimator claims, so ``d**2`` is chi-square with
 ``degrees_of_freedom`` and an outcome is bucketed by the worse of ``vectors_per_outcome``
 independent distances (:mod:`.calibration_math`). Thresholds are the exact quantiles of the count
-distributions under that hypothesis, for every window size ``n``, so the probability that a
-calibrated estimator is downgraded on a window of ``n`` outcomes is at most the configured
-probability for *every* ``n`` (window filling up included) and is stated exactly in each docstring
-for a full window of 32.
+distributions under that hypothesis, for every window size ``n``, so *each test* fires on a
+calibrated window of ``n`` outcomes with at most its configured probability. The downgrade
+probability is the union of the tests: for CalibratedExceedancePolicy it exceeds
+``false_alarm_probability`` (0.2976% against 0.2% for a full window of 32, exact trinomial sum)
+and is bounded by the sum of its two probabilities; for BucketLikelihoodRatioPolicy the gross
+region lies inside the significant one, so it is at most ``false_alarm_probability``. The exact
+full-window rate is stated in each class docstring. Assumptions: independent outcomes, Gaussian
+errors, 3 degrees of freedom per vec3 (``docs/policies.md`` for what breaking them does).
 
 Both treat a worst distance of ``+inf`` as gross evidence (two steps down, to UNKNOWN) whatever the
 counts and as soon as one outcome is considered: ``d = +inf`` means a nonzero error along a
@@ -99,6 +103,21 @@ def _require_common(owner, policy):
 
 def _decide(policy, raw, history, gross, significant):
     """Apply the shared rule order; ``gross``/``significant`` are callables of the history."""
+    def grade(n, history):
+        if gross(n, history):
+            return 2, REASON_GROSS_MISCALIBRATION
+        if significant(n, history):
+            return 1, REASON_SIGNIFICANT_MISCALIBRATION
+        return 0, REASON_CALIBRATION_WITHIN_TOLERANCE
+    return decide_graded(policy, raw, history, grade)
+
+
+def decide_graded(policy, raw, history, grade):
+    """Apply the rule order shared by the count-based policies (module docstring).
+
+    ``grade(n, history)`` returns ``(steps down, reason)`` once ``n >= policy.min_outcomes`` and
+    every worst distance is finite; before that the empty, infinite and too-few rules apply.
+    """
     level = raw.overall_level
     n = history.outcomes_considered
     if n == 0:
@@ -109,14 +128,10 @@ def _decide(policy, raw, history, gross, significant):
         reason = REASON_INFINITE_MAHALANOBIS
     elif n < policy.min_outcomes:
         reason = REASON_CALIBRATION_WITHIN_TOLERANCE
-    elif gross(n, history):
-        level = level.downgraded(2)
-        reason = REASON_GROSS_MISCALIBRATION
-    elif significant(n, history):
-        level = level.downgraded(1)
-        reason = REASON_SIGNIFICANT_MISCALIBRATION
     else:
-        reason = REASON_CALIBRATION_WITHIN_TOLERANCE
+        steps, reason = grade(n, history)
+        if steps:
+            level = level.downgraded(steps)
     return CalibratedSelfAssessment(raw, history, level, policy.policy_id, reason)
 
 

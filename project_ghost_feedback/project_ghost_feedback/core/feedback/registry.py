@@ -9,12 +9,14 @@ declares one ROS parameter per field, named ``<policy_name>.<field>``.
 import dataclasses
 
 from .calibrated_policies import BucketLikelihoodRatioPolicy, CalibratedExceedancePolicy
+from .graded_policy import OverconfidenceScalePolicy
 from .reference_policy import MahalanobisDowngradePolicy
 
 POLICIES = {
     'mahalanobis_downgrade': MahalanobisDowngradePolicy,
     'calibrated_exceedance': CalibratedExceedancePolicy,
     'bucket_likelihood_ratio': BucketLikelihoodRatioPolicy,
+    'overconfidence_scale': OverconfidenceScalePolicy,
 }
 """Policy name -> policy class. The name equals the class's ``policy_id``."""
 
@@ -29,6 +31,15 @@ windows; it stays one parameter away (docs/policies.md).
 def policy_names():
     """Return the registered policy names, sorted."""
     return sorted(POLICIES)
+
+
+def policy_parameter_ranges(name):
+    """Return ``{field: ((low, high), description)}`` that the policy ``name`` advertises.
+
+    Empty for a policy without a ``PARAMETER_RANGES`` class attribute (ValueError for an unknown
+    name).
+    """
+    return dict(getattr(_policy_class(name), 'PARAMETER_RANGES', {}))
 
 
 def _policy_class(name):
