@@ -331,6 +331,17 @@ def _definition(connection):
     return 'same'
 
 
+def _qos_profiles(topic_metadata):
+    """Return the offered QoS profiles of a topic as metadata.yaml holds them (a tuple)."""
+    value = topic_metadata.get('offered_qos_profiles') or ()
+    if isinstance(value, str):  # versions before 9: a YAML document in a string
+        try:
+            value = _parse_yaml(value) or ()
+        except Exception:  # noqa: BLE001 - rosbags has parsed it already; keep what it holds
+            value = ()
+    return tuple(value) if isinstance(value, list) else ()
+
+
 class OpenBag:
     """A bag opened once: validated metadata, a rosbags Reader, its info and its messages."""
 
@@ -352,14 +363,14 @@ class OpenBag:
             raise BagError(f'{self.path}: invalid bag metadata: {one_line(error)}') from None
 
     def _info(self):
-        from rosbags.rosbag2.metadata import dump_qos_v9
-
         reader = self.reader
         metadata = self.metadata
+        # rosbags numbers the connections 1.. in the order of topics_with_message_count.
+        entries = metadata['topics_with_message_count']
         connections = sorted(reader.connections, key=lambda c: c.id)
         topics = tuple(
             TopicInfo(c.topic, normalize_type_name(c.msgtype), c.msgcount, c.digest or '',
-                      tuple(dump_qos_v9(list(c.ext.offered_qos_profiles))), _definition(c))
+                      _qos_profiles(entries[c.id - 1]['topic_metadata']), _definition(c))
             for c in connections)
         count = metadata['message_count']
         start = metadata['starting_time']['nanoseconds_since_epoch']
