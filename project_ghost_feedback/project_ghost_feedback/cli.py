@@ -341,7 +341,8 @@ def _command_demo(args):
 
 def build_parser():
     """Return the argparse parser of ``ghost-feedback``."""
-    from .core.feedback import policy_names
+    from .core.feedback import DEFAULT_MAX_HISTORY, policy_names
+    from .core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 
     parser = _ArgumentParser(
         prog=PROG, description=_DESCRIPTION, epilog=_EPILOG,
@@ -369,10 +370,12 @@ def build_parser():
         default=[], help='set a policy parameter (repeatable), e.g. --set downgrade_threshold=3')
     replay.add_argument(
         '--max-history', metavar='N', type=_positive_int,
-        help='outcomes per calibration window (default: the recorded value, else 32)')
+        help='outcomes per calibration window (default: the recorded value, else '
+        f'{DEFAULT_MAX_HISTORY})')
     replay.add_argument(
         '--outcome-buffer-size', metavar='N', type=_positive_int,
-        help="the node's outcome_buffer_size (default: the recorded value, else 1024)")
+        help="the node's outcome_buffer_size (default: the recorded value, else "
+        f'{DEFAULT_OUTCOME_BUFFER_SIZE})')
     replay.add_argument(
         '--order', choices=('recorded', 'stamp'), default='recorded',
         help='recorded: the order messages were written (the node processing order); stamp: '

@@ -46,7 +46,13 @@ from ..core.feedback import (
     policy_names,
     policy_parameters,
 )
-from ..core.window import ADDED, DUPLICATE, OutcomeWindow, TOO_OLD
+from ..core.window import (
+    ADDED,
+    DEFAULT_OUTCOME_BUFFER_SIZE,
+    DUPLICATE,
+    OutcomeWindow,
+    TOO_OLD,
+)
 from .conversions import belief_from_msg, fill_calibrated_msg, outcome_from_msg
 
 NODE_NAME = 'feedback_node'
@@ -80,8 +86,8 @@ _DYNAMIC_PARAMETERS = {
     'policy': (DEFAULT_POLICY, 'Adjustment policy: one of the registered policy names.'),
     'max_history': (DEFAULT_MAX_HISTORY, 'Outcomes per calibration window (ADR max_history).'),
     'outcome_buffer_size': (
-        1024, 'Outcomes kept in observed-stamp order (>= max_history); outcomes newer than a '
-        'belief wait here until their assessment arrives.'),
+        DEFAULT_OUTCOME_BUFFER_SIZE, 'Outcomes kept in observed-stamp order (>= max_history); '
+        'outcomes newer than a belief wait here until their assessment arrives.'),
     'diagnostics_period_s': (1.0, 'Period of /diagnostics, seconds of node-clock time.'),
     'stale_after_s': (
         5.0, 'Diagnostics go STALE when no outcome arrived for this long (node clock).'),

@@ -15,10 +15,9 @@ from ..core.feedback import (
     policy_names,
     policy_parameters,
 )
+from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 from .bag_reader import BagError, one_line
 
-DEFAULT_OUTCOME_BUFFER_SIZE = 1024
-"""The feedback node's default ``outcome_buffer_size``."""
 
 # metadata.yaml custom_data keys written by the node's recorder (telemetry.recorder).
 CUSTOM_PREFIX = 'ghost_feedback.'
