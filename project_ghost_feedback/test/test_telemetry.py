@@ -745,3 +745,13 @@ def test_cli_help_and_demo_and_console_script():
     result = subprocess.run([script, '--help'], capture_output=True, text=True,
                             timeout=SUBPROCESS_TIMEOUT_S)
     assert result.returncode == 0 and 'replay' in result.stdout
+
+
+def test_decoders_are_registered_eagerly_in_a_fresh_interpreter():
+    """``replay._DECODERS`` lists every type right after import (ADR-0026 section 6)."""
+    result = subprocess.run(
+        [sys.executable, '-c', 'from project_ghost_feedback.telemetry.replay import _DECODERS; '
+         'print(" ".join(sorted(_DECODERS)))'],
+        capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == sorted(TYPES.values())

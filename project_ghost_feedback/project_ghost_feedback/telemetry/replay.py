@@ -90,21 +90,24 @@ def read_bag(path, *, order='recorded', topics=None, skip_unknown=True):
     """Yield a BagContract for every message of a type with a decoder, in ``order``.
 
     Messages of other types are skipped (``skip_unknown``) or raise BagError. A message that
-    does not decode, or that a contract refuses, raises BagError naming topic, index and stamp.
+    does not decode, or that a contract refuses, raises BagError naming topic, index and stamp;
+    so does a recorded type whose definition differs from ours.
     """
-    for index, message in enumerate(iter_bag(path, order=order, topics=topics)):
-        decoder = _DECODERS[message.msgtype] if message.msgtype in _DECODERS else None
-        if decoder is None:
-            if skip_unknown:
-                continue
-            raise BagError(f'{path}: no decoder for type {message.msgtype} on {message.topic}')
-        try:
-            contract = decoder(message.payload)
-        except Exception as error:  # noqa: BLE001 - any decoder error is one line
-            raise BagError(
-                f'{path}: message {index} on {message.topic} (log time {message.log_time}) does '
-                f'not decode as {message.msgtype}: {one_line(error)}') from None
-        yield BagContract(message.topic, message.msgtype, message.log_time, contract)
+    with OpenBag(path) as bag:
+        bag.check_definitions(set(_DECODERS))
+        for index, message in enumerate(bag.messages(order, topics)):
+            decoder = _DECODERS.get(message.msgtype)
+            if decoder is None:
+                if skip_unknown:
+                    continue
+                raise BagError(
+                    f'{path}: no decoder for type {message.msgtype} on {message.topic}')
+            try:
+                contract = decoder(message.payload)
+            except Exception as error:  # noqa: BLE001 - any decoder error is one line
+                raise _decode_error(path, index, message.topic, message.log_time,
+                                    message.msgtype, error) from None
+            yield BagContract(message.topic, message.msgtype, message.log_time, contract)
 
 
 def _first_recorded_calibrated(bag):
