@@ -274,7 +274,7 @@ def test_round_trip_every_channel(bag):
 
 
 def test_file_order_scan_equals_the_mcap_stream_reader(bag):
-    """Recorded order is the file order of mcap's reader: messages, payloads, log times.
+    """Recorded order is the order of the records in the file (mcap's stream reader).
 
     Int64 max included; the decoded contracts are the ones written.
     """
@@ -282,10 +282,17 @@ def test_file_order_scan_equals_the_mcap_stream_reader(bag):
 
     path, contracts = bag
     scanned = list(replay.iter_bag(path))
-    with open(path / 'bag.mcap', 'rb') as stream:
-        reader = make_reader(stream)
-        expected = [(channel.topic, message.log_time, message.data)
-                    for _, channel, message in reader.iter_messages(log_time_order=False)]
+    from mcap.records import Channel as McapChannel, Message as McapMessage
+    from mcap.stream_reader import StreamReader
+
+    topics = {}
+    expected = []
+    with open(path / 'bag.mcap', 'rb') as stream:  # every record, as it lies in the file
+        for record in StreamReader(stream).records:
+            if isinstance(record, McapChannel):
+                topics[record.id] = record.topic
+            elif isinstance(record, McapMessage):
+                expected.append((topics[record.channel_id], record.log_time, record.data))
     assert [(m.topic, m.log_time, m.payload) for m in scanned] == expected
     assert scanned[-1].log_time == STAMP_MAX_NS
     assert [item.contract for item in read_bag(path)] == contracts
