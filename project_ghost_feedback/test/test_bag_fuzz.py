@@ -161,6 +161,14 @@ def _yaml_damage(mode):
                 data[rng.randrange(len(data))] = rng.randrange(256)
         elif mode == 'huge':
             data += b'#' * (2 << 20)
+        elif mode == 'deep':
+            data = b'rosbag2_bagfile_information: ' + b'[' * 200_000 + b']' * 200_000
+        elif mode == 'aliases':
+            lines = [b'a0: &a0 [x, x, x, x, x, x, x, x, x, x]']
+            lines += [b'a%d: &a%d [%s]' % (i, i, b', '.join([b'*a%d' % (i - 1)] * 10))
+                      for i in range(1, 6)]
+            data = b'\n'.join(lines) + b'\n' + data.replace(
+                b'relative_file_paths:', b'relative_file_paths: *a5\n  unused:', 1)
         path.write_bytes(bytes(data))
     return apply
 
@@ -212,6 +220,8 @@ CLASSES = {
     'yaml_truncate': _yaml_damage('truncate'),
     'yaml_flip': _yaml_damage('flip'),
     'yaml_huge': _yaml_damage('huge'),
+    'yaml_deep': _yaml_damage('deep'),
+    'yaml_aliases': _yaml_damage('aliases'),
     'mcap_truncate': _damage('truncate'),
     'mcap_flip': _damage('flip'),
     'mcap_zero_range': _damage('zero_range'),
@@ -301,7 +311,7 @@ def test_corrupted_copies_end_in_figures_or_one_line(pristine, tmp_path):
     # Classes whose damage is certain must be refused by both commands, never read as fine.
     for name in ('empty_type', 'zstd_file', 'zstd_message', 'custom_data_list', 'version_0',
                  'version_negative', 'version_10', 'negative_duration', 'topic_count_up',
-                 'topic_count_down', 'total_count', 'yaml_huge', 'missing_file'):
+                 'topic_count_down', 'total_count', 'yaml_huge', 'missing_file', 'yaml_deep'):
         assert outcomes[name] == {('info', 2), ('replay', 2)}, (name, outcomes[name])
     assert ('info', 2) in outcomes['altered_duration'], outcomes['altered_duration']
     # Unusable recorded configuration never verifies OK; a different definition is refused.
