@@ -9,8 +9,8 @@ always gives the same record (ADR-0026 section 6):
 - PredictionOutcome: ``observed_stamp_sim_ns``.
 
 The payload is the CDR (little endian, ``cdr`` encapsulation) of the matching
-``project_ghost_feedback_msgs`` message, encoded by rosbags' generated serializers (no rclpy, and
-no CDR written by hand).
+``project_ghost_feedback_msgs`` message, encoded by the rosbags typestore's public
+``serialize_cdr`` (no rclpy, and no CDR written by hand).
 """
 
 from typing import NamedTuple
