@@ -11,10 +11,13 @@ are ~33k assessments. Measured in the same run, best of ``--repeat``:
 - rosbags raw: rosbags' rosbag2 ``Writer`` (MCAP) writing the pre-encoded CDR payloads;
 - write: ``TelemetryWriter.write_contract`` for every contract (adapter: CDR encoding + write);
 - write (pre-encoded): ``TelemetryWriter.write`` of the adapters' records (the writer's overhead);
-- replay: ``replay_bag`` (read, decode, recompute through the core, compare) in assessments/s.
+- rosbags read + deserialize: rosbags' ``Reader.messages()`` of the same bag and the typestore's
+  public ``deserialize_cdr`` of every payload (the replay baseline);
+- replay: ``replay_bag`` (read, decode, recompute through the core, compare), in messages/s of the
+  bag, with its stages: read only (file order, mcap's reader), read + decode to contracts.
 
-Targets (issue 5): write >= 0.5x rosbags raw; replay >= 50k assessments/s. Printed, never
-asserted: the machine is shared and timings vary.
+Targets (issue 13), as ratios of one run: write >= 0.5x rosbags raw write; replay >= 0.5x rosbags
+read + deserialize. Printed, never asserted: the machine is shared and timings vary.
 """
 
 import argparse
@@ -37,10 +40,13 @@ from project_ghost_feedback.telemetry import to_telemetry, TelemetryWriter
 from project_ghost_feedback.telemetry.channels import CHANNELS, INFINITE_DURATION
 from project_ghost_feedback.telemetry.msgdefs import full_definition, type_hash
 from project_ghost_feedback.telemetry.recorder import policy_parameter_values
+from project_ghost_feedback.telemetry.bag_reader import OpenBag
+from project_ghost_feedback.telemetry.codecs import _DECODERS
+from project_ghost_feedback.telemetry.msgdefs import typestore
 from project_ghost_feedback.telemetry.replay import custom_data_for_config, replay_bag
 
 WRITE_TARGET = 0.5
-REPLAY_TARGET = 50_000.0
+REPLAY_TARGET = 0.5
 AXES = ('position_x', 'position_y', 'yaw')
 
 
@@ -106,7 +112,7 @@ def main(argv=None):
 
     from rosbags.interfaces import (
         Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime)
-    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
     contracts, policy = make_stream(args.messages)
     records = [to_telemetry(c) for c in contracts]
@@ -171,11 +177,36 @@ def main(argv=None):
             report['r'] = replay_bag(replay_path)
         return timer.elapsed
 
+    def rosbags_read_deserialize():
+        deserialize = typestore().deserialize_cdr
+        with _Timer() as timer:
+            with Reader(replay_path) as reader:
+                for connection, _, payload in reader.messages():
+                    deserialize(payload, connection.msgtype)
+        return timer.elapsed
+
+    def read_only():
+        with _Timer() as timer:
+            with OpenBag(replay_path) as bag:
+                for _ in bag.messages():
+                    pass
+        return timer.elapsed
+
+    def read_decode():
+        with _Timer() as timer:
+            with OpenBag(replay_path) as bag:
+                for message in bag.messages():
+                    _DECODERS[message.msgtype](message.payload)
+        return timer.elapsed
+
     try:
         raw_s = best_of(args.repeat, rosbags_raw)
         write_s = best_of(args.repeat, telemetry_write)
         records_s = best_of(args.repeat, telemetry_write_records)
         replay_s = best_of(args.repeat, replay)
+        baseline_s = best_of(args.repeat, rosbags_read_deserialize)
+        read_s = best_of(args.repeat, read_only)
+        decode_s = best_of(args.repeat, read_decode)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     result = report['r']
@@ -195,7 +226,10 @@ def main(argv=None):
     raw = rates(raw_s)
     write = rates(write_s)
     written = rates(records_s)
-    replayed = rates(replay_s, assessments)
+    replayed = rates(replay_s)
+    baseline = rates(baseline_s)
+    read = rates(read_s)
+    decoded = rates(decode_s)
     print(f'  rosbags raw write (pre-encoded CDR)   {raw[0]:>10,.0f} [{raw[1]:>10,.0f}] msg/s')
     print(f'  write (contracts: encode + write)     {write[0]:>10,.0f} [{write[1]:>10,.0f}] msg/s'
           f'  = {write[0] / raw[0]:.2f}x [{write[1] / raw[1]:.2f}x] raw; target >= '
@@ -203,9 +237,16 @@ def main(argv=None):
           f'[{verdict(write[1] >= WRITE_TARGET * raw[1])}]')
     print(f'  write (pre-encoded records)           {written[0]:>10,.0f} [{written[1]:>10,.0f}]'
           f' msg/s  = {written[0] / raw[0]:.2f}x [{written[1] / raw[1]:.2f}x] raw')
+    print(f'  rosbags read + deserialize            {baseline[0]:>10,.0f} [{baseline[1]:>10,.0f}]'
+          ' msg/s')
     print(f'  replay (read, decode, core, compare)  {replayed[0]:>10,.0f} [{replayed[1]:>10,.0f}]'
-          f' assessments/s ({3 * replayed[0]:,.0f} msg/s); target >= {REPLAY_TARGET:,.0f}: '
-          f'{verdict(replayed[0] >= REPLAY_TARGET)} [{verdict(replayed[1] >= REPLAY_TARGET)}]')
+          f' msg/s  = {replayed[0] / baseline[0]:.2f}x [{replayed[1] / baseline[1]:.2f}x] rosbags'
+          f' read + deserialize ({replayed[0] / 3:,.0f} assessments/s); target >= '
+          f'{REPLAY_TARGET}x: {verdict(replayed[0] >= REPLAY_TARGET * baseline[0])} '
+          f'[{verdict(replayed[1] >= REPLAY_TARGET * baseline[1])}]')
+    print(f'    stage: read only (mcap file order)  {read[0]:>10,.0f} [{read[1]:>10,.0f}] msg/s')
+    print(f'    stage: read + decode to contracts   {decoded[0]:>10,.0f} [{decoded[1]:>10,.0f}]'
+          ' msg/s')
     return 0
 
 

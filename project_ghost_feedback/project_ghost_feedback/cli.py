@@ -65,13 +65,12 @@ def _fail(message, status=2):
 
 
 def _parse_setting(text):
-    if '=' not in text:
-        raise argparse.ArgumentTypeError(f'expected key=value, got {text!r}')
-    key, value = text.split('=', 1)
-    key = key.strip()
-    if not key:
-        raise argparse.ArgumentTypeError(f'expected key=value, got {text!r}')
-    return key, value.strip()
+    from .telemetry.config import parse_setting
+
+    try:
+        return parse_setting(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _positive_int(text):
@@ -109,7 +108,9 @@ def _command_info(args):
             'topics': [{
                 'name': t.name, 'type': t.msgtype, 'message_count': t.message_count,
                 'type_description_hash': t.type_description_hash,
+                'definition': t.definition,
             } for t in info.topics],
+            'counts_source': info.counts_source,
             'custom_data': info.custom_data,
         }, indent=2, sort_keys=False))
         return 0
@@ -117,7 +118,8 @@ def _command_info(args):
     print(f'format:      rosbag2 version {info.version}, storage {info.storage_identifier}, '
           f'ros_distro {info.ros_distro or "-"}')
     print(f'files:       {", ".join(p for p, _ in info.files) or "-"}')
-    print(f'messages:    {info.message_count}')
+    print(f'messages:    {info.message_count} (counted in the {info.counts_source}, equal to '
+          'metadata.yaml)')
     if info.message_count:
         print(f'time range:  {_format_stamp(info.start_time_ns)} .. '
               f'{_format_stamp(info.end_time_ns)}')
@@ -128,8 +130,10 @@ def _command_info(args):
     width = max((len(t.name) for t in info.topics), default=0)
     type_width = max((len(t.msgtype) for t in info.topics), default=0)
     for topic in info.topics:
+        note = {'different': '  DIFFERENT DEFINITION than ours', 'same': ''}.get(
+            topic.definition, '')
         print(f'  {topic.name:<{width}}  {topic.msgtype:<{type_width}}  '
-              f'{topic.message_count:>9}')
+              f'{topic.message_count:>9}{note}')
     if info.custom_data:
         print('custom data:')
         for key, value in sorted(info.custom_data.items()):
@@ -180,6 +184,9 @@ def _print_replay(report):
           f'({report.order} order); {report.recorded_outputs} recorded calibrated assessments')
     for warning in report.warnings:
         print(f'warning:   {warning}')
+    if report.rejected:
+        print(f'rejected:  {sum(report.rejected.values())} inputs skipped as the node does ('
+              + ', '.join(f'{k} {v}' for k, v in sorted(report.rejected.items())) + ')')
     first = report.first_difference
     if report.mode == 'verify':
         if report.identical is None:
@@ -334,7 +341,8 @@ def _command_demo(args):
 
 def build_parser():
     """Return the argparse parser of ``ghost-feedback``."""
-    from .core.feedback import policy_names
+    from .core.feedback import DEFAULT_MAX_HISTORY, policy_names
+    from .core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 
     parser = _ArgumentParser(
         prog=PROG, description=_DESCRIPTION, epilog=_EPILOG,
@@ -362,10 +370,12 @@ def build_parser():
         default=[], help='set a policy parameter (repeatable), e.g. --set downgrade_threshold=3')
     replay.add_argument(
         '--max-history', metavar='N', type=_positive_int,
-        help='outcomes per calibration window (default: the recorded value, else 32)')
+        help='outcomes per calibration window (default: the recorded value, else '
+        f'{DEFAULT_MAX_HISTORY})')
     replay.add_argument(
         '--outcome-buffer-size', metavar='N', type=_positive_int,
-        help="the node's outcome_buffer_size (default: the recorded value, else 1024)")
+        help="the node's outcome_buffer_size (default: the recorded value, else "
+        f'{DEFAULT_OUTCOME_BUFFER_SIZE})')
     replay.add_argument(
         '--order', choices=('recorded', 'stamp'), default='recorded',
         help='recorded: the order messages were written (the node processing order); stamp: '

@@ -146,7 +146,7 @@ def test_payload_decodes_back_for_every_channel_and_matches_mcap_ros2():
     for contract in sample_contracts():
         record = to_telemetry(contract)
         assert decode(TYPES[record.channel], record.payload) == contract
-    assert sorted(_DECODERS.types()) == sorted(TYPES.values())
+    assert sorted(_DECODERS) == sorted(TYPES.values())
 
 
 def test_long_names_take_the_exact_size_path():
@@ -242,15 +242,14 @@ def test_payloads_equal_the_rosbags_reference_serializer():
         assert to_telemetry(contract).payload == _reference_payload(store, contract), contract
 
 
-def test_decoder_reports_exact_bodies_and_falls_back_to_rosbags():
-    """decode_message: exact only without trailing bytes; other payloads take rosbags' path."""
+def test_decoder_refuses_bad_cdr_with_rosbags_errors():
+    """A decoder is rosbags' public deserialize_cdr: bad bytes raise rosbags' own SerdeError."""
     from rosbags.serde import SerdeError
 
     decoder = _DECODERS[TYPES[CHANNEL_RAW_SELF_ASSESSMENT]]
     raw = _belief(42)
     payload = to_telemetry(raw).payload
-    assert decoder.decode_all(payload)[::2] == (raw, True)
-    assert decoder.decode_all(payload + b'\x00\x00\x00')[::2] == (raw, False)
+    assert decoder(payload) == raw
     with pytest.raises(SerdeError, match='size mismatch'):
         decoder(payload + b'\x00' * 4)
     with pytest.raises(SerdeError, match='encapsulation'):
@@ -274,25 +273,28 @@ def test_round_trip_every_channel(bag):
     assert math.isinf(read[6].contract.calibration_history.worst_position_mahalanobis)
 
 
-def test_file_order_scan_equals_the_mcap_stream_reader(bag, monkeypatch):
-    """Recorded order comes from rosbags' file-order scan; the mcap stream reader agrees.
+def test_file_order_scan_equals_the_mcap_stream_reader(bag):
+    """Recorded order is the order of the records in the file (mcap's stream reader).
 
-    The scan is used when rosbags exposes it; otherwise (patched away here) the mcap library's
-    stream reader reads the file: both give the same messages, payloads and log times (int64
-    max included).
+    Int64 max included; the decoded contracts are the ones written.
     """
     from project_ghost_feedback.telemetry import replay
 
     path, contracts = bag
     scanned = list(replay.iter_bag(path))
-    with open(path / 'bag.mcap', 'rb') as stream:
-        reader = make_reader(stream)
-        expected = [(channel.topic, message.log_time, message.data)
-                    for _, channel, message in reader.iter_messages(log_time_order=False)]
+    from mcap.records import Channel as McapChannel, Message as McapMessage
+    from mcap.stream_reader import StreamReader
+
+    topics = {}
+    expected = []
+    with open(path / 'bag.mcap', 'rb') as stream:  # every record, as it lies in the file
+        for record in StreamReader(stream).records:
+            if isinstance(record, McapChannel):
+                topics[record.id] = record.topic
+            elif isinstance(record, McapMessage):
+                expected.append((topics[record.channel_id], record.log_time, record.data))
     assert [(m.topic, m.log_time, m.payload) for m in scanned] == expected
     assert scanned[-1].log_time == STAMP_MAX_NS
-    monkeypatch.setattr(replay, '_scan_storages', lambda reader, file_paths: None)
-    assert list(replay.iter_bag(path)) == scanned
     assert [item.contract for item in read_bag(path)] == contracts
 
 
@@ -685,15 +687,22 @@ def test_broken_bag_fails_cleanly_in_the_api(tmp_path, kind):
 def test_broken_bag_fails_cleanly_in_the_cli(tmp_path, kind, command):
     """ghost-feedback replay/info: one line on stderr, exit 2, no traceback.
 
-    ``info`` reads metadata.yaml and the MCAP summary only (like ``ros2 bag info``), so a bag
-    whose chunks are damaged or whose counts disagree still has an info; replay reads every
-    message and fails.
+    ``info`` counts every message, so altered counts are refused. Bytes overwritten inside a
+    chunk (rosbags writes no chunk CRC) either break the record framing (one line, exit 2) or
+    still frame valid records: then ``info`` has nothing to refuse, and replay skips the outcome
+    whose stamp became invalid (as the node would), counts it and reports the resulting
+    MISMATCH (exit 1).
     """
     path = _broken(tmp_path, kind)
     result = subprocess.run(CLI + [command, str(path)], capture_output=True, text=True,
                             timeout=SUBPROCESS_TIMEOUT_S)
-    if command == 'info' and kind in ('corrupt_chunk', 'count_mismatch'):
-        assert result.returncode == 0, result.stderr
+    if kind == 'corrupt_chunk' and result.returncode != 2:
+        if command == 'info':
+            assert result.returncode == 0, result.stderr
+        else:
+            assert result.returncode == 1, result.stderr
+            assert 'rejected:  1 inputs skipped' in result.stdout
+            assert 'verify:    MISMATCH' in result.stdout
         return
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert 'Traceback' not in result.stderr
@@ -743,3 +752,13 @@ def test_cli_help_and_demo_and_console_script():
     result = subprocess.run([script, '--help'], capture_output=True, text=True,
                             timeout=SUBPROCESS_TIMEOUT_S)
     assert result.returncode == 0 and 'replay' in result.stdout
+
+
+def test_decoders_are_registered_eagerly_in_a_fresh_interpreter():
+    """``replay._DECODERS`` lists every type right after import (ADR-0026 section 6)."""
+    result = subprocess.run(
+        [sys.executable, '-c', 'from project_ghost_feedback.telemetry.replay import _DECODERS; '
+         'print(" ".join(sorted(_DECODERS)))'],
+        capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == sorted(TYPES.values())

@@ -13,6 +13,9 @@ ADDED = 'added'
 DUPLICATE = 'duplicate'
 TOO_OLD = 'too_old'
 
+DEFAULT_OUTCOME_BUFFER_SIZE = 1024
+"""Default capacity of the feedback node's outcome window (its ``outcome_buffer_size``)."""
+
 
 def _order_key(outcome):
     """Total order on outcomes: observed stamp first, then every other field (ties are stable)."""

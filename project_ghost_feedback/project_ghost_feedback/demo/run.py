@@ -30,18 +30,11 @@ from .plot import write_plot
 DEFAULT_POLICY = 'calibrated_exceedance'
 
 
-def _parse_set(values):
-    parameters = {}
-    for item in values:
-        key, sep, text = item.partition('=')
-        if not sep or not key:
-            raise ValueError(f'--set expects key=value, got {item!r}')
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            value = text
-        parameters[key] = value
-    return parameters
+def _parse_set(policy, values):
+    """Return the ``--set key=value`` parameters of ``policy``, typed like their defaults."""
+    from ..telemetry.config import coerce_parameters, parse_setting
+
+    return coerce_parameters(policy, dict(parse_setting(item) for item in values))
 
 
 def build_parser():
@@ -170,7 +163,7 @@ def run(args):
     ensure_loopback()
     if args.quick:
         args.duration, args.speed = 15.0, 15.0
-    policy_parameters = _parse_set(args.set)
+    policy_parameters = _parse_set(args.policy, args.set)
     policy = make_policy(args.policy, policy_parameters)  # validate before starting anything
     scenario = default_scenario(args.duration, assessment_rate_hz=args.rate,
                                 outcome_rate_hz=args.rate, peak_overconfidence=args.peak,

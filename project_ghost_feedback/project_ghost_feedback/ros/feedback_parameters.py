@@ -29,10 +29,10 @@ from ..core.feedback import (
     policy_parameters,
 )
 from ..core.feedback.parameter_docs import parameter_doc
+from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 
 EXECUTORS = ('single_threaded', 'events')
 DEFAULT_EXECUTOR = 'single_threaded'
-DEFAULT_OUTCOME_BUFFER_SIZE = 1024
 _MAX_INT = 2**31 - 1
 
 

@@ -7,7 +7,11 @@ from the package's .msg files. See ``docs/telemetry.md``.
 - :mod:`.channels`: topics, ROS 2 types, offered QoS (``CHANNEL_CALIBRATED_SELF_ASSESSMENT``).
 - :mod:`.adapters`: contract -> ``TelemetryRecord(channel, log_time, payload)``.
 - :mod:`.writer`: :class:`TelemetryWriter` (rosbags backend; rosbag2_py where importable).
-- :mod:`.replay`: ``_DECODERS``, :func:`read_bag`, :func:`bag_info`, :func:`replay_bag`.
+- :mod:`.bag_reader`: open and validate a bag (:class:`BagError`), :func:`bag_info`.
+- :mod:`.codecs`: ``_DECODERS`` (CDR -> contract); :mod:`.config`: :class:`ReplayConfig`;
+  :mod:`.report`: :class:`ReplayReport`.
+- :mod:`.replay`: the engine, :func:`replay_bag`, :func:`verify_bag`, :func:`read_bag` (and
+  ``replay._DECODERS``, re-exported).
 - :mod:`.recorder`: the feedback node's :class:`TelemetryRecorder`.
 """
 

@@ -9,11 +9,10 @@ always gives the same record (ADR-0026 section 6):
 - PredictionOutcome: ``observed_stamp_sim_ns``.
 
 The payload is the CDR (little endian, ``cdr`` encapsulation) of the matching
-``project_ghost_feedback_msgs`` message, encoded by rosbags' generated serializers (no rclpy, and
-no CDR written by hand).
+``project_ghost_feedback_msgs`` message, encoded by the rosbags typestore's public
+``serialize_cdr`` (no rclpy, and no CDR written by hand).
 """
 
-import dataclasses
 from typing import NamedTuple
 
 import numpy
@@ -34,12 +33,6 @@ from .channels import (
 )
 from .msgdefs import typestore
 
-# Encoding into a fresh zeroed buffer of this size skips rosbags' size pass; a message that does
-# not fit (long names or many levels) takes the exact-size path. Both give identical bytes.
-_SCRATCH_SIZE = 1024
-_CDR_LE = b'\x00\x01\x00\x00'  # CDR little-endian encapsulation header
-_SCRATCH = _CDR_LE + bytes(_SCRATCH_SIZE - 4)
-
 class TelemetryRecord(NamedTuple):
     """One message of a telemetry bag: channel (topic), log time (ns) and CDR payload."""
 
@@ -56,74 +49,15 @@ _NAMED_LEVELS_MAX = 4096
 
 
 class _Encoder:
-    """CDR encoder of one message type: rosbags' generated serializer (``serialize_cdr_le``).
+    """CDR encoder of one message type: the typestore's public ``serialize_cdr`` (little endian)."""
 
-    ``serializer_store`` is what the serializer is given as its typestore (it looks up nested
-    types there): the typestore itself, or a :class:`_BeliefMemo` in front of it.
-    """
-
-    def __init__(self, msgtype, serializer_store=None):
-        store = typestore()
+    def __init__(self, msgtype):
         self.msgtype = msgtype
-        self._store = store
-        self._serializer_store = store if serializer_store is None else serializer_store
-        self._serialize = store.get_msgdef(msgtype).serialize_cdr_le
+        self._serialize = typestore().serialize_cdr
 
     def encode(self, message):
         """Return the CDR bytes (4-byte little-endian encapsulation header + body)."""
-        view = memoryview(bytearray(_SCRATCH))
-        try:
-            end = self._serialize(view[4:], 0, message, self._serializer_store)
-        except Exception:  # noqa: BLE001 - too big for the scratch buffer, or a bad value
-            # The exact-size path gives the same bytes, or raises rosbags' own error.
-            return bytes(self._store.serialize_cdr(message, self.msgtype, little_endian=True))
-        return bytes(view[:end + 4])
-
-
-class _BeliefMemo:
-    """The typestore as rosbags' serializer sees it, remembering one serialized belief.
-
-    A CalibratedSelfAssessment message begins with its raw BeliefSelfAssessment, at body offset
-    0. CDR aligns relative to the start of the body, so a struct serialized at offset 0 has the
-    same bytes in any message: those of the raw assessment's own payload body, which rosbags has
-    just serialized (the node records the raw assessment, then the calibrated one that carries the
-    very same object) or which replay has just decoded exactly. :meth:`remember` keeps that body
-    with the rosbags message object it encodes; when rosbags' generated CalibratedSelfAssessment
-    serializer asks for the BeliefSelfAssessment serializer it gets :meth:`_serialize_belief`,
-    which copies the remembered body for that very object at offset 0 and otherwise serializes
-    with rosbags as usual. Tests compare the result with ``Typestore.serialize_cdr``.
-    """
-
-    def __init__(self, store):
-        self._store = store
-        self._get_msgdef = store.get_msgdef
-        belief = store.get_msgdef(TYPE_BELIEF_SELF_ASSESSMENT)
-        self._serialize = belief.serialize_cdr_le
-        self._belief_msgdef = dataclasses.replace(
-            belief, serialize_cdr_le=self._serialize_belief)
-        self._memo = None  # (rosbags message object, its CDR body at offset 0): one atomic swap
-
-    def remember(self, message, body):
-        """Remember that ``message`` serializes at body offset 0 to ``body`` (bytes-like)."""
-        self._memo = (message, body)
-
-    def get_msgdef(self, typename):
-        """Return the Msgdef of ``typename`` (BeliefSelfAssessment's with the memo)."""
-        if typename == TYPE_BELIEF_SELF_ASSESSMENT:
-            return self._belief_msgdef
-        return self._get_msgdef(typename)
-
-    def __getattr__(self, name):
-        return getattr(self._store, name)
-
-    def _serialize_belief(self, rawdata, pos, message, store):
-        memo = self._memo
-        if pos == 0 and memo is not None and memo[0] is message:
-            body = memo[1]
-            end = len(body)
-            rawdata[:end] = body
-            return end
-        return self._serialize(rawdata, pos, message, store)
+        return bytes(self._serialize(message, self.msgtype, little_endian=True))
 
 
 class _Codec:
@@ -139,9 +73,8 @@ class _Codec:
         self.level_cls = store.types[TYPE_SELF_ASSESSMENT_LEVEL]
         self.header_cls = store.types['std_msgs/msg/Header']
         self.time_cls = store.types['builtin_interfaces/msg/Time']
-        self.belief_memo = _BeliefMemo(store)
         self.belief_encoder = _Encoder(TYPE_BELIEF_SELF_ASSESSMENT)
-        self.calibrated_encoder = _Encoder(TYPE_CALIBRATED_SELF_ASSESSMENT, self.belief_memo)
+        self.calibrated_encoder = _Encoder(TYPE_CALIBRATED_SELF_ASSESSMENT)
         self.outcome_encoder = _Encoder(TYPE_PREDICTION_OUTCOME)
         # (contract, rosbags message) of the last belief converted: the node records a raw
         # assessment and then the calibrated assessment that carries the very same object. One
@@ -176,20 +109,8 @@ class _Codec:
         return message
 
     def encode_belief(self, belief):
-        """Return the CDR payload of a belief, and remember its body for the calibrated one."""
-        message = self.belief(belief)
-        payload = self.belief_encoder.encode(message)
-        self.belief_memo.remember(message, memoryview(payload)[4:])
-        return payload
-
-    def remember_decoded_belief(self, belief, message, body):
-        """Remember that ``belief`` was decoded from ``message``, whose exact CDR body is ``body``.
-
-        For replay: the recomputed calibrated assessment carries ``belief``; its encoding then
-        reuses the recorded body (see :class:`_BeliefMemo`).
-        """
-        self._last_belief = (belief, message)
-        self.belief_memo.remember(message, body)
+        """Return the CDR payload of a belief."""
+        return self.belief_encoder.encode(self.belief(belief))
 
     def time(self, stamp_ns):
         return self.time_cls(*divmod(stamp_ns, NS_PER_S))

@@ -5,9 +5,8 @@ The .msg files of ``project_ghost_feedback_msgs`` are found through the ament in
 workspace, as rosbag2 finds them) or, failing that, in the source tree next to this package. From
 them this module builds:
 
-- a rosbags :class:`~rosbags.typesys.store.Typestore` that encodes and decodes CDR (the CDR
-  code used by telemetry and the reference for the one checked shortcut, the PredictionOutcome
-  ``struct`` layout in :mod:`.adapters`; nothing here packs bytes by hand);
+- a rosbags :class:`~rosbags.typesys.store.Typestore` whose public ``serialize_cdr`` and
+  ``deserialize_cdr`` encode and decode CDR (nothing here packs bytes by hand);
 - the MCAP schema text exactly as rosbag2 builds it (``full_definition``): the .msg text verbatim,
   then for each dependency, depth-first, in sorted order and each type once, a newline, a line
   of 80 ``=``, a line ``MSG: pkg/Type`` and its .msg text;

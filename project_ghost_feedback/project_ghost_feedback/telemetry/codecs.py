@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: Apache-2.0
+"""CDR bytes -> contracts: the decoder registry ``_DECODERS`` (ADR-0026 section 6).
+
+Each decoder deserializes with the public ``Typestore.deserialize_cdr`` of the package's rosbags
+typestore (:mod:`.msgdefs`), then builds the contract with the same functions as the live node
+(:mod:`project_ghost_feedback.msg_decoding`, which read rclpy and rosbags messages alike and
+validate through the core's constructors). All three decoders are registered when this module is
+imported.
+"""
+
+from ..msg_decoding import belief_from_msg, calibrated_from_msg, outcome_from_msg
+from .bag_reader import normalize_type_name
+from .channels import (
+    TYPE_BELIEF_SELF_ASSESSMENT,
+    TYPE_CALIBRATED_SELF_ASSESSMENT,
+    TYPE_PREDICTION_OUTCOME,
+)
+from .msgdefs import typestore
+
+
+class Decoder:
+    """Decoder of one type: CDR bytes -> rosbags message (``deserialize_cdr``) -> contract."""
+
+    def __init__(self, msgtype, to_contract):
+        self.msgtype = msgtype
+        self.__doc__ = f'Decode CDR bytes of {msgtype} into its contract.'
+        self.to_contract = to_contract
+        self._deserialize = typestore().deserialize_cdr
+
+    def decode_message(self, payload):
+        """Return the rosbags message of ``payload`` (rosbags' SerdeError if it is not one)."""
+        return self._deserialize(payload, self.msgtype)
+
+    def __call__(self, payload):
+        """Return the contract decoded from ``payload``."""
+        return self.to_contract(self._deserialize(payload, self.msgtype))
+
+
+_DECODERS = {
+    msgtype: Decoder(msgtype, to_contract) for msgtype, to_contract in (
+        (TYPE_CALIBRATED_SELF_ASSESSMENT, calibrated_from_msg),
+        (TYPE_BELIEF_SELF_ASSESSMENT, belief_from_msg),
+        (TYPE_PREDICTION_OUTCOME, outcome_from_msg))
+}
+"""ROS 2 type name (``pkg/msg/Type``) -> decoder ``bytes -> contract`` (ADR-0026 section 6)."""
+
+
+def register_decoder(msgtype, decoder):
+    """Register ``decoder`` (``bytes -> contract``) for the type name ``msgtype``."""
+    _DECODERS[normalize_type_name(msgtype)] = decoder
+
+
+def decode(msgtype, payload):
+    """Decode ``payload`` (CDR bytes) of type ``msgtype`` into its contract.
+
+    KeyError for a type without decoder; rosbags' SerdeError for bytes that are not valid CDR of
+    that type; the core's ContractTypeError/ContractValueError for values a contract refuses.
+    """
+    return _DECODERS[normalize_type_name(msgtype)](payload)

@@ -1,0 +1,164 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The replay report: level summaries, the first difference, the one-line verdict."""
+
+import dataclasses
+import math
+
+from ..core import SelfAssessmentLevel
+from .config import ReplayConfig
+
+
+@dataclasses.dataclass
+class LevelSummary:
+    """Calibrated levels of a sequence of assessments: counts, downgrades, first downgrade."""
+
+    assessments: int = 0
+    levels: dict = dataclasses.field(
+        default_factory=lambda: {level.name: 0 for level in SelfAssessmentLevel})
+    downgrades: int = 0
+    first_downgrade_stamp_sim_ns: int | None = None
+
+    def add(self, calibrated):
+        """Count one calibrated assessment."""
+        self.assessments += 1
+        adjusted = calibrated.adjusted_overall_level
+        raw = calibrated.raw_assessment.overall_level
+        self.levels[adjusted.name] += 1
+        if adjusted is not raw and adjusted < raw:  # members are singletons: skip __lt__ if same
+            self.downgrades += 1
+            if self.first_downgrade_stamp_sim_ns is None:
+                self.first_downgrade_stamp_sim_ns = calibrated.raw_assessment.belief_stamp_sim_ns
+
+    def to_dict(self):
+        """Return a JSON-ready dict."""
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Difference:
+    """The first field in which a recorded and a recomputed assessment differ."""
+
+    index: int
+    belief_stamp_sim_ns: int | None
+    field: str
+    recorded: object
+    recomputed: object
+
+    def to_dict(self):
+        """Return a JSON-ready dict (non-finite floats as strings)."""
+        return {
+            'index': self.index, 'belief_stamp_sim_ns': self.belief_stamp_sim_ns,
+            'field': self.field, 'recorded': _jsonable(self.recorded),
+            'recomputed': _jsonable(self.recomputed),
+        }
+
+
+def _jsonable(value):
+    if isinstance(value, SelfAssessmentLevel):
+        return value.name
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if dataclasses.is_dataclass(value):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def first_field_difference(recorded, recomputed, path=''):
+    """Return ``(field_path, recorded_value, recomputed_value)`` of the first difference, or None.
+
+    Dataclasses are compared field by field and tuples item by item, depth first, so the path
+    names the innermost differing value (e.g. ``calibration_history.count_beyond_3_std``).
+    """
+    if recorded == recomputed:
+        return None
+    if dataclasses.is_dataclass(recorded) and type(recorded) is type(recomputed):
+        for field in dataclasses.fields(recorded):
+            found = first_field_difference(
+                getattr(recorded, field.name), getattr(recomputed, field.name),
+                f'{path}.{field.name}' if path else field.name)
+            if found is not None:
+                return found
+    if (isinstance(recorded, tuple) and isinstance(recomputed, tuple)
+            and len(recorded) == len(recomputed)):
+        for i, (a, b) in enumerate(zip(recorded, recomputed)):
+            found = first_field_difference(a, b, f'{path}[{i}]')
+            if found is not None:
+                return found
+    return (path or '(whole)', recorded, recomputed)
+
+
+@dataclasses.dataclass
+class ReplayReport:
+    """Result of :func:`replay_bag`."""
+
+    bag: str
+    order: str
+    mode: str
+    recorded_config: ReplayConfig
+    config_source: str
+    replay_config: ReplayConfig
+    outcomes: int = 0
+    assessments: int = 0
+    recorded_outputs: int = 0
+    compared: int = 0
+    differences: int = 0
+    first_difference: Difference | None = None
+    changed_levels: int = 0
+    more_confident: int = 0
+    less_confident: int = 0
+    first_change: Difference | None = None
+    recorded: LevelSummary = dataclasses.field(default_factory=LevelSummary)
+    recomputed: LevelSummary = dataclasses.field(default_factory=LevelSummary)
+    warnings: list = dataclasses.field(default_factory=list)
+    rejected: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def identical(self):
+        """Return True/False when recorded outputs exist, None when there is nothing to compare."""
+        if self.recorded_outputs == 0:
+            return None
+        return self.differences == 0 and self.recorded_outputs == self.assessments
+
+    def to_dict(self):
+        """Return a JSON-ready dict (the ``--json`` output of ``ghost-feedback replay``)."""
+        return {
+            'bag': self.bag, 'order': self.order, 'mode': self.mode,
+            'recorded_config': self.recorded_config.to_dict(),
+            'config_source': self.config_source,
+            'replay_config': self.replay_config.to_dict(),
+            'outcomes': self.outcomes, 'assessments': self.assessments,
+            'recorded_outputs': self.recorded_outputs, 'compared': self.compared,
+            'identical': self.identical, 'differences': self.differences,
+            'first_difference': self.first_difference.to_dict()
+            if self.first_difference else None,
+            'changed_levels': self.changed_levels, 'more_confident': self.more_confident,
+            'less_confident': self.less_confident,
+            'first_change': self.first_change.to_dict() if self.first_change else None,
+            'recorded': self.recorded.to_dict() if self.recorded_outputs else None,
+            'recomputed': self.recomputed.to_dict(),
+            'warnings': list(self.warnings),
+            'rejected': dict(sorted(self.rejected.items())),
+        }
+
+
+def summary_line(report):
+    """Return a one-line verdict of a verify-mode ReplayReport."""
+    if report.identical is None:
+        return (f'replay: {report.assessments} assessments recomputed, nothing recorded to '
+                'compare with')
+    if report.identical:
+        return (f'replay OK: {report.compared} calibrated assessments recomputed from '
+                f'{report.outcomes} outcomes equal the recorded ones '
+                f'({report.replay_config.describe()})')
+    first = report.first_difference
+    where = ''
+    if first is not None:
+        where = (f'; first at assessment #{first.index} (belief stamp '
+                 f'{first.belief_stamp_sim_ns}): {first.field} recorded '
+                 f'{_jsonable(first.recorded)!r}, recomputed {_jsonable(first.recomputed)!r}')
+    return (f'replay MISMATCH: {report.differences} of {report.compared} recomputed calibrated '
+            f'assessments differ from the recorded ones{where}')

@@ -1,0 +1,389 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Seeded, bounded fuzz test of ``ghost-feedback info`` and ``replay`` over corrupted bags.
+
+A small telemetry bag is recorded the way the node records one (core window and policy, the
+node's recorder custom data); then corrupted copies of it (metadata.yaml edits of many classes,
+byte damage of the MCAP, FIFOs in place of files) are given to the real CLI. Every case must end
+in exit 0 with the pristine bag's figures, exit 1 with a replay MISMATCH report, or exit 2 with
+exactly one ``ghost-feedback: error:`` line on stderr and nothing on stdout; never a traceback.
+All cases run in one child process bounded by a subprocess timeout (a hang fails the test);
+FIFO cases run in their own child processes, also with a timeout, so a reader that opened one
+would block and fail.
+"""
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+from project_ghost_feedback.core import BeliefSelfAssessment, NamedLevel, SelfAssessmentLevel
+from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
+from project_ghost_feedback.core.window import OutcomeWindow
+from project_ghost_feedback.sim.outcome_model import OutcomeModel
+from project_ghost_feedback.telemetry.recorder import TelemetryRecorder
+import pytest
+import yaml
+
+SEED = 20261203
+CASES = 320
+DRIVER_TIMEOUT_S = 600
+FIFO_TIMEOUT_S = 60
+
+# The child: runs the CLI in-process on every case directory listed on stdin, prints JSON.
+DRIVER = r"""
+import contextlib, io, json, sys, traceback
+from project_ghost_feedback.cli import main
+results = []
+for line in sys.stdin:
+    bag, command = json.loads(line)
+    out, err = io.StringIO(), io.StringIO()
+    crash = None
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([command, bag, '--json'])
+        except SystemExit as exit:
+            code = exit.code
+        except BaseException:
+            code, crash = None, traceback.format_exc()
+    results.append({'bag': bag, 'command': command, 'code': code, 'stdout': out.getvalue(),
+                    'stderr': err.getvalue(), 'crash': crash})
+print(json.dumps(results))
+"""
+
+
+def _record(path):
+    """Record a small bag as the node does; return its path."""
+    policy = make_policy('calibrated_exceedance')
+    window = OutcomeWindow(64)
+    recorder = TelemetryRecorder(path, policy=policy, max_history=16, outcome_buffer_size=64)
+    outcomes = OutcomeModel().outcomes(60, seed=SEED, overconfidence=3.0, rate_hz=10.0,
+                                       start_stamp_sim_ns=10**9)
+    levels = (NamedLevel('x', SelfAssessmentLevel.KNOWN),)
+    for i, outcome in enumerate(outcomes):
+        window.add(outcome)
+        recorder.record_outcome(outcome)
+        if i % 2:
+            raw = BeliefSelfAssessment(outcome.observed_stamp_sim_ns + 1,
+                                       SelfAssessmentLevel.KNOWN, levels, ())
+            calibrated = assess_with_feedback(
+                raw, window.causal_window(raw.belief_stamp_sim_ns, 16), policy, 16)
+            recorder.record_assessment(raw, calibrated)
+    recorder.close()
+    return path
+
+
+def _metadata(bag):
+    return yaml.safe_load((bag / 'metadata.yaml').read_text())
+
+
+def _write_metadata(bag, loaded):
+    (bag / 'metadata.yaml').write_text(yaml.safe_dump(loaded, sort_keys=False))
+
+
+def _mcap(bag):
+    return next(bag.glob('*.mcap'))
+
+
+def _info_of(loaded):
+    return loaded['rosbag2_bagfile_information']
+
+
+def _meta_edit(edit):
+    def apply(bag, rng):
+        loaded = _metadata(bag)
+        edit(_info_of(loaded), rng)
+        _write_metadata(bag, loaded)
+    return apply
+
+
+def _topic(info, rng):
+    return rng.choice(info['topics_with_message_count'])
+
+
+def _set_key(path, value):
+    def edit(info, rng):
+        target = info
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return edit
+
+
+def _drop_key(key):
+    def edit(info, rng):
+        info.pop(key, None)
+    return edit
+
+
+def _topic_edit(field, value):
+    def edit(info, rng):
+        topic = _topic(info, rng)
+        if field == 'message_count':
+            topic['message_count'] = value(topic['message_count'], rng)
+        else:
+            topic['topic_metadata'][field] = value
+    return edit
+
+
+def _damage(mode):
+    def apply(bag, rng):
+        path = _mcap(bag)
+        data = bytearray(path.read_bytes())
+        if mode == 'truncate':
+            data = data[:rng.randrange(len(data))]
+        elif mode == 'flip':
+            for _ in range(rng.randint(1, 8)):
+                data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        elif mode == 'zero_range':
+            start = rng.randrange(8, len(data) - 8)
+            length = rng.randint(1, 256)
+            data[start:start + length] = bytes(len(data[start:start + length]))
+        elif mode == 'random_range':
+            start = rng.randrange(len(data))
+            length = rng.randint(1, 64)
+            data[start:start + length] = bytes(rng.randrange(256) for _ in range(length))
+        elif mode == 'append':
+            data += bytes(rng.randrange(256) for _ in range(rng.randint(1, 512)))
+        path.write_bytes(bytes(data))
+    return apply
+
+
+def _yaml_damage(mode):
+    def apply(bag, rng):
+        path = bag / 'metadata.yaml'
+        data = bytearray(path.read_bytes())
+        if mode == 'truncate':
+            data = data[:rng.randrange(len(data))]
+        elif mode == 'flip':
+            for _ in range(rng.randint(1, 4)):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        elif mode == 'huge':
+            data += b'#' * (2 << 20)
+        elif mode == 'deep':
+            data = b'rosbag2_bagfile_information: ' + b'[' * 200_000 + b']' * 200_000
+        elif mode == 'aliases':
+            lines = [b'a0: &a0 [x, x, x, x, x, x, x, x, x, x]']
+            lines += [b'a%d: &a%d [%s]' % (i, i, b', '.join([b'*a%d' % (i - 1)] * 10))
+                      for i in range(1, 6)]
+            data = b'\n'.join(lines) + b'\n' + data.replace(
+                b'relative_file_paths:', b'relative_file_paths: *a5\n  unused:', 1)
+        path.write_bytes(bytes(data))
+    return apply
+
+
+def _custom(key, value):
+    def edit(info, rng):
+        info['custom_data'][key] = value
+    return edit
+
+
+CLASSES = {
+    'empty_type': _meta_edit(_topic_edit('type', '')),
+    'empty_name': _meta_edit(_topic_edit('name', '')),
+    'type_not_string': _meta_edit(_topic_edit('type', 7)),
+    'zstd_file': _meta_edit(lambda i, r: i.update(compression_format='zstd',
+                                                  compression_mode='file')),
+    'zstd_message': _meta_edit(lambda i, r: i.update(compression_format='zstd',
+                                                     compression_mode='message')),
+    'compression_bogus': _meta_edit(lambda i, r: i.update(compression_format='lz4',
+                                                          compression_mode='FILE')),
+    'custom_data_list': _meta_edit(_set_key(['custom_data'], ['a', 'b'])),
+    'custom_data_nonstring': _meta_edit(_set_key(['custom_data'], {'a': 1})),
+    'custom_bad_json': _meta_edit(_custom('ghost_feedback.policy_parameters', '{nope')),
+    'custom_bad_policy': _meta_edit(_custom('ghost_feedback.policy', 'no_such_policy')),
+    'custom_bad_history': _meta_edit(_custom('ghost_feedback.max_history', 'many')),
+    'version_0': _meta_edit(_set_key(['version'], 0)),
+    'version_negative': _meta_edit(_set_key(['version'], -1)),
+    'version_10': _meta_edit(_set_key(['version'], 10)),
+    'version_string': _meta_edit(_set_key(['version'], 'nine')),
+    'negative_duration': _meta_edit(_set_key(['duration', 'nanoseconds'], -5)),
+    'altered_duration': _meta_edit(lambda i, r: i['duration'].update(
+        nanoseconds=i['duration']['nanoseconds'] + r.randint(1, 10**9))),
+    'altered_start': _meta_edit(lambda i, r: i['starting_time'].update(
+        nanoseconds_since_epoch=i['starting_time']['nanoseconds_since_epoch'] + 1)),
+    'topic_count_up': _meta_edit(_topic_edit('message_count', lambda n, r: n + r.randint(1, 9))),
+    'topic_count_down': _meta_edit(_topic_edit('message_count', lambda n, r: max(0, n - 1))),
+    'topic_count_negative': _meta_edit(_topic_edit('message_count', lambda n, r: -1)),
+    'total_count': _meta_edit(lambda i, r: i.update(message_count=i['message_count'] + 1)),
+    'other_type_hash': _meta_edit(_topic_edit('type_description_hash', 'RIHS01_' + '0' * 64)),
+    'storage_sqlite': _meta_edit(_set_key(['storage_identifier'], 'sqlite3')),
+    'storage_bogus': _meta_edit(_set_key(['storage_identifier'], 'rosbag_v1')),
+    'missing_file': _meta_edit(_set_key(['relative_file_paths'], ['gone.mcap'])),
+    'no_files': _meta_edit(_set_key(['relative_file_paths'], [])),
+    'drop_topics': _meta_edit(_drop_key('topics_with_message_count')),
+    'drop_duration': _meta_edit(_drop_key('duration')),
+    'topics_not_list': _meta_edit(_set_key(['topics_with_message_count'], {'a': 1})),
+    'qos_garbage': _meta_edit(_topic_edit('offered_qos_profiles', [{'history': 'weird'}])),
+    'serialization_format': _meta_edit(_topic_edit('serialization_format', 'json')),
+    'yaml_truncate': _yaml_damage('truncate'),
+    'yaml_flip': _yaml_damage('flip'),
+    'yaml_huge': _yaml_damage('huge'),
+    'yaml_deep': _yaml_damage('deep'),
+    'yaml_aliases': _yaml_damage('aliases'),
+    'mcap_truncate': _damage('truncate'),
+    'mcap_flip': _damage('flip'),
+    'mcap_zero_range': _damage('zero_range'),
+    'mcap_random_range': _damage('random_range'),
+    'mcap_append': _damage('append'),
+}
+
+
+@pytest.fixture(scope='module')
+def pristine(tmp_path_factory):
+    """Return (bag path, {command: parsed JSON of the pristine bag})."""
+    bag = _record(tmp_path_factory.mktemp('pristine') / 'bag')
+    results = _run_driver([(bag, 'info'), (bag, 'replay')])
+    expected = {}
+    for result in results:
+        assert result['code'] == 0, result
+        expected[result['command']] = _comparable(json.loads(result['stdout']))
+    assert expected['replay']['identical'] is True
+    return bag, expected
+
+
+def _comparable(document):
+    # The path differs; custom_data is shown verbatim by info (replay checks its content).
+    document = dict(document)
+    for key in ('path', 'bag', 'custom_data'):
+        document.pop(key, None)
+    if 'topics' in document:  # a recorded hash other than ours: test_a_different_recorded_...
+        document['topics'] = [
+            {k: v for k, v in t.items() if k not in ('type_description_hash', 'definition')}
+            for t in document['topics']]
+    return document
+
+
+def _cli_env():
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(p for p in sys.path if p)
+    return env
+
+
+def _run_driver(cases):
+    stdin = ''.join(json.dumps([str(bag), command]) + '\n' for bag, command in cases)
+    result = subprocess.run([sys.executable, '-c', DRIVER], input=stdin, capture_output=True,
+                            text=True, timeout=DRIVER_TIMEOUT_S, env=_cli_env())
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout)
+
+
+def _check(result, expected):
+    where = f'{result["bag"]} {result["command"]}'
+    assert result['crash'] is None, f'{where}: crashed:\n{result["crash"]}'
+    assert 'Traceback' not in result['stderr'], where
+    code = result['code']
+    if code == 0:
+        assert result['stderr'] == '', where
+        assert _comparable(json.loads(result['stdout'])) == expected[result['command']], (
+            f'{where}: exit 0 with figures that differ from the pristine bag')
+    elif code == 1:
+        assert result['command'] == 'replay', where
+        assert json.loads(result['stdout'])['identical'] is False, where
+    else:
+        assert code == 2, f'{where}: exit {code}'
+        lines = result['stderr'].splitlines()
+        assert len(lines) == 1 and lines[0].startswith('ghost-feedback: error: '), (
+            f'{where}: {result["stderr"]!r}')
+        assert result['stdout'] == '', where
+
+
+def test_corrupted_copies_end_in_figures_or_one_line(pristine, tmp_path):
+    """Every seeded corruption: exit 0 with the pristine figures, exit 1 MISMATCH, or one line."""
+    bag, expected = pristine
+    rng = random.Random(SEED)
+    names = sorted(CLASSES)
+    cases = []
+    kinds = {}
+    for i in range(CASES):
+        name = names[i % len(names)] if i < len(names) else rng.choice(names)
+        copy = tmp_path / f'{i:03d}_{name}'
+        shutil.copytree(bag, copy)
+        CLASSES[name](copy, rng)
+        kinds[str(copy)] = name
+        cases += [(copy, 'info'), (copy, 'replay')]
+    outcomes = {}
+    for result in _run_driver(cases):
+        _check(result, expected)
+        outcomes.setdefault(kinds[result['bag']], set()).add((result['command'],
+                                                              result['code']))
+    # Classes whose damage is certain must be refused by both commands, never read as fine.
+    for name in ('empty_type', 'zstd_file', 'zstd_message', 'custom_data_list', 'version_0',
+                 'version_negative', 'version_10', 'negative_duration', 'topic_count_up',
+                 'topic_count_down', 'total_count', 'yaml_huge', 'missing_file', 'yaml_deep'):
+        assert outcomes[name] == {('info', 2), ('replay', 2)}, (name, outcomes[name])
+    assert ('info', 2) in outcomes['altered_duration'], outcomes['altered_duration']
+    # Unusable recorded configuration never verifies OK; a different definition is refused.
+    for name in ('custom_bad_json', 'custom_bad_policy', 'custom_bad_history',
+                 'other_type_hash'):
+        assert ('replay', 2) in outcomes[name], (name, outcomes[name])
+
+
+@pytest.mark.parametrize('which', ['mcap', 'metadata'])
+def test_fifo_in_place_of_a_file_is_refused_without_opening_it(pristine, tmp_path, which):
+    """A FIFO instead of the MCAP or metadata.yaml: one line, exit 2, no hang (timeout)."""
+    bag, _ = pristine
+    copy = tmp_path / 'bag'
+    shutil.copytree(bag, copy)
+    target = _mcap(copy) if which == 'mcap' else copy / 'metadata.yaml'
+    target.unlink()
+    os.mkfifo(target)
+    for command in ('info', 'replay'):
+        result = subprocess.run(
+            [sys.executable, '-m', 'project_ghost_feedback.cli', command, str(copy)],
+            capture_output=True, text=True, timeout=FIFO_TIMEOUT_S, env=_cli_env())
+        assert result.returncode == 2, result
+        assert 'not a regular file' in result.stderr
+        assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_different_recorded_definition_is_named(pristine, tmp_path):
+    """Same type name, other RIHS01 hash: replay says "different definition", info marks it."""
+    bag, _ = pristine
+    copy = tmp_path / 'bag'
+    shutil.copytree(bag, copy)
+    loaded = _metadata(copy)
+    for topic in _info_of(loaded)['topics_with_message_count']:
+        if topic['topic_metadata']['name'] == '/prediction_outcome':
+            topic['topic_metadata']['type_description_hash'] = 'RIHS01_' + 'ab' * 32
+    _write_metadata(copy, loaded)
+    results = _run_driver([(copy, 'info'), (copy, 'replay')])
+    info = json.loads(results[0]['stdout'])
+    definitions = {t['name']: t['definition'] for t in info['topics']}
+    assert definitions['/prediction_outcome'] == 'different'
+    assert set(definitions.values()) == {'same', 'different'}
+    assert results[1]['code'] == 2
+    assert 'different definition' in results[1]['stderr']
+
+
+def test_a_recorded_invalid_input_is_skipped_and_counted(pristine, tmp_path):
+    """A NaN distance in a recorded outcome: replay skips and counts it, as the node would."""
+    from rosbags.rosbag2 import Reader, Writer, StoragePlugin
+
+    from project_ghost_feedback.telemetry.msgdefs import typestore
+
+    bag, _ = pristine
+    copy = tmp_path / 'bag'
+    store = typestore()
+    with Reader(bag) as reader, Writer(copy, version=9,
+                                       storage_plugin=StoragePlugin.MCAP) as writer:
+        added = {}
+        for connection in reader.connections:
+            added[connection.id] = writer.add_connection(
+                connection.topic, connection.msgtype, msgdef=connection.msgdef.data,
+                rihs01=connection.digest, serialization_format='cdr')
+        poisoned = False
+        for connection, log_time, payload in reader.messages():
+            if connection.topic == '/prediction_outcome' and not poisoned:
+                message = store.deserialize_cdr(payload, connection.msgtype)
+                message.position_mahalanobis = float('nan')
+                payload = store.serialize_cdr(message, connection.msgtype)
+                poisoned = True
+            writer.write(added[connection.id], log_time, payload)
+    result = _run_driver([(copy, 'replay')])[0]
+    assert result['crash'] is None and result['code'] in (0, 1), result
+    report = json.loads(result['stdout'])
+    assert sum(report['rejected'].values()) == 1, report['rejected']
+    assert next(iter(report['rejected'])).startswith('outcome:')
+    assert report['outcomes'] == 59
