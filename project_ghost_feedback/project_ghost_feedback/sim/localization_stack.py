@@ -91,7 +91,8 @@ def yaw_roll_pitch_quaternion(roll, pitch, yaw):
             cr * cp * sy - sr * sp * cy, cr * cp * cy + sr * sp * sy)
 
 
-def _transition(dt, config):
+def transition_matrix(dt, config):
+    """Return ``(F, decay)``: the 9-state transition over ``dt`` seconds and the OU decay."""
     f = np.eye(9)
     for p, v in ((_X, _VX), (_Y, _VY), (_YAW, _VYAW)):
         f[p, v] = dt
@@ -101,7 +102,7 @@ def _transition(dt, config):
     return f, decay
 
 
-def _process_noise(dt, config, accel_factor):
+def process_noise(dt, config, accel_factor):
     """Discrete white-acceleration noise for CV axes, exact OU noise for z, roll, pitch."""
     q = np.zeros((9, 9))
     for (p, v), std in (((_X, _VX), config.accel_std), ((_Y, _VY), config.accel_std),
@@ -117,6 +118,12 @@ def _process_noise(dt, config, accel_factor):
     return q
 
 
+def _cholesky(q):
+    """Return L with L L^T = q for a PSD q (eigen-based: the OU-free rows may be zero)."""
+    values, vectors = np.linalg.eigh(q)
+    return vectors * np.sqrt(np.clip(values, 0.0, None))
+
+
 class LocalizationStack:
     """Truth and Kalman estimate, stepped at ``rate_hz * truth_rate_multiple`` (truth rate)."""
 
@@ -124,6 +131,7 @@ class LocalizationStack:
         self.config = config
         self.phases = tuple(phases)
         self.rng = np.random.default_rng(seed)
+        self._models = {}
         self.dt_truth = 1.0 / (config.rate_hz * config.truth_rate_multiple)
         self.dt = 1.0 / config.rate_hz
         self.h = np.zeros((6, 9))
@@ -158,17 +166,24 @@ class LocalizationStack:
             start = end
         return spans
 
+    def _model(self, dt, accel_factor):
+        """Return ``(F, Q, chol(Q))`` for a step of ``dt`` seconds (cached)."""
+        key = (dt, accel_factor)
+        if key not in self._models:
+            f, _ = transition_matrix(dt, self.config)
+            q = process_noise(dt, self.config, accel_factor)
+            self._models[key] = (f, q, _cholesky(q))
+        return self._models[key]
+
     def _step_truth(self, dt, accel_factor):
-        f, _ = _transition(dt, self.config)
-        q = _process_noise(dt, self.config, accel_factor)
-        self.truth = f @ self.truth + self.rng.multivariate_normal(np.zeros(9), q)
+        f, _, chol = self._model(dt, accel_factor)
+        self.truth = f @ self.truth + chol @ self.rng.standard_normal(9)
 
     def _step_filter(self, accel_factor):
-        f, _ = _transition(self.dt, self.config)
-        q = _process_noise(self.dt, self.config, accel_factor)
+        f, q, _ = self._model(self.dt, accel_factor)
         x = f @ self.estimate
         p = f @ self.covariance @ f.T + q
-        z = self.h @ self.truth + self.rng.multivariate_normal(np.zeros(6), self.r)
+        z = self.h @ self.truth + np.sqrt(np.diag(self.r)) * self.rng.standard_normal(6)
         s = self.h @ p @ self.h.T + self.r
         gain = np.linalg.solve(s, self.h @ p).T
         self.estimate = x + gain @ (z - self.h @ x)
