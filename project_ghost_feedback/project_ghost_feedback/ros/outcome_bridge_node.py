@@ -28,13 +28,10 @@ from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
-import rclpy
 from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
 from rcl_interfaces.msg import (
     FloatingPointRange,
     IntegerRange,
@@ -49,7 +46,7 @@ from ..bridge.geometry import AXES, axis_mask, covariance_6x6, FixedTransform, p
 from ..bridge.reference_buffer import AFTER_BUFFER, EMPTY, ReferenceBuffer, ReferenceSample
 from ..core import BeliefSelfAssessment, NamedLevel, PredictionOutcome
 from .conversions import belief_to_msg, outcome_to_msg
-from .feedback_node import ShutdownRequest, spin_until_shutdown
+from .node_main import run_node
 
 NODE_NAME = 'outcome_bridge'
 DIAGNOSTIC_TASK = 'outcome_bridge'
@@ -405,6 +402,12 @@ class OutcomeBridge(Node):
         """Pair (or drop) waiting estimates, oldest first, as far as the references allow."""
         while self._pending:
             estimate = self._pending[0]
+            if (self._reference_frame_id is not None
+                    and estimate.frame_id != self._reference_frame_id):
+                self._finish(self._pending.popleft(), None, DROP_FRAME_MISMATCH,
+                             f'estimate in {estimate.frame_id!r}, reference in '
+                             f'{self._reference_frame_id!r} (set transform.* to relate them)')
+                continue
             looked_up = self._buffer.lookup(estimate.stamp_ns)
             if looked_up in (AFTER_BUFFER, EMPTY):
                 waited = self._last_estimate_ns - estimate.stamp_ns
@@ -415,10 +418,6 @@ class OutcomeBridge(Node):
             self._pending.popleft()
             if isinstance(looked_up, str):
                 self._finish(estimate, None, _LOOKUP_DROPS[looked_up])
-            elif estimate.frame_id != self._reference_frame_id:
-                self._finish(estimate, None, DROP_FRAME_MISMATCH,
-                             f'estimate in {estimate.frame_id!r}, reference in '
-                             f'{self._reference_frame_id!r} (set transform.* to relate them)')
             else:
                 self._finish(estimate, looked_up, None)
 
@@ -515,33 +514,7 @@ class OutcomeBridge(Node):
 
 def main(args=None):
     """Run the bridge until SIGINT or SIGTERM: exit 0; invalid start-up configuration: exit 2."""
-    shutdown = ShutdownRequest()
-    shutdown.install()
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    node = None
-    executor = None
-    exit_code = 0
-    try:
-        node = OutcomeBridge()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        spin_until_shutdown(executor, node.context, stop=shutdown.__bool__)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ValueError as error:
-        rclpy.logging.get_logger(NODE_NAME).error(str(error))
-        exit_code = 2
-    except Exception:
-        if rclpy.ok():
-            raise
-    finally:
-        if executor is not None:
-            executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-        shutdown.restore()
-    return exit_code
+    return run_node(OutcomeBridge, NODE_NAME, args=args)
 
 
 if __name__ == '__main__':
