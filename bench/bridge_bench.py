@@ -34,7 +34,7 @@ from project_ghost_feedback.bridge.belief_claim import claim_levels, ClaimThresh
 from project_ghost_feedback.bridge.decorrelation import OutcomePacer
 from project_ghost_feedback.bridge.geometry import pose_error
 from project_ghost_feedback.core import BeliefSelfAssessment, NamedLevel, PredictionOutcome
-from project_ghost_feedback.core.feedback import assess_with_feedback, DEFAULT_POLICY, make_policy
+from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
 from project_ghost_feedback.core.window import OutcomeWindow
 from project_ghost_feedback.sim.localization_stack import (
     DEFAULT_PHASES,
@@ -44,6 +44,7 @@ from project_ghost_feedback.sim.localization_stack import (
 )
 
 MAX_HISTORY = 32
+NODE_DEFAULT_POLICY = 'calibrated_exceedance'
 WARMUP_NS = 30 * 1_000_000_000
 NS_PER_S = 1e9
 CONFIG = StackConfig(truth_rate_multiple=1)
@@ -131,8 +132,9 @@ def main(argv=None):
                         help='runs of the default phases (detection, recovery; default 12)')
     parser.add_argument('--tuned-seeds', type=int, default=24,
                         help='extra tuned-only runs of 600 s for the false-downgrade rate')
-    parser.add_argument('--policy', default=DEFAULT_POLICY,
-                        help=f'adjustment policy (default: the node default, {DEFAULT_POLICY})')
+    parser.add_argument('--policy', default=NODE_DEFAULT_POLICY,
+                        help=f'adjustment policy (default {NODE_DEFAULT_POLICY}, the feedback '
+                             'node default of Interfaces v2)')
     parser.add_argument('--quick', action='store_true', help='3 seeds, 3 tuned runs')
     args = parser.parse_args(argv)
     if args.quick:

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The main() of a project node: signals, spin, clean exit codes (one place for every node)."""
+"""Shared pieces of the project nodes: main() (signals, spin, exit codes) and queue draining."""
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -43,3 +43,20 @@ def run_node(make_node, logger_name, args=None, make_executor=None):
         rclpy.try_shutdown()
         shutdown.restore()
     return exit_code
+
+
+def drain_queued(node, subscription, callback, limit):
+    """Take up to ``limit`` messages already queued on ``subscription``; pass each to ``callback``.
+
+    Lets a node handle the messages of one input that arrived before the message it is about to
+    handle on another (the executor takes one message per ready subscription per turn).
+    """
+    try:
+        with subscription.handle:
+            for _ in range(limit):
+                taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
+                if taken is None:
+                    return
+                callback(taken[0])
+    except Exception as error:  # noqa: BLE001 - never lose the message being handled
+        node.get_logger().debug(f'queue drain unavailable: {error!r}', once=True)

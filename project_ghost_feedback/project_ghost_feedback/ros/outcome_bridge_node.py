@@ -46,7 +46,7 @@ from ..bridge.geometry import AXES, axis_mask, covariance_6x6, FixedTransform, p
 from ..bridge.reference_buffer import AFTER_BUFFER, EMPTY, ReferenceBuffer, ReferenceSample
 from ..core import BeliefSelfAssessment, NamedLevel, PredictionOutcome
 from .conversions import belief_to_msg, outcome_to_msg
-from .node_main import run_node
+from .node_main import drain_queued, run_node
 
 NODE_NAME = 'outcome_bridge'
 DIAGNOSTIC_TASK = 'outcome_bridge'
@@ -81,21 +81,23 @@ PARAMETERS = {
                       f'Estimate message type: one of {sorted(ESTIMATE_TYPES)} (read-only).'),
     'reference_type': ('odometry', _S, None, True,
                        f'Reference message type: one of {sorted(REFERENCE_TYPES)} (read-only).'),
-    'input_qos_depth': (100, _I, (1, _MAX_INT), True,
-                        'keep_last depth of the reliable input subscriptions (read-only).'),
-    'output_qos_depth': (100, _I, (1, _MAX_INT), True,
+    'input_qos_depth': (
+        1000, _I, (1, _MAX_INT), True,
+        'keep_last depth of the reliable input subscriptions, deep enough for a fast replay '
+        '(read-only).'),
+    'output_qos_depth': (1000, _I, (1, _MAX_INT), True,
                          'keep_last depth of the reliable output publishers (read-only).'),
     'reference_buffer_size': (
         1000, _I, (2, 1_000_000), True,
         'Reference samples kept for interpolation (read-only; at 100 Hz, 1000 is 10 s).'),
     'pending_capacity': (
-        100, _I, (1, 1_000_000), True,
+        1000, _I, (1, 1_000_000), True,
         'Estimates waiting for a reference after their stamp, at most (read-only).'),
     'max_reference_gap_s': (
         0.5, _F, (1e-6, 3600.0), False,
         'Estimates between two references further apart than this are dropped (gap).'),
     'max_estimate_wait_s': (
-        1.0, _F, (0.0, 3600.0), False,
+        5.0, _F, (0.0, 3600.0), False,
         'An estimate newer than every reference is dropped once estimates this much newer '
         'arrived (estimate time).'),
     'use_reference_covariance': (
@@ -262,6 +264,7 @@ class OutcomeBridge(Node):
         self._logged_once = set()
         self._pending = collections.deque()
         self._pending_capacity = self._param('pending_capacity')
+        self._drain_limit = self._param('input_qos_depth')
         self._last_estimate_ns = None
         self._reference_frame_id = None
 
@@ -379,8 +382,20 @@ class OutcomeBridge(Node):
         self._buffer.add(sample)
         self._resolve_pending()
 
+    def _drain_references(self):
+        """Take the references already queued before handling an estimate.
+
+        The executor takes one message per ready subscription per turn, and references usually
+        come faster than estimates: behind a backlog, estimates would run ahead of their
+        references in stamp time and wait (or be dropped) for references already received. At
+        most one input queue's worth per estimate (``input_qos_depth``), as the feedback node
+        drains outcomes before an assessment.
+        """
+        drain_queued(self, self._reference_subscription, self._on_reference, self._drain_limit)
+
     def _on_estimate(self, msg):
         self.received['estimate'] += 1
+        self._drain_references()
         pose, covariance = _pose_with_covariance(msg)
         try:
             position, quaternion = _pose_parts(pose)
