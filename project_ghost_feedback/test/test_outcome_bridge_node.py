@@ -26,6 +26,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
 
 from project_ghost_feedback.ros.outcome_bridge_node import OutcomeBridge
 
@@ -267,6 +268,41 @@ def test_parameters_validated_on_set(harness):
     ok = node.set_parameters([Parameter('max_reference_gap_s', value=2.0)])
     assert ok[0].successful
     assert node._buffer.max_gap_ns == 2 * SECOND_NS
+
+
+def test_backward_clock_jump_resets_time_ordered_state(harness):
+    """Sim time jumps back (simulator reset): estimates with the old stamps pair again."""
+    h = harness(use_sim_time=True, **UNPACED)
+    clock = h.client.create_publisher(Clock, '/clock', 10)
+
+    def set_clock(seconds):
+        msg = Clock()
+        msg.clock.sec = seconds
+        last = [0.0]
+
+        def reads():
+            if h.node.get_clock().now().nanoseconds == seconds * SECOND_NS:
+                return True
+            if time.monotonic() - last[0] > 0.05:
+                clock.publish(msg)
+                last[0] = time.monotonic()
+            return False
+
+        h.spin_until(reads, f'the node clock to read {seconds} s')
+
+    set_clock(100)
+    h.reference(10 * SECOND_NS)
+    h.reference(12 * SECOND_NS)
+    h.estimate(11 * SECOND_NS)
+    h.spin_until(lambda: h.outcomes, 'an outcome before the jump')
+    set_clock(1)
+    h.spin_until(lambda: h.node.clock_resets >= 1, 'the jump to be seen')
+    h.reference(1 * SECOND_NS)
+    h.reference(3 * SECOND_NS)
+    h.estimate(2 * SECOND_NS, x=0.1)
+    h.spin_until(lambda: len(h.outcomes) >= 2, 'an outcome after the jump')
+    assert h.node.dropped['estimate_not_newer'] == 0
+    assert h.outcomes[1].position_mahalanobis == pytest.approx(1.0)
 
 
 def _bridge_command(*ros_args):

@@ -28,7 +28,8 @@ from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
-from rclpy.clock import Clock, ClockType
+from rclpy.clock import Clock, ClockType, JumpThreshold
+from rclpy.duration import Duration
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -65,6 +66,7 @@ DROP_NO_REFERENCE_AFTER = 'no_reference_after'
 DROP_GAP = 'reference_gap'
 DROP_PENDING_OVERFLOW = 'pending_overflow'
 DROP_INVALID_OUTCOME = 'invalid_outcome'
+DROP_CLOCK_JUMP = 'clock_jump'
 _LOOKUP_DROPS = {'before_buffer': DROP_BEFORE_BUFFER, 'gap': DROP_GAP}
 
 _F = ParameterType.PARAMETER_DOUBLE
@@ -285,6 +287,13 @@ class OutcomeBridge(Node):
         self._estimate_subscription = self.create_subscription(
             ESTIMATE_TYPES[self._param('estimate_type')], 'estimate', self._on_estimate,
             input_qos)
+        self.clock_resets = 0
+        # A backward jump of the node clock (a simulator reset, a bag replayed again) restarts
+        # the stamps: forget everything time-ordered, or every new estimate is "not newer".
+        self._jump_handle = self.get_clock().create_jump_callback(
+            JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
+                          on_clock_change=False),
+            post_callback=self._on_clock_jump)
         self._steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         self._diagnostics_timer = self.create_timer(
             self._config['diagnostics_period_s'], self.publish_diagnostics,
@@ -342,6 +351,20 @@ class OutcomeBridge(Node):
             self._apply_config(config)
         self.get_logger().info(
             'parameters changed: ' + ', '.join(f'{p.name}={p.value!r}' for p in parameters))
+
+    def _on_clock_jump(self, jump):
+        """Reset the reference buffer, waiting estimates and the pacer on a backward jump."""
+        for estimate in self._pending:
+            self._drop(DROP_CLOCK_JUMP, f'pending at the jump ({estimate.stamp_ns} ns)')
+        self._pending.clear()
+        self._buffer.clear()
+        self._pacer.reset()
+        self._last_estimate_ns = None
+        self._reference_frame_id = None
+        self.clock_resets += 1
+        self.get_logger().warning(
+            f'clock jumped back by {-jump.delta.nanoseconds / NS_PER_S:.3f} s: reference buffer, '
+            'waiting estimates and decorrelation state reset')
 
     # -- data path ----------------------------------------------------------------------------
 
@@ -507,6 +530,7 @@ class OutcomeBridge(Node):
             'assessments_published': self.assessments_published,
             'dropped_total': sum(self.dropped.values()),
             'pending': len(self._pending),
+            'clock_resets': self.clock_resets,
             'reference_buffer_fill': f'{len(self._buffer)}/{self._buffer.capacity}',
             'reference_frame_id': self._reference_frame_id or '',
             'decorrelation_interval_s': f'{self._pacer.interval_ns / NS_PER_S:.3f}',
