@@ -2,9 +2,11 @@
 """The default demo end to end over DDS: simulator -> outcome bridge -> feedback node -> bag.
 
 Runs ``ghost-feedback demo --quick`` as a user would (three processes on loopback DDS). The data
-path depends only on message stamps and order, so for the default seed the result is fixed: every
+path depends on message stamps and order only, but an outcome can reach the feedback node after
+the assessment of its stamp (two topics; then it counts for later windows only), so under load
+the windows can differ a little from run to run: the assertions leave room for that. Every
 estimate gets a calibrated output, outcomes arrive, the bag replays to the outputs, and the
-mistuned filter is downgraded while the tuned one is not.
+mistuned filter is downgraded for most of its phase while the tuned one hardly ever is.
 """
 
 import json
@@ -40,10 +42,11 @@ def test_stack_demo_runs_the_whole_chain(stack_run):
 
 
 def test_stack_demo_downgrades_the_mistuned_filter_only(stack_run):
-    """No downgrade while tuned; a downgrade after the mistuning event."""
+    """Tuned: (almost) never downgraded; mistuned: downgraded for most of the phase."""
     process, output = stack_run
     assert process.returncode == 0, process.stdout + process.stderr
     summary = json.loads((output / 'summary.json').read_text())
-    assert summary['phases']['tuned']['downgraded'] == 0
-    assert summary['phases']['mistuned']['downgraded'] > 0
+    tuned, mistuned = summary['phases']['tuned'], summary['phases']['mistuned']
+    assert tuned['downgraded'] <= 0.05 * tuned['assessments'], summary
+    assert mistuned['downgraded'] >= 0.5 * mistuned['assessments'], summary
     assert summary['detection_delay_s'] is not None
