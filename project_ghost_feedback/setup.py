@@ -34,6 +34,7 @@ setup(
     entry_points={
         'console_scripts': [
             'feedback_node = project_ghost_feedback.ros.feedback_node:main',
+            'outcome_bridge = project_ghost_feedback.ros.outcome_bridge_node:main',
             'ghost-feedback = project_ghost_feedback.cli:main',
         ],
     },

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The demo end to end (shortened), and its pure per-phase analysis.
 
-The end-to-end test runs ``ghost-feedback demo --quick`` as a user would: a synthetic estimator
+The end-to-end test runs ``ghost-feedback demo --scenario synthetic --quick`` as a user would (the
+default scenario, the simulator stack, is tested in test_stack_demo.py): a synthetic estimator
 and the feedback node in separate processes over DDS on loopback, a telemetry bag, a summary and
 a PNG. With the calibrated policy and the default seed, the summary must show downgrades in the
 overconfident phase and none in the calibrated one, and the bag must replay to the same outputs.
@@ -30,7 +31,7 @@ def demo_run(tmp_path_factory):
     """Run the quick demo once for this module; return (process, output dir)."""
     output = tmp_path_factory.mktemp('demo')
     process = subprocess.run(
-        CLI + ['demo', '--quick', '--output-dir', str(output)],
+        CLI + ['demo', '--scenario', 'synthetic', '--quick', '--output-dir', str(output)],
         capture_output=True, text=True, timeout=240)
     return process, output
 
@@ -93,7 +94,8 @@ def test_demo_bag_replays_identically(demo_run):
 def test_demo_rejects_bad_options(tmp_path):
     """An invalid policy parameter is refused before anything starts, with a one-line error."""
     process = subprocess.run(
-        CLI + ['demo', '--quick', '--set', 'min_outcomes=0', '--output-dir', str(tmp_path)],
+        CLI + ['demo', '--scenario', 'synthetic', '--quick', '--set', 'min_outcomes=0',
+               '--output-dir', str(tmp_path)],
         capture_output=True, text=True, timeout=60)
     assert process.returncode == 2
     assert 'min_outcomes' in process.stderr

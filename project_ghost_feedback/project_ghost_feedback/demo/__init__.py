@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The demo: a synthetic estimator, the feedback node and a telemetry bag, on one machine.
+"""The demos: the simulator stack (default) or a synthetic estimator, on one machine.
 
-``ghost-feedback demo`` (``make demo``) calls :func:`main`.
+``ghost-feedback demo`` (``make demo``) calls :func:`main`: the simulator -> outcome bridge ->
+feedback node -> telemetry bag demo (``stack_demo``); ``--scenario synthetic`` the synthetic one
+(``run``).
 """
 
 
 def main(argv=None):
     """Run the demo (see ``ghost-feedback demo --help``); return the exit code."""
-    from .run import main as run_main
-    return run_main(argv)
+    from .stack_demo import main as stack_main
+    return stack_main(argv)

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Bridge bench: pairs/s, and the feedback loop on the simulator stack with/without decorrelation.
+
+Pure (no ROS, no DDS): the simulated robot + Kalman filter (``sim/localization_stack.py``) is
+run per seed, every estimate is paired with the ground truth at its stamp through the bridge's
+own geometry (``bridge/geometry.py``: rotation-vector errors, unsquared Mahalanobis), its claim
+is read from the covariance (``bridge/belief_claim.py``), and outcomes go through the bridge's
+pacer (``bridge/decorrelation.py``) with its defaults (adaptive, target autocorrelation 0.1),
+or through no pacer at all, into the feedback node's causal window and the default policy
+(``assess_with_feedback``, max_history 32), exactly as the two nodes do, without the transport.
+The bench uses ``truth_rate_multiple=1`` (truth stepped at the estimate rate, which the nodes
+would see as exact-stamp references: no interpolation).
+
+Figures (per pipeline: default decorrelation, none):
+- pairs/s of the pure bridge path (pose error + pacer + claim) on this machine;
+- false downgrades per full window with the tuned filter: the fraction of the distinct full
+  sliding windows (one per emitted outcome) in the tuned phase, after a 30 s warm-up, that the
+  policy downgrades, beside the policy's stated rate for independent outcomes (and the ratio);
+- detection delay: sim seconds from the start of the mistuned phase to the first downgraded
+  assessment (median and range over seeds; assessments at 10 Hz);
+- back to raw: sim seconds from the start of the recovered phase to the first assessment that is
+  no longer downgraded (median and range over seeds).
+
+    python3 bench/bridge_bench.py            # 12 seeds of the default phases + 24 tuned runs
+    python3 bench/bridge_bench.py --quick
+"""
+
+import argparse
+import statistics
+import time
+
+from project_ghost_feedback.bridge.belief_claim import claim_levels, ClaimThresholds
+from project_ghost_feedback.bridge.decorrelation import OutcomePacer
+from project_ghost_feedback.bridge.geometry import pose_error
+from project_ghost_feedback.core import BeliefSelfAssessment, NamedLevel, PredictionOutcome
+from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
+from project_ghost_feedback.core.window import OutcomeWindow
+from project_ghost_feedback.sim.localization_stack import (
+    DEFAULT_PHASES,
+    LocalizationStack,
+    StackConfig,
+    StackPhase,
+)
+
+MAX_HISTORY = 32
+NODE_DEFAULT_POLICY = 'calibrated_exceedance'
+WARMUP_NS = 30 * 1_000_000_000
+NS_PER_S = 1e9
+CONFIG = StackConfig(truth_rate_multiple=1)
+
+
+def _pairs(stack):
+    """Yield (sample, PoseError, claim) per estimate of ``stack``."""
+    thresholds = ClaimThresholds()
+    for sample in stack.run():
+        if not sample.is_estimate:
+            continue
+        error = pose_error(sample.estimate_position, sample.estimate_quaternion,
+                           sample.pose_covariance, sample.truth_position,
+                           sample.truth_quaternion)
+        yield sample, error, claim_levels(sample.pose_covariance, thresholds)
+
+
+def _run(seed, phases, policy, evaluate_assessments):
+    """Return per-pipeline results for one seeded run."""
+    pipelines = {'decorrelated': OutcomePacer(), 'every sample': None}
+    windows = {name: OutcomeWindow(4096) for name in pipelines}
+    results = {name: {'full': 0, 'false': 0, 'detect': None, 'back': None, 'emitted': 0}
+               for name in pipelines}
+    spans = {name: (start, end) for name, start, end in
+             LocalizationStack(config=CONFIG, phases=phases).phase_spans_ns()}
+    for sample, error, (overall, axes, blocks) in _pairs(
+            LocalizationStack(config=CONFIG, phases=phases, seed=seed)):
+        stamp = sample.stamp_ns
+        raw = BeliefSelfAssessment(
+            stamp, overall, tuple(NamedLevel(k, v) for k, v in axes.items()),
+            tuple(NamedLevel(k, v) for k, v in blocks.items()))
+        outcome = PredictionOutcome(stamp, stamp, error.position_error_m,
+                                    error.orientation_error_rad, error.position_mahalanobis,
+                                    error.orientation_mahalanobis)
+        for name, pacer in pipelines.items():
+            result = results[name]
+            emitted = pacer is None or pacer.offer(
+                stamp, error.position_mahalanobis, error.orientation_mahalanobis)
+            if emitted:
+                windows[name].add(outcome)
+                result['emitted'] += 1
+            window = windows[name].causal_window(stamp, MAX_HISTORY)
+            in_tuned = sample.phase == 'tuned' and stamp >= WARMUP_NS
+            if emitted and in_tuned and len(window) == MAX_HISTORY:
+                result['full'] += 1
+                result['false'] += assess_with_feedback(
+                    raw, window, policy, MAX_HISTORY).was_downgraded
+            if not evaluate_assessments or sample.phase == 'tuned':
+                continue
+            calibrated = assess_with_feedback(raw, window, policy, MAX_HISTORY)
+            phase_start = spans[sample.phase][0]
+            if sample.phase == 'mistuned' and result['detect'] is None and (
+                    calibrated.was_downgraded):
+                result['detect'] = (stamp - phase_start) / NS_PER_S
+            if sample.phase == 'recovered':
+                if result['back'] is None and not calibrated.was_downgraded:
+                    result['back'] = (stamp - phase_start) / NS_PER_S
+    return results
+
+
+def _bench_pairs(seconds=60.0):
+    stack = LocalizationStack(config=CONFIG, phases=(StackPhase('tuned', seconds),), seed=99)
+    samples = [s for s in stack.run() if s.is_estimate]
+    pacer, thresholds = OutcomePacer(), ClaimThresholds()
+    start = time.perf_counter()
+    for s in samples:
+        error = pose_error(s.estimate_position, s.estimate_quaternion, s.pose_covariance,
+                           s.truth_position, s.truth_quaternion)
+        pacer.offer(s.stamp_ns, error.position_mahalanobis, error.orientation_mahalanobis)
+        claim_levels(s.pose_covariance, thresholds)
+    return len(samples) / (time.perf_counter() - start)
+
+
+def _spread(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return 'never'
+    return f'{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})'
+
+
+def main(argv=None):
+    """Run the bench and print a markdown table."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--seeds', type=int, default=12,
+                        help='runs of the default phases (detection, recovery; default 12)')
+    parser.add_argument('--tuned-seeds', type=int, default=24,
+                        help='extra tuned-only runs of 600 s for the false-downgrade rate')
+    parser.add_argument('--policy', default=NODE_DEFAULT_POLICY,
+                        help=f'adjustment policy (default {NODE_DEFAULT_POLICY}, the feedback '
+                             'node default of Interfaces v2)')
+    parser.add_argument('--quick', action='store_true', help='3 seeds, 3 tuned runs')
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seeds, args.tuned_seeds = 3, 3
+    policy = make_policy(args.policy)
+    stated = getattr(policy, 'STATED_FULL_WINDOW_FALSE_ALARM_RATE', float('nan'))
+    print(f'pure bridge path: {_bench_pairs():.0f} pairs/s (pose error + pacer + claim)')
+    runs = [_run(seed, DEFAULT_PHASES, policy, True) for seed in range(args.seeds)]
+    tuned = (StackPhase('tuned', 600.0),)
+    runs += [_run(1000 + seed, tuned, policy, False) for seed in range(args.tuned_seeds)]
+    print(f'\npolicy {policy.policy_id}, max_history {MAX_HISTORY}; phases '
+          + ', '.join(f'{p.name} {p.duration_s:.0f} s' for p in DEFAULT_PHASES)
+          + f'; {args.seeds} seeds + {args.tuned_seeds} tuned-only runs of 600 s\n')
+    print('| pipeline | outcomes/s | full windows (tuned) | false downgrades per full window '
+          '| x stated | detection delay s | back to raw s |')
+    print('|---|---|---|---|---|---|---|')
+    total_s = sum(p.duration_s for p in DEFAULT_PHASES) * args.seeds + 600.0 * args.tuned_seeds
+    for name in ('decorrelated', 'every sample'):
+        full = sum(r[name]['full'] for r in runs)
+        false = sum(r[name]['false'] for r in runs)
+        rate = false / full if full else float('nan')
+        emitted = sum(r[name]['emitted'] for r in runs) / total_s
+        print(f'| {name} | {emitted:.2f} | {full} | {rate:.4%} ({false}) | '
+              f'{rate / stated:.1f} | {_spread([r[name]["detect"] for r in runs[:args.seeds]])} '
+              f'| {_spread([r[name]["back"] for r in runs[:args.seeds]])} |')
+    print(f'\nstated rate for independent outcomes: {stated:.4%} per full window')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The estimator's own claim, read from its covariance as levels (numpy, no ROS).
+
+Per axis (x, y, z, roll, pitch, yaw): the standard deviation ``sqrt(S_ii)`` against two
+thresholds of its block: ``std <= known_max`` -> KNOWN, ``<= uncertain_max`` -> UNCERTAIN, else
+UNKNOWN. Per block (position, orientation): the same thresholds on the semi-major axis of the
+1-sigma ellipsoid, ``sqrt(largest eigenvalue)`` of the 3x3 block over the axes kept (as
+Autoware's localization_error_monitor does with its ellipse long radius), which is never below
+the largest axis std. Overall: the worst block. Ignored axes are left out of their block and
+get no axis level.
+"""
+
+import math
+
+import numpy as np
+
+from ..core import SelfAssessmentLevel
+from .geometry import AXES
+
+POSITION = 'position'
+ORIENTATION = 'orientation'
+
+
+class ClaimThresholds:
+    """Standard-deviation thresholds: metres for the position block, radians for orientation."""
+
+    def __init__(self, position_known_max_std_m=0.2, position_uncertain_max_std_m=1.0,
+                 orientation_known_max_std_rad=0.05, orientation_uncertain_max_std_rad=0.2):
+        for name, known, uncertain in (
+                ('position', position_known_max_std_m, position_uncertain_max_std_m),
+                ('orientation', orientation_known_max_std_rad,
+                 orientation_uncertain_max_std_rad)):
+            if not (math.isfinite(known) and math.isfinite(uncertain) and 0.0 < known
+                    <= uncertain):
+                raise ValueError(
+                    f'{name} thresholds must be finite with 0 < known_max ({known!r}) <= '
+                    f'uncertain_max ({uncertain!r})')
+        self.by_block = {
+            POSITION: (float(position_known_max_std_m), float(position_uncertain_max_std_m)),
+            ORIENTATION: (float(orientation_known_max_std_rad),
+                          float(orientation_uncertain_max_std_rad)),
+        }
+
+
+def level_of_std(std, known_max, uncertain_max):
+    """Return KNOWN, UNCERTAIN or UNKNOWN for a standard deviation (NaN -> UNKNOWN)."""
+    if std <= known_max:
+        return SelfAssessmentLevel.KNOWN
+    if std <= uncertain_max:
+        return SelfAssessmentLevel.UNCERTAIN
+    return SelfAssessmentLevel.UNKNOWN
+
+
+def worst(levels):
+    """Return the least confident of ``levels`` (UNKNOWN for none)."""
+    return min(levels, default=SelfAssessmentLevel.UNKNOWN)  # levels order by confidence
+
+
+def claim_levels(covariance, thresholds, ignored_axes=()):
+    """Return ``(overall, {axis: level}, {block: level})`` for a 6x6 covariance."""
+    covariance = np.asarray(covariance, dtype=float).reshape(6, 6)
+    axis_levels = {}
+    block_levels = {}
+    for block, offset in ((POSITION, 0), (ORIENTATION, 3)):
+        known_max, uncertain_max = thresholds.by_block[block]
+        kept = [i for i in range(offset, offset + 3) if AXES[i] not in ignored_axes]
+        for i in kept:
+            std = math.sqrt(max(float(covariance[i, i]), 0.0))
+            axis_levels[AXES[i]] = level_of_std(std, known_max, uncertain_max)
+        if kept:
+            largest = float(np.linalg.eigvalsh(covariance[np.ix_(kept, kept)])[-1])
+            block_levels[block] = level_of_std(
+                math.sqrt(max(largest, 0.0)), known_max, uncertain_max)
+    return worst(block_levels.values()), axis_levels, block_levels

@@ -1,0 +1,232 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Pose errors and their unsquared Mahalanobis distances (numpy, no ROS).
+
+Conventions (docs/bridge.md):
+
+- Quaternions are ``(x, y, z, w)``, as in ``geometry_msgs/Quaternion``; they are normalised on
+  input (a zero or non-finite quaternion is a ValueError).
+- A 6x6 pose covariance is in ROS order ``x y z roll pitch yaw`` (row-major 36 floats, as in
+  ``nav_msgs/Odometry.pose.covariance``), expressed in the pose's ``frame_id``. The rotation block
+  is read as the covariance of a small rotation vector about the axes of that frame (the
+  convention robot_localization and most EKFs follow for small angles).
+- Position error ``e_p = p_ref - p_est`` in the estimate's ``frame_id``.
+- Orientation error ``e_r = log(R_ref R_est^T)`` (rotation vector, radians, norm in [0, pi]):
+  the rotation that takes the estimate to the reference, applied on the left, so it is expressed
+  in the same ``frame_id`` as the position error and the covariance.
+- Distances are UNSQUARED: ``d = sqrt(e^T S^+ e)`` with ``S`` the matching 3x3 block of the
+  estimate covariance plus the (transformed) reference covariance. See :func:`mahalanobis` for
+  singular covariances.
+"""
+
+import math
+
+import numpy as np
+
+AXES = ('x', 'y', 'z', 'roll', 'pitch', 'yaw')
+POSITION_AXES = AXES[:3]
+ORIENTATION_AXES = AXES[3:]
+
+# Eigenvalues at or below max(ABS_EIGEN_TOL, REL_EIGEN_TOL * largest) are treated as zero.
+ABS_EIGEN_TOL = 1e-15
+REL_EIGEN_TOL = 1e-12
+# An error component along a zero-variance direction larger than this contradicts the claim.
+DEFAULT_NULL_TOLERANCE = 1e-9
+# Eigenvalues more negative than this (relative to the largest) make a covariance invalid.
+NEGATIVE_EIGEN_TOL = 1e-9
+
+
+def unit_quaternion(quaternion):
+    """Return ``quaternion`` ``(x, y, z, w)`` as a unit numpy vector (ValueError if unusable)."""
+    q = np.asarray(quaternion, dtype=float).reshape(4)
+    norm = float(np.linalg.norm(q))
+    if not math.isfinite(norm) or norm < 1e-9:
+        raise ValueError(f'quaternion must be finite and non-zero, got {q.tolist()!r}')
+    return q / norm
+
+
+def quaternion_to_matrix(quaternion):
+    """Return the 3x3 rotation matrix of a quaternion ``(x, y, z, w)``."""
+    x, y, z, w = unit_quaternion(quaternion)
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def quaternion_multiply(a, b):
+    """Return the Hamilton product ``a * b`` of two ``(x, y, z, w)`` quaternions."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return np.array([
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    ])
+
+
+def quaternion_conjugate(q):
+    """Return the conjugate (the inverse of a unit quaternion)."""
+    return np.array([-q[0], -q[1], -q[2], q[3]])
+
+
+def rotation_vector(quaternion):
+    """Return the rotation vector (axis * angle, radians, angle in [0, pi]) of a quaternion.
+
+    ``q`` and ``-q`` give the same vector (the shorter rotation is taken).
+    """
+    q = unit_quaternion(quaternion)
+    if q[3] < 0.0:
+        q = -q
+    sin_half = float(np.linalg.norm(q[:3]))
+    angle = 2.0 * math.atan2(sin_half, q[3])
+    if sin_half < 1e-12:
+        return 2.0 * q[:3]  # first order: angle ~ 2 sin(angle/2)
+    return q[:3] * (angle / sin_half)
+
+
+def quaternion_from_rotation_vector(vector):
+    """Return the unit quaternion ``(x, y, z, w)`` of a rotation vector (radians)."""
+    v = np.asarray(vector, dtype=float).reshape(3)
+    angle = float(np.linalg.norm(v))
+    if angle < 1e-12:
+        return unit_quaternion([v[0] / 2, v[1] / 2, v[2] / 2, 1.0])
+    axis = v / angle
+    return np.array([*(axis * math.sin(angle / 2)), math.cos(angle / 2)])
+
+
+def covariance_6x6(values):
+    """Return a symmetric 6x6 numpy covariance from 36 row-major floats (ValueError if invalid).
+
+    Invalid: not 36 finite values, or an eigenvalue below ``-NEGATIVE_EIGEN_TOL * largest``.
+    A slightly asymmetric input is symmetrised (``(S + S^T) / 2``).
+    """
+    matrix = np.asarray(values, dtype=float)
+    if matrix.size != 36:
+        raise ValueError(f'covariance must have 36 values, got {matrix.size}')
+    matrix = matrix.reshape(6, 6)
+    if not np.all(np.isfinite(matrix)):
+        raise ValueError('covariance has a non-finite value')
+    matrix = 0.5 * (matrix + matrix.T)
+    eigenvalues = np.linalg.eigvalsh(matrix)
+    scale = max(float(np.max(np.abs(eigenvalues))), ABS_EIGEN_TOL)
+    if eigenvalues[0] < -NEGATIVE_EIGEN_TOL * scale:
+        raise ValueError(
+            f'covariance is not positive semi-definite (eigenvalue {eigenvalues[0]:.3g})')
+    return matrix
+
+
+def mahalanobis(error, covariance, null_tolerance=DEFAULT_NULL_TOLERANCE):
+    """Return the UNSQUARED Mahalanobis distance ``sqrt(e^T S^+ e)`` of ``error`` under ``S``.
+
+    ``S`` is decomposed as ``V diag(l) V^T``. Directions with ``l <= max(ABS_EIGEN_TOL,
+    REL_EIGEN_TOL * max(l))`` are the null space (the claim says "exactly zero error there"):
+
+    - if the error's component along a null direction exceeds ``null_tolerance`` (same unit as
+      the error), the claim is contradicted and the distance is ``+inf``;
+    - otherwise that component counts 0 and the distance is taken over the other directions
+      (a zero covariance and an error within ``null_tolerance`` of zero give 0.0).
+
+    Negative eigenvalues within the tolerance count as zero.
+    """
+    e = np.asarray(error, dtype=float).reshape(-1)
+    s = np.asarray(covariance, dtype=float).reshape(e.size, e.size)
+    eigenvalues, vectors = np.linalg.eigh(0.5 * (s + s.T))
+    components = vectors.T @ e
+    threshold = max(ABS_EIGEN_TOL, REL_EIGEN_TOL * float(np.max(eigenvalues, initial=0.0)))
+    null = eigenvalues <= threshold
+    if np.any(np.abs(components[null]) > null_tolerance):
+        return math.inf
+    ranged = ~null
+    return float(math.sqrt(float(np.sum(components[ranged] ** 2 / eigenvalues[ranged]))))
+
+
+class FixedTransform:
+    """A fixed transform taking coordinates in the reference frame to the estimate frame.
+
+    ``p_est_frame = R p_ref_frame + t`` and ``R_in_est_frame = R R_in_ref_frame``; a 6x6
+    covariance in the reference frame becomes ``J S J^T`` with ``J = blockdiag(R, R)``.
+    """
+
+    def __init__(self, translation=(0.0, 0.0, 0.0), rotation=(0.0, 0.0, 0.0, 1.0)):
+        self.translation = np.asarray(translation, dtype=float).reshape(3)
+        if not np.all(np.isfinite(self.translation)):
+            raise ValueError('transform translation must be finite')
+        self.rotation = unit_quaternion(rotation)
+        self.matrix = quaternion_to_matrix(self.rotation)
+        self._jacobian = np.zeros((6, 6))
+        self._jacobian[:3, :3] = self.matrix
+        self._jacobian[3:, 3:] = self.matrix
+
+    def apply(self, position, quaternion, covariance=None):
+        """Return ``(position, quaternion, covariance)`` expressed in the estimate frame."""
+        position = self.matrix @ np.asarray(position, dtype=float) + self.translation
+        quaternion = quaternion_multiply(self.rotation, unit_quaternion(quaternion))
+        if covariance is not None:
+            covariance = self._jacobian @ covariance @ self._jacobian.T
+        return position, quaternion, covariance
+
+
+class PoseError:
+    """Errors of an estimate against a reference, with their unsquared Mahalanobis distances."""
+
+    __slots__ = ('position_error_m', 'orientation_error_rad', 'position_mahalanobis',
+                 'orientation_mahalanobis')
+
+    def __init__(self, position_error_m, orientation_error_rad, position_mahalanobis,
+                 orientation_mahalanobis):
+        self.position_error_m = position_error_m
+        self.orientation_error_rad = orientation_error_rad
+        self.position_mahalanobis = position_mahalanobis
+        self.orientation_mahalanobis = orientation_mahalanobis
+
+    def __repr__(self):
+        return (f'PoseError(position_error_m={self.position_error_m!r}, '
+                f'orientation_error_rad={self.orientation_error_rad!r}, '
+                f'position_mahalanobis={self.position_mahalanobis!r}, '
+                f'orientation_mahalanobis={self.orientation_mahalanobis!r})')
+
+
+def axis_mask(ignored_axes=()):
+    """Return a boolean mask over AXES, False for the names in ``ignored_axes`` (ValueError)."""
+    unknown = sorted(set(ignored_axes) - set(AXES))
+    if unknown:
+        raise ValueError(f'unknown axes {unknown} (choose from {list(AXES)})')
+    return np.array([axis not in ignored_axes for axis in AXES])
+
+
+def _block_distance(error, covariance, mask, null_tolerance):
+    if not np.any(mask):
+        return 0.0
+    return mahalanobis(error[mask], covariance[np.ix_(mask, mask)], null_tolerance)
+
+
+def pose_error(estimate_position, estimate_quaternion, estimate_covariance,
+               reference_position, reference_quaternion, reference_covariance=None,
+               ignored_axes=(), null_tolerance=DEFAULT_NULL_TOLERANCE):
+    """Return the :class:`PoseError` of an estimate against a reference in the same frame.
+
+    ``estimate_covariance`` / ``reference_covariance``: 6x6 arrays (:func:`covariance_6x6`); the
+    reference covariance, if any, is added (independent errors). ``ignored_axes`` (names from
+    AXES) are marginalised out of the distances (their rows and columns dropped; the reported
+    error vectors stay whole), e.g. ``('z', 'roll', 'pitch')`` for a planar estimator compared
+    with a 3-D ground truth.
+    """
+    position_error = (np.asarray(reference_position, dtype=float)
+                      - np.asarray(estimate_position, dtype=float))
+    q_est = unit_quaternion(estimate_quaternion)
+    q_ref = unit_quaternion(reference_quaternion)
+    orientation_error = rotation_vector(
+        quaternion_multiply(q_ref, quaternion_conjugate(q_est)))
+    covariance = np.asarray(estimate_covariance, dtype=float)
+    if reference_covariance is not None:
+        covariance = covariance + np.asarray(reference_covariance, dtype=float)
+    mask = axis_mask(ignored_axes)
+    position_distance = _block_distance(
+        position_error, covariance[:3, :3], mask[:3], null_tolerance)
+    orientation_distance = _block_distance(
+        orientation_error, covariance[3:, 3:], mask[3:], null_tolerance)
+    return PoseError(
+        tuple(float(v) for v in position_error), tuple(float(v) for v in orientation_error),
+        position_distance, orientation_distance)

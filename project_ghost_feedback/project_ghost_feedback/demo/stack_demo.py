@@ -1,0 +1,273 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``ghost-feedback demo`` (default): simulator -> outcome bridge -> feedback node -> bag -> plot.
+
+1. Starts the feedback node (telemetry bag, ``use_sim_time``) and the outcome bridge (inputs
+   remapped to ``/odometry/filtered`` and ``/ground_truth/odom``) as their own processes.
+2. In this process, plays the simulated robot + Kalman filter (``sim/localization_stack.py``:
+   tuned -> mistuned -> recovered) over DDS on loopback: ``/clock``, the estimate and the
+   ground truth as nav_msgs/Odometry, at ``--speed`` sim seconds per wall second; listens to
+   ``/prediction_outcome`` and ``/self_assessment/calibrated``.
+3. Stops both nodes with SIGINT, checks the bag replays to the outputs, and writes
+   ``summary.txt``, ``summary.json`` and ``stack_demo.png``.
+
+``ghost-feedback demo --scenario synthetic`` runs the earlier synthetic-outcome demo instead.
+"""
+
+import argparse
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+
+from ..ros.dds import ensure_loopback
+from .run import _replay_check, _stop_node
+
+NS_PER_S = 1_000_000_000
+ESTIMATE_TOPIC = '/odometry/filtered'
+REFERENCE_TOPIC = '/ground_truth/odom'
+
+
+def build_parser():
+    """Return the stack demo's argument parser."""
+    parser = argparse.ArgumentParser(
+        prog='ghost-feedback demo',
+        description='Play a simulated robot and its Kalman filter over DDS through the outcome '
+                    'bridge and the feedback node (telemetry bag), then summarize and plot.')
+    parser.add_argument('--scenario', choices=('stack', 'synthetic'), default='stack',
+                        help='stack (default): simulator + bridge; synthetic: the synthetic '
+                             'outcome demo (its own options follow)')
+    parser.add_argument('--speed', type=float, default=10.0,
+                        help='sim seconds per wall second (default 10)')
+    parser.add_argument('--policy', default='calibrated_exceedance',
+                        help="the feedback node's policy (default calibrated_exceedance)")
+    parser.add_argument('--scale', type=float, default=1.0,
+                        help='multiply the phase durations (default 1: 300 + 120 + 180 s)')
+    parser.add_argument('--seed', type=int, default=1, help='simulation seed (default 1)')
+    parser.add_argument('--output-dir', default='out/demo',
+                        help='where summary.txt, summary.json, stack_demo.png, bag/ go')
+    parser.add_argument('--quick', action='store_true', help='short run: --scale 0.5 --speed 30')
+    return parser
+
+
+def _process(module, *ros_args):
+    return subprocess.Popen([sys.executable, '-m', module, '--ros-args', *ros_args,
+                             '--log-level', 'warn'])
+
+
+class _Player:
+    """The simulator's ROS side plus the listeners, in a private context."""
+
+    def __init__(self):
+        import rclpy
+        from nav_msgs.msg import Odometry
+        from project_ghost_feedback_msgs.msg import CalibratedSelfAssessment, PredictionOutcome
+        from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+        from rosgraph_msgs.msg import Clock
+
+        self._rclpy = rclpy
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node('sim_stack', context=self.context)
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                         reliability=ReliabilityPolicy.RELIABLE)
+        self.clock = self.node.create_publisher(Clock, '/clock', 10)
+        self.estimate = self.node.create_publisher(Odometry, ESTIMATE_TOPIC, qos)
+        self.truth = self.node.create_publisher(Odometry, REFERENCE_TOPIC, qos)
+        self.outcomes = {}
+        self.calibrated = {}
+        self._subscriptions = [
+            self.node.create_subscription(PredictionOutcome, '/prediction_outcome',
+                                          self._on_outcome, qos),
+            self.node.create_subscription(CalibratedSelfAssessment,
+                                          '/self_assessment/calibrated', self._on_calibrated,
+                                          qos)]
+        self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+
+    def _on_outcome(self, msg):
+        stamp = msg.header.stamp.sec * NS_PER_S + msg.header.stamp.nanosec
+        self.outcomes[stamp] = (msg.position_mahalanobis, msg.orientation_mahalanobis)
+
+    def _on_calibrated(self, msg):
+        stamp = msg.header.stamp.sec * NS_PER_S + msg.header.stamp.nanosec
+        self.calibrated[stamp] = (msg.raw_assessment.overall_level.value,
+                                  msg.adjusted_overall_level.value, msg.adjustment_reason)
+
+    def connected(self):
+        return (self.estimate.get_subscription_count() > 0
+                and self.truth.get_subscription_count() > 0
+                and all(s.get_publisher_count() > 0 for s in self._subscriptions))
+
+    def spin_for(self, seconds):
+        deadline = time.monotonic() + seconds
+        while (remaining := deadline - time.monotonic()) > 0:
+            self.executor.spin_once(timeout_sec=min(remaining, 0.005))
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self._rclpy.try_shutdown(context=self.context)
+
+
+def summarize(spans, calibrated):
+    """Return per-phase downgrade counts, detection delay and time back to raw (sim s)."""
+    summary = {'phases': {}, 'detection_delay_s': None, 'back_to_raw_s': None}
+    starts = {name: start for name, start, _ in spans}
+    for name, start, end in spans:
+        stamps = [s for s in sorted(calibrated) if start <= s < end]
+        downgraded = [s for s in stamps if calibrated[s][1] < calibrated[s][0]]
+        summary['phases'][name] = {'assessments': len(stamps), 'downgraded': len(downgraded)}
+        if name == 'mistuned' and downgraded:
+            summary['detection_delay_s'] = (downgraded[0] - start) / NS_PER_S
+        if name == 'recovered':
+            back = [s for s in stamps if calibrated[s][1] >= calibrated[s][0]]
+            if back:
+                summary['back_to_raw_s'] = (back[0] - starts['recovered']) / NS_PER_S
+    return summary
+
+
+def format_summary(summary):
+    """Return the summary as a markdown table plus two lines."""
+    lines = ['| phase | assessments | downgraded |', '|---|---|---|']
+    for name, row in summary['phases'].items():
+        lines.append(f'| {name} | {row["assessments"]} | {row["downgraded"]} |')
+    delay, back = summary['detection_delay_s'], summary['back_to_raw_s']
+    lines.append('')
+    lines.append('detection delay after mistuning: '
+                 + ('never' if delay is None else f'{delay:.1f} s'))
+    lines.append('back to the raw level after recovery: '
+                 + ('never' if back is None else f'{back:.1f} s'))
+    return '\n'.join(lines)
+
+
+def write_plot(path, spans, outcomes, calibrated, title):
+    """Write distances (top) and raw vs calibrated levels (bottom) over sim time to ``path``."""
+    import matplotlib
+    matplotlib.use('Agg')
+    from matplotlib import pyplot
+
+    figure, (top, bottom) = pyplot.subplots(2, 1, sharex=True, figsize=(11, 7),
+                                            gridspec_kw={'height_ratios': [3, 2]})
+    colors = ('#e8f4e8', '#fbe3e3', '#e8eefa')
+    for index, (name, start, end) in enumerate(spans):
+        for axis in (top, bottom):
+            axis.axvspan(start / 1e9, end / 1e9, color=colors[index % 3], zorder=0)
+        top.text((start + end) / 2e9, 1.02, name, transform=top.get_xaxis_transform(),
+                 ha='center', fontsize=9)
+    stamps = sorted(outcomes)
+    times = [s / 1e9 for s in stamps]
+    top.scatter(times, [min(outcomes[s][0], 1e4) for s in stamps], s=6, label='position d')
+    top.scatter(times, [min(outcomes[s][1], 1e4) for s in stamps], s=6, label='orientation d')
+    for level in (1, 3, 5):
+        top.axhline(level, color='black', linewidth=0.6, linestyle=':')
+    top.set_yscale('log')
+    top.set_ylabel('unsquared Mahalanobis d')
+    top.legend(loc='upper left', fontsize=8)
+    stamps = sorted(calibrated)
+    times = [s / 1e9 for s in stamps]
+    bottom.step(times, [calibrated[s][0] + 0.04 for s in stamps], where='post', label='raw')
+    bottom.step(times, [calibrated[s][1] for s in stamps], where='post', label='calibrated')
+    bottom.set_yticks([0, 1, 2], ['UNKNOWN', 'UNCERTAIN', 'KNOWN'])
+    bottom.set_xlabel('sim time (s)')
+    bottom.legend(loc='lower left', fontsize=8)
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    pyplot.close(figure)
+
+
+def run(args):
+    """Run the stack demo with parsed ``args``; return the exit code."""
+    from ..ros.sim_stack_node import odometry_msg, scaled_phases
+    from ..sim.localization_stack import LocalizationStack
+
+    ensure_loopback()
+    if args.quick:
+        args.scale, args.speed = 0.5, 30.0
+    output = pathlib.Path(args.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    bag_dir = output / 'bag'
+    if bag_dir.exists():
+        shutil.rmtree(bag_dir)
+    stack = LocalizationStack(phases=scaled_phases(args.scale), seed=args.seed)
+    spans = stack.phase_spans_ns()
+    print('[demo] simulator stack: ' + ', '.join(
+        f'{name} {(end - start) / 1e9:g} s' for name, start, end in spans))
+    feedback = _process('project_ghost_feedback.ros.feedback_node', '-r',
+                        '__node:=ghost_feedback_demo_node', '-p', 'use_sim_time:=true',
+                        '-p', f'policy:={args.policy}', '-p', f'telemetry_bag:={bag_dir}')
+    bridge = _process('project_ghost_feedback.ros.outcome_bridge_node',
+                      '-r', f'estimate:={ESTIMATE_TOPIC}', '-r', f'reference:={REFERENCE_TOPIC}',
+                      '-p', 'use_sim_time:=true')
+    player = _Player()
+    estimates = 0
+    try:
+        deadline = time.monotonic() + 30.0
+        while not player.connected():
+            if feedback.poll() is not None or bridge.poll() is not None:
+                print('[demo] a node exited early', file=sys.stderr)
+                return 1
+            if time.monotonic() > deadline:
+                print('[demo] the nodes did not connect within 30 s', file=sys.stderr)
+                return 1
+            player.spin_for(0.05)
+        print('[demo] bridge and feedback node connected; playing')
+        from rosgraph_msgs.msg import Clock
+        wall_start = time.monotonic()
+        for sample in stack.run():
+            tick = Clock()
+            tick.clock.sec, tick.clock.nanosec = divmod(sample.stamp_ns, NS_PER_S)
+            player.clock.publish(tick)
+            player.truth.publish(odometry_msg(sample.stamp_ns, sample.truth_position,
+                                              sample.truth_quaternion, sample.truth_velocity))
+            if sample.is_estimate:
+                player.estimate.publish(odometry_msg(
+                    sample.stamp_ns, sample.estimate_position, sample.estimate_quaternion,
+                    sample.estimate_velocity, sample.pose_covariance))
+                estimates += 1
+            due = wall_start + sample.stamp_ns / NS_PER_S / args.speed
+            player.spin_for(max(0.0, due - time.monotonic()))
+        deadline = time.monotonic() + 60.0
+        while len(player.calibrated) < estimates and time.monotonic() < deadline:
+            player.spin_for(0.05)
+    finally:
+        player.close()
+        codes = (_stop_node(bridge), _stop_node(feedback))
+    summary = summarize(spans, player.calibrated)
+    replay_ok, replay_text = _replay_check(bag_dir)
+    summary.update({'estimates': estimates, 'calibrated_received': len(player.calibrated),
+                    'outcomes_received': len(player.outcomes), 'seed': args.seed,
+                    'bag': str(bag_dir), 'replay_matches': replay_ok,
+                    'replay_report': replay_text, 'exit_codes': codes})
+    text = format_summary(summary)
+    (output / 'summary.txt').write_text(text + '\n')
+    (output / 'summary.json').write_text(json.dumps(summary, indent=2, sort_keys=True) + '\n')
+    write_plot(output / 'stack_demo.png', spans, player.outcomes, player.calibrated,
+               f'ghost-feedback demo: simulator stack, seed {args.seed}')
+    print(text)
+    print(f'[demo] {estimates} estimates, {len(player.outcomes)} outcomes, '
+          f'{len(player.calibrated)} calibrated; replay {"matches" if replay_ok else "MISMATCH"}')
+    print(f'[demo] wrote {output}/summary.txt, summary.json, stack_demo.png, bag/')
+    ok = codes == (0, 0) and replay_ok and len(player.calibrated) == estimates
+    return 0 if ok else 1
+
+
+def main(argv=None):
+    """Entry point: the stack demo, or ``--scenario synthetic`` for the synthetic one."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if '--scenario' in argv:
+        index = argv.index('--scenario')
+        if index + 1 < len(argv) and argv[index + 1] == 'synthetic':
+            from .run import main as synthetic_main
+            return synthetic_main(argv[:index] + argv[index + 2:])
+    if '--scenario=synthetic' in argv:
+        from .run import main as synthetic_main
+        return synthetic_main([a for a in argv if a != '--scenario=synthetic'])
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print('ghost-feedback demo: interrupted', file=sys.stderr)
+        return 130

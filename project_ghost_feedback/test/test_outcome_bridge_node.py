@@ -1,0 +1,350 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The outcome bridge over real rclpy pub/sub (loopback DDS, a private rclpy.Context per test).
+
+A client node publishes estimates and references (nav_msgs / geometry_msgs messages) into the
+bridge's namespace and collects what the bridge publishes on ``prediction_outcome``,
+``self_assessment/raw`` and /diagnostics. Waits are bounded polls, never timed assertions. The
+expected distances are computed by hand from the poses and covariances sent.
+"""
+
+import math
+import subprocess
+import sys
+import time
+import uuid
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
+from nav_msgs.msg import Odometry
+from project_ghost_feedback_msgs.msg import (
+    BeliefSelfAssessment as BeliefSelfAssessmentMsg,
+    PredictionOutcome as PredictionOutcomeMsg,
+    SelfAssessmentLevel as SelfAssessmentLevelMsg,
+)
+import pytest
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+
+from project_ghost_feedback.ros.outcome_bridge_node import OutcomeBridge
+
+DEADLINE_S = 15.0
+"""Upper bound for any wait; a healthy run needs a small fraction of it."""
+SECOND_NS = 1_000_000_000
+QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                 reliability=ReliabilityPolicy.RELIABLE)
+# Estimate covariance: std 0.1 m on x y z, 0.1 rad on roll pitch yaw.
+COVARIANCE = [0.0] * 36
+for _i in range(6):
+    COVARIANCE[_i * 7] = 0.01
+UNPACED = {'decorrelation.adaptive': False, 'decorrelation.min_interval_s': 0.0,
+           'max_reference_gap_s': 5.0}
+
+
+def set_pose(msg, stamp_ns, frame_id, x=0.0, y=0.0, yaw=0.0, covariance=None):
+    """Fill the header and pose of an Odometry / PoseWithCovarianceStamped / PoseStamped."""
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, SECOND_NS)
+    msg.header.frame_id = frame_id
+    pose = msg.pose if isinstance(msg, PoseStamped) else msg.pose.pose
+    pose.position.x, pose.position.y = float(x), float(y)
+    pose.orientation.z, pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+    if covariance is not None:
+        msg.pose.covariance = [float(v) for v in covariance]
+    return msg
+
+
+class Harness:
+    """An OutcomeBridge plus a client node in a fresh namespace, one context."""
+
+    def __init__(self, context, estimate_type=Odometry, reference_type=Odometry, **parameters):
+        names = {Odometry: 'odometry', PoseWithCovarianceStamped: 'pose_with_covariance',
+                 PoseStamped: 'pose'}
+        parameters = {'estimate_type': names[estimate_type],
+                      'reference_type': names[reference_type], **parameters}
+        self.namespace = f'/bridge_test_{uuid.uuid4().hex[:12]}'
+        self.node = OutcomeBridge(
+            context=context, namespace=self.namespace,
+            parameter_overrides=[Parameter(k, value=v) for k, v in parameters.items()])
+        self.client = rclpy.create_node('bridge_client', namespace=self.namespace,
+                                        context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.client)
+        self.estimate_type, self.reference_type = estimate_type, reference_type
+        self.estimate_publisher = self.client.create_publisher(estimate_type, 'estimate', QOS)
+        self.reference_publisher = self.client.create_publisher(reference_type, 'reference', QOS)
+        self.outcomes, self.assessments, self.diagnostics = [], [], []
+        self.client.create_subscription(
+            PredictionOutcomeMsg, 'prediction_outcome', self.outcomes.append, QOS)
+        self.client.create_subscription(
+            BeliefSelfAssessmentMsg, 'self_assessment/raw', self.assessments.append, QOS)
+        self.client.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
+        self.spin_until(
+            lambda: (self.estimate_publisher.get_subscription_count() >= 1
+                     and self.reference_publisher.get_subscription_count() >= 1
+                     and self.node.count_subscribers(
+                         f'{self.namespace}/self_assessment/raw') >= 1
+                     and self.node.count_subscribers(
+                         f'{self.namespace}/prediction_outcome') >= 1),
+            'the bridge and the client to match')
+        time.sleep(0.2)  # graph match precedes DDS match by a little: do not lose the first
+
+    def _on_diagnostics(self, array):
+        name = self.node.get_fully_qualified_name()
+        self.diagnostics.extend(s for s in array.status if s.hardware_id == name)
+
+    def spin_until(self, condition, what):
+        deadline = time.monotonic() + DEADLINE_S
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f'timed out waiting for {what}: received {dict(self.node.received)}, '
+                    f'dropped {dict(self.node.dropped)}, paired {self.node.paired}')
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def reference(self, stamp_ns, frame_id='odom', **pose):
+        received = self.node.received['reference']
+        self.reference_publisher.publish(
+            set_pose(self.reference_type(), stamp_ns, frame_id, **pose))
+        self.spin_until(lambda: self.node.received['reference'] > received, 'a reference')
+
+    def estimate(self, stamp_ns, frame_id='odom', covariance=COVARIANCE, **pose):
+        received = self.node.received['estimate']
+        self.estimate_publisher.publish(
+            set_pose(self.estimate_type(), stamp_ns, frame_id, covariance=covariance, **pose))
+        self.spin_until(lambda: self.node.received['estimate'] > received, 'an estimate')
+
+    def wait_assessments(self, count):
+        self.spin_until(lambda: len(self.assessments) >= count, f'{count} assessments')
+        assert len(self.assessments) == count
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.client.destroy_node()
+
+
+@pytest.fixture
+def harness():
+    """Return a factory of Harness objects in a private context; all closed afterwards."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    made = []
+
+    def make(**kwargs):
+        made.append(Harness(context, **kwargs))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for h in made:
+            h.close()
+        context.try_shutdown()
+
+
+def test_estimate_between_references_gives_interpolated_outcome_and_claim(harness):
+    """References x=0.2 at 1 s and x=0.4 at 3 s, estimate x=0 at 2 s, std 0.1: d = 3."""
+    h = harness(**UNPACED)
+    h.reference(1 * SECOND_NS, x=0.2)
+    h.reference(3 * SECOND_NS, x=0.4, yaw=0.4)
+    h.estimate(2 * SECOND_NS, x=0.0, yaw=0.1)
+    h.wait_assessments(1)
+    h.spin_until(lambda: h.outcomes, 'an outcome')
+    (outcome,) = h.outcomes
+    assert outcome.header.frame_id == 'odom'
+    assert (outcome.header.stamp.sec, outcome.prediction_stamp.sec) == (2, 2)
+    assert list(outcome.position_error_m) == pytest.approx([0.3, 0.0, 0.0])
+    assert list(outcome.orientation_error_rad) == pytest.approx([0.0, 0.0, 0.1])
+    assert outcome.position_mahalanobis == pytest.approx(3.0)
+    assert outcome.orientation_mahalanobis == pytest.approx(1.0)
+    assert outcome.schema_version == PredictionOutcomeMsg.SCHEMA_VERSION
+    (claim,) = h.assessments
+    assert claim.header.frame_id == 'odom' and claim.header.stamp.sec == 2
+    # std 0.1 m <= 0.2 m: KNOWN; std 0.1 rad in (0.05, 0.2]: UNCERTAIN; overall the worst.
+    blocks = {n.name: n.level.value for n in claim.block_levels}
+    assert blocks == {'position': SelfAssessmentLevelMsg.KNOWN,
+                      'orientation': SelfAssessmentLevelMsg.UNCERTAIN}
+    assert claim.overall_level.value == SelfAssessmentLevelMsg.UNCERTAIN
+    assert [n.name for n in claim.axis_levels] == ['x', 'y', 'z', 'roll', 'pitch', 'yaw']
+    assert h.node.paired == 1
+
+
+def test_estimate_waits_for_a_newer_reference(harness):
+    """An estimate newer than every reference is paired once a reference after it arrives."""
+    h = harness(**UNPACED)
+    h.reference(0)
+    h.estimate(SECOND_NS // 2, x=-0.1)
+    assert h.node.paired == 0 and not h.assessments  # waiting, not paired with a stale one
+    h.reference(SECOND_NS)
+    h.wait_assessments(1)
+    h.spin_until(lambda: h.outcomes, 'an outcome')
+    assert h.outcomes[0].position_mahalanobis == pytest.approx(1.0)
+
+
+def test_frame_mismatch_is_refused_and_counted(harness):
+    """Reference in map, estimate in odom, no transform: no outcome, counted, ERROR status."""
+    h = harness(**UNPACED)
+    h.reference(0, frame_id='map')
+    h.reference(2 * SECOND_NS, frame_id='map')
+    h.estimate(SECOND_NS, frame_id='odom')
+    h.estimate(SECOND_NS + 1, frame_id='odom')
+    h.wait_assessments(2)
+    assert h.node.dropped['frame_mismatch'] == 2
+    assert not h.outcomes
+    status = h.node.diagnostic_status()
+    assert status.level == DiagnosticStatus.ERROR
+    assert status.name == f'{h.node.get_fully_qualified_name()}: outcome_bridge'
+    values = {kv.key: kv.value for kv in status.values}
+    assert values['dropped[frame_mismatch]'] == '2'
+    assert values['paired'] == '0'
+
+
+def test_fixed_transform_relates_the_frames(harness):
+    """A reference in map, map -> odom shifted by (1, 0, 0): the estimate at x=1 matches it."""
+    h = harness(**UNPACED, **{'transform.enabled': True, 'transform.from_frame_id': 'map',
+                              'transform.to_frame_id': 'odom',
+                              'transform.translation_m': [1.0, 0.0, 0.0]})
+    h.reference(0, frame_id='map')
+    h.reference(2 * SECOND_NS, frame_id='map')
+    h.estimate(SECOND_NS, frame_id='odom', x=1.0)
+    h.spin_until(lambda: h.outcomes, 'an outcome')
+    assert h.outcomes[0].position_mahalanobis == pytest.approx(0.0, abs=1e-9)
+
+
+def test_gap_and_before_buffer_are_dropped_and_counted(harness):
+    """Across a reference gap longer than max_reference_gap_s, or before the buffer: dropped."""
+    h = harness(**{**UNPACED, 'max_reference_gap_s': 0.5})
+    h.reference(SECOND_NS)
+    h.reference(3 * SECOND_NS)
+    h.estimate(SECOND_NS // 2)
+    h.estimate(2 * SECOND_NS)
+    h.wait_assessments(2)
+    assert dict(h.node.dropped) == {'before_reference_buffer': 1, 'reference_gap': 1}
+    assert not h.outcomes
+    h.spin_until(lambda: any(s.level == DiagnosticStatus.WARN for s in h.diagnostics),
+                 'a WARN status on /diagnostics')
+
+
+def test_pose_reference_and_pose_with_covariance_estimate(harness):
+    """PoseStamped reference, PoseWithCovarianceStamped estimate; zero covariance -> +inf."""
+    h = harness(estimate_type=PoseWithCovarianceStamped, reference_type=PoseStamped, **UNPACED)
+    h.reference(0, x=0.1)
+    h.reference(SECOND_NS, x=0.1)
+    h.estimate(SECOND_NS // 2, covariance=[0.0] * 36)
+    h.spin_until(lambda: h.outcomes, 'an outcome')
+    assert h.outcomes[0].position_mahalanobis == math.inf
+    assert h.outcomes[0].orientation_mahalanobis == 0.0
+    h.wait_assessments(1)
+    assert h.assessments[0].overall_level.value == SelfAssessmentLevelMsg.KNOWN
+
+
+def test_minimum_interval_paces_outcomes_but_not_assessments(harness):
+    """min_interval 0.25 s over estimates 0.1 s apart: outcomes at 0, 0.3, 0.6, 0.9 s."""
+    h = harness(**{**UNPACED, 'decorrelation.min_interval_s': 0.25})
+    h.reference(0)
+    h.reference(2 * SECOND_NS)
+    for tenth in range(10):
+        h.estimate(tenth * SECOND_NS // 10)
+    h.wait_assessments(10)
+    h.spin_until(lambda: len(h.outcomes) >= 4, '4 outcomes')
+    assert [m.header.stamp.nanosec for m in h.outcomes] == [0, 300_000_000, 600_000_000,
+                                                             900_000_000]
+    assert h.node.paced_out == 6
+
+
+def test_parameters_validated_on_set(harness):
+    """Inconsistent thresholds and read-only parameters are refused; a valid change applies."""
+    h = harness()
+    node = h.node
+    refused = node.set_parameters([Parameter('position_known_max_std_m', value=5.0)])
+    assert not refused[0].successful and 'thresholds' in refused[0].reason
+    read_only = node.set_parameters([Parameter('estimate_type', value='pose_with_covariance')])
+    assert not read_only[0].successful
+    bad_axis = node.set_parameters([Parameter('ignored_axes', value=['w'])])
+    assert not bad_axis[0].successful
+    ok = node.set_parameters([Parameter('max_reference_gap_s', value=2.0)])
+    assert ok[0].successful
+    assert node._buffer.max_gap_ns == 2 * SECOND_NS
+
+
+def test_backward_clock_jump_resets_time_ordered_state(harness):
+    """Sim time jumps back (simulator reset): estimates with the old stamps pair again."""
+    h = harness(use_sim_time=True, **UNPACED)
+    clock = h.client.create_publisher(Clock, '/clock', 10)
+
+    def set_clock(seconds):
+        msg = Clock()
+        msg.clock.sec = seconds
+        last = [0.0]
+
+        def reads():
+            if h.node.get_clock().now().nanoseconds == seconds * SECOND_NS:
+                return True
+            if time.monotonic() - last[0] > 0.05:
+                clock.publish(msg)
+                last[0] = time.monotonic()
+            return False
+
+        h.spin_until(reads, f'the node clock to read {seconds} s')
+
+    set_clock(100)
+    h.reference(10 * SECOND_NS)
+    h.reference(12 * SECOND_NS)
+    h.estimate(11 * SECOND_NS)
+    h.spin_until(lambda: h.outcomes, 'an outcome before the jump')
+    set_clock(1)
+    h.spin_until(lambda: h.node.clock_resets >= 1, 'the jump to be seen')
+    h.reference(1 * SECOND_NS)
+    h.reference(3 * SECOND_NS)
+    h.estimate(2 * SECOND_NS, x=0.1)
+    h.spin_until(lambda: len(h.outcomes) >= 2, 'an outcome after the jump')
+    assert h.node.dropped['estimate_not_newer'] == 0
+    assert h.outcomes[1].position_mahalanobis == pytest.approx(1.0)
+
+
+def _bridge_command(*ros_args):
+    return [sys.executable, '-m', 'project_ghost_feedback.ros.outcome_bridge_node',
+            '--ros-args', *ros_args]
+
+
+@pytest.mark.parametrize('signum', ['SIGTERM', 'SIGINT'])
+def test_signal_stops_the_bridge_process_cleanly(signum):
+    """SIGTERM / SIGINT: exit 0, no traceback."""
+    import signal
+    process = subprocess.Popen(
+        _bridge_command('-r', f'__ns:=/bridge_signal_{uuid.uuid4().hex[:8]}'),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        deadline = time.monotonic() + DEADLINE_S * 2
+        while time.monotonic() < deadline:
+            line = process.stderr.readline()
+            lines.append(line)
+            if 'outcome bridge ready' in line or not line:
+                break
+        assert 'outcome bridge ready' in lines[-1], ''.join(lines)
+        process.send_signal(getattr(signal, signum))
+        returncode = process.wait(timeout=10.0)
+        stderr = ''.join(lines) + process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert returncode == 0, stderr
+    assert 'Traceback' not in stderr
+
+
+@pytest.mark.parametrize(('argument', 'reason'), [
+    ('estimate_type:=imu', 'estimate_type'),
+    ('position_known_max_std_m:=9.0', 'thresholds'),
+])
+def test_invalid_start_up_parameter_exits_2_with_a_logged_reason(argument, reason):
+    """An invalid parameter: exit 2, the reason on the ROS logger, no traceback."""
+    completed = subprocess.run(_bridge_command('-p', argument), capture_output=True, text=True,
+                               timeout=DEADLINE_S * 2)
+    assert completed.returncode == 2, completed.stderr
+    assert 'Traceback' not in completed.stderr
+    assert reason in completed.stderr and '[outcome_bridge]' in completed.stderr
