@@ -2,7 +2,7 @@
 """The dask driver: one task per bag on a dask.distributed cluster, summaries back.
 
 By default an embedded ``LocalCluster`` (worker processes, one thread each, as many workers as
-cores, no dashboard, bound to 127.0.0.1); with ``scheduler='tcp://HOST:PORT'`` an existing
+cores, no dashboard, every port on 127.0.0.1); with ``scheduler='tcp://HOST:PORT'`` an existing
 cluster, whose workers must see the bag paths and have this package installed. Only paths and
 small parameters go to the workers and only the per-bag summary dicts come back; a future is
 released as soon as its result is taken, so the scheduler never holds more than the summaries
@@ -16,12 +16,16 @@ import sys
 from .task import audit_bag
 
 
-def _local_cluster(workers):
+def local_cluster(workers):
+    """Return the embedded LocalCluster of ``workers`` worker processes (loopback only)."""
     from dask.distributed import LocalCluster
 
     return LocalCluster(
         n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-        host='127.0.0.1', silence_logs=logging.ERROR)
+        host='127.0.0.1', silence_logs=logging.ERROR,
+        # The scheduler serves its HTTP routes (health, metrics) even without the dashboard, by
+        # default on port 8787: a free loopback port instead, so two audits never collide.
+        scheduler_kwargs={'dashboard': False, 'dashboard_address': '127.0.0.1:0'})
 
 
 def _error_result(path, error):
@@ -45,14 +49,14 @@ def run_audit(bags, policies, *, max_history, injection=None, scheduler=None, wo
         if scheduler:
             client = own_client = Client(scheduler)
         else:
-            own_cluster = _local_cluster(workers or os.cpu_count() or 1)
+            own_cluster = local_cluster(workers or os.cpu_count() or 1)
             client = own_client = Client(own_cluster)
     try:
         futures = {}
         for index, path in enumerate(bags):
             future = client.submit(
                 audit_bag, str(path), tuple(policies), max_history=max_history,
-                injection=injection, pure=False, key=f'audit-bag-{index}-{os.getpid()}')
+                injection=injection, pure=False)  # a fresh key: never a cached result
             futures[future] = index
         results = [None] * len(bags)
         with tqdm(total=len(bags), unit='bag', file=sys.stderr, disable=not progress,
