@@ -304,6 +304,7 @@ def test_cli_writes_json_and_report(client, fleet, tmp_path):
 def test_cli_usage_errors_are_one_line(tmp_path):
     for args, text in ((['--policy', 'nope'], 'unknown policy'),
                        (['--inject', '2@random'], '--seed'),
+                       (['--scheduler', 'localhost'], 'tcp://HOST:PORT'),
                        ([], 'no bag to audit')):
         result = subprocess.run(CLI + ['audit', str(tmp_path)] + args, capture_output=True,
                                 text=True, timeout=60)

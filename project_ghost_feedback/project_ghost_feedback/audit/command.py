@@ -6,6 +6,7 @@ reason on stderr and in the JSON); 2 usage error or no bag to audit.
 """
 
 import argparse
+import re
 import sys
 
 DESCRIPTION = """\
@@ -17,6 +18,7 @@ detection delay of a fault injected into the recorded outcomes, and the false-do
 the untouched stretch. A bag that fails is reported with its reason; the audit goes on.
 """
 
+_SCHEDULER = re.compile(r'^(tcp|tls)://[^/\s]+:\d+$')
 DEFAULT_POLICIES = ('mahalanobis_downgrade', 'calibrated_exceedance', 'bucket_likelihood_ratio')
 
 
@@ -59,6 +61,8 @@ def run(args, fail):
         injection = parse_injection(args.inject, args.seed) if args.inject else None
     except (TypeError, ValueError) as error:
         return fail(error, 2)
+    if args.scheduler and not _SCHEDULER.match(args.scheduler):
+        return fail(f'--scheduler {args.scheduler!r}: expected tcp://HOST:PORT', 2)
     labels = [spec.label for spec in policies]
     if len(set(labels)) != len(labels):
         return fail('the same --policy is given twice', 2)
@@ -72,7 +76,7 @@ def run(args, fail):
         results = run_audit(bags, policies, max_history=max_history, injection=injection,
                             scheduler=args.scheduler, workers=args.workers,
                             progress=not args.no_progress)
-    except OSError as error:  # e.g. the scheduler cannot be reached
+    except (OSError, ValueError) as error:  # e.g. the scheduler cannot be reached
         return fail(f'dask: {error}', 2)
     engine = {'scheduler': args.scheduler or 'LocalCluster', 'workers': args.workers}
     document = build_document(results, policies=policies, max_history=max_history,

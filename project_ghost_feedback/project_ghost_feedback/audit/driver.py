@@ -15,6 +15,8 @@ import sys
 
 from .task import audit_bag
 
+CONNECT_TIMEOUT_S = 10
+
 
 def local_cluster(workers):
     """Return the embedded LocalCluster of ``workers`` worker processes (loopback only)."""
@@ -47,7 +49,7 @@ def run_audit(bags, policies, *, max_history, injection=None, scheduler=None, wo
     own_client = own_cluster = None
     if client is None:
         if scheduler:
-            client = own_client = Client(scheduler)
+            client = own_client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
         else:
             own_cluster = local_cluster(workers or os.cpu_count() or 1)
             client = own_client = Client(own_cluster)
