@@ -42,7 +42,15 @@ from project_ghost_feedback.core import (
     SelfAssessmentLevel,
 )
 from project_ghost_feedback.core.feedback import assess_with_feedback
-from project_ghost_feedback.telemetry import read_bag, replay_bag
+from project_ghost_feedback.telemetry import (
+    Channel,
+    read_bag,
+    replay_bag,
+    TelemetryWriter,
+    to_telemetry,
+    TYPE_BELIEF_SELF_ASSESSMENT,
+    TYPE_PREDICTION_OUTCOME,
+)
 import psutil
 import pytest
 
@@ -129,6 +137,28 @@ def test_results_through_scheduler_address_equal_embedded(client, fleet):
                             scheduler=client.scheduler.address, progress=False)
     direct = [audit_bag(bag, specs, max_history=16) for bag in bags[:2]]
     assert via_address == direct
+
+
+def test_namespaced_inputs_only_bag_audits_like_the_node_bag(fleet, tmp_path):
+    """A `ros2 bag record` style bag: /robot7/... input topics only, no calibrated output."""
+    _, bags = fleet
+    path = tmp_path / 'robot7'
+    channels = (Channel('/robot7/prediction_outcome', TYPE_PREDICTION_OUTCOME),
+                Channel('/robot7/self_assessment/raw', TYPE_BELIEF_SELF_ASSESSMENT))
+    topic = {'/prediction_outcome': channels[0].topic, '/self_assessment/raw': channels[1].topic}
+    written = 0
+    with TelemetryWriter(path, channels=channels) as writer:
+        for _, _, _, contract in read_bag(bags[3]):
+            if isinstance(contract, (PredictionOutcome, BeliefSelfAssessment)):
+                record = to_telemetry(contract)
+                writer.write(record._replace(channel=topic[record.channel]))
+                written += 1
+    assert written == sum(writer.counts.values()) > ASSESSMENTS
+    specs = _specs()
+    expected = audit_bag(bags[3], specs)
+    result = audit_bag(path, specs)
+    assert result['ok'] and result['robot'] == 'robot7'
+    assert result['policies'] == expected['policies'] and result['raw'] == expected['raw']
 
 
 def test_failing_bags_are_reported_and_the_audit_goes_on(client, fleet, tmp_path):
