@@ -329,6 +329,8 @@ def test_cli_writes_json_and_report(client, fleet, tmp_path):
         assert raw == (report / name).read_bytes()
         assert matplotlib.image.imread(io.BytesIO(raw), format='png').shape[0] > 100
     assert 'calibrated_exceedance' in page and str(broken) in page
+    assert '<td>robot_faulty</td>' in page
+    assert not re.search(r'(src|href)="(?!data:)', page)  # self-contained: nothing to fetch
 
 
 def test_cli_usage_errors_are_one_line(tmp_path):

@@ -16,6 +16,7 @@ import statistics
 
 AUDIT_SCHEMA_VERSION = 1
 TIMELINE_ROBOTS = 8
+ROBOT_ROWS = 50
 """Robots drawn in the timelines figure: those with the most downgrades under the first policy."""
 _EMPIRICAL_NOTE = (
     'Detection delays and false-downgrade rates are empirical figures on the recorded traffic: '
@@ -226,6 +227,33 @@ def _policy_table(document):
     return '\n'.join(lines)
 
 
+def _robot_table(document, limit=ROBOT_ROWS):
+    labels = [p['label'] for p in document['config']['policies']]
+    bags = sorted(document['bags'], key=lambda b: (
+        -b['policies'][labels[0]]['downgrades'] if labels else 0, b['bag']))
+    header = ['robot', 'assessments'] + [
+        f'{label}: downgrades, first [s]' + (', delay [s]' if document['config']['injection']
+                                             else '') for label in labels]
+    lines = ['<table><tr>' + ''.join(f'<th>{html.escape(h)}</th>' for h in header) + '</tr>']
+    for bag in bags[:limit]:
+        start = bag['start_time_ns'] or 0
+        cells = [bag['robot'], bag['assessments']]
+        for label in labels:
+            figures = bag['policies'][label]
+            first = figures['first_downgrade_stamp_sim_ns']
+            first_s = None if first is None else (first - start) / 1e9
+            text = f'{figures["downgrades"]}, {_fmt(first_s)}'
+            injected = figures.get('injected')
+            if injected is not None:
+                text += f', {_fmt(injected.get("delay_s"))}'
+            cells.append(text)
+        lines.append('<tr>' + ''.join(f'<td>{html.escape(str(c))}</td>' for c in cells) + '</tr>')
+    lines.append('</table>')
+    if len(bags) > limit:
+        lines.append(f'<p>... and {len(bags) - limit} more robots (all in the JSON).</p>')
+    return '\n'.join(lines)
+
+
 _STYLE = ('body{font-family:sans-serif;max-width:1000px;margin:1em auto}'
           'table{border-collapse:collapse;font-size:13px}'
           'td,th{border:1px solid #bbb;padding:3px 6px}th{background:#eee}'
@@ -254,6 +282,8 @@ def render_html(document, images):
         for problem in document['discovery_problems']:
             parts.append(f'<li>{html.escape(problem)}</li>')
         parts.append('</ul>')
+    if document['bags']:
+        parts += ['<h2>Robots (most downgrades first)</h2>', _robot_table(document)]
     for title, data in images.items():
         encoded = base64.b64encode(data).decode('ascii')
         parts.append(f'<h2>{html.escape(title)}</h2>'
