@@ -352,3 +352,17 @@ def test_embedded_local_cluster_and_report_of_empty_fleet(fleet, tmp_path):
     document = build_document([], policies=_specs(POLICIES[1:2]), max_history=MAX_HISTORY)
     paths = write_report(document, tmp_path / 'empty')
     assert [os.path.basename(p) for p in paths] == ['index.html']
+
+
+def test_cli_help_lists_the_options_and_imports_no_engine():
+    result = subprocess.run(CLI + ['audit', '--help'], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    for option in ('--policy', '--max-history', '--scheduler', '--workers', '--inject', '--seed',
+                   '--json', '--report'):
+        assert option in result.stdout
+    code = ('import sys; from project_ghost_feedback.cli import build_parser; build_parser(); '
+            'print(sorted(m for m in ("dask", "distributed", "matplotlib", "tqdm") '
+            'if m in sys.modules))')
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                            timeout=60)
+    assert result.stdout.strip() == '[]', result.stderr  # the other commands stay light
