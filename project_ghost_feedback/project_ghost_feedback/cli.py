@@ -31,6 +31,8 @@ examples:
   ghost-feedback replay run1 --policy calibrated_exceedance
                                            what another policy would have decided
   ghost-feedback replay run1 --set downgrade_threshold=3 --json
+  ghost-feedback audit fleet/ --inject 10@random --seed 1 --report out/audit
+                                           every bag under fleet/, every policy, on dask
   ghost-feedback echo --count 5            print 5 calibrated assessments from the live topic
   ghost-feedback demo --help               the demo's own options
 """
@@ -392,6 +394,10 @@ def build_parser():
     echo.add_argument('--count', metavar='N', type=_positive_int,
                       help='exit after N messages (default: run until Ctrl-C)')
     echo.set_defaults(handler=_command_echo)
+
+    from .audit.command import build as build_audit
+
+    build_audit(commands, _positive_int, _fail)
 
     demo = commands.add_parser(
         'demo', help='run the demo (arguments after "demo" go to it)', add_help=False,

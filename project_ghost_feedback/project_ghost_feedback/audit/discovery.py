@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Find telemetry bag directories under the paths given to ``ghost-feedback audit``.
+
+A bag is a directory holding ``metadata.yaml`` or ``*.mcap`` files (the latter without
+metadata.yaml is still returned, so the audit reports it as a failing bag with its reason).
+Other directories are searched recursively, without following symbolic links and without
+descending into a bag. Only names are looked at here: nothing is opened.
+"""
+
+import os
+
+
+def _is_bag_dir(path):
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.name == 'metadata.yaml' or entry.name.endswith('.mcap'):
+                    return True
+    except OSError:
+        return False
+    return False
+
+
+def find_bags(paths):
+    """Return ``(bags, problems)``: bag directories in discovery order, and one-line problems.
+
+    A path that is itself a bag is returned as is; a directory is searched (sorted, so the order
+    is stable); a path that does not exist or holds no bag is a problem. Duplicates are dropped.
+    """
+    bags, problems, seen = [], [], set()
+
+    def add(path):
+        key = os.path.realpath(path)
+        if key not in seen:
+            seen.add(key)
+            bags.append(path)
+
+    for path in paths:
+        path = os.fspath(path)
+        if not os.path.isdir(path):
+            problems.append(f'{path}: not a directory' if os.path.exists(path)
+                            else f'{path}: no such directory')
+            continue
+        if _is_bag_dir(path):
+            add(path)
+            continue
+        found = 0
+        for root, dirs, _ in os.walk(path):
+            dirs.sort()
+            keep = []
+            for name in dirs:
+                sub = os.path.join(root, name)
+                if os.path.islink(sub):
+                    continue
+                if _is_bag_dir(sub):
+                    add(sub)
+                    found += 1
+                else:
+                    keep.append(name)
+            dirs[:] = keep
+        if not found:
+            problems.append(f'{path}: no bag found (no directory holding metadata.yaml or *.mcap)')
+    return bags, problems

@@ -1,0 +1,316 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The audit's outputs: a JSON document with fleet totals, and a self-contained HTML report.
+
+The HTML page embeds its PNGs (matplotlib, base64): per-robot timelines of the raw vs calibrated
+level, the recorded distance distributions against the chi(3) law a calibrated estimator
+follows, and a policy comparison table. The same PNGs are written beside it.
+"""
+
+import base64
+import html
+import io
+import json
+import math
+import os
+import statistics
+
+AUDIT_SCHEMA_VERSION = 1
+TIMELINE_ROBOTS = 8
+ROBOT_ROWS = 50
+"""Robots drawn in the timelines figure: those with the most downgrades under the first policy."""
+_EMPIRICAL_NOTE = (
+    'Detection delays and false-downgrade rates are empirical figures on the recorded traffic: '
+    'the false-downgrade rate is the share of full windows before the injection instant (the '
+    'whole bag without --inject) that a policy downgraded, valid only as far as that stretch was '
+    'calibrated; consecutive windows overlap, so it rests on about "independent_windows" '
+    'independent windows. A delay counts from the injection instant to the first downgrade '
+    'after it (delay_outcomes: injected outcomes received by then); a policy that was already '
+    'downgrading just before the injection is flagged "downgraded_before_injection".')
+
+
+def _median(values):
+    return statistics.median(values) if values else None
+
+
+def _totals(results, labels):
+    totals = {}
+    for label in labels:
+        runs = [r['policies'][label] for r in results if r.get('ok')]
+        levels = {}
+        time_per_level = {}
+        untouched = dict.fromkeys(
+            ('assessments', 'downgrades', 'full_windows', 'full_window_downgrades',
+             'independent_windows'), 0)
+        for run in runs:
+            for name, count in run['levels'].items():
+                levels[name] = levels.get(name, 0) + count
+            for name, seconds in run['time_per_level_s'].items():
+                time_per_level[name] = time_per_level.get(name, 0.0) + seconds
+            for key in untouched:
+                untouched[key] += run['untouched'][key]
+        full = untouched['full_windows']
+        untouched['false_downgrade_rate'] = (
+            untouched['full_window_downgrades'] / full if full else None)
+        injected = [run['injected'] for run in runs if 'injected' in run]
+        detected = [i for i in injected if i['detected']]
+        total = {
+            'bags': len(runs), 'assessments': sum(run['assessments'] for run in runs),
+            'levels': levels, 'time_per_level_s': time_per_level,
+            'downgrades': sum(run['downgrades'] for run in runs),
+            'bags_with_downgrades': sum(1 for run in runs if run['downgrades']),
+            'transitions': sum(run['transitions'] for run in runs),
+            'untouched': untouched,
+        }
+        if injected:
+            delays = [i['delay_s'] for i in detected]
+            outcomes = [i['delay_outcomes'] for i in detected]
+            total['injected'] = {
+                'bags': len(injected), 'detected': len(detected),
+                'downgraded_before_injection': sum(
+                    1 for i in injected if i['downgraded_before_injection']),
+                'median_delay_s': _median(delays), 'max_delay_s': max(delays, default=None),
+                'median_delay_outcomes': _median(outcomes),
+                'max_delay_outcomes': max(outcomes, default=None),
+            }
+        totals[label] = total
+    return totals
+
+
+def build_document(results, *, policies, max_history, injection=None, problems=(),
+                   engine=None):
+    """Return the JSON-ready audit document (``schema_version`` :data:`AUDIT_SCHEMA_VERSION`)."""
+    labels = [spec.label for spec in policies]
+    good = [r for r in results if r.get('ok')]
+    return {
+        'schema_version': AUDIT_SCHEMA_VERSION,
+        'kind': 'ghost_feedback_audit',
+        'config': {
+            'policies': [{'label': spec.label, 'policy': spec.name,
+                          'parameters': dict(spec.parameters)} for spec in policies],
+            'max_history': max_history,
+            'injection': injection.to_dict() if injection is not None else None,
+        },
+        'engine': engine or {},
+        'bags_audited': len(good), 'bags_failed': len(results) - len(good),
+        'failed': [{'bag': r['bag'], 'error': r['error']} for r in results if not r.get('ok')],
+        'discovery_problems': list(problems),
+        'totals': _totals(good, labels),
+        'notes': [_EMPIRICAL_NOTE],
+        'bags': good,
+    }
+
+
+def dumps(document):
+    """Return the document as strict JSON (it holds no non-finite float)."""
+    return json.dumps(document, indent=1, sort_keys=False, allow_nan=False)
+
+
+# -- figures --------------------------------------------------------------------------------------
+
+def _chi3_pdf(d):
+    return math.sqrt(2.0 / math.pi) * d * d * math.exp(-d * d / 2.0)
+
+
+def _png(figure):
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format='png', dpi=80)
+    return buffer.getvalue()
+
+
+def _level_rank(name):
+    return {'UNKNOWN': 0, 'UNCERTAIN': 1, 'KNOWN': 2}[name]
+
+
+def timelines_png(document, plt):
+    """Return PNG bytes: raw vs calibrated level over sim time for the most-downgraded robots."""
+    bags = document['bags']
+    labels = [p['label'] for p in document['config']['policies']]
+    first = labels[0] if labels else None
+    chosen = sorted(bags, key=lambda b: -b['policies'][first]['downgrades'] if first else 0)
+    chosen = chosen[:TIMELINE_ROBOTS]
+    rows = max(len(chosen), 1)
+    figure, axes = plt.subplots(rows, 1, figsize=(9, 1.3 * rows + 0.6), sharex=False,
+                                squeeze=False)
+    for axis, bag in zip(axes[:, 0], chosen):
+        start = bag['start_time_ns'] or 0
+        series = [('raw', bag['raw']['timeline'], 3.0)]
+        series += [(label, bag['policies'][label]['timeline'], 1.5) for label in labels]
+        for index, (name, timeline, width) in enumerate(series):
+            if not timeline:
+                continue
+            xs = [(stamp - start) / 1e9 for stamp, _ in timeline]
+            offset = 0.0 if index == 0 else 0.06 * index
+            ys = [_level_rank(level) - offset for _, level in timeline]
+            axis.step(xs, ys, where='post', linewidth=width, label=name)
+        if bag.get('injection_stamp_sim_ns') is not None:
+            axis.axvline((bag['injection_stamp_sim_ns'] - start) / 1e9, color='red',
+                         linestyle='--', linewidth=1)
+        axis.set_yticks([0, 1, 2], ['UNKNOWN', 'UNCERTAIN', 'KNOWN'], fontsize=7)
+        axis.set_ylim(-0.6, 2.4)
+        axis.set_title(bag['robot'], fontsize=8, loc='left')
+        axis.tick_params(axis='x', labelsize=7)
+    axes[0, 0].legend(fontsize=6, loc='lower left', ncol=4)
+    axes[-1, 0].set_xlabel('sim time since the bag start [s]', fontsize=8)
+    figure.tight_layout()
+    data = _png(figure)
+    plt.close(figure)
+    return data
+
+
+def distances_png(document, plt):
+    """Return PNG bytes: fleet histograms of the recorded distances against the chi(3) density."""
+    figure, axes = plt.subplots(1, 2, figsize=(9, 3))
+    for axis, which in zip(axes, ('position', 'orientation')):
+        bins = None
+        over = inf = 0
+        width = 0.1
+        for bag in document['bags']:
+            hist = bag['distances'][which]
+            width = hist['bin_width']
+            counts = hist['bins']
+            bins = list(counts) if bins is None else [a + b for a, b in zip(bins, counts)]
+            over += hist['over']
+            inf += hist['inf']
+        bins = bins or [0]
+        total = sum(bins) + over + inf
+        centers = [(i + 0.5) * width for i in range(len(bins))]
+        density = [count / (total * width) if total else 0.0 for count in bins]
+        axis.bar(centers, density, width=width, alpha=0.6, label=f'recorded ({total} outcomes)')
+        axis.plot(centers, [_chi3_pdf(x) for x in centers], color='black', label='chi(3)')
+        axis.set_title(f'{which} Mahalanobis distance (beyond {len(bins) * width:g}: '
+                       f'{over}, +inf: {inf})', fontsize=8)
+        axis.set_xlabel('unsquared distance', fontsize=8)
+        axis.legend(fontsize=7)
+        axis.tick_params(labelsize=7)
+    figure.tight_layout()
+    data = _png(figure)
+    plt.close(figure)
+    return data
+
+
+# -- HTML -----------------------------------------------------------------------------------------
+
+def _fmt(value, digits=3):
+    if value is None:
+        return '-'
+    if isinstance(value, float):
+        return f'{value:.{digits}g}'
+    return str(value)
+
+
+def _policy_table(document):
+    header = ('policy', 'bags', 'assessments', 'K / U / X', 'downgrades', 'bags with downgrades',
+              'false downgrades / full window (windows; independent)', 'injected: detected',
+              'median / max delay [s]', 'median / max delay [outcomes]')
+    rows = []
+    for label, total in document['totals'].items():
+        levels = total['levels']
+        untouched = total['untouched']
+        injected = total.get('injected')
+        rate = untouched['false_downgrade_rate']
+        cells = (
+            label, total['bags'], total['assessments'],
+            f'{levels.get("KNOWN", 0)} / {levels.get("UNCERTAIN", 0)} / {levels.get("UNKNOWN", 0)}',
+            total['downgrades'], total['bags_with_downgrades'],
+            f'{"-" if rate is None else f"{100 * rate:.2f}%"} ({untouched["full_windows"]}; '
+            f'~{untouched["independent_windows"]})',
+            f'{injected["detected"]} of {injected["bags"]}' if injected else '-',
+            f'{_fmt(injected["median_delay_s"])} / {_fmt(injected["max_delay_s"])}'
+            if injected else '-',
+            f'{_fmt(injected["median_delay_outcomes"])} / {_fmt(injected["max_delay_outcomes"])}'
+            if injected else '-')
+        rows.append(cells)
+    lines = ['<table><tr>' + ''.join(f'<th>{html.escape(h)}</th>' for h in header) + '</tr>']
+    for cells in rows:
+        lines.append('<tr>' + ''.join(f'<td>{html.escape(str(c))}</td>' for c in cells) + '</tr>')
+    lines.append('</table>')
+    return '\n'.join(lines)
+
+
+def _robot_table(document, limit=ROBOT_ROWS):
+    labels = [p['label'] for p in document['config']['policies']]
+    bags = sorted(document['bags'], key=lambda b: (
+        -b['policies'][labels[0]]['downgrades'] if labels else 0, b['bag']))
+    header = ['robot', 'assessments'] + [
+        f'{label}: downgrades, first [s]' + (', delay [s]' if document['config']['injection']
+                                             else '') for label in labels]
+    lines = ['<table><tr>' + ''.join(f'<th>{html.escape(h)}</th>' for h in header) + '</tr>']
+    for bag in bags[:limit]:
+        start = bag['start_time_ns'] or 0
+        cells = [bag['robot'], bag['assessments']]
+        for label in labels:
+            figures = bag['policies'][label]
+            first = figures['first_downgrade_stamp_sim_ns']
+            first_s = None if first is None else (first - start) / 1e9
+            text = f'{figures["downgrades"]}, {_fmt(first_s)}'
+            injected = figures.get('injected')
+            if injected is not None:
+                text += f', {_fmt(injected.get("delay_s"))}'
+            cells.append(text)
+        lines.append('<tr>' + ''.join(f'<td>{html.escape(str(c))}</td>' for c in cells) + '</tr>')
+    lines.append('</table>')
+    if len(bags) > limit:
+        lines.append(f'<p>... and {len(bags) - limit} more robots (all in the JSON).</p>')
+    return '\n'.join(lines)
+
+
+_STYLE = ('body{font-family:sans-serif;max-width:1000px;margin:1em auto}'
+          'table{border-collapse:collapse;font-size:13px}'
+          'td,th{border:1px solid #bbb;padding:3px 6px}th{background:#eee}'
+          'img{max-width:100%}')
+
+
+def render_html(document, images):
+    """Return the report page; ``images`` maps a title to PNG bytes, embedded as base64."""
+    config = document['config']
+    injection = config['injection']
+    parts = [
+        '<!DOCTYPE html><html><head><meta charset="utf-8"><title>ghost-feedback audit</title>',
+        f'<style>{_STYLE}</style></head><body>',
+        '<h1>ghost-feedback audit</h1>',
+        f'<p>{document["bags_audited"]} bags audited, {document["bags_failed"]} failed; '
+        f'max_history {config["max_history"]}; injection: '
+        f'{html.escape(json.dumps(injection)) if injection else "none"}.</p>',
+        '<h2>Policy comparison</h2>', _policy_table(document),
+        f'<p><small>{html.escape(document["notes"][0])}</small></p>',
+    ]
+    if document['failed'] or document['discovery_problems']:
+        parts.append('<h2>Bags that failed</h2><ul>')
+        for item in document['failed']:
+            parts.append(f'<li><code>{html.escape(item["bag"])}</code>: '
+                         f'{html.escape(item["error"])}</li>')
+        for problem in document['discovery_problems']:
+            parts.append(f'<li>{html.escape(problem)}</li>')
+        parts.append('</ul>')
+    if document['bags']:
+        parts += ['<h2>Robots (most downgrades first)</h2>', _robot_table(document)]
+    for title, data in images.items():
+        encoded = base64.b64encode(data).decode('ascii')
+        parts.append(f'<h2>{html.escape(title)}</h2>'
+                     f'<img alt="{html.escape(title)}" src="data:image/png;base64,{encoded}">')
+    parts.append('</body></html>')
+    return '\n'.join(parts)
+
+
+def write_report(document, directory):
+    """Write ``index.html`` (self-contained) and its PNGs into ``directory``; return the paths."""
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    os.makedirs(directory, exist_ok=True)
+    images = {}
+    if document['bags']:
+        images['Raw vs calibrated level per robot'] = timelines_png(document, plt)
+        images['Distance distributions against chi(3)'] = distances_png(document, plt)
+    paths = []
+    for name, data in zip(('timelines.png', 'distances.png'), images.values()):
+        path = os.path.join(directory, name)
+        with open(path, 'wb') as stream:
+            stream.write(data)
+        paths.append(path)
+    page = os.path.join(directory, 'index.html')
+    with open(page, 'w', encoding='utf-8') as stream:
+        stream.write(render_html(document, images))
+    return [page] + paths

@@ -1,0 +1,289 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The per-bag task: replay one bag under N policies and return a small summary dict.
+
+Pure in the sense that matters for dask: its only input is a path and plain values, its only
+effect is reading that bag, and its result is a dict of a few kilobytes (counts, durations, the
+level *change points*, a distance histogram), whatever the bag's length. The bag is streamed
+through :func:`project_ghost_feedback.telemetry.read_bag` in recorded order, as ``ghost-feedback
+replay`` does, into one causal :class:`OutcomeWindow` and ``assess_with_feedback`` per policy,
+so the counts equal those of ``replay_bag(path, policy=...)``'s recomputed summary.
+"""
+
+import dataclasses
+import math
+
+from ..core import BeliefSelfAssessment, PredictionOutcome, SelfAssessmentLevel
+from ..core.feedback import (
+    assess_with_feedback,
+    DEFAULT_MAX_HISTORY,
+    make_policy,
+    policy_names,
+    policy_parameters,
+)
+from ..core.window import OutcomeWindow
+from .injection import scale_outcome
+
+DEFAULT_OUTCOME_BUFFER_SIZE = 1024
+TIMELINE_LIMIT = 2000
+"""Level change points kept per policy and bag (the counts stay exact beyond it)."""
+HISTOGRAM_BIN = 0.1
+HISTOGRAM_BINS = 80
+"""Distances in [0, 8) in bins of 0.1; beyond in ``over``, +inf in ``inf``."""
+LEVEL_NAMES = tuple(level.name for level in sorted(SelfAssessmentLevel))
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicySpec:
+    """A policy and its parameters as given on the command line (``NAME[:k=v,...]``)."""
+
+    name: str
+    parameters: tuple = ()
+
+    @property
+    def label(self):
+        """Return ``name`` or ``name(k=v,...)``: the key of this policy in the results."""
+        if not self.parameters:
+            return self.name
+        return f'{self.name}({",".join(f"{k}={v!r}" for k, v in self.parameters)})'
+
+    def make(self):
+        """Return the policy object (ValueError/TypeError for an invalid parameter)."""
+        return make_policy(self.name, dict(self.parameters))
+
+
+def _coerce(policy, key, text, defaults):
+    default = defaults[key]
+    text = text.strip()
+    try:
+        if isinstance(default, bool):
+            if text.lower() not in ('true', 'false'):
+                raise ValueError(text)
+            return text.lower() == 'true'
+        if isinstance(default, int):
+            return int(text)
+        if isinstance(default, float):
+            return float(text)
+    except ValueError:
+        raise ValueError(f'{policy}: {key}={text}: expected {type(default).__name__} like the '
+                         f'default {default!r}') from None
+    return text
+
+
+def parse_policy(text):
+    """Parse ``NAME`` or ``NAME:k=v,k=v`` into a validated :class:`PolicySpec`."""
+    name, _, rest = text.partition(':')
+    name = name.strip()
+    if name not in policy_names():
+        raise ValueError(f'unknown policy {name!r} (known: {", ".join(policy_names())})')
+    defaults = policy_parameters(name)
+    values = {}
+    for item in filter(None, (part.strip() for part in rest.split(','))):
+        key, sep, value = item.partition('=')
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f'{text!r}: expected NAME:key=value,...; got {item!r}')
+        if key not in defaults:
+            raise ValueError(f'policy {name!r} has no parameter {key!r} '
+                             f'(it takes: {", ".join(sorted(defaults)) or "none"})')
+        values[key] = _coerce(name, key, value, defaults)
+    spec = PolicySpec(name, tuple(sorted(values.items())))
+    spec.make()
+    return spec
+
+
+def _select_topics(info):
+    """Return the input topics to audit: per input type, the default topic or the first by name.
+
+    The recorded calibrated output is not read: the audit recomputes it under every policy.
+    """
+    from ..telemetry import (
+        CHANNEL_PREDICTION_OUTCOME,
+        CHANNEL_RAW_SELF_ASSESSMENT,
+        TYPE_BELIEF_SELF_ASSESSMENT,
+        TYPE_PREDICTION_OUTCOME,
+    )
+
+    chosen = []
+    for msgtype, default in ((TYPE_PREDICTION_OUTCOME, CHANNEL_PREDICTION_OUTCOME),
+                             (TYPE_BELIEF_SELF_ASSESSMENT, CHANNEL_RAW_SELF_ASSESSMENT)):
+        short = msgtype.replace('/msg/', '/')
+        names = sorted(t.name for t in info.topics if t.msgtype in (msgtype, short))
+        if names:
+            chosen.append(default if default in names else names[0])
+    return chosen
+
+
+class _Histogram:
+    def __init__(self):
+        self.bins = [0] * HISTOGRAM_BINS
+        self.over = 0
+        self.inf = 0
+
+    def add(self, value):
+        if value == math.inf:
+            self.inf += 1
+            return
+        index = int(value / HISTOGRAM_BIN)
+        if index < HISTOGRAM_BINS:
+            self.bins[index] += 1
+        else:
+            self.over += 1
+
+    def to_dict(self):
+        return {'bin_width': HISTOGRAM_BIN, 'bins': self.bins, 'over': self.over,
+                'inf': self.inf}
+
+
+class _Levels:
+    """Counts, time per level and change points of a stream of levels at belief stamps."""
+
+    def __init__(self):
+        self.counts = dict.fromkeys(LEVEL_NAMES, 0)
+        self.time_ns = dict.fromkeys(LEVEL_NAMES, 0)
+        self.timeline = []
+        self.transitions = 0
+        self.truncated = False
+        self._last = None
+        self._last_stamp = None
+
+    def add(self, stamp, level):
+        name = level.name
+        self.counts[name] += 1
+        if self._last is not None:
+            self.time_ns[self._last] += max(stamp - self._last_stamp, 0)
+        if name != self._last:
+            if self._last is not None:
+                self.transitions += 1
+            if len(self.timeline) < TIMELINE_LIMIT:
+                self.timeline.append([stamp, name])
+            else:
+                self.truncated = True
+        self._last, self._last_stamp = name, stamp
+
+    def to_dict(self, end_stamp):
+        timeline = list(self.timeline)
+        if self._last is not None and (not timeline or timeline[-1][0] != self._last_stamp):
+            timeline.append([self._last_stamp, self._last])  # where the last level ends
+        return {'levels': self.counts, 'time_per_level_s': {
+            k: v / 1e9 for k, v in self.time_ns.items()}, 'transitions': self.transitions,
+            'timeline': timeline, 'timeline_truncated': self.truncated}
+
+
+class _PolicyRun:
+    def __init__(self, spec, injection_ns):
+        self.spec = spec
+        self.policy = spec.make()
+        self.levels = _Levels()
+        self.downgrades = 0
+        self.first_downgrade = None
+        self.injection_ns = injection_ns
+        self.detection = None
+        self.untouched = {'assessments': 0, 'downgrades': 0, 'full_windows': 0,
+                          'full_window_downgrades': 0}
+        self.down_at_injection = False
+
+    def add(self, raw, calibrated, full, injected_outcomes):
+        stamp = raw.belief_stamp_sim_ns
+        level = calibrated.adjusted_overall_level
+        self.levels.add(stamp, level)
+        down = level < raw.overall_level
+        if down:
+            self.downgrades += 1
+            if self.first_downgrade is None:
+                self.first_downgrade = stamp
+        if self.injection_ns is None or stamp < self.injection_ns:
+            counts = self.untouched
+            counts['assessments'] += 1
+            counts['downgrades'] += down
+            if full:
+                counts['full_windows'] += 1
+                counts['full_window_downgrades'] += down
+            self.down_at_injection = down
+        elif down and self.detection is None:
+            self.detection = {'stamp_sim_ns': stamp, 'delay_s': (stamp - self.injection_ns) / 1e9,
+                              'delay_outcomes': injected_outcomes, 'level': level.name}
+
+    def to_dict(self, end_stamp, untouched_outcomes, max_history):
+        result = {'policy': self.spec.name, 'parameters': dict(self.spec.parameters),
+                  'assessments': sum(self.levels.counts.values()),
+                  'downgrades': self.downgrades,
+                  'first_downgrade_stamp_sim_ns': self.first_downgrade}
+        result.update(self.levels.to_dict(end_stamp))
+        untouched = dict(self.untouched)
+        untouched['independent_windows'] = untouched_outcomes // max_history
+        full = untouched['full_windows']
+        untouched['false_downgrade_rate'] = (
+            untouched['full_window_downgrades'] / full if full else None)
+        result['untouched'] = untouched
+        if self.injection_ns is not None:
+            result['injected'] = {'detected': self.detection is not None,
+                                  'downgraded_before_injection': self.down_at_injection,
+                                  **(self.detection or {})}
+        return result
+
+
+def audit_bag(path, policies, *, max_history=DEFAULT_MAX_HISTORY,
+              outcome_buffer_size=DEFAULT_OUTCOME_BUFFER_SIZE, injection=None):
+    """Replay the bag ``path`` under every :class:`PolicySpec` of ``policies``; return a dict.
+
+    Never raises for a bad bag: the result is then ``{'bag': path, 'ok': False, 'error': one
+    line}``. ``injection`` is an :class:`~.injection.Injection` or None.
+    """
+    from ..telemetry import bag_info, read_bag
+
+    path = str(path)
+    try:
+        info = bag_info(path)
+        return _audit(path, info, read_bag, policies, max_history,
+                      max(outcome_buffer_size, max_history), injection)
+    except Exception as error:  # noqa: BLE001 - one line per failing bag, the audit goes on
+        text = ' '.join(str(error).split()) or type(error).__name__
+        return {'bag': path, 'ok': False, 'error': f'{type(error).__name__}: {text}'[:500]}
+
+
+def _audit(path, info, read_bag, policies, max_history, buffer_size, injection):
+    injection_ns = None
+    if injection is not None:
+        injection_ns = injection.start_ns(path, info.start_time_ns, info.end_time_ns)
+    runs = [_PolicyRun(spec, injection_ns) for spec in policies]
+    window = OutcomeWindow(buffer_size)
+    raw_levels = _Levels()
+    position, orientation = _Histogram(), _Histogram()
+    outcomes = untouched_outcomes = injected_outcomes = assessments = 0
+    last_stamp = None
+    for _, _, _, contract in read_bag(path, topics=_select_topics(info)):
+        if isinstance(contract, PredictionOutcome):
+            outcomes += 1
+            position.add(contract.position_mahalanobis)
+            orientation.add(contract.orientation_mahalanobis)
+            if injection_ns is not None and contract.observed_stamp_sim_ns >= injection_ns:
+                contract = scale_outcome(contract, injection.factor)
+                injected_outcomes += 1
+            else:
+                untouched_outcomes += 1
+            window.add(contract)
+        elif isinstance(contract, BeliefSelfAssessment):
+            assessments += 1
+            stamp = last_stamp = contract.belief_stamp_sim_ns
+            raw_levels.add(stamp, contract.overall_level)
+            history = window.causal_window(stamp, max_history)
+            full = len(history) >= max_history
+            for run in runs:
+                calibrated = assess_with_feedback(contract, history, run.policy, max_history)
+                run.add(contract, calibrated, full, injected_outcomes)
+    if assessments == 0:
+        raise ValueError(f'{path}: no BeliefSelfAssessment to replay')
+    return {
+        'bag': path, 'ok': True, 'robot': _robot_name(path),
+        'start_time_ns': info.start_time_ns, 'end_time_ns': info.end_time_ns,
+        'outcomes': outcomes, 'assessments': assessments,
+        'injection_stamp_sim_ns': injection_ns, 'injected_outcomes': injected_outcomes,
+        'raw': raw_levels.to_dict(last_stamp),
+        'distances': {'position': position.to_dict(), 'orientation': orientation.to_dict()},
+        'policies': {run.spec.label: run.to_dict(last_stamp, untouched_outcomes, max_history)
+                     for run in runs},
+    }
+
+
+def _robot_name(path):
+    return path.rstrip('/').rsplit('/', 1)[-1]

@@ -1,0 +1,368 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Fleet audit (``ghost-feedback audit``) on a real dask.distributed LocalCluster.
+
+Bags are generated with the project's own recorder (the feedback node's TelemetryRecorder), so
+they follow the message definitions of this build. The cluster has two worker processes bound to
+127.0.0.1, one thread each, no dashboard; it is shared by the tests of this module.
+
+- Every bag's per-policy figures equal ``replay_bag(path, policy=...)``'s recomputed summary.
+- A failing bag among good ones (no metadata.yaml, truncated storage, missing path) is reported
+  with a one-line reason, in bag order; the good ones are audited.
+- Injection: a known K on calibrated traffic is detected by every policy, within the delay the
+  policy's own thresholds allow (computed from the core on the least suspicious window); random
+  instants are seeded and per bag.
+- The JSON document follows its schema; the CLI writes it and a self-contained HTML report.
+"""
+
+import base64
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from dask.distributed import Client
+from project_ghost_feedback.audit import (
+    AUDIT_SCHEMA_VERSION,
+    audit_bag,
+    build_document,
+    find_bags,
+    parse_injection,
+    parse_policy,
+    run_audit,
+    write_report,
+)
+from project_ghost_feedback.audit.driver import local_cluster
+from project_ghost_feedback.audit.synthetic import write_bag, write_fleet
+from project_ghost_feedback.core import (
+    BeliefSelfAssessment,
+    PredictionOutcome,
+    SelfAssessmentLevel,
+)
+from project_ghost_feedback.core.feedback import assess_with_feedback
+from project_ghost_feedback.telemetry import (
+    Channel,
+    read_bag,
+    replay_bag,
+    TelemetryWriter,
+    to_telemetry,
+    TYPE_BELIEF_SELF_ASSESSMENT,
+    TYPE_PREDICTION_OUTCOME,
+)
+import psutil
+import pytest
+
+CLI = [sys.executable, '-m', 'project_ghost_feedback.cli']
+POLICIES = ('mahalanobis_downgrade', 'calibrated_exceedance', 'bucket_likelihood_ratio',
+            'calibrated_exceedance:false_alarm_probability=0.02')
+MAX_HISTORY = 32
+ASSESSMENTS = 240
+
+
+@pytest.fixture(scope='module')
+def client():
+    cluster = local_cluster(2)
+    client = Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture(scope='module')
+def fleet(tmp_path_factory):
+    """Three calibrated robots and one that turns 10x overconfident at 60% of its run."""
+    root = tmp_path_factory.mktemp('fleet')
+    bags = write_fleet(root / 'site_a', 3, assessments=ASSESSMENTS, seed=11)
+    bags.append(write_bag(root / 'site_b' / 'robot_faulty', seed=5, assessments=ASSESSMENTS,
+                          overconfidence=10.0, fault_at=0.6))
+    return root, [str(b) for b in bags]
+
+
+def _specs(names=POLICIES):
+    return [parse_policy(name) for name in names]
+
+
+def test_cluster_listens_on_loopback_only(client):
+    pids = [os.getpid()] + list(client.run(os.getpid).values())
+    assert len(pids) == 3
+    listening = [c for c in psutil.net_connections(kind='inet')
+                 if c.status == psutil.CONN_LISTEN and c.pid in pids]
+    assert len(listening) >= 3  # scheduler + its HTTP routes, each worker
+    assert {c.laddr.ip for c in listening} == {'127.0.0.1'}
+    assert set(client.nthreads().values()) == {1}
+
+
+def test_discovery_finds_every_bag_and_reports_empty_paths(fleet, tmp_path):
+    root, bags = fleet
+    found, problems = find_bags([root, bags[0], tmp_path, tmp_path / 'missing'])
+    assert sorted(map(str, found)) == sorted(bags)
+    assert len(problems) == 2
+    assert 'no bag found' in problems[0] and 'no such directory' in problems[1]
+
+
+def test_results_equal_per_bag_replay(client, fleet):
+    _, bags = fleet
+    specs = _specs()
+    results = run_audit(bags, specs, max_history=MAX_HISTORY, client=client, progress=False)
+    assert [r['bag'] for r in results] == bags
+    faulty_downgrades = 0
+    for result in results:
+        assert result['ok'], result
+        assert result['assessments'] == ASSESSMENTS
+        for spec in specs:
+            figures = result['policies'][spec.label]
+            report = replay_bag(result['bag'], policy=spec.name,
+                                parameters=dict(spec.parameters), max_history=MAX_HISTORY)
+            expected = report.recomputed
+            assert figures['assessments'] == expected.assessments == ASSESSMENTS
+            assert figures['levels'] == expected.levels
+            assert figures['downgrades'] == expected.downgrades
+            assert figures['first_downgrade_stamp_sim_ns'] == \
+                expected.first_downgrade_stamp_sim_ns
+            assert sum(figures['time_per_level_s'].values()) == pytest.approx(
+                (ASSESSMENTS - 1) / 10.0)
+            assert figures['transitions'] == len(figures['timeline']) - 2 or \
+                figures['transitions'] == len(figures['timeline']) - 1
+        if result['robot'] == 'robot_faulty':
+            faulty_downgrades = result['policies']['calibrated_exceedance']['downgrades']
+    assert faulty_downgrades > 0.3 * ASSESSMENTS  # the 10x stretch is 40% of the run
+
+
+def test_results_through_scheduler_address_equal_embedded(client, fleet):
+    _, bags = fleet
+    specs = _specs(POLICIES[:2])
+    via_address = run_audit(bags[:2], specs, max_history=16,
+                            scheduler=client.scheduler.address, progress=False)
+    direct = [audit_bag(bag, specs, max_history=16) for bag in bags[:2]]
+    assert via_address == direct
+
+
+def test_namespaced_inputs_only_bag_audits_like_the_node_bag(fleet, tmp_path):
+    """A `ros2 bag record` style bag: /robot7/... input topics only, no calibrated output."""
+    _, bags = fleet
+    path = tmp_path / 'robot7'
+    channels = (Channel('/robot7/prediction_outcome', TYPE_PREDICTION_OUTCOME),
+                Channel('/robot7/self_assessment/raw', TYPE_BELIEF_SELF_ASSESSMENT))
+    topic = {'/prediction_outcome': channels[0].topic, '/self_assessment/raw': channels[1].topic}
+    written = 0
+    with TelemetryWriter(path, channels=channels) as writer:
+        for _, _, _, contract in read_bag(bags[3]):
+            if isinstance(contract, (PredictionOutcome, BeliefSelfAssessment)):
+                record = to_telemetry(contract)
+                writer.write(record._replace(channel=topic[record.channel]))
+                written += 1
+    assert written == sum(writer.counts.values()) > ASSESSMENTS
+    specs = _specs()
+    expected = audit_bag(bags[3], specs)
+    result = audit_bag(path, specs)
+    assert result['ok'] and result['robot'] == 'robot7'
+    assert result['policies'] == expected['policies'] and result['raw'] == expected['raw']
+
+
+def test_failing_bags_are_reported_and_the_audit_goes_on(client, fleet, tmp_path):
+    _, bags = fleet
+    no_metadata = tmp_path / 'no_metadata'
+    shutil.copytree(bags[0], no_metadata)
+    os.remove(no_metadata / 'metadata.yaml')
+    truncated = tmp_path / 'truncated'
+    shutil.copytree(bags[1], truncated)
+    (mcap,) = truncated.glob('*.mcap')
+    mcap.write_bytes(mcap.read_bytes()[: mcap.stat().st_size // 2])
+    order = [bags[0], str(no_metadata), bags[2], str(truncated), str(tmp_path / 'missing')]
+    results = run_audit(order, _specs(POLICIES[1:2]), max_history=MAX_HISTORY, client=client,
+                        progress=False)
+    assert [r['bag'] for r in results] == order
+    assert [r['ok'] for r in results] == [True, False, True, False, False]
+    for result in results[1::2] + results[4:]:
+        assert '\n' not in result['error'] and result['bag'] in result['error']
+    assert 'metadata.yaml' in results[1]['error']
+    document = build_document(results, policies=_specs(POLICIES[1:2]), max_history=MAX_HISTORY)
+    assert document['bags_audited'] == 2 and document['bags_failed'] == 3
+    assert document['totals']['calibrated_exceedance']['bags'] == 2
+
+
+def _max_delay_outcomes(spec, max_history=MAX_HISTORY, factor=50.0):
+    """Return the fewest outcomes at ``factor`` x d=0.5 after which ``spec`` downgrades.
+
+    The rest of the window is within 1 std (the least suspicious bucket for every policy), so
+    on any recorded window the policy downgrades no later than this: its exact figure.
+    """
+    policy = spec.make()
+    raw = BeliefSelfAssessment(10**12, SelfAssessmentLevel.KNOWN)
+
+    def outcome(i, distance):
+        return PredictionOutcome(i * 10**6, i * 10**6 + 1, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0),
+                                 distance, distance)
+
+    for m in range(1, max_history + 1):
+        window = [outcome(i, 0.5) for i in range(max_history - m)]
+        window += [outcome(max_history + i, 0.5 * factor) for i in range(m)]
+        calibrated = assess_with_feedback(raw, window, policy, max_history)
+        if calibrated.adjusted_overall_level < raw.overall_level:
+            return m
+    raise AssertionError(f'{spec.label} never downgrades {factor}x')
+
+
+def test_injection_is_detected_within_each_policy_exact_delay(client, fleet):
+    _, bags = fleet
+    specs = _specs()
+    injection = parse_injection('50@15')
+    calibrated = bags[:3]
+    results = run_audit(calibrated, specs, max_history=MAX_HISTORY, injection=injection,
+                        client=client, progress=False)
+    for result in results:
+        start = result['start_time_ns']
+        assert result['injection_stamp_sim_ns'] == start + 15 * 10**9
+        stamps = [c.belief_stamp_sim_ns for _, _, _, c in read_bag(result['bag'])
+                  if isinstance(c, BeliefSelfAssessment)]
+        before = sum(1 for s in stamps if s < result['injection_stamp_sim_ns'])
+        for spec in specs:
+            figures = result['policies'][spec.label]
+            injected = figures['injected']
+            assert injected['detected'], (result['bag'], spec.label)
+            assert 0.0 <= injected['delay_s'] <= 1.0
+            if not injected['downgraded_before_injection']:
+                assert 1 <= injected['delay_outcomes'] <= _max_delay_outcomes(spec)
+            assert figures['untouched']['assessments'] == before
+            assert figures['untouched']['full_windows'] <= before
+        exceedance = result['policies']['calibrated_exceedance']['injected']
+        assert exceedance['level'] == 'UNKNOWN'  # one outcome beyond 5 std: k_g(32) = 1
+    assert _max_delay_outcomes(specs[1]) == 1 and _max_delay_outcomes(specs[0]) == 2
+
+
+def test_random_injection_points_are_seeded_per_bag(fleet):
+    _, bags = fleet
+    spec = _specs(POLICIES[1:2])
+    first = [audit_bag(b, spec, injection=parse_injection('10@random', 7)) for b in bags[:3]]
+    again = [audit_bag(b, spec, injection=parse_injection('10@random', 7)) for b in bags[:3]]
+    other = [audit_bag(b, spec, injection=parse_injection('10@random', 8)) for b in bags[:3]]
+    stamps = [r['injection_stamp_sim_ns'] for r in first]
+    assert stamps == [r['injection_stamp_sim_ns'] for r in again]
+    assert stamps != [r['injection_stamp_sim_ns'] for r in other]
+    for result in first:
+        span = result['end_time_ns'] - result['start_time_ns']
+        offset = result['injection_stamp_sim_ns'] - result['start_time_ns']
+        assert 0.25 * span <= offset <= 0.75 * span
+    with pytest.raises(ValueError, match='--seed'):
+        parse_injection('10@random')
+    for bad in ('0', 'x@3', '2@-1', 'nan'):
+        with pytest.raises(ValueError):
+            parse_injection(bad)
+
+
+def test_policy_parsing():
+    spec = parse_policy('calibrated_exceedance:false_alarm_probability=0.01')
+    assert spec.parameters == (('false_alarm_probability', 0.01),)
+    assert spec.label == 'calibrated_exceedance(false_alarm_probability=0.01)'
+    for bad in ('nope', 'calibrated_exceedance:bogus=1', 'calibrated_exceedance:x',
+                'mahalanobis_downgrade:downgrade_threshold=abc'):
+        with pytest.raises(ValueError):
+            parse_policy(bad)
+
+
+def _check_schema(document):
+    """Check the audit document's schema (keys and types), version 1."""
+    assert document['schema_version'] == AUDIT_SCHEMA_VERSION == 1
+    assert document['kind'] == 'ghost_feedback_audit'
+    config = document['config']
+    assert isinstance(config['max_history'], int)
+    labels = [p['label'] for p in config['policies']]
+    for item in document['failed']:
+        assert set(item) == {'bag', 'error'}
+    levels = {'KNOWN', 'UNCERTAIN', 'UNKNOWN'}
+    for label, total in document['totals'].items():
+        assert label in labels
+        assert set(total['levels']) == levels and set(total['time_per_level_s']) == levels
+        for key in ('bags', 'assessments', 'downgrades', 'bags_with_downgrades', 'transitions'):
+            assert isinstance(total[key], int)
+        assert set(total['untouched']) >= {'full_windows', 'independent_windows',
+                                           'false_downgrade_rate'}
+    for bag in document['bags']:
+        assert bag['ok'] is True
+        for key in ('bag', 'robot', 'outcomes', 'assessments', 'raw', 'distances', 'policies'):
+            assert key in bag
+        assert set(bag['policies']) == set(labels)
+        for figures in bag['policies'].values():
+            for key in ('assessments', 'levels', 'time_per_level_s', 'downgrades',
+                        'first_downgrade_stamp_sim_ns', 'transitions', 'timeline', 'untouched'):
+                assert key in figures
+            for stamp, level in figures['timeline']:
+                assert isinstance(stamp, int) and level in levels
+            if config['injection'] is not None:
+                assert {'detected', 'downgraded_before_injection'} <= set(figures['injected'])
+    assert 'empirical' in document['notes'][0]
+
+
+def test_cli_writes_json_and_report(client, fleet, tmp_path):
+    root, _ = fleet
+    broken = tmp_path / 'broken'
+    broken.mkdir()
+    (broken / 'broken.mcap').write_bytes(b'not an mcap file')
+    out = tmp_path / 'audit.json'
+    report = tmp_path / 'report'
+    result = subprocess.run(
+        CLI + ['audit', str(root), str(broken), '--policy', 'calibrated_exceedance',
+               '--policy', 'mahalanobis_downgrade:downgrade_threshold=3',
+               '--scheduler', client.scheduler.address, '--inject', '10@random', '--seed', '3',
+               '--json', str(out), '--report', str(report)],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr  # one bag failed, the others were audited
+    assert 'Traceback' not in result.stderr
+    failed = [line for line in result.stderr.splitlines() if 'failed:' in line]
+    assert len(failed) == 1 and str(broken) in failed[0]
+    assert 'audited 4 bags (1 failed)' in result.stdout
+    document = json.loads(out.read_text())
+    _check_schema(document)
+    assert document['bags_audited'] == 4 and document['failed'][0]['bag'] == str(broken)
+    assert document['config']['injection']['seed'] == 3
+    faulty = [b for b in document['bags'] if b['robot'] == 'robot_faulty'][0]
+    assert faulty['policies']['calibrated_exceedance']['injected']['detected']
+    page = (report / 'index.html').read_text()
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    assert len(images) == 2
+    import matplotlib.image
+
+    for data, name in zip(images, ('timelines.png', 'distances.png')):
+        raw = base64.b64decode(data)
+        assert raw == (report / name).read_bytes()
+        assert matplotlib.image.imread(io.BytesIO(raw), format='png').shape[0] > 100
+    assert 'calibrated_exceedance' in page and str(broken) in page
+    assert '<td>robot_faulty</td>' in page
+    assert not re.search(r'(src|href)="(?!data:)', page)  # self-contained: nothing to fetch
+
+
+def test_cli_usage_errors_are_one_line(tmp_path):
+    for args, text in ((['--policy', 'nope'], 'unknown policy'),
+                       (['--inject', '2@random'], '--seed'),
+                       (['--scheduler', 'localhost'], 'tcp://HOST:PORT'),
+                       ([], 'no bag to audit')):
+        result = subprocess.run(CLI + ['audit', str(tmp_path)] + args, capture_output=True,
+                                text=True, timeout=60)
+        assert result.returncode == 2
+        assert text in result.stderr.splitlines()[-1] and 'Traceback' not in result.stderr
+
+
+def test_embedded_local_cluster_and_report_of_empty_fleet(fleet, tmp_path):
+    _, bags = fleet
+    results = run_audit(bags[:1], _specs(POLICIES[1:2]), max_history=MAX_HISTORY, workers=1,
+                        progress=False)
+    assert results == [audit_bag(bags[0], _specs(POLICIES[1:2]), max_history=MAX_HISTORY)]
+    document = build_document([], policies=_specs(POLICIES[1:2]), max_history=MAX_HISTORY)
+    paths = write_report(document, tmp_path / 'empty')
+    assert [os.path.basename(p) for p in paths] == ['index.html']
+
+
+def test_cli_help_lists_the_options_and_imports_no_engine():
+    result = subprocess.run(CLI + ['audit', '--help'], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    for option in ('--policy', '--max-history', '--scheduler', '--workers', '--inject', '--seed',
+                   '--json', '--report'):
+        assert option in result.stdout
+    code = ('import sys; from project_ghost_feedback.cli import build_parser; build_parser(); '
+            'print(sorted(m for m in ("dask", "distributed", "matplotlib", "tqdm") '
+            'if m in sys.modules))')
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                            timeout=60)
+    assert result.stdout.strip() == '[]', result.stderr  # the other commands stay light
