@@ -40,6 +40,7 @@ _SCRATCH_SIZE = 1024
 _CDR_LE = b'\x00\x01\x00\x00'  # CDR little-endian encapsulation header
 _SCRATCH = _CDR_LE + bytes(_SCRATCH_SIZE - 4)
 
+
 class TelemetryRecord(NamedTuple):
     """One message of a telemetry bag: channel (topic), log time (ns) and CDR payload."""
 

@@ -238,7 +238,6 @@ def _one_line(error, limit=300):
     return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
-
 def _reader_errors():
     from mcap.exceptions import McapError
     from rosbags.rosbag2 import ReaderError
