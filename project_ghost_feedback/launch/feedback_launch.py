@@ -18,18 +18,20 @@ Launch arguments:
   positional topics are deprecated).
 - ``bag_output`` (default ``''``: ``ros2 bag`` picks ``rosbag2_<date>``): the bag directory.
 
-Tested statically only: launch and launch_ros have no PyPI wheels, so they are not installable
-in this project's venv. ``test/test_launch_static.py`` parses this file with ``ast``, checks the
+Tested statically by ``test/test_launch_static.py`` (parses this file with ``ast``, checks the
 package, executable and config file it names exist (installed), that its topic names are the
 node's parameter defaults, and runs its two pure helpers (:func:`resolve_topic`,
-:func:`topics_from_params`) in isolation.
+:func:`topics_from_params`) in isolation), and with the real ``ros2 launch`` by
+``test/test_ros2_cli.py`` where launch / launch_ros are installed (they are not on PyPI). Without
+rosbag2, ``record:=true`` logs :data:`RECORD_UNAVAILABLE` and the node runs on.
 """
 
+import importlib.util
 import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, ExecuteProcess, LogInfo, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -47,6 +49,12 @@ TOPIC_PARAMETERS = {
     'calibrated_topic': 'self_assessment/calibrated',
 }
 """The node's topic parameters and their defaults: two inputs, then the output."""
+
+
+RECORD_UNAVAILABLE = (
+    'ERROR: record:=true needs rosbag2 (ros2bag and rosbag2_storage_mcap, e.g. apt install '
+    'ros-jazzy-ros2bag ros-jazzy-rosbag2-storage-mcap): not recording; the node runs on')
+"""The one line logged for ``record:=true`` where ``ros2 bag`` is not installed."""
 
 
 def resolve_topic(namespace, topic, node_name=NODE_NAME):
@@ -85,7 +93,13 @@ def topics_from_params(path, node_name=NODE_NAME):
 
 
 def _bag_record(context):
-    """Return the ``ros2 bag record`` process for the node's inputs and output (OpaqueFunction)."""
+    """Return the ``ros2 bag record`` process for the node's inputs and output (OpaqueFunction).
+
+    Without rosbag2's CLI (the ``ros2bag`` package) return one error line instead: the node runs
+    on, unrecorded.
+    """
+    if importlib.util.find_spec('ros2bag') is None:
+        return [LogInfo(msg=RECORD_UNAVAILABLE)]
     namespace = LaunchConfiguration('namespace').perform(context)
     params_file = LaunchConfiguration('params_file').perform(context)
     bag_output = LaunchConfiguration('bag_output').perform(context)
