@@ -346,7 +346,23 @@ def test_ros2_run_ghost_feedback_cli():
     assert 'demo' in result.stdout, result.stdout
 
 
-# -- hook: bridge + node launch (the bridge helper adds launch/bridge_feedback_launch.py) -------
-# HOOK(bridge_feedback_launch): when launch/bridge_feedback_launch.py exists on main, add
-# test_bridge_launch_with_input_and_sigint here: ros2 launch it, feed the bridge's inputs, wait for
-# the calibrated output, SIGINT and assert_clean_sigint(process, nodes=2).
+# -- bridge + node (launch/bridge_feedback_launch.py, added with the bridge) ---------------------
+# HOOK(bridge_feedback_launch): this checks the launch starts both processes and SIGINT ends both
+# with exit 0. Once the bridge's input topics are settled, feed them here and wait for the
+# calibrated output as test_launch_with_params_file_while_input_flows does.
+
+def test_bridge_launch_starts_both_nodes_and_stops_cleanly(process_factory):
+    from ament_index_python.packages import get_package_share_directory
+
+    launch_file = os.path.join(
+        get_package_share_directory(PACKAGE), 'launch', 'bridge_feedback_launch.py')
+    if not os.path.isfile(launch_file):
+        pytest.skip('launch/bridge_feedback_launch.py is not in this tree yet (bridge helper)')
+    process = process_factory('launch', PACKAGE, 'bridge_feedback_launch.py')
+    deadline = time.monotonic() + DEADLINE_S
+    while process.output().count('process started with pid') < 2 and (
+            time.monotonic() < deadline) and process.popen.poll() is None:
+        time.sleep(0.1)
+    nodes = ros2('node', 'list', *CLI)
+    assert 'feedback_node' in nodes.stdout, nodes.stdout + process.output()
+    assert_clean_sigint(process, nodes=process.output().count('process started with pid'))
