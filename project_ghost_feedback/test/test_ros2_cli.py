@@ -117,8 +117,8 @@ class Feeder:
     step (four PredictionOutcome, one BeliefSelfAssessment) with increasing stamps.
     """
 
-    def __init__(self, namespace=''):
-        """Start publishing to ``<namespace>/prediction_outcome`` and ``self_assessment/raw``."""
+    def __init__(self, namespace='', output='self_assessment/calibrated'):
+        """Publish to ``prediction_outcome`` and ``self_assessment/raw`` in ``namespace``."""
         prefix = '/' + namespace.strip('/') if namespace.strip('/') else ''
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
@@ -130,7 +130,7 @@ class Feeder:
         self._lock = threading.Lock()
         self.received = []
         self.node.create_subscription(
-            CalibratedSelfAssessmentMsg, f'{prefix}/self_assessment/calibrated',
+            CalibratedSelfAssessmentMsg, f'{prefix}/{output}',
             self._on_calibrated, QOS)
         self._rng = random.Random(14)
         self._step = 0
@@ -229,8 +229,8 @@ def feeder_factory():
     """Yield a function that starts a Feeder; every feeder is closed at teardown."""
     feeders = []
 
-    def start(namespace=''):
-        feeders.append(Feeder(namespace))
+    def start(namespace='', **kwargs):
+        feeders.append(Feeder(namespace, **kwargs))
         return feeders[-1]
 
     yield start
@@ -323,13 +323,14 @@ def test_launch_with_params_file_while_input_flows(process_factory, feeder_facto
     assert_clean_sigint(process)
 
 
-def test_ros2_run_with_params_file(process_factory, feeder_factory, tmp_path):
+def test_ros2_run_with_params_file_and_remapped_output(process_factory, feeder_factory, tmp_path):
     path = params_file(str(tmp_path), policy='mahalanobis_downgrade', max_history=7)
     process = process_factory('run', PACKAGE, 'feedback_node', '--ros-args', '-r', '__ns:=/run',
+                              '-r', 'self_assessment/calibrated:=calibrated_out',
                               '--params-file', path)
-    feeder = feeder_factory('run')
+    feeder = feeder_factory('run', output='calibrated_out')
     msg = feeder.wait_for(lambda msg: msg.calibration_history.outcomes_considered == 7,
-                          'with the window of 7 from --params-file')
+                          'on the remapped /run/calibrated_out with max_history 7 from the file')
     assert msg.adjustment_policy_id == 'mahalanobis_downgrade'
     assert process.stop(signal.SIGINT) == 0, process.output()
 
