@@ -142,7 +142,9 @@ TOOLS_LOG="${ROOT}/log/ros2_jazzy_tools_install.txt"
 mkdir -p "${ROOT}/log"
 if [[ -f "${TOOLS_DIR}/install.sh" ]]; then
   tools_start="${SECONDS}"
-  if bash "${TOOLS_DIR}/install.sh" "${VENV}" >"${TOOLS_LOG}" 2>&1; then
+  # Its sources unpack and build under the venv (COLCON_IGNOREd), not in a stray /tmp directory.
+  if bash "${TOOLS_DIR}/install.sh" "${VENV}" "${VENV}/ros2_jazzy_tools_build" \
+      >"${TOOLS_LOG}" 2>&1; then
     log "ROS 2 CLI tools: $(tail -1 "${TOOLS_LOG}") ($((SECONDS - tools_start)) s)"
   else
     log "ROS 2 CLI tools: install FAILED (see ${TOOLS_LOG#"${ROOT}"/}); the ros2 CLI tests will skip"
