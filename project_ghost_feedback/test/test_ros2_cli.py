@@ -278,11 +278,11 @@ def test_launch_alone_calibrates_at_the_root_and_stops_cleanly(process_factory, 
 
 def test_launch_in_namespace_echo_calibrated_and_diagnostics(robot1):
     _, feeder = robot1
-    echo = ros2('topic', 'echo', '--once', '--spin-time', '3',
+    echo = ros2('topic', 'echo', '--once', *CLI,
                 '/robot1/self_assessment/calibrated')
     assert echo.returncode == 0, echo.stdout
     assert 'calibration_history:' in echo.stdout and 'adjustment_policy_id:' in echo.stdout
-    diagnostics = ros2('topic', 'echo', '--once', '--spin-time', '3', '/diagnostics')
+    diagnostics = ros2('topic', 'echo', '--once', *CLI, '/diagnostics')
     assert diagnostics.returncode == 0, diagnostics.stdout
     assert '/robot1/feedback_node' in diagnostics.stdout, diagnostics.stdout
 
