@@ -30,7 +30,7 @@ setup(
     maintainer_email='ghost-feedback@example.com',
     description='Closed-loop feedback on an estimator self-assessment (ROS 2).',
     license='Apache-2.0',
-    tests_require=['pytest'],
+    extras_require={'test': ['pytest', 'hypothesis']},
     entry_points={
         'console_scripts': [
             'feedback_node = project_ghost_feedback.ros.feedback_node:main',

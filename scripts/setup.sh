@@ -133,6 +133,26 @@ PY
   touch "${CMAKE_FIX_STAMP}"
 fi
 
+# --- 4b. ROS 2 command-line tools for the integration tests (optional) ------------------------
+# ../shared/ros2_jazzy_tools holds launch, launch_ros, ros2cli, rosidl_runtime_py (not on PyPI).
+# Only test_ros2_cli.py uses them (it skips without them); build and demo never need them.
+# install.sh keeps its own stamp in the venv, so a second run is a no-op.
+TOOLS_DIR="${ROOT}/../shared/ros2_jazzy_tools"
+TOOLS_LOG="${ROOT}/log/ros2_jazzy_tools_install.txt"
+mkdir -p "${ROOT}/log"
+if [[ -f "${TOOLS_DIR}/install.sh" ]]; then
+  tools_start="${SECONDS}"
+  # Its sources unpack and build under the venv (COLCON_IGNOREd), not in a stray /tmp directory.
+  if bash "${TOOLS_DIR}/install.sh" "${VENV}" "${VENV}/ros2_jazzy_tools_build" \
+      >"${TOOLS_LOG}" 2>&1; then
+    log "ROS 2 CLI tools: $(tail -1 "${TOOLS_LOG}") ($((SECONDS - tools_start)) s)"
+  else
+    log "ROS 2 CLI tools: install FAILED (see ${TOOLS_LOG#"${ROOT}"/}); the ros2 CLI tests will skip"
+  fi
+else
+  log "ROS 2 CLI tools: ${TOOLS_DIR} not found; the ros2 CLI tests will skip"
+fi
+
 # --- 5. colcon build ----------------------------------------------------------------------------
 # shellcheck disable=SC1091
 source "${VENV}/bin/activate"

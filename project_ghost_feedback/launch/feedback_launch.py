@@ -19,18 +19,22 @@ Launch arguments:
   params file so each run records a new timestamped bag.
 - ``record`` (default ``false``): ``true`` also starts ``ros2 bag record -s mcap`` of the node's
   two inputs and its output, resolved in ``namespace``, with ``--topics`` (rosbag2 0.26.4 or later
-  on Jazzy). Without rosbag2 installed that process fails with its own error; the node runs on.
+  on Jazzy). Without rosbag2 installed it logs one error line; the node runs on.
 - ``bag_output`` (default ``''``: ``ros2 bag`` picks ``rosbag2_<date>``): the bag directory.
 
-``test/test_launch_static.py`` checks this file without launch installed; the real-tool tests
-run it with ``ros2 launch`` where ros2cli and launch are installed.
+Tested statically by ``test/test_launch_static.py`` (parses this file with ``ast``; checks the
+package, executable and config file it names, the remappings, and runs :func:`resolve_topic` in
+isolation), and with the real ``ros2 launch`` by ``test/test_ros2_cli.py`` where launch /
+launch_ros are installed (they are not on PyPI). Without rosbag2, ``record:=true`` logs
+:data:`RECORD_UNAVAILABLE` and the node runs on.
 """
 
+import importlib.util
 import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, ExecuteProcess, LogInfo, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
@@ -50,6 +54,12 @@ TOPICS = {
 """Launch argument -> the node's topic name it remaps (two inputs, then the output)."""
 
 
+RECORD_UNAVAILABLE = (
+    'ERROR: record:=true needs rosbag2 (ros2bag and rosbag2_storage_mcap, e.g. apt install '
+    'ros-jazzy-ros2bag ros-jazzy-rosbag2-storage-mcap): not recording; the node runs on')
+"""The one line logged for ``record:=true`` where ``ros2 bag`` is not installed."""
+
+
 def resolve_topic(namespace, topic, node_name=NODE_NAME):
     """Return the absolute name ROS gives ``topic`` for a node in ``namespace``.
 
@@ -66,7 +76,13 @@ def resolve_topic(namespace, topic, node_name=NODE_NAME):
 
 
 def _bag_record(context):
-    """Return the ``ros2 bag record`` process for the node's inputs and output (OpaqueFunction)."""
+    """Return the ``ros2 bag record`` process for the node's inputs and output (OpaqueFunction).
+
+    Without rosbag2's CLI (the ``ros2bag`` package) return one error line instead: the node runs
+    on, unrecorded.
+    """
+    if importlib.util.find_spec('ros2bag') is None:
+        return [LogInfo(msg=RECORD_UNAVAILABLE)]
     namespace = LaunchConfiguration('namespace').perform(context)
     bag_output = LaunchConfiguration('bag_output').perform(context)
     command = ['ros2', 'bag', 'record', '-s', 'mcap']

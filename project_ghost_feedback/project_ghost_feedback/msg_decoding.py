@@ -39,6 +39,7 @@ def stamp_to_ns(stamp, owner, field):
             f'must be < 1000000000 (a normalised builtin_interfaces/Time), got {stamp.nanosec!r}')
     return stamp.sec * NS_PER_S + stamp.nanosec
 
+
 def check_msg_schema_version(owner, msg):
     """Refuse a message whose ``schema_version`` is not this build's interface version."""
     if msg.schema_version != MSG_SCHEMA_VERSION:
@@ -47,13 +48,16 @@ def check_msg_schema_version(owner, msg):
             f'must be {MSG_SCHEMA_VERSION} (interface version of this build), '
             f'got {msg.schema_version!r}')
 
+
 def level_from_msg(msg):
     """Return the SelfAssessmentLevel for a SelfAssessmentLevel message (ValueError if unknown)."""
     return SelfAssessmentLevel.from_wire(msg.value)
 
+
 def named_level_from_msg(msg):
     """Return a NamedLevel for a NamedLevel message."""
     return NamedLevel(msg.name, level_from_msg(msg.level))
+
 
 def belief_from_msg(msg):
     """Return a BeliefSelfAssessment for a BeliefSelfAssessment message."""
@@ -68,10 +72,12 @@ def belief_from_msg(msg):
         frame_id=msg.header.frame_id,
     )
 
+
 def _floats(values):
     """Return a float64[3] field (a numpy array in rclpy) as a tuple of Python floats."""
     tolist = getattr(values, 'tolist', None)
     return tuple(tolist()) if tolist is not None else tuple(float(v) for v in values)
+
 
 def outcome_from_msg(msg):
     """Return a PredictionOutcome for a PredictionOutcome message."""
@@ -87,6 +93,7 @@ def outcome_from_msg(msg):
         schema_version=CONTRACT_SCHEMA_VERSION,
         frame_id=msg.header.frame_id,
     )
+
 
 def history_from_msg(msg):
     """Return a CalibrationHistory for a CalibrationHistory message.
@@ -115,6 +122,7 @@ def history_from_msg(msg):
         most_recent_observed_stamp_sim_ns=stamp,
         schema_version=CONTRACT_SCHEMA_VERSION,
     )
+
 
 def calibrated_from_msg(msg):
     """Return a CalibratedSelfAssessment for a CalibratedSelfAssessment message.

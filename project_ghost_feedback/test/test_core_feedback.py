@@ -371,8 +371,8 @@ def test_build_worsts_only_from_the_window():
     """Outcomes before the window do not count toward the worsts."""
     outcomes = [_outcome(100.0, 50.0, observed=1)] + _outcomes(0.5, 2.0, first_stamp=2)
     history = build_calibration_history(outcomes, 2)
-    assert (history.worst_position_mahalanobis, history.worst_orientation_mahalanobis) == (2.0,
-                                                                                         2.0)
+    worst = (history.worst_position_mahalanobis, history.worst_orientation_mahalanobis)
+    assert worst == (2.0, 2.0)
     assert _counts(history) == (1, 1, 0, 0)
 
 

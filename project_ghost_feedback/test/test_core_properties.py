@@ -357,8 +357,8 @@ def test_belief_accepts_only_invariant_keeping_values(spec, stamp, duplicate):
 
 
 @PROPERTY_SETTINGS
-@given(text=st.one_of(st.text(max_size=70), st.from_regex(r'[a-z][a-z0-9_]{0,70}',
-                                                           fullmatch=True)),
+@given(text=st.one_of(st.text(max_size=70),
+                      st.from_regex(r'[a-z][a-z0-9_]{0,70}', fullmatch=True)),
        field=st.sampled_from(['adjustment_policy_id', 'adjustment_reason']))
 def test_envelope_taxonomy_accepted_iff_well_formed(text, field):
     """A taxonomy string is accepted exactly when it matches ^[a-z][a-z0-9_]*$ with 1-64 chars."""

@@ -243,4 +243,3 @@ def test_pubsub_between_two_nodes(name, two_contexts):
             executor.shutdown()
         pub_node.destroy_node()
         sub_node.destroy_node()
-

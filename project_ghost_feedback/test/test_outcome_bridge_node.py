@@ -250,8 +250,8 @@ def test_minimum_interval_paces_outcomes_but_not_assessments(harness):
         h.estimate(tenth * SECOND_NS // 10)
     h.wait_assessments(10)
     h.spin_until(lambda: len(h.outcomes) >= 4, '4 outcomes')
-    assert [m.header.stamp.nanosec for m in h.outcomes] == [0, 300_000_000, 600_000_000,
-                                                             900_000_000]
+    assert [m.header.stamp.nanosec for m in h.outcomes] == [
+        0, 300_000_000, 600_000_000, 900_000_000]
     assert h.node.paced_out == 6
 
 

@@ -119,4 +119,3 @@ def build(commands, positive_int, fail):
     add_arguments(parser, positive_int)
     parser.set_defaults(handler=lambda args: run(args, fail))
     return parser
-

@@ -53,14 +53,14 @@ class OutcomePacer:
 
     @property
     def autocorrelation(self):
-        """The current lag-1 autocorrelation estimate in [0, 1) (0 before warm-up)."""
+        """Return the current lag-1 autocorrelation estimate in [0, 1) (0 before warm-up)."""
         if self.samples < self.warmup_samples or self._var <= 0.0:
             return 0.0
         return min(max(self._cov1 / self._var, 0.0), 0.999)
 
     @property
     def interval_ns(self):
-        """The spacing now required between two emitted outcomes."""
+        """Return the spacing now required between two emitted outcomes (ns)."""
         interval = float(self.min_interval_ns)
         rho = self.autocorrelation
         if self.adaptive and rho > 0.0 and self._dt_ns > 0.0:

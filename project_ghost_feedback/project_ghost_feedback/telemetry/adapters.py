@@ -33,6 +33,7 @@ from .channels import (
 )
 from .msgdefs import typestore
 
+
 class TelemetryRecord(NamedTuple):
     """One message of a telemetry bag: channel (topic), log time (ns) and CDR payload."""
 

@@ -305,6 +305,7 @@ def _compare(report, index, recorded, recomputed):
                 index, stamp, 'adjusted_overall_level', recorded.adjusted_overall_level,
                 recomputed.adjusted_overall_level)
 
+
 def verify_bag(path, *, order='recorded'):
     """Replay ``path`` with its recorded configuration; return ``(ok, one-line text)``.
 

@@ -1,0 +1,8 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Register the markers of the ament lint tests (ament's pytest plugins do it on a ROS install)."""
+
+
+def pytest_configure(config):
+    """Declare the linter markers, so pytest does not warn about them."""
+    for marker in ('copyright', 'flake8', 'linter', 'pep257'):
+        config.addinivalue_line('markers', f'{marker}: an ament-style lint test')
