@@ -106,7 +106,7 @@ def relay_main(executor_name):
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
     from rclpy.executors import ExternalShutdownException
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-    from project_ghost_feedback.ros import feedback_node
+    from project_ghost_feedback.ros import feedback_node, node_main
     from project_ghost_feedback_msgs.msg import (
         BeliefSelfAssessment, CalibratedSelfAssessment, PredictionOutcome)
 
@@ -138,7 +138,7 @@ def relay_main(executor_name):
     node.create_timer(DIAGNOSTICS_PERIOD_S, publish_diagnostics)
     executor = feedback_node.make_executor(executor_name)
     executor.add_node(node)
-    spin = getattr(feedback_node, 'spin_until_shutdown', None)
+    spin = getattr(node_main, 'spin_until_shutdown', None)
     try:
         if spin is not None:
             spin(executor, node.context)  # exactly the node's own spin loop

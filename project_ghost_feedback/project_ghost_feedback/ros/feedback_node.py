@@ -23,7 +23,6 @@ Run it with ``ros2 run project_ghost_feedback feedback_node`` (ROS install) or `
 import collections
 import datetime
 import pathlib
-import signal
 import sys
 import time
 
@@ -33,15 +32,13 @@ from project_ghost_feedback_msgs.msg import (
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
-import rclpy
 from rclpy.clock import Clock, ClockType, JumpThreshold
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
 from rcl_interfaces.msg import SetParametersResult
 from std_srvs.srv import Trigger
 
@@ -64,15 +61,13 @@ OUTCOME_TOPIC = 'prediction_outcome'
 ASSESSMENT_TOPIC = 'self_assessment/raw'
 CALIBRATED_TOPIC = 'self_assessment/calibrated'
 BAG_PREFIX = 'ghost_feedback'
-# Exit codes of main(): 2 is reserved for an invalid start-up configuration.
-EXIT_OK, EXIT_RUNTIME_ERROR, EXIT_BAD_CONFIGURATION = 0, 1, 2
 # A rejection's text quotes the bad value: a message with a megabyte-long name must not become a
 # megabyte in every /diagnostics message and log line.
 _MAX_REJECT_TEXT = 300
 
 
 class StartupError(ValueError):
-    """The start-up configuration is invalid (main() logs it and exits 2)."""
+    """The start-up configuration is invalid (run_node() logs it and exits 2)."""
 
 
 class _LogGate:
@@ -521,99 +516,14 @@ def make_executor(name, context=None):
     return SingleThreadedExecutor(context=context)
 
 
-class ShutdownRequest:
-    """SIGINT and SIGTERM handlers that only record the request; the spin loop polls it.
-
-    rclpy's own handlers act from whichever thread the signal lands on and shut the context down
-    at once: during start-up that leaves half-built rclpy objects whose ``__del__`` prints a
-    traceback, and ``EventsExecutor.spin()`` (rclpy 7.1) never returns after it. Python runs
-    these handlers in the main thread between bytecodes, so a request is never acted on in the
-    middle of building or handling anything.
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self):
-        self.signum = None
-        self._previous = {}
-
-    def __bool__(self):
-        return self.signum is not None
-
-    def install(self):
-        """Install the handlers (main thread only), remembering the previous ones."""
-        for signum in self.SIGNALS:
-            self._previous[signum] = signal.signal(signum, self._handle)
-
-    def _handle(self, signum, frame):
-        self.signum = signum
-
-    def restore(self):
-        """Put the previous handlers back."""
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-        self._previous.clear()
-
-
-def spin_until_shutdown(executor, context, stop=lambda: False, period_s=0.1, on_error=None):
-    """Spin ``executor`` until ``stop()`` is true or ``context`` is shut down.
-
-    Bounded ``spin_once`` calls, so ``stop`` is checked at least every ``period_s`` seconds:
-    signal handlers recorded by :class:`ShutdownRequest` are acted on within that time. With
-    ``on_error``, an exception raised by a callback while the context is up (e.g. rclpy's own
-    /clock callback given a negative time) is passed to it and spinning goes on; without it, the
-    exception propagates.
-    """
-    while context.ok() and not stop():
-        try:
-            executor.spin_once(timeout_sec=period_s)
-        except (KeyboardInterrupt, ExternalShutdownException):
-            raise
-        except Exception as error:  # noqa: BLE001 - a long-running node survives a bad message
-            if on_error is None or not context.ok():
-                raise
-            on_error(error)
-
-
 def main(args=None):
-    """Run the feedback node until SIGINT or SIGTERM.
+    """Run the feedback node until SIGINT or SIGTERM (exit codes: :func:`.node_main.run_node`)."""
+    from .node_main import run_node
 
-    Exit 0 on a clean shutdown, 2 for an invalid start-up configuration (logged through the ROS
-    logger, so /rosout and the log files have it), 1 for a failure while running.
-    """
-    shutdown = ShutdownRequest()
-    shutdown.install()
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    logger = rclpy.logging.get_logger(NODE_NAME)
-    node = None
-    executor = None
-    exit_code = EXIT_OK
-    try:
-        node = FeedbackNode()
-        logger = node.get_logger()
-        executor = make_executor(node.get_parameter('executor').value)
-        executor.add_node(node)
-        spin_until_shutdown(
-            executor, node.context, stop=shutdown.__bool__, on_error=node.note_callback_error)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except StartupError as error:
-        logger.fatal(f'cannot start: {error}')
-        exit_code = EXIT_BAD_CONFIGURATION
-    except Exception as error:  # noqa: BLE001 - report a runtime failure, never as exit 2
-        if rclpy.ok():
-            # The context was not shut down under the executor: a real failure while running.
-            logger.fatal(f'stopped by an error while running: {type(error).__name__}: {error}')
-            exit_code = EXIT_RUNTIME_ERROR
-    finally:
-        if executor is not None:
-            executor.shutdown()
-        if node is not None:
-            node.close()  # finish the telemetry bag: every recorded message is in it
-            node.destroy_node()
-        rclpy.try_shutdown()
-        shutdown.restore()
-    return exit_code
+    return run_node(
+        FeedbackNode, NODE_NAME, args=args,
+        make_executor=lambda node: make_executor(node.get_parameter('executor').value),
+        on_error=lambda node, error: node.note_callback_error(error))
 
 
 if __name__ == '__main__':

@@ -20,7 +20,7 @@ from rclpy.signals import SignalHandlerOptions
 from rosgraph_msgs.msg import Clock
 
 from ..sim.localization_stack import LocalizationStack, StackPhase
-from .feedback_node import ShutdownRequest
+from .node_main import ShutdownRequest
 
 NS_PER_S = 1_000_000_000
 FRAME_ID = 'odom'
