@@ -25,6 +25,7 @@ from ..core.feedback import make_policy, policy_names
 from ..ros.dds import ensure_loopback
 from ..sim import default_scenario, OutcomeModel
 from .analysis import format_summary, summarize
+from .connection import wait_for_nodes
 from .plot import write_plot
 
 DEFAULT_POLICY = 'calibrated_exceedance'
@@ -187,16 +188,8 @@ def run(args):
     node = subprocess.Popen(_node_command(args, policy_parameters, bag_dir))
     estimator = _Estimator(calibrated_by_stamp)
     try:
-        deadline = time.monotonic() + 30.0
-        while not estimator.connected():
-            if node.poll() is not None:
-                print(f'[demo] the feedback node exited early (code {node.returncode})',
-                      file=sys.stderr)
-                return 1
-            if time.monotonic() > deadline:
-                print('[demo] the feedback node did not connect within 30 s', file=sys.stderr)
-                return 1
-            estimator.spin_for(0.05)
+        if not wait_for_nodes(estimator, {'feedback node': node}):
+            return 1
         print('[demo] feedback node connected; playing the scenario')
         wall_start = time.monotonic()
         sim_start = steps[0].assessment.belief_stamp_sim_ns if steps else 0

@@ -22,11 +22,15 @@ import sys
 import time
 
 from ..ros.dds import ensure_loopback
+from .connection import wait_for_nodes
 from .run import _replay_check, _stop_node
 
 NS_PER_S = 1_000_000_000
 ESTIMATE_TOPIC = '/odometry/filtered'
 REFERENCE_TOPIC = '/ground_truth/odom'
+FEEDBACK_NODE = 'ghost_feedback_demo_node'
+MAX_IN_FLIGHT = 50  # estimates published whose calibrated output has not come back (5 sim s)
+FEEDBACK_STATUS = f'/{FEEDBACK_NODE}: calibration'
 
 
 def build_parser():
@@ -61,6 +65,7 @@ class _Player:
 
     def __init__(self):
         import rclpy
+        from diagnostic_msgs.msg import DiagnosticArray
         from nav_msgs.msg import Odometry
         from project_ghost_feedback_msgs.msg import CalibratedSelfAssessment, PredictionOutcome
         from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -83,6 +88,9 @@ class _Player:
             self.node.create_subscription(CalibratedSelfAssessment,
                                           '/self_assessment/calibrated', self._on_calibrated,
                                           qos)]
+        self.feedback_status = {}
+        self._diagnostics = self.node.create_subscription(
+            DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
         self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
 
@@ -95,13 +103,27 @@ class _Player:
         self.calibrated[stamp] = (msg.raw_assessment.overall_level.value,
                                   msg.adjusted_overall_level.value, msg.adjustment_reason)
 
+    def _on_diagnostics(self, msg):
+        for status in msg.status:
+            if status.name == FEEDBACK_STATUS:
+                self.feedback_status = {kv.key: kv.value for kv in status.values}
+
     def connected(self):
+        """Return True once every link of the chain is matched, the bridge -> node ones too.
+
+        The player sees its own links matched; the feedback node's /diagnostics says how many
+        publishers its two inputs have matched (the bridge's), which the player cannot see.
+        """
+        inputs = ('outcome_publishers', 'assessment_publishers')
         return (self.estimate.get_subscription_count() > 0
                 and self.truth.get_subscription_count() > 0
-                and all(s.get_publisher_count() > 0 for s in self._subscriptions))
+                and all(s.get_publisher_count() > 0 for s in self._subscriptions)
+                and all(int(self.feedback_status.get(key, 0)) > 0 for key in inputs))
 
     def spin_for(self, seconds):
+        """Handle what arrived for ``seconds``; at least one pass, even when behind schedule."""
         deadline = time.monotonic() + seconds
+        self.executor.spin_once(timeout_sec=0.0)
         while (remaining := deadline - time.monotonic()) > 0:
             self.executor.spin_once(timeout_sec=min(remaining, 0.005))
 
@@ -178,6 +200,20 @@ def write_plot(path, spans, outcomes, calibrated, title):
     pyplot.close(figure)
 
 
+def _wait_for_chain(player, estimates, processes):
+    """Hold the playback while more than MAX_IN_FLIGHT estimates await their output.
+
+    ``--speed`` is then a maximum: on a loaded machine the demo slows down instead of running
+    ahead of the bridge and the node until their queues overflow, so its figures do not depend
+    on the machine. Returns False when a node exited.
+    """
+    while estimates - len(player.calibrated) > MAX_IN_FLIGHT:
+        if any(process.poll() is not None for process in processes):
+            return False
+        player.spin_for(0.01)
+    return True
+
+
 def run(args):
     """Run the stack demo with parsed ``args``; return the exit code."""
     from ..ros.sim_stack_node import odometry_msg, scaled_phases
@@ -196,7 +232,7 @@ def run(args):
     print('[demo] simulator stack: ' + ', '.join(
         f'{name} {(end - start) / 1e9:g} s' for name, start, end in spans))
     feedback = _process('project_ghost_feedback.ros.feedback_node', '-r',
-                        '__node:=ghost_feedback_demo_node', '-p', 'use_sim_time:=true',
+                        f'__node:={FEEDBACK_NODE}', '-p', 'use_sim_time:=true',
                         '-p', f'policy:={args.policy}', '-p', f'telemetry_bag:={bag_dir}')
     bridge = _process('project_ghost_feedback.ros.outcome_bridge_node',
                       '-r', f'estimate:={ESTIMATE_TOPIC}', '-r', f'reference:={REFERENCE_TOPIC}',
@@ -204,15 +240,8 @@ def run(args):
     player = _Player()
     estimates = 0
     try:
-        deadline = time.monotonic() + 30.0
-        while not player.connected():
-            if feedback.poll() is not None or bridge.poll() is not None:
-                print('[demo] a node exited early', file=sys.stderr)
-                return 1
-            if time.monotonic() > deadline:
-                print('[demo] the nodes did not connect within 30 s', file=sys.stderr)
-                return 1
-            player.spin_for(0.05)
+        if not wait_for_nodes(player, {'feedback node': feedback, 'outcome bridge': bridge}):
+            return 1
         print('[demo] bridge and feedback node connected; playing')
         from rosgraph_msgs.msg import Clock
         wall_start = time.monotonic()
@@ -229,9 +258,13 @@ def run(args):
                 estimates += 1
             due = wall_start + sample.stamp_ns / NS_PER_S / args.speed
             player.spin_for(max(0.0, due - time.monotonic()))
+            if not _wait_for_chain(player, estimates, (feedback, bridge)):
+                print('[demo] a node exited while playing', file=sys.stderr)
+                break
         deadline = time.monotonic() + 60.0
         while len(player.calibrated) < estimates and time.monotonic() < deadline:
             player.spin_for(0.05)
+        player.spin_for(1.2)  # one more /diagnostics period: the node's final counters
     finally:
         player.close()
         codes = (_stop_node(bridge), _stop_node(feedback))
@@ -240,7 +273,8 @@ def run(args):
     summary.update({'estimates': estimates, 'calibrated_received': len(player.calibrated),
                     'outcomes_received': len(player.outcomes), 'seed': args.seed,
                     'bag': str(bag_dir), 'replay_matches': replay_ok,
-                    'replay_report': replay_text, 'exit_codes': codes})
+                    'replay_report': replay_text, 'exit_codes': codes,
+                    'feedback_diagnostics': player.feedback_status})
     text = format_summary(summary)
     (output / 'summary.txt').write_text(text + '\n')
     (output / 'summary.json').write_text(json.dumps(summary, indent=2, sort_keys=True) + '\n')

@@ -460,6 +460,8 @@ class FeedbackNode(Node):
             'too_old_outcomes_dropped': self.too_old_outcomes,
             'late_outcomes': self.late_outcomes,
             'messages_lost': self.lost_messages,
+            'outcome_publishers': self._outcome_subscription.get_publisher_count(),
+            'assessment_publishers': self._assessment_subscription.get_publisher_count(),
             'resets_total': sum(self.resets.values()),
             'last_reset_reason': self.last_reset_reason,
             'window_fill': f'{len(self._window)}/{self._window.capacity}',
