@@ -297,7 +297,7 @@ def test_param_set_valid_value_changes_the_output(robot1):
 
 
 def test_service_call_reset_clears_the_window(process_factory, feeder_factory):
-    """``ros2 service call <node>/reset std_srvs/srv/Trigger``: answered, and the window restarts."""
+    """``ros2 service call <node>/reset std_srvs/srv/Trigger``: answered; the window restarts."""
     process = process_factory('launch', PACKAGE, 'feedback_launch.py', 'namespace:=robot2')
     feeder = feeder_factory('robot2')
     feeder.wait_for(lambda msg: msg.calibration_history.outcomes_considered >= 8,
