@@ -67,7 +67,7 @@ def _fail(message, status=2):
 
 
 def _parse_setting(text):
-    from .telemetry.config import parse_setting
+    from .core.feedback import parse_setting
 
     try:
         return parse_setting(text)

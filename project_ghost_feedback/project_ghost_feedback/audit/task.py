@@ -15,10 +15,11 @@ import math
 from ..core import BeliefSelfAssessment, PredictionOutcome, SelfAssessmentLevel
 from ..core.feedback import (
     assess_with_feedback,
+    coerce_parameters,
     DEFAULT_MAX_HISTORY,
     make_policy,
+    parse_setting,
     policy_names,
-    policy_parameters,
 )
 from ..core.window import OutcomeWindow
 from .injection import scale_outcome
@@ -51,41 +52,24 @@ class PolicySpec:
         return make_policy(self.name, dict(self.parameters))
 
 
-def _coerce(policy, key, text, defaults):
-    default = defaults[key]
-    text = text.strip()
-    try:
-        if isinstance(default, bool):
-            if text.lower() not in ('true', 'false'):
-                raise ValueError(text)
-            return text.lower() == 'true'
-        if isinstance(default, int):
-            return int(text)
-        if isinstance(default, float):
-            return float(text)
-    except ValueError:
-        raise ValueError(f'{policy}: {key}={text}: expected {type(default).__name__} like the '
-                         f'default {default!r}') from None
-    return text
-
-
 def parse_policy(text):
     """Parse ``NAME`` or ``NAME:k=v,k=v`` into a validated :class:`PolicySpec`."""
     name, _, rest = text.partition(':')
     name = name.strip()
     if name not in policy_names():
         raise ValueError(f'unknown policy {name!r} (known: {", ".join(policy_names())})')
-    defaults = policy_parameters(name)
-    values = {}
+    settings = {}
     for item in filter(None, (part.strip() for part in rest.split(','))):
-        key, sep, value = item.partition('=')
-        key = key.strip()
-        if not sep or not key:
-            raise ValueError(f'{text!r}: expected NAME:key=value,...; got {item!r}')
-        if key not in defaults:
-            raise ValueError(f'policy {name!r} has no parameter {key!r} '
-                             f'(it takes: {", ".join(sorted(defaults)) or "none"})')
-        values[key] = _coerce(name, key, value, defaults)
+        try:
+            key, value = parse_setting(item)
+        except ValueError:
+            raise ValueError(f'{text!r}: expected NAME:key=value,...; got {item!r}') from None
+        settings[key] = value
+    try:
+        values = coerce_parameters(name, settings)
+    except ValueError as error:
+        message = str(error)
+        raise ValueError(message if name in message else f'{name}: {message}') from None
     spec = PolicySpec(name, tuple(sorted(values.items())))
     spec.make()
     return spec

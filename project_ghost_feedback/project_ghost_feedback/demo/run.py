@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from ..core.feedback import make_policy, policy_names
+from ..core.feedback import coerce_parameters, make_policy, parse_setting, policy_names
 from ..ros.dds import ensure_loopback
 from ..sim import default_scenario, OutcomeModel
 from .analysis import format_summary, summarize
@@ -33,8 +33,6 @@ DEFAULT_POLICY = 'calibrated_exceedance'
 
 def _parse_set(policy, values):
     """Return the ``--set key=value`` parameters of ``policy``, typed like their defaults."""
-    from ..telemetry.config import coerce_parameters, parse_setting
-
     return coerce_parameters(policy, dict(parse_setting(item) for item in values))
 
 

@@ -84,51 +84,6 @@ def custom_data_for_config(policy_name, parameters, max_history, outcome_buffer_
     }
 
 
-def parse_setting(text):
-    """Return ``(key, value text)`` of ``key=value`` (``--set``); ValueError otherwise.
-
-    The value stays a string: :func:`coerce_parameters` gives it the type of the default.
-    """
-    key, sep, value = text.partition('=')
-    key = key.strip()
-    if not sep or not key:
-        raise ValueError(f'expected key=value, got {text!r}')
-    return key, value.strip()
-
-
-def coerce_parameters(policy, parameters):
-    """Return ``parameters`` with string values converted to the type of the policy's default.
-
-    ``{'downgrade_threshold': '3'}`` -> ``{'downgrade_threshold': 3}``; a value that does not
-    convert, or an unknown parameter, is a ValueError naming it.
-    """
-    defaults = policy_parameters(policy)
-    unknown = sorted(set(parameters or {}) - set(defaults))
-    if unknown:
-        make_policy(policy, dict.fromkeys(unknown))  # raises the registry's own ValueError
-    values = {}
-    for key, value in (parameters or {}).items():
-        default = defaults[key]
-        if not isinstance(value, str) or isinstance(default, str):
-            values[key] = value
-            continue
-        text = value.strip()
-        try:
-            if isinstance(default, bool):
-                if text.lower() not in ('true', 'false'):
-                    raise ValueError(text)
-                values[key] = text.lower() == 'true'
-            elif isinstance(default, int):
-                values[key] = int(text)
-            else:
-                values[key] = float(text)
-        except ValueError:
-            raise ValueError(
-                f'{key}={value}: expected {type(default).__name__} like the default '
-                f'{default!r}') from None
-    return values
-
-
 def recorded_config(info, first_calibrated=None):
     """Return ``(ReplayConfig, source, warnings)`` for the configuration that recorded the bag.
 

@@ -22,7 +22,7 @@ from collections import deque
 from typing import NamedTuple
 
 from ..core._validation import ContractViolation
-from ..core.feedback import assess_with_feedback
+from ..core.feedback import assess_with_feedback, coerce_parameters
 from ..core.window import OutcomeWindow
 from .bag_reader import (  # noqa: F401 - re-exported
     bag_info,
@@ -43,7 +43,6 @@ from .channels import (
 )
 from .codecs import _DECODERS, decode, register_decoder  # noqa: F401 - re-exported
 from .config import (  # noqa: F401 - re-exported
-    coerce_parameters,
     CUSTOM_CONFIG_CHANGES,
     CUSTOM_MAX_HISTORY,
     CUSTOM_OUTCOME_BUFFER_SIZE,
@@ -53,7 +52,6 @@ from .config import (  # noqa: F401 - re-exported
     CUSTOM_RECORDER,
     custom_data_for_config,
     DEFAULT_OUTCOME_BUFFER_SIZE,
-    parse_setting,
     recorded_config,
     ReplayConfig,
 )

@@ -17,11 +17,13 @@ from .graded_policy import (
 from .orchestration import assess_with_feedback, build_calibration_history, DEFAULT_MAX_HISTORY
 from .protocols import CalibrationAdjustmentPolicy
 from .registry import (
+    coerce_parameters,
     DEFAULT_POLICY,
     make_policy,
     POLICIES,
     policy_names,
     policy_parameter_ranges,
+    parse_setting,
     policy_parameters,
 )
 from .reference_policy import (
@@ -44,6 +46,8 @@ __all__ = [
     'REASON_UNDERCONFIDENT_CALIBRATION',
     'DEFAULT_POLICY',
     'POLICIES',
+    'coerce_parameters',
+    'parse_setting',
     'make_policy',
     'policy_names',
     'policy_parameter_ranges',

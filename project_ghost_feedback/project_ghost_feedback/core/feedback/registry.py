@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Registry of adjustment policies by name, and construction from plain parameter values.
 
+Also the parsing every command line shares: ``key=value`` settings (:func:`parse_setting`) and
+text values typed like the parameter's default (:func:`coerce_parameters`).
+
 Every registered policy is a frozen dataclass whose fields are its parameters (with defaults) and
 whose ``__post_init__`` validates them. Adding a policy is one line in ``POLICIES``. The node
 declares one ROS parameter per field, named ``<policy_name>.<field>``.
@@ -73,3 +76,48 @@ def make_policy(name, parameters=None):
             f'policy {name!r} has no parameter(s) {", ".join(unknown)} '
             f'(it takes: {", ".join(sorted(known)) or "none"})')
     return cls(**parameters)
+
+
+def parse_setting(text):
+    """Return ``(key, value text)`` of ``key=value`` (``--set``); ValueError otherwise.
+
+    The value stays a string: :func:`coerce_parameters` gives it the type of the default.
+    """
+    key, sep, value = text.partition('=')
+    key = key.strip()
+    if not sep or not key:
+        raise ValueError(f'expected key=value, got {text!r}')
+    return key, value.strip()
+
+
+def coerce_parameters(policy, parameters):
+    """Return ``parameters`` with string values converted to the type of the policy's default.
+
+    ``{'downgrade_threshold': '3'}`` -> ``{'downgrade_threshold': 3}``; a value that does not
+    convert, or an unknown parameter, is a ValueError naming it.
+    """
+    defaults = policy_parameters(policy)
+    unknown = sorted(set(parameters or {}) - set(defaults))
+    if unknown:
+        make_policy(policy, dict.fromkeys(unknown))  # raises the registry's own ValueError
+    values = {}
+    for key, value in (parameters or {}).items():
+        default = defaults[key]
+        if not isinstance(value, str) or isinstance(default, str):
+            values[key] = value
+            continue
+        text = value.strip()
+        try:
+            if isinstance(default, bool):
+                if text.lower() not in ('true', 'false'):
+                    raise ValueError(text)
+                values[key] = text.lower() == 'true'
+            elif isinstance(default, int):
+                values[key] = int(text)
+            else:
+                values[key] = float(text)
+        except ValueError:
+            raise ValueError(
+                f'{key}={value}: expected {type(default).__name__} like the default '
+                f'{default!r}') from None
+    return values
