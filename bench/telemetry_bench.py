@@ -166,6 +166,26 @@ def main(argv=None):
                     write(record)
         return timer.elapsed
 
+    def rosbags_serialize():
+        # The public encoder alone, on message objects built beforehand: what any writer that
+        # encodes with rosbags pays per message, whatever it does around it.
+        from project_ghost_feedback.core.feedback import CalibratedSelfAssessment
+        from project_ghost_feedback.telemetry.adapters import _get_codec
+
+        codec = _get_codec()
+        builders = {PredictionOutcome: (codec.outcome, codec.outcome_encoder),
+                    BeliefSelfAssessment: (codec.belief, codec.belief_encoder),
+                    CalibratedSelfAssessment: (codec.calibrated, codec.calibrated_encoder)}
+        built = []
+        for contract in contracts:
+            build, encoder = builders[type(contract)]
+            built.append((build(contract), encoder.msgtype))
+        serialize = typestore().serialize_cdr
+        with _Timer() as timer:
+            for message, msgtype in built:
+                serialize(message, msgtype, little_endian=True)
+        return timer.elapsed
+
     replay_path = fresh('replay')
     with TelemetryWriter(replay_path, custom_data=custom) as writer:
         for record in records:
@@ -203,6 +223,7 @@ def main(argv=None):
         raw_s = best_of(args.repeat, rosbags_raw)
         write_s = best_of(args.repeat, telemetry_write)
         records_s = best_of(args.repeat, telemetry_write_records)
+        serialize_s = best_of(args.repeat, rosbags_serialize)
         replay_s = best_of(args.repeat, replay)
         baseline_s = best_of(args.repeat, rosbags_read_deserialize)
         read_s = best_of(args.repeat, read_only)
@@ -237,6 +258,11 @@ def main(argv=None):
           f'[{verdict(write[1] >= WRITE_TARGET * raw[1])}]')
     print(f'  write (pre-encoded records)           {written[0]:>10,.0f} [{written[1]:>10,.0f}]'
           f' msg/s  = {written[0] / raw[0]:.2f}x [{written[1] / raw[1]:.2f}x] raw')
+    serialized = rates(serialize_s)
+    ceiling = raw_s[0] / (raw_s[0] + serialize_s[0])
+    print(f'  rosbags serialize_cdr alone           {serialized[0]:>10,.0f} '
+          f'[{serialized[1]:>10,.0f}] msg/s: raw write + this encoder alone = {ceiling:.2f}x '
+          'raw, the ceiling of any writer encoding with the public serializer')
     print(f'  rosbags read + deserialize            {baseline[0]:>10,.0f} [{baseline[1]:>10,.0f}]'
           ' msg/s')
     print(f'  replay (read, decode, core, compare)  {replayed[0]:>10,.0f} [{replayed[1]:>10,.0f}]'
