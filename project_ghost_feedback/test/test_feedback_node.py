@@ -793,6 +793,8 @@ def test_diagnostics_warn_when_downgraded_and_report_counts(harness):
     assert values['window_fill'] == '12/1024'
     assert values['max_history'] == str(DEFAULT_MAX_HISTORY)
     assert values['policy'] == REFERENCE
+    # The harness's client is the one matched publisher of each input.
+    assert (values['outcome_publishers'], values['assessment_publishers']) == ('1', '1')
 
     # Raw already UNKNOWN: the policy still reports the evidence but the level is not below raw.
     unknown = BeliefSelfAssessment(4 * SECOND_NS, SelfAssessmentLevel.UNKNOWN)
