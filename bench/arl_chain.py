@@ -45,6 +45,9 @@ from project_ghost_feedback.core.feedback.calibration_math import (  # noqa: E40
     bucket_probabilities,
 )
 
+EXCEEDANCE_FORM = ('calibrated_exceedance', 'overconfidence_scale')
+"""Policies whose one-step rule is ``B3 + B5 >= thresholds(n)[0]`` or ``B5 >= thresholds(n)[1]``."""
+
 RAW = BeliefSelfAssessment(belief_stamp_sim_ns=0, overall_level=SelfAssessmentLevel.KNOWN)
 
 
@@ -209,10 +212,11 @@ def first_passage_monte_carlo(policies, runs, window=32, overconfidence=1.0, see
     empty window, until every policy has downgraded (or ``max_steps``: then a ValueError).
     """
     rng = np.random.default_rng(seed)
-    dof = policies[0].degrees_of_freedom
-    vectors = policies[0].vectors_per_outcome
-    if any((p.degrees_of_freedom, p.vectors_per_outcome) != (dof, vectors) for p in policies):
+    models = {(getattr(p, 'degrees_of_freedom', 3), getattr(p, 'vectors_per_outcome', 2))
+              for p in policies}
+    if len(models) != 1:
         raise ValueError('all policies must share the distance model')
+    (dof, vectors), = models
     cumulative = np.cumsum(bucket_probabilities(dof, vectors, overconfidence))[:3]
     tables = [decision_table(p, window).ravel() for p in policies]
     size = window + 1
