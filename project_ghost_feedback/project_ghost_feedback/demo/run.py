@@ -21,14 +21,14 @@ import subprocess
 import sys
 import time
 
-from ..core.feedback import make_policy, policy_names
+from ..core.feedback import make_policy, policy_names, registry
 from ..ros.dds import ensure_loopback
 from ..sim import default_scenario, OutcomeModel
 from .analysis import format_summary, summarize
 from .connection import wait_for_nodes
 from .plot import write_plot
 
-DEFAULT_POLICY = 'calibrated_exceedance'
+DEFAULT_POLICY = registry.DEFAULT_POLICY
 
 
 def _parse_set(policy, values):
