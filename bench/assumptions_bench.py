@@ -36,8 +36,6 @@ import arl_chain  # noqa: E402
 from project_ghost_feedback.core.feedback import (  # noqa: E402
     CalibrationHistory,
     make_policy,
-)
-from project_ghost_feedback.core.feedback.graded_policy import (  # noqa: E402
     REASON_UNDERCONFIDENT_CALIBRATION,
 )
 

@@ -348,10 +348,11 @@ def run_length_report(names, args, delays):
     mc = arl_chain.first_passage_monte_carlo(policies, args.arl_runs, args.window,
                                              seed=args.seed)
     mc_s = time.perf_counter() - started
-    lines = ['', f'Mean outcomes to the first false downgrade from an empty window of {args.window} '
+    lines = ['', 'Mean outcomes to the first false downgrade from an empty window of '
+             f'{args.window} '
              '(i.i.d. calibrated Gaussian outcomes, 3 dof x 2 vectors). Exact: Markov chain on the '
              'ages of the beyond-3 outcomes in the window (bench/arl_chain.py; the solution of '
-             '(I - Q) h = 1 is checked by its residual), where the policy\'s rule has that form; '
+             "(I - Q) h = 1 is checked by its residual), where the policy's rule has that form; "
              f'Monte Carlo: {args.arl_runs} independent first-passage runs, each decided by the '
              f"policy's own adjust() (common random numbers). Chain {chain_s:.0f} s, MC "
              f'{mc_s:.0f} s.', '',
@@ -369,14 +370,14 @@ def run_length_report(names, args, delays):
             cell = f'- ({reason}) | -'
             targets[name] = (mean, 'MC')
         lines.append(f'| `{name}` | {cell} | {mean:.1f} +- {error:.1f} |')
-    lines += ['', 'CUSUM limits at the same in-control ARL (bench/cusum_limits.py: Page\'s CUSUM on '
+    lines += ['', "CUSUM limits at the same in-control ARL (bench/cusum_limits.py: Page's CUSUM on "
               'the per-outcome log-likelihood ratio of scale k vs 1, threshold set so that its ARL '
-              'from W = 0 equals the policy\'s ARL above; full information = the two squared '
-              'distances (chi-square 6), bucket information = the outcome\'s bucket only; run '
+              "from W = 0 equals the policy's ARL above; full information = the two squared "
+              "distances (chi-square 6), bucket information = the outcome's bucket only; run "
               'lengths from a Markov chain on a 1500-state lattice, Brook & Evans). Delays: the '
-              'policy\'s median from this bench\'s detection runs (full calibrated window at the '
-              'switch); the CUSUM\'s median and ARL1 from W = 0, its worst start, so the ratios '
-              'understate the gap. The bucket CUSUM\'s ARL is a step function of h: its achieved '
+              "policy's median from this bench's detection runs (full calibrated window at the "
+              "switch); the CUSUM's median and ARL1 from W = 0, its worst start, so the ratios "
+              "understate the gap. The bucket CUSUM's ARL is a step function of h: its achieved "
               'in-control ARL is shown.', '',
               '| policy (in-control ARL) | k | policy median | full-info CUSUM median (ARL1) '
               '| bucket CUSUM median (ARL1, its ARL0) | policy / full | policy / bucket |',
