@@ -123,6 +123,18 @@ def _warm_up(policy, window, k_s, probabilities, masks):
     return total, dist
 
 
+def _full_window_start(policy, window, overconfidence):
+    """Return (probabilities, k_full, full-window masks, sum_{t<window} S(t), their mass)."""
+    k_s = _exceedance_rule(policy, window)
+    k_full = k_s[window]
+    k_max = max(max(k_s[policy.min_outcomes:window + 1]), min(policy.min_outcomes, window))
+    probabilities = _outcome_probabilities(policy, overconfidence)
+    masks = _masks(window, k_max)
+    head, dist = _warm_up(policy, window, k_s, probabilities, masks)
+    keep = np.bitwise_count(masks) < k_full
+    return probabilities, k_full, masks[keep], head, dist[keep]
+
+
 def exceedance_arl(policy, window=32, overconfidence=1.0, max_iterations=20000,
                    ratio_tolerance=1e-13):
     """Return a dict with the exact ARL from an empty window (see the module docstring).
@@ -131,15 +143,8 @@ def exceedance_arl(policy, window=32, overconfidence=1.0, max_iterations=20000,
     ``residual`` (relative max residual of ``(I - Q) h = 1``), ``full_window_arl`` (from the
     quasi-stationary full window, ``1 / (1 - eigenvalue)``).
     """
-    k_s = _exceedance_rule(policy, window)
-    k_full = k_s[window]
-    k_max = max(max(k_s[policy.min_outcomes:window + 1]), min(policy.min_outcomes, window))
-    probabilities = _outcome_probabilities(policy, overconfidence)
+    probabilities, k_full, full, head, dist = _full_window_start(policy, window, overconfidence)
     p_low, p_mid, _ = probabilities
-    masks = _masks(window, k_max)
-    head, dist = _warm_up(policy, window, k_s, probabilities, masks)
-    full = masks[np.bitwise_count(masks) < k_full]
-    dist = dist[np.bitwise_count(masks) < k_full]
     s0, s1 = _successors(full, window, k_full)
 
     def apply_q(x):
@@ -171,14 +176,7 @@ def exceedance_arl(policy, window=32, overconfidence=1.0, max_iterations=20000,
 
 def dense_exceedance_arl(policy, window, overconfidence=1.0):
     """Return the same ARL by a dense ``numpy.linalg.solve`` (small windows only)."""
-    k_s = _exceedance_rule(policy, window)
-    k_full = k_s[window]
-    k_max = max(max(k_s[policy.min_outcomes:window + 1]), min(policy.min_outcomes, window))
-    probabilities = _outcome_probabilities(policy, overconfidence)
-    masks = _masks(window, k_max)
-    head, dist = _warm_up(policy, window, k_s, probabilities, masks)
-    keep = np.bitwise_count(masks) < k_full
-    full, dist = masks[keep], dist[keep]
+    probabilities, k_full, full, head, dist = _full_window_start(policy, window, overconfidence)
     if len(full) > 5000:
         raise ValueError('dense solve is for small windows')
     q = np.zeros((len(full), len(full)))
@@ -189,18 +187,31 @@ def dense_exceedance_arl(policy, window, overconfidence=1.0):
     return head + float(dist @ h)
 
 
-def decision_table(policy, window):
-    """Return ``table[n, c1, c2, c3]``: does ``policy.adjust`` downgrade that window (bool)."""
+def window_histories(n):
+    """Yield ``((c1, c2, c3), history)`` for every bucket-count vector of a window of ``n``.
+
+    The worst distances are representative of the highest non-empty bucket (policies use them
+    only for the ``+inf`` rule).
+    """
+    for c3 in range(n + 1):
+        for c2 in range(n + 1 - c3):
+            for c1 in range(n + 1 - c3 - c2):
+                worst = 6.0 if c3 else 4.0 if c2 else 2.0 if c1 else 0.5
+                yield (c1, c2, c3), CalibrationHistory(
+                    n, n - c1 - c2 - c3, c1, c2, c3, worst, worst, 1)
+
+
+def decision_table(policy, window, judge=None):
+    """Return ``table[n, c1, c2, c3]``: ``judge(policy.adjust(...))`` of that window (bool).
+
+    ``judge`` defaults to "was downgraded".
+    """
+    judge = judge or (lambda calibrated: calibrated.was_downgraded)
     size = window + 1
     table = np.zeros((size, size, size, size), dtype=bool)
     for n in range(1, size):
-        for c3 in range(n + 1):
-            for c2 in range(n + 1 - c3):
-                for c1 in range(n + 1 - c3 - c2):
-                    c0 = n - c1 - c2 - c3
-                    worst = 6.0 if c3 else 4.0 if c2 else 2.0 if c1 else 0.5
-                    history = CalibrationHistory(n, c0, c1, c2, c3, worst, worst, 1)
-                    table[n, c1, c2, c3] = policy.adjust(RAW, history).was_downgraded
+        for counts, history in window_histories(n):
+            table[(n,) + counts] = judge(policy.adjust(RAW, history))
     return table
 
 

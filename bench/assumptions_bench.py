@@ -34,7 +34,6 @@ if str(_BENCH_DIR) not in sys.path:
 
 import arl_chain  # noqa: E402
 from project_ghost_feedback.core.feedback import (  # noqa: E402
-    CalibrationHistory,
     make_policy,
     REASON_UNDERCONFIDENT_CALIBRATION,
 )
@@ -76,29 +75,19 @@ def _window_counts(buckets):
     return cumulative[WINDOW:] - cumulative[:-WINDOW]
 
 
-def _underconfident_table(policy):
-    size = WINDOW + 1
-    table = np.zeros((size, size, size), dtype=bool)
-    for c3 in range(size):
-        for c2 in range(size - c3):
-            for c1 in range(size - c3 - c2):
-                c0 = WINDOW - c1 - c2 - c3
-                worst = 6.0 if c3 else 4.0 if c2 else 2.0 if c1 else 0.5
-                history = CalibrationHistory(WINDOW, c0, c1, c2, c3, worst, worst, 1)
-                table[c1, c2, c3] = (policy.adjust(arl_chain.RAW, history).adjustment_reason
-                                     == REASON_UNDERCONFIDENT_CALIBRATION)
-    return table
+def _is_underconfident(calibrated):
+    return calibrated.adjustment_reason == REASON_UNDERCONFIDENT_CALIBRATION
 
 
-def measure(scenario, streams, length, seed, dof=3):
+def measure(scenario, streams, length, seed, dof=3, index=0):
     """Return {policy: (rate, standard error)} and the underconfident fraction for a scenario."""
     policies = [make_policy(name, {'degrees_of_freedom': dof}) for name in POLICIES]
     tables = [arl_chain.decision_table(p, WINDOW)[WINDOW] for p in policies]
-    under = _underconfident_table(policies[-1])
+    under = arl_chain.decision_table(policies[-1], WINDOW, _is_underconfident)[WINDOW]
     rates = np.zeros((len(policies), streams))
     under_rates = np.zeros(streams)
     for s in range(streams):
-        rng = np.random.default_rng((seed, s, hash(scenario) & 0xffff))
+        rng = np.random.default_rng((seed, index, s))
         counts = _window_counts(_buckets(_distances(rng, scenario, length)))
         c1, c2, c3 = counts[:, 1], counts[:, 2], counts[:, 3]
         for i, table in enumerate(tables):
@@ -132,8 +121,8 @@ def main(argv=None):
     print('| errors | ' + ' | '.join(f'`{n}`' for n in POLICIES)
           + ' | `overconfidence_scale` underconfident_calibration |')
     print('|---' * (len(POLICIES) + 2) + '|')
-    for scenario, dof, label in scenarios:
-        result, under = measure(scenario, args.streams, args.length, args.seed, dof)
+    for index, (scenario, dof, label) in enumerate(scenarios):
+        result, under = measure(scenario, args.streams, args.length, args.seed, dof, index)
         cells = ' | '.join(f'{100 * m:.3f}% +- {100 * e:.3f}' for m, e in result.values())
         print(f'| {label} | {cells} | {100 * under:.2f}% |')
 
