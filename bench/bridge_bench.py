@@ -34,7 +34,7 @@ from project_ghost_feedback.bridge.belief_claim import claim_levels, ClaimThresh
 from project_ghost_feedback.bridge.decorrelation import OutcomePacer
 from project_ghost_feedback.bridge.geometry import pose_error
 from project_ghost_feedback.core import BeliefSelfAssessment, NamedLevel, PredictionOutcome
-from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
+from project_ghost_feedback.core.feedback import assess_with_feedback, DEFAULT_POLICY, make_policy
 from project_ghost_feedback.core.window import OutcomeWindow
 from project_ghost_feedback.sim.localization_stack import (
     DEFAULT_PHASES,
@@ -44,7 +44,7 @@ from project_ghost_feedback.sim.localization_stack import (
 )
 
 MAX_HISTORY = 32
-NODE_DEFAULT_POLICY = 'calibrated_exceedance'
+NODE_DEFAULT_POLICY = DEFAULT_POLICY
 WARMUP_NS = 30 * 1_000_000_000
 NS_PER_S = 1e9
 CONFIG = StackConfig(truth_rate_multiple=1)

@@ -813,7 +813,7 @@ def test_registry_names_and_default():
     assert 'mahalanobis_downgrade' in policy_names()
     assert POLICIES['mahalanobis_downgrade'] is MahalanobisDowngradePolicy
     assert policy_names() == sorted(POLICIES)
-    assert DEFAULT_POLICY == 'calibrated_exceedance'
+    assert DEFAULT_POLICY == 'overconfidence_scale'
 
 
 @pytest.mark.parametrize('name', sorted(POLICIES))

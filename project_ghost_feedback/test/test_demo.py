@@ -15,7 +15,11 @@ import sys
 
 from project_ghost_feedback.core import BeliefSelfAssessment, PredictionOutcome
 from project_ghost_feedback.core import SelfAssessmentLevel
-from project_ghost_feedback.core.feedback import CalibratedSelfAssessment, CalibrationHistory
+from project_ghost_feedback.core.feedback import (
+    CalibratedSelfAssessment,
+    CalibrationHistory,
+    DEFAULT_POLICY,
+)
 from project_ghost_feedback.demo.analysis import format_summary, summarize
 from project_ghost_feedback.sim import Phase, Scenario, ScenarioStep
 import pytest
@@ -53,7 +57,7 @@ def test_demo_downgrades_only_when_overconfident(demo_run):
     assert process.returncode == 0, process.stderr
     summary = json.loads((output / 'summary.json').read_text())
     phases = {phase['name']: phase for phase in summary['phases']}
-    assert summary['policy'] == 'calibrated_exceedance'
+    assert summary['policy'] == DEFAULT_POLICY == 'overconfidence_scale'
     assert summary['missing_outputs'] == 0
     assert summary['false_downgrades'] == 0
     calibrated = phases['calibrated']

@@ -54,6 +54,7 @@ from project_ghost_feedback.core.feedback import (
     REASON_CALIBRATION_WITHIN_TOLERANCE,
     REASON_DOWNGRADE_FROM_CALIBRATION,
     REASON_NO_OUTCOMES_YET,
+    REASON_UNDERCONFIDENT_CALIBRATION,
 )
 from project_ghost_feedback.ros.conversions import (
     belief_to_msg,
@@ -817,6 +818,53 @@ def test_diagnostics_stale_without_outcomes(harness):
         lambda s, _: s.level == DiagnosticStatus.STALE, 'a STALE diagnostic')
     assert 'no outcome received' in status.message
     assert diagnostic_values(status)['published'] == '1'
+
+
+def test_diagnostics_report_underconfidence_without_raising_the_level(harness):
+    """Errors far inside the claim: /diagnostics says underconfident, counts it, stays OK."""
+    graded = 'overconfidence_scale'
+    h = harness(policy=graded, diagnostics_period_s=0.1, stale_after_s=3600.0)
+    rng = random.Random(41)
+    stream = []
+    for step in range(4):
+        outcomes = [make_outcome(step * SECOND_NS + (j + 1) * (SECOND_NS // 5),
+                                 rng.uniform(0.0, 0.9), rng.uniform(0.0, 0.9), rng)
+                    for j in range(2 if step == 0 else 4)]
+        stream.append((outcomes, make_raw(step, rng, SelfAssessmentLevel.KNOWN)))
+    expected = expected_outputs(stream, make_policy(graded))
+    reasons = [e.adjustment_reason for e in expected]
+    # Not trivial: the first assessment (2 outcomes, below min_outcomes) is not underconfident.
+    assert reasons[0] != REASON_UNDERCONFIDENT_CALIBRATION
+    assert reasons[-1] == REASON_UNDERCONFIDENT_CALIBRATION
+    outputs = h.run_stream(stream)
+    assert outputs == expected
+    assert all(o.adjusted_overall_level is SelfAssessmentLevel.KNOWN for o in outputs)
+    status = h.wait_diagnostics(
+        lambda s, _: diagnostic_values(s).get('published') == '4', 'diagnostics after 4 outputs')
+    values = diagnostic_values(status)
+    assert status.level == DiagnosticStatus.OK, status.message
+    assert 'underconfident' in status.message
+    assert values['underconfident'] == 'True'
+    assert values['underconfident_assessments'] == str(
+        reasons.count(REASON_UNDERCONFIDENT_CALIBRATION))
+    assert values['calibrated_level'] == 'KNOWN'
+    assert values['last_reason'] == REASON_UNDERCONFIDENT_CALIBRATION
+
+    # Overconfident outcomes take over: a downgrade (WARN/ERROR), no longer "underconfident".
+    more = make_stream('overconfident', steps=1, per_step=30, seed=5,
+                       level=SelfAssessmentLevel.KNOWN)
+    more = [([make_outcome(5 * SECOND_NS + i, o.position_mahalanobis,
+                           o.orientation_mahalanobis, rng) for i, o in enumerate(more[0][0])],
+             BeliefSelfAssessment(6 * SECOND_NS, SelfAssessmentLevel.KNOWN))]
+    h.run_stream(more)
+    status = h.wait_diagnostics(
+        lambda s, _: diagnostic_values(s).get('published') == '5', 'diagnostics after 5 outputs')
+    values = diagnostic_values(status)
+    assert status.level in (DiagnosticStatus.WARN, DiagnosticStatus.ERROR), status.message
+    assert values['underconfident'] == 'False'
+    assert 'underconfident:' not in status.message
+    assert values['underconfident_assessments'] == str(
+        reasons.count(REASON_UNDERCONFIDENT_CALIBRATION))
 
 
 # -- (8) (9) the node process ---------------------------------------------------------------------

@@ -19,7 +19,9 @@ the untouched stretch. A bag that fails is reported with its reason; the audit g
 """
 
 _SCHEDULER = re.compile(r'^(tcp|tls)://[^/\s]+:\d+$')
-DEFAULT_POLICIES = ('mahalanobis_downgrade', 'calibrated_exceedance', 'bucket_likelihood_ratio')
+DEFAULT_POLICIES = ('mahalanobis_downgrade', 'calibrated_exceedance', 'bucket_likelihood_ratio',
+                    'overconfidence_scale')
+"""Every registered policy (the node's default, ``overconfidence_scale``, included)."""
 
 
 def add_arguments(parser, positive_int):

@@ -21,14 +21,18 @@ import subprocess
 import sys
 import time
 
-from ..core.feedback import coerce_parameters, make_policy, parse_setting, policy_names
+from ..core.feedback import (
+    coerce_parameters,
+    DEFAULT_POLICY,
+    make_policy,
+    parse_setting,
+    policy_names,
+)
 from ..ros.dds import ensure_loopback
 from ..sim import default_scenario, OutcomeModel
 from .analysis import format_summary, summarize
 from .connection import wait_for_nodes
 from .plot import write_plot
-
-DEFAULT_POLICY = 'calibrated_exceedance'
 
 
 def _parse_set(policy, values):

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 
+from ..core.feedback import DEFAULT_POLICY
 from ..ros.dds import ensure_loopback
 from .connection import wait_for_nodes
 from .run import _replay_check, _stop_node
@@ -44,8 +45,8 @@ def build_parser():
                              'outcome demo (its own options follow)')
     parser.add_argument('--speed', type=float, default=10.0,
                         help='sim seconds per wall second (default 10)')
-    parser.add_argument('--policy', default='calibrated_exceedance',
-                        help="the feedback node's policy (default calibrated_exceedance)")
+    parser.add_argument('--policy', default=DEFAULT_POLICY,
+                        help=f"the feedback node's policy (default {DEFAULT_POLICY})")
     parser.add_argument('--scale', type=float, default=1.0,
                         help='multiply the phase durations (default 1: 300 + 120 + 180 s)')
     parser.add_argument('--seed', type=int, default=1, help='simulation seed (default 1)')

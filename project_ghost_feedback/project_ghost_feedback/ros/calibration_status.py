@@ -7,6 +7,10 @@ infinite distance (a claim contradicted by a zero or singular covariance). Per p
 while inputs are rejected, lost in the middleware, or after a time-jump reset; STALE when no
 outcome arrived for ``stale_after_s``. A period reports its worst status (not its last sample),
 then starts over; the first reason seen at that worst level is the message.
+
+Underconfidence (the policy's reason ``underconfident_calibration``: errors much smaller than the
+claim, e.g. an over-tuned process noise) is reported, not escalated: the assessment stays OK (or
+whatever the rest says) and the message names it (:func:`is_underconfident`).
 """
 
 import math
@@ -14,6 +18,7 @@ import math
 from diagnostic_msgs.msg import DiagnosticStatus
 
 from ..core import SelfAssessmentLevel
+from ..core.feedback import REASON_UNDERCONFIDENT_CALIBRATION
 
 OK = DiagnosticStatus.OK
 WARN = DiagnosticStatus.WARN
@@ -36,7 +41,19 @@ def assessment_severity(calibrated):
     if calibrated.was_downgraded:
         return WARN, (f'calibrated {adjusted.name} below raw {raw.name} '
                       f'({calibrated.adjustment_reason})')
+    if is_underconfident(calibrated):
+        return OK, UNDERCONFIDENT_MESSAGE
     return OK, 'calibration within tolerance'
+
+
+UNDERCONFIDENT_MESSAGE = ('underconfident: errors much smaller than claimed (over-tuned process '
+                          'noise?), level kept')
+"""The status message of an underconfident assessment (severity OK)."""
+
+
+def is_underconfident(calibrated):
+    """Return True when the policy reported ``underconfident_calibration`` (level unchanged)."""
+    return calibrated.adjustment_reason == REASON_UNDERCONFIDENT_CALIBRATION
 
 
 class PeriodStatus:

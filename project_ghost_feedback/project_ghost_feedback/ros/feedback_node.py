@@ -45,7 +45,16 @@ from std_srvs.srv import Trigger
 from ..core import ContractViolation
 from ..core.feedback import assess_with_feedback
 from ..core.window import ADDED, DUPLICATE, OutcomeWindow, TOO_OLD
-from .calibration_status import assessment_severity, ERROR, OK, PeriodStatus, STALE, WARN
+from .calibration_status import (
+    assessment_severity,
+    ERROR,
+    is_underconfident,
+    OK,
+    PeriodStatus,
+    STALE,
+    UNDERCONFIDENT_MESSAGE,
+    WARN,
+)
 from .conversions import belief_from_msg, fill_calibrated_msg, outcome_from_msg
 from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for main()'s users
     descriptor,
@@ -129,6 +138,7 @@ class FeedbackNode(Node):
         self.received = collections.Counter()
         self.rejected = collections.Counter()
         self.published = 0
+        self.underconfident_assessments = 0
         self.duplicates = 0
         self.too_old_outcomes = 0
         self.late_outcomes = 0
@@ -412,6 +422,7 @@ class FeedbackNode(Node):
         if self._telemetry is not None:
             self._telemetry.record_assessment(raw, calibrated)
         self.published += 1
+        self.underconfident_assessments += is_underconfident(calibrated)
         self.last_calibrated = calibrated
         self._last_severity = assessment_severity(calibrated)
         self._period.note(*self._last_severity)
@@ -451,6 +462,9 @@ class FeedbackNode(Node):
         if clock_note:
             message = f'{message}; {clock_note}'
         calibrated = self.last_calibrated
+        underconfident = calibrated is not None and is_underconfident(calibrated)
+        if underconfident and UNDERCONFIDENT_MESSAGE not in message:
+            message = f'{message}; {UNDERCONFIDENT_MESSAGE}'
         values = {
             'outcomes_received': self.received['outcome'],
             'assessments_received': self.received['assessment'],
@@ -470,6 +484,8 @@ class FeedbackNode(Node):
             'raw_level': calibrated.raw_assessment.overall_level.name if calibrated else '',
             'calibrated_level': calibrated.adjusted_overall_level.name if calibrated else '',
             'last_reason': calibrated.adjustment_reason if calibrated else '',
+            'underconfident': underconfident,
+            'underconfident_assessments': self.underconfident_assessments,
             'last_reject_reason': self.last_reject_reason,
             'node_clock_ns': self._last_clock_ns,
             'clock_stalled': bool(clock_note),
