@@ -501,8 +501,14 @@ class FeedbackNode(Node):
     def close(self):
         """Finish the telemetry bag, if recording (idempotent; main() calls it on shutdown)."""
         telemetry = getattr(self, '_telemetry', None)
-        if telemetry is not None:
+        if telemetry is not None and not telemetry.closed:
             telemetry.close()
+            self.get_logger().info(
+                f'telemetry: {telemetry.recorded} messages recorded in {telemetry.path}, '
+                f'{telemetry.not_recorded} not recorded'
+                + ('' if telemetry.error is None else
+                   ' (recording stopped by the error above; the bag is unfinished: no '
+                   'metadata.yaml, its complete MCAP chunks are readable)'))
 
     def destroy_node(self):
         """Finish the telemetry bag, then destroy the node."""
