@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import pytest
 from rosgraph_msgs.msg import Clock
 
@@ -102,11 +102,13 @@ class StatusClient(Client):
     def __init__(self, name):
         super().__init__(name)
         self.status_message = ''
+        self.status_messages = set()
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_status, 10)
 
     def _on_status(self, array):
         for status in array.status:
             self.status_message = status.message
+            self.status_messages.add((status.level, status.message))
 
     def value(self, key, default=0):
         """Return a /diagnostics value as an int (``default`` when not reported yet)."""
@@ -218,3 +220,54 @@ def test_disk_full_then_sigint_keeps_publishing_and_leaves_a_readable_prefix(ful
     assert int(diagnostics['telemetry_not_recorded']) == total - readable, diagnostics
     assert f'telemetry: {readable} messages recorded in {bag}' in output, output
     assert f'{total - readable} not recorded' in output, output
+
+
+# -- /clock with a negative time -----------------------------------------------------------------
+
+def _publish_clock_until(client, publisher, sec, condition, what, process):
+    """Publish /clock (best effort, so again every 50 ms) until ``condition()``."""
+    msg = Clock()
+    msg.clock.sec = sec
+    state = {'next': 0.0}
+
+    def published_and(condition):
+        if time.monotonic() >= state['next']:
+            publisher.publish(msg)
+            state['next'] = time.monotonic() + 0.05
+        return condition()
+
+    client.spin_until(lambda: published_and(condition), what, process)
+
+
+def test_negative_clock_is_rejected_and_counted_and_the_node_runs_on():
+    """One /clock with sec = -1 to a use_sim_time node: counted, later clocks and data work."""
+    node = NodeProcess('use_sim_time:=true', 'diagnostics_period_s:=0.05',
+                       'policy:=mahalanobis_downgrade', f'max_history:={MAX_HISTORY}')
+    client = StatusClient('node_faults_clock')
+    clock = client.node.create_publisher(Clock, '/clock', 10)
+    steps = make_stream(50)
+    try:
+        client.wait_matched(node.popen)
+        _publish_clock_until(client, clock, 100, lambda: client.value('node_clock_ns') == 100e9,
+                             'the node clock at 100 s', node.popen)
+        _publish_clock_until(client, clock, -1, lambda: client.value('clock_rejected') > 0,
+                             'the negative clock to be counted', node.popen)
+        _publish_clock_until(client, clock, 200, lambda: client.value('node_clock_ns') == 200e9,
+                             'the node clock at 200 s', node.popen)
+        client.prime(steps[0], node.popen)
+        client.send_paced(steps[1:], node.popen, 1)
+        diagnostics = dict(client.diagnostics)
+        returncode = node.interrupt()
+        output = node.output()
+    finally:
+        node.close()
+        client.close()
+    assert [calibrated_from_msg(m) for m in client.outputs] == expected_outputs(steps)
+    assert int(diagnostics['clock_rejected']) >= 1, diagnostics
+    assert 'negative' in diagnostics['last_clock_rejection'], diagnostics
+    assert any(level == DiagnosticStatus.WARN and 'rejecting /clock' in message
+               for level, message in client.status_messages), client.status_messages
+    assert returncode == 0, output
+    assert 'Traceback' not in output, output
+    assert 'cannot start' not in output, output
+    assert output.count('/clock message rejected') == 1, output

@@ -26,6 +26,7 @@ import pathlib
 import sys
 import time
 
+from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
@@ -39,6 +40,7 @@ from rclpy.exceptions import ParameterException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
 from rcl_interfaces.msg import SetParametersResult
 from std_srvs.srv import Trigger
 
@@ -91,6 +93,22 @@ class _LogGate:
         return True
 
 
+def _negative_time_error():
+    """Return ``(type, text)`` of what rclpy raises for a /clock message with a negative time.
+
+    Learned at import from the public ``Time.from_msg`` (what rclpy's TimeSource calls for every
+    /clock message), so a change of rclpy's wording cannot make the node misclassify it.
+    """
+    try:
+        Time.from_msg(TimeMsg(sec=-1))
+    except Exception as error:  # noqa: BLE001 - whatever rclpy raises is the signature
+        return type(error), str(error)
+    return None
+
+
+_NEGATIVE_TIME_ERROR = _negative_time_error()
+
+
 def new_bag_path(parent):
     """Return a new ``<parent>/ghost_feedback_YYYY_MM_DD-HH_MM_SS[_N]`` path (rosbag2's naming)."""
     parent = pathlib.Path(parent)
@@ -135,6 +153,9 @@ class FeedbackNode(Node):
         self.lost_messages = 0
         self.resets = collections.Counter()
         self.callback_errors = collections.Counter()
+        self.clock_rejected = 0
+        self.last_clock_rejection = ''
+        self._clock_log_gate = _LogGate()
         self._callback_error_log_gate = _LogGate()
         self.last_reject_reason = ''
         self.last_reset_reason = ''
@@ -320,7 +341,23 @@ class FeedbackNode(Node):
         return None
 
     def note_callback_error(self, error):
-        """Count and log (throttled) an exception a callback raised; the node keeps running."""
+        """Count and log (throttled) an exception a callback raised; the node keeps running.
+
+        rclpy's own /clock subscription (its TimeSource, with use_sim_time) raises when a
+        /clock message holds a negative time; that message is counted as a rejected clock, and
+        the node clock keeps its last value.
+        """
+        if (type(error), str(error)) == _NEGATIVE_TIME_ERROR:
+            self.clock_rejected += 1
+            self.last_clock_rejection = (
+                f'a /clock message with a negative time (rclpy: {error}); the node clock keeps '
+                'its last value')
+            self._period.note(WARN, f'rejecting /clock messages ({self.last_clock_rejection})')
+            if self._clock_log_gate.open(self._config.reject_log_throttle_s):
+                self.get_logger().warning(
+                    f'/clock message rejected ({self.clock_rejected} so far): '
+                    f'{self.last_clock_rejection}')
+            return
         key = type(error).__name__
         self.callback_errors[key] += 1
         self._period.note(ERROR, f'a callback raised {key}: {error}')
@@ -472,6 +509,8 @@ class FeedbackNode(Node):
             'last_reason': calibrated.adjustment_reason if calibrated else '',
             'last_reject_reason': self.last_reject_reason,
             'node_clock_ns': self._last_clock_ns,
+            'clock_rejected': self.clock_rejected,
+            'last_clock_rejection': self.last_clock_rejection,
             'clock_stalled': bool(clock_note),
         }
         if self._telemetry is not None:
