@@ -271,3 +271,69 @@ def test_negative_clock_is_rejected_and_counted_and_the_node_runs_on():
     assert 'Traceback' not in output, output
     assert 'cannot start' not in output, output
     assert output.count('/clock message rejected') == 1, output
+
+
+# -- telemetry without rosbags ---------------------------------------------------------------------
+
+def test_telemetry_without_rosbags_is_one_log_line_and_exit_2(tmp_path):
+    """telemetry_bag set, rosbags not importable (a stub package first on PYTHONPATH): exit 2."""
+    stub = tmp_path / 'stub' / 'rosbags'
+    stub.mkdir(parents=True)
+    (stub / '__init__.py').write_text(
+        "raise ImportError('rosbags stubbed out by test_node_faults')\n")
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(
+        [str(stub.parent)] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p])
+    probe = subprocess.run([sys.executable, '-c', 'import rosbags'], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert 'stubbed out by test_node_faults' in probe.stderr, probe.stderr   # the stub works
+    bag = tmp_path / 'bag'
+    node = NodeProcess(f'telemetry_bag:={bag}', env=env)
+    try:
+        returncode = node.popen.wait(timeout=DEADLINE_S)
+        output = node.output()
+    finally:
+        node.close()
+    assert returncode == 2, output
+    lines = output.strip().splitlines()
+    assert len(lines) == 1, output
+    assert lines[0].startswith('[FATAL] ') and '[feedback_node]: cannot start: ' in lines[0]
+    assert 'rosbags' in lines[0] and 'stubbed out by test_node_faults' in lines[0], lines[0]
+    assert 'Traceback' not in output
+    assert not bag.exists()
+
+
+# -- respawn with telemetry_dir -------------------------------------------------------------------
+
+def test_consecutive_runs_with_one_telemetry_dir_record_their_own_bags(tmp_path):
+    """Two runs (a respawn) with the same telemetry_dir: two timestamped bags, both readable."""
+    from rosbags.rosbag2 import Reader
+
+    from project_ghost_feedback.telemetry import read_bag
+
+    parent = tmp_path / 'telemetry'
+    runs = [make_stream(60), make_stream(40, first=1000)]
+    for run, steps in enumerate(runs):
+        node = NodeProcess(f'telemetry_dir:={parent}', 'diagnostics_period_s:=0.05',
+                           'policy:=mahalanobis_downgrade', f'max_history:={MAX_HISTORY}')
+        client = StatusClient(f'node_faults_respawn_{run}')
+        try:
+            client.wait_matched(node.popen)
+            client.prime(steps[0], node.popen)
+            client.send_paced(steps[1:], node.popen, 1)
+            returncode = node.interrupt()
+            output = node.output()
+        finally:
+            node.close()
+            client.close()
+        assert returncode == 0, output
+        assert f'{3 * len(steps)} messages recorded in {parent}' in output, output
+    bags = sorted(p for p in parent.iterdir())
+    assert len(bags) == 2, bags
+    assert all(p.name.startswith('ghost_feedback_') for p in bags), bags
+    for bag, steps in zip(bags, runs):
+        with Reader(bag) as reader:
+            counts = collections.Counter(c.topic for c, _, _ in reader.messages())
+        assert counts == {topic: len(steps) for topic in TYPES}, (bag, counts)
+        outcomes = [m.contract for m in read_bag(bag) if m.topic == CHANNEL_PREDICTION_OUTCOME]
+        assert outcomes == [outcome for outcome, _ in steps]
