@@ -93,6 +93,40 @@ class _LogGate:
         return True
 
 
+class SequenceGaps:
+    """Messages missing from one input's publication sequence numbers (rmw message info).
+
+    Each DDS writer numbers its samples 1, 2, 3, ... and rmw_fastrtps passes the number on as
+    ``publication_sequence_number``; rclpy's message info has no publisher id, so a gap is
+    meaningful only while the input has exactly one matched publisher (tracked with the matched
+    event). It catches what the RMW's message-lost event does not: samples a reliable KEEP_LAST
+    reader queue overwrote before the node took them. With several publishers on one input, or
+    an RMW without the number, nothing is counted here.
+    """
+
+    __slots__ = ('missed', 'publishers', '_last')
+
+    def __init__(self):
+        self.missed = 0
+        self.publishers = 0
+        self._last = None
+
+    def on_matched(self, info):
+        """Take a matched event (a publisher came or went): restart from its next number."""
+        self.publishers = info.current_count
+        self._last = None
+
+    def note(self, info):
+        """Take one message's info; return how many messages are missing before it."""
+        number = info.get('publication_sequence_number') if info else None
+        last, self._last = self._last, number
+        if number is None or last is None or self.publishers != 1 or number <= last + 1:
+            return 0   # first message, several writers, or a new writer (numbers restart)
+        missed = number - last - 1
+        self.missed += missed
+        return missed
+
+
 def _negative_time_error():
     """Return ``(type, text)`` of what rclpy raises for a /clock message with a negative time.
 
@@ -181,7 +215,12 @@ class FeedbackNode(Node):
         output_qos = QoSProfile(
             history=HistoryPolicy.KEEP_LAST, depth=self._param('output_qos_depth'),
             reliability=ReliabilityPolicy.RELIABLE)
-        events = SubscriptionEventCallbacks(message_lost=self._on_message_lost)
+        self._outcome_gaps, self._assessment_gaps = SequenceGaps(), SequenceGaps()
+        # rclpy 7.1's experimental EventsExecutor raises SystemError for a subscription callback
+        # that takes the message info: with it, no sequence-gap counting (messages_missed).
+        with_info = self._param('executor') != 'events'
+        on_outcome = self._on_outcome_with_info if with_info else self._on_outcome
+        on_assessment = self._on_assessment_with_info if with_info else self._on_assessment
         # One output message, refilled per assessment: publish() serializes it synchronously.
         self._output_msg = CalibratedSelfAssessmentMsg()
         self._publisher = self.create_publisher(
@@ -190,11 +229,13 @@ class FeedbackNode(Node):
         # Created first: when both inputs are ready in one wait, the executor takes the outcomes
         # first (SingleThreadedExecutor serves a node's subscriptions in creation order).
         self._outcome_subscription = self.create_subscription(
-            PredictionOutcomeMsg, OUTCOME_TOPIC, self._on_outcome, input_qos,
-            event_callbacks=events)
+            PredictionOutcomeMsg, OUTCOME_TOPIC, on_outcome, input_qos,
+            event_callbacks=SubscriptionEventCallbacks(
+                message_lost=self._on_message_lost, matched=self._outcome_gaps.on_matched))
         self._assessment_subscription = self.create_subscription(
-            BeliefSelfAssessmentMsg, ASSESSMENT_TOPIC, self._on_assessment, input_qos,
-            event_callbacks=events)
+            BeliefSelfAssessmentMsg, ASSESSMENT_TOPIC, on_assessment, input_qos,
+            event_callbacks=SubscriptionEventCallbacks(
+                message_lost=self._on_message_lost, matched=self._assessment_gaps.on_matched))
         self._reset_service = self.create_service(Trigger, '~/reset', self._on_reset_request)
         # Assessments waiting for assessment_hold_s (empty when it is 0).
         self._held = collections.deque()
@@ -387,6 +428,16 @@ class FeedbackNode(Node):
             self.get_logger().warning(
                 f'rejected {kind} ({sum(self.rejected.values())} so far): {text}')
 
+    def _note_missed(self, kind, missed):
+        self._period.note(WARN, f'{missed} {kind} messages missing from the publication '
+                                'sequence (input queue overflow)')
+
+    def _on_outcome_with_info(self, msg, info):
+        missed = self._outcome_gaps.note(info)
+        if missed:
+            self._note_missed('outcome', missed)
+        self._on_outcome(msg)
+
     def _on_outcome(self, msg):
         self.received['outcome'] += 1
         try:
@@ -413,6 +464,12 @@ class FeedbackNode(Node):
                 and outcome.observed_stamp_sim_ns <= self._last_processed_belief_stamp):
             # It would have counted for an assessment already published.
             self.late_outcomes += 1
+
+    def _on_assessment_with_info(self, msg, info):
+        missed = self._assessment_gaps.note(info)
+        if missed:
+            self._note_missed('assessment', missed)
+        self._on_assessment(msg)
 
     def _on_assessment(self, msg):
         self.received['assessment'] += 1
@@ -497,6 +554,7 @@ class FeedbackNode(Node):
             'too_old_outcomes_dropped': self.too_old_outcomes,
             'late_outcomes': self.late_outcomes,
             'messages_lost': self.lost_messages,
+            'messages_missed': self._outcome_gaps.missed + self._assessment_gaps.missed,
             'outcome_publishers': self._outcome_subscription.get_publisher_count(),
             'assessment_publishers': self._assessment_subscription.get_publisher_count(),
             'resets_total': sum(self.resets.values()),
@@ -556,7 +614,11 @@ class FeedbackNode(Node):
 
 
 def make_executor(name, context=None):
-    """Return the executor called ``name`` (see EXECUTORS) bound to ``context``."""
+    """Return the executor called ``name`` (see EXECUTORS) bound to ``context``.
+
+    A FeedbackNode must run on the executor its ``executor`` parameter names: it subscribes
+    with message-info callbacks except for ``events`` (which cannot call them on rclpy 7.1).
+    """
     if name == 'events':
         from rclpy.experimental import EventsExecutor
         return EventsExecutor(context=context)
