@@ -355,7 +355,7 @@ class Driver:
         return self.counters()
 
     def stamp_of(self, data):
-        """Return the belief stamp (ns) of a calibrated output's raw CDR (its header.stamp first)."""
+        """Return the belief stamp (ns) of a calibrated output's raw CDR (header.stamp first)."""
         sec = int.from_bytes(data[4:8], 'little', signed=True)
         return sec * 1_000_000_000 + int.from_bytes(data[8:12], 'little')
 
@@ -874,7 +874,6 @@ def main(argv=None):
     if args.relay:
         return relay_main(args.executor or 'single_threaded')
 
-    from project_ghost_feedback.ros import feedback_node
     from project_ghost_feedback.ros.dds import ensure_loopback
     from project_ghost_feedback.ros.feedback_parameters import DEFAULT_EXECUTOR
     ensure_loopback()
