@@ -39,7 +39,6 @@ Figures only, never a gate: the machine is shared (load average printed) and tim
 """
 
 import argparse
-import inspect
 import json
 import math
 import os
@@ -672,15 +671,6 @@ def node_cost(driver, kind, executor, window, rate_hz, duration_s):
     return cpu / max(1, got) * 1e6, got
 
 
-def _message_only(callback):
-    """Return ``callback`` callable with the message alone (message-info callbacks get ``{}``)."""
-    try:
-        inspect.signature(callback).bind(object())
-    except TypeError:
-        return lambda msg: callback(msg, {})
-    return callback
-
-
 def handler_cost(window, cycles, repeats=5):
     """Return the median us per cycle of a FeedbackNode's own callbacks, in this process.
 
@@ -715,9 +705,7 @@ def handler_cost(window, cycles, repeats=5):
         parameter_overrides=[Parameter('max_history', value=window),
                              Parameter('outcome_buffer_size', value=capacity)])
     try:
-        by_topic = {sub.topic_name: _message_only(sub.callback) for sub in node.subscriptions}
-        on_outcome = by_topic['/node_bench_handlers/prediction_outcome']
-        on_assessment = by_topic['/node_bench_handlers/self_assessment/raw']
+        on_outcome, on_assessment = node.input_handlers()
         for msg in outcomes[:capacity]:
             on_outcome(msg)
         samples = []

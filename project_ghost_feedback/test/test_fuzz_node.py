@@ -30,7 +30,6 @@ bad value is counted without being echoed whole into /diagnostics.
 
 import bisect
 import collections
-import inspect
 import math
 import random
 import time
@@ -399,19 +398,9 @@ def expected_for(events):
     return model, reasons
 
 
-def _message_only(callback):
-    """Return ``callback`` callable with the message alone (message-info callbacks get ``{}``)."""
-    try:
-        inspect.signature(callback).bind(object())
-    except TypeError:
-        return lambda msg: callback(msg, {})
-    return callback
-
-
 def _callbacks(node):
-    """Return the node's (outcome, assessment) subscription callbacks, found by topic."""
-    by_topic = {sub.topic_name: _message_only(sub.callback) for sub in node.subscriptions}
-    return by_topic['/prediction_outcome'], by_topic['/self_assessment/raw']
+    """Return the node's (outcome, assessment) subscription callbacks, taking a message."""
+    return node.input_handlers()
 
 
 def feed_handlers(node, events):

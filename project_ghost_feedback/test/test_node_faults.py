@@ -123,6 +123,22 @@ class StatusClient(Client):
                             process)
 
 
+def run_node(node, client, feed):
+    """Wait for matching, run ``feed()``, SIGINT the node; close node process and client.
+
+    Return the last /diagnostics values, the exit code, the output and what ``feed()`` returned.
+    """
+    try:
+        client.wait_matched(node.popen)
+        fed = feed()
+        diagnostics = dict(client.diagnostics)
+        returncode = node.interrupt()
+        return diagnostics, returncode, node.output(), fed
+    finally:
+        node.close()
+        client.close()
+
+
 # -- disk full -----------------------------------------------------------------------------------
 
 def _limit_file_size(limit_bytes):
@@ -162,8 +178,8 @@ def test_disk_full_then_sigint_keeps_publishing_and_leaves_a_readable_prefix(ful
         f'telemetry_bag:={bag}', f'max_history:={MAX_HISTORY}', 'diagnostics_period_s:=0.05',
         'policy:=mahalanobis_downgrade', preexec_fn=preexec_fn)
     client = StatusClient('node_faults_disk_full')
-    try:
-        client.wait_matched(node.popen)
+
+    def feed():
         client.prime(steps[0], node.popen)
         # Feed until /diagnostics says the recording stopped (the disk is full)...
         sent = 1
@@ -179,13 +195,9 @@ def test_disk_full_then_sigint_keeps_publishing_and_leaves_a_readable_prefix(ful
         client.spin_until(
             lambda: client.value('assessments_received') == len(steps)
             and 'telemetry stopped' in client.status_message, 'the last diagnostics', node.popen)
-        diagnostics = dict(client.diagnostics)
-        status_message = client.status_message
-        returncode = node.interrupt()
-        output = node.output()
-    finally:
-        node.close()
-        client.close()
+        return full_at, client.status_message
+
+    diagnostics, returncode, output, (full_at, status_message) = run_node(node, client, feed)
 
     received = [calibrated_from_msg(m) for m in client.outputs]
     expected = expected_outputs(steps)
@@ -245,8 +257,8 @@ def test_negative_clock_is_rejected_and_counted_and_the_node_runs_on():
     client = StatusClient('node_faults_clock')
     clock = client.node.create_publisher(Clock, '/clock', 10)
     steps = make_stream(50)
-    try:
-        client.wait_matched(node.popen)
+
+    def feed():
         _publish_clock_until(client, clock, 100, lambda: client.value('node_clock_ns') == 100e9,
                              'the node clock at 100 s', node.popen)
         _publish_clock_until(client, clock, -1, lambda: client.value('clock_rejected') > 0,
@@ -255,12 +267,8 @@ def test_negative_clock_is_rejected_and_counted_and_the_node_runs_on():
                              'the node clock at 200 s', node.popen)
         client.prime(steps[0], node.popen)
         client.send_paced(steps[1:], node.popen, 1)
-        diagnostics = dict(client.diagnostics)
-        returncode = node.interrupt()
-        output = node.output()
-    finally:
-        node.close()
-        client.close()
+
+    diagnostics, returncode, output, _ = run_node(node, client, feed)
     assert [calibrated_from_msg(m) for m in client.outputs] == expected_outputs(steps)
     assert int(diagnostics['clock_rejected']) >= 1, diagnostics
     assert 'negative' in diagnostics['last_clock_rejection'], diagnostics
@@ -316,18 +324,14 @@ def test_consecutive_runs_with_one_telemetry_dir_record_their_own_bags(tmp_path)
         node = NodeProcess(f'telemetry_dir:={parent}', 'diagnostics_period_s:=0.05',
                            'policy:=mahalanobis_downgrade', f'max_history:={MAX_HISTORY}')
         client = StatusClient(f'node_faults_respawn_{run}')
-        try:
-            client.wait_matched(node.popen)
+
+        def feed(client=client, node=node, steps=steps):
             client.prime(steps[0], node.popen)
             client.send_paced(steps[1:], node.popen, 1)
             client.spin_until(lambda: client.value('outcomes_received') == len(steps),
                               'the last diagnostics', node.popen)
-            diagnostics = dict(client.diagnostics)
-            returncode = node.interrupt()
-            output = node.output()
-        finally:
-            node.close()
-            client.close()
+
+        diagnostics, returncode, output, _ = run_node(node, client, feed)
         assert returncode == 0, output
         assert diagnostics['messages_missed'] == '0', diagnostics   # nothing lost, none missed
         assert f'{3 * len(steps)} messages recorded in {parent}' in output, output
@@ -355,8 +359,8 @@ def test_a_burst_beyond_the_input_queue_shows_as_missed_messages():
     node = NodeProcess('input_qos_depth:=10', 'diagnostics_period_s:=0.05')
     client = StatusClient('node_faults_burst')
     messages = [outcome_to_msg(outcome) for outcome, _ in make_stream(count)]
-    try:
-        client.wait_matched(node.popen)
+
+    def feed():
         client.spin_until(lambda: client.value('outcome_publishers') == 1, 'the node to match',
                           node.popen)
         for msg in messages:
@@ -364,12 +368,8 @@ def test_a_burst_beyond_the_input_queue_shows_as_missed_messages():
         client.spin_until(
             lambda: client.value('outcomes_received') + client.value('messages_missed') >= count,
             'every outcome received or missed', node.popen)
-        diagnostics = dict(client.diagnostics)
-        returncode = node.interrupt()
-        output = node.output()
-    finally:
-        node.close()
-        client.close()
+
+    diagnostics, returncode, output, _ = run_node(node, client, feed)
     received, missed = int(diagnostics['outcomes_received']), int(diagnostics['messages_missed'])
     print(f'burst of {count} outcomes, input depth 10: {received} received, {missed} missed, '
           f'RMW messages_lost {diagnostics["messages_lost"]}')

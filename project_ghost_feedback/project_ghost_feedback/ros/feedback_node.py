@@ -219,8 +219,7 @@ class FeedbackNode(Node):
         # rclpy 7.1's experimental EventsExecutor raises SystemError for a subscription callback
         # that takes the message info: with it, no sequence-gap counting (messages_missed).
         with_info = self._param('executor') != 'events'
-        on_outcome = self._on_outcome_with_info if with_info else self._on_outcome
-        on_assessment = self._on_assessment_with_info if with_info else self._on_assessment
+        on_outcome, on_assessment = self._input_callbacks(with_info)
         # One output message, refilled per assessment: publish() serializes it synchronously.
         self._output_msg = CalibratedSelfAssessmentMsg()
         self._publisher = self.create_publisher(
@@ -427,6 +426,23 @@ class FeedbackNode(Node):
         if self._reject_log_gate.open(self._config.reject_log_throttle_s):
             self.get_logger().warning(
                 f'rejected {kind} ({sum(self.rejected.values())} so far): {text}')
+
+    def _input_callbacks(self, with_info):
+        if with_info:
+            return self._on_outcome_with_info, self._on_assessment_with_info
+        return self._on_outcome, self._on_assessment
+
+    def input_handlers(self):
+        """Return ``(on_outcome, on_assessment)``: the subscription callbacks, taking a message.
+
+        For handler-level tests and benches, which feed messages without DDS: the same code
+        the subscriptions run (the message-info path with an empty info where it is in use).
+        """
+        with_info = self._param('executor') != 'events'
+        on_outcome, on_assessment = self._input_callbacks(with_info)
+        if not with_info:
+            return on_outcome, on_assessment
+        return (lambda msg: on_outcome(msg, {})), (lambda msg: on_assessment(msg, {}))
 
     def _note_missed(self, kind, missed):
         self._period.note(WARN, f'{missed} {kind} messages missing from the publication '
