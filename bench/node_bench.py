@@ -125,7 +125,7 @@ def relay_main(executor_name):
 
     def on_assessment(msg):
         counts['assessments_received'] += 1
-        publisher.publish(CalibratedSelfAssessment(raw_assessment=msg))
+        publisher.publish(CalibratedSelfAssessment(header=msg.header, raw_assessment=msg))
         counts['published'] += 1
 
     def publish_diagnostics():
@@ -354,24 +354,37 @@ class Driver:
         return self.counters()
 
     def stamp_of(self, data):
-        """Return the belief stamp of a calibrated output's raw CDR (first field of the message)."""
-        return int.from_bytes(data[4:12], 'little', signed=True)
+        """Return the belief stamp (ns) of a calibrated output's raw CDR (header.stamp first)."""
+        sec = int.from_bytes(data[4:8], 'little', signed=True)
+        return sec * 1_000_000_000 + int.from_bytes(data[8:12], 'little')
+
+
+def _time_bytes(stamp_ns):
+    """Return a builtin_interfaces/Time as CDR little-endian bytes (int32 sec, uint32 nanosec)."""
+    sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+    return sec.to_bytes(4, 'little', signed=True) + nanosec.to_bytes(4, 'little')
 
 
 class _Templates:
-    """Pre-serialized outcome/assessment CDR with the stamps patched per sequence number."""
+    """Pre-serialized outcome/assessment CDR with the stamps patched per sequence number.
 
-    def __init__(self, outcomes, assessment):
+    ``offsets`` are where the v2 messages hold their Time stamps (found by :func:`_templates`):
+    the outcome's ``header.stamp`` (observed) and ``prediction_stamp``, the assessment's
+    ``header.stamp``.
+    """
+
+    def __init__(self, outcomes, assessment, offsets):
         self._outcomes = [bytearray(b) for b in outcomes]
         self._assessment = bytearray(assessment)
+        self._observed, self._predicted, self._belief = offsets
 
     def pair(self, sequence):
         stamp = sequence * MS
         outcome = self._outcomes[sequence % len(self._outcomes)]
-        outcome[4:12] = (stamp - MS // 2).to_bytes(8, 'little', signed=True)
-        outcome[12:20] = stamp.to_bytes(8, 'little', signed=True)
+        outcome[self._predicted:self._predicted + 8] = _time_bytes(stamp - MS // 2)
+        outcome[self._observed:self._observed + 8] = _time_bytes(stamp)
         assessment = self._assessment
-        assessment[4:12] = stamp.to_bytes(8, 'little', signed=True)
+        assessment[self._belief:self._belief + 8] = _time_bytes(stamp)
         return bytes(outcome), bytes(assessment)
 
 
@@ -398,7 +411,17 @@ def _templates():
         (NamedLevel('position_x', known), NamedLevel('position_y', known),
          NamedLevel('yaw', uncertain)),
         (NamedLevel('pose', known),))
-    templates = _Templates(outcomes, serialize_message(belief_to_msg(belief)))
+    # Where the stamps are: serialize with distinct sentinel stamps and find their bytes.
+    observed_ns, predicted_ns, belief_ns = 123_456_789_987_654_321, 23_456_789_876_543_210, (
+        345_678_901_765_432_109)
+    probe_outcome = serialize_message(outcome_to_msg(PredictionOutcome(
+        predicted_ns, observed_ns, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 1.0, 1.0)))
+    probe_belief = serialize_message(belief_to_msg(BeliefSelfAssessment(belief_ns, known)))
+    offsets = (probe_outcome.find(_time_bytes(observed_ns)),
+               probe_outcome.find(_time_bytes(predicted_ns)),
+               probe_belief.find(_time_bytes(belief_ns)))
+    assert min(offsets) >= 4, offsets
+    templates = _Templates(outcomes, serialize_message(belief_to_msg(belief)), offsets)
     # The patched stamps land in the right fields (and nothing else changes).
     raw_outcome, raw_assessment = templates.pair(7)
     outcome = outcome_from_msg(deserialize_message(raw_outcome, OutcomeMsg))
@@ -682,9 +705,7 @@ def handler_cost(window, cycles, repeats=5):
         parameter_overrides=[Parameter('max_history', value=window),
                              Parameter('outcome_buffer_size', value=capacity)])
     try:
-        by_topic = {sub.topic_name: sub.callback for sub in node.subscriptions}
-        on_outcome = by_topic['/node_bench_handlers/prediction_outcome']
-        on_assessment = by_topic['/node_bench_handlers/self_assessment/raw']
+        on_outcome, on_assessment = node.input_handlers()
         for msg in outcomes[:capacity]:
             on_outcome(msg)
         samples = []
@@ -841,15 +862,15 @@ def main(argv=None):
     if args.relay:
         return relay_main(args.executor or 'single_threaded')
 
-    from project_ghost_feedback.ros import feedback_node
     from project_ghost_feedback.ros.dds import ensure_loopback
+    from project_ghost_feedback.ros.feedback_parameters import DEFAULT_EXECUTOR
     ensure_loopback()
     sys.setswitchinterval(0.0005)  # the receiving thread gets the GIL quickly while we publish
     settings = dict(QUICK if args.quick else FULL)
     if args.memory_rate:
         settings['memory_rate_hz'] = dict.fromkeys(EXECUTORS, args.memory_rate)
     parts = args.part or ['throughput', 'latency', 'scale', 'memory']
-    default_executor = feedback_node._STATIC_PARAMETERS['executor'][0]
+    default_executor = DEFAULT_EXECUTOR
     if args.executor in (None, 'both'):
         executors = list(EXECUTORS)
     else:

@@ -381,7 +381,7 @@ def test_node_continues_after_its_publisher_restarts(executor):
     node_context = rclpy.Context()
     rclpy.init(context=node_context)
     node = FeedbackNode(node_name='fault_restart_node', context=node_context, parameter_overrides=[
-        Parameter('policy', value='mahalanobis_downgrade')])
+        Parameter('policy', value='mahalanobis_downgrade'), Parameter('executor', value=executor)])
     node_executor = make_executor(executor, node_context)
     node_executor.add_node(node)
     listener = rclpy.create_node('fault_restart_listener', context=node_context)

@@ -150,6 +150,8 @@ class Harness:
     def __init__(self, context, executor='single_threaded', **parameters):
         # The tests' expectations are computed with the ADR reference policy (REFERENCE).
         parameters.setdefault('policy', REFERENCE)
+        # The node's executor parameter names the executor it runs on (it adapts its callbacks).
+        parameters['executor'] = executor
         self.context = context
         self.namespace = f'/gf_test_{uuid.uuid4().hex[:12]}'
         self.node = FeedbackNode(

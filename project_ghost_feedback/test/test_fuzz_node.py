@@ -399,9 +399,8 @@ def expected_for(events):
 
 
 def _callbacks(node):
-    """Return the node's (outcome, assessment) subscription callbacks, found by topic."""
-    by_topic = {sub.topic_name: sub.callback for sub in node.subscriptions}
-    return by_topic['/prediction_outcome'], by_topic['/self_assessment/raw']
+    """Return the node's (outcome, assessment) subscription callbacks, taking a message."""
+    return node.input_handlers()
 
 
 def feed_handlers(node, events):
@@ -431,10 +430,11 @@ def context():
         context.try_shutdown()
 
 
-def _node(context, name):
+def _node(context, name, executor='single_threaded'):
+    parameters = {**PARAMETERS, 'executor': executor}
     return FeedbackNode(
         node_name=name, context=context,
-        parameter_overrides=[Parameter(k, value=v) for k, v in PARAMETERS.items()])
+        parameter_overrides=[Parameter(k, value=v) for k, v in parameters.items()])
 
 
 # -- handler level: the bulk of the fuzzing -------------------------------------------------------
@@ -611,7 +611,7 @@ def test_mixed_batch_over_dds_counts_rejections_and_matches_the_model(context, e
     """A mixed batch over real pub/sub: same counts by reason, outputs equal to the model's."""
     events = StreamGenerator(SEED + 2).stream(600)
     model, reasons = expected_for(events)
-    node = _node(context, f'fuzz_dds_{executor}')
+    node = _node(context, f'fuzz_dds_{executor}', executor)
     node_executor = make_executor(executor, context)
     node_executor.add_node(node)
     driver = None

@@ -19,7 +19,8 @@ import pytest
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[1]
 README = PACKAGE_DIR.parent / 'README.md'
-OWN = {'project_ghost_feedback'}
+# This package, and the sibling test modules a test imports helpers from (e.g. test_faults).
+OWN = {'project_ghost_feedback'} | {path.stem for path in (PACKAGE_DIR / 'test').glob('*.py')}
 
 ROSDEP_KEYS = {
     'ament_flake8': 'ament_flake8',

@@ -9,6 +9,7 @@ collects the calibrated output. Every subprocess has a timeout; every wait is bo
 asserts on elapsed time. Launches run in their own process group, stopped with SIGINT.
 """
 
+import collections
 import importlib.util
 import os
 import random
@@ -71,6 +72,21 @@ def ros2(*args, timeout=CLI_TIMEOUT_S):
     return subprocess.run(
         ('ros2',) + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         timeout=timeout, check=False)
+
+
+def echo_once(topic):
+    """``ros2 topic echo --once topic``, again while discovery has not seen the topic yet.
+
+    Without a daemon the command discovers the graph for ``--spin-time`` only, and on a loaded
+    machine a topic can take longer to appear ("does not appear to be published yet"): retried
+    within DEADLINE_S, the last result returned.
+    """
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        result = ros2('topic', 'echo', '--once', *CLI, topic)
+        if result.returncode == 0 or 'does not appear to be published yet' not in (
+                result.stdout) or time.monotonic() > deadline:
+            return result
 
 
 class Process:
@@ -278,11 +294,10 @@ def test_launch_alone_calibrates_at_the_root_and_stops_cleanly(process_factory, 
 
 def test_launch_in_namespace_echo_calibrated_and_diagnostics(robot1):
     _, feeder = robot1
-    echo = ros2('topic', 'echo', '--once', *CLI,
-                '/robot1/self_assessment/calibrated')
+    echo = echo_once('/robot1/self_assessment/calibrated')
     assert echo.returncode == 0, echo.stdout
     assert 'calibration_history:' in echo.stdout and 'adjustment_policy_id:' in echo.stdout
-    diagnostics = ros2('topic', 'echo', '--once', *CLI, '/diagnostics')
+    diagnostics = echo_once('/diagnostics')
     assert diagnostics.returncode == 0, diagnostics.stdout
     assert '/robot1/feedback_node' in diagnostics.stdout, diagnostics.stdout
 
@@ -395,3 +410,54 @@ def test_bridge_launch_starts_both_nodes_and_stops_cleanly(process_factory):
     assert '/feedback_node' in listed and '/outcome_bridge' in listed, listed + process.output()
     assert process.output().count('process started with pid') == 2, process.output()
     assert_clean_sigint(process, nodes=2)
+
+
+def _node_pids(process):
+    """Return the PIDs of the launch's feedback_node processes (psutil, by parent)."""
+    import psutil
+
+    try:
+        children = psutil.Process(process.popen.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    pids = []
+    for child in children:
+        try:
+            if any(part.endswith('feedback_node') for part in child.cmdline()):
+                pids.append(child.pid)
+        except psutil.NoSuchProcess:
+            continue
+    return pids
+
+
+def test_launch_respawn_with_telemetry_dir_records_a_new_bag_per_run(
+        process_factory, feeder_factory, tmp_path):
+    """respawn:=true and telemetry_dir: the node is stopped, respawns, records a second bag."""
+    from rosbags.rosbag2 import Reader
+
+    parent = tmp_path / 'telemetry'
+    path = params_file(str(tmp_path), telemetry_dir=str(parent))
+    process = process_factory('launch', PACKAGE, 'feedback_launch.py', 'namespace:=respawn',
+                              'respawn:=true', f'params_file:={path}')
+    feeder = feeder_factory('respawn')
+    feeder.wait_for(lambda msg: True, 'from the first run')
+    deadline = time.monotonic() + DEADLINE_S
+    while len(_node_pids(process)) != 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (first_pid,) = _node_pids(process)
+    os.kill(first_pid, signal.SIGTERM)   # the node exits 0; launch starts it again
+    deadline = time.monotonic() + DEADLINE_S
+    while (_node_pids(process) in ([], [first_pid])
+           and time.monotonic() < deadline):
+        time.sleep(0.05)
+    assert _node_pids(process) not in ([], [first_pid]), process.output()
+    count = len(feeder.received)
+    feeder.wait_for(lambda msg: len(feeder.received) > count + 3, 'from the respawned node')
+    assert_clean_sigint(process, nodes=2)
+    bags = sorted(parent.iterdir())
+    assert len(bags) == 2, (bags, process.output())
+    for bag in bags:
+        with Reader(bag) as reader:
+            counts = {c.topic: c.msgcount for c in reader.connections}
+            read = collections.Counter(c.topic for c, _, _ in reader.messages())
+        assert counts == dict(read) and read['/self_assessment/calibrated'] > 0, (bag, counts)

@@ -26,6 +26,7 @@ import pathlib
 import sys
 import time
 
+from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
@@ -39,6 +40,7 @@ from rclpy.exceptions import ParameterException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
 from rcl_interfaces.msg import SetParametersResult
 from std_srvs.srv import Trigger
 
@@ -100,6 +102,56 @@ class _LogGate:
         return True
 
 
+class SequenceGaps:
+    """Messages missing from one input's publication sequence numbers (rmw message info).
+
+    Each DDS writer numbers its samples 1, 2, 3, ... and rmw_fastrtps passes the number on as
+    ``publication_sequence_number``; rclpy's message info has no publisher id, so a gap is
+    meaningful only while the input has exactly one matched publisher (tracked with the matched
+    event). It catches what the RMW's message-lost event does not: samples a reliable KEEP_LAST
+    reader queue overwrote before the node took them. With several publishers on one input, or
+    an RMW without the number, nothing is counted here.
+    """
+
+    __slots__ = ('missed', 'publishers', '_last')
+
+    def __init__(self):
+        self.missed = 0
+        self.publishers = 0
+        self._last = None
+
+    def on_matched(self, info):
+        """Take a matched event (a publisher came or went): restart from its next number."""
+        self.publishers = info.current_count
+        self._last = None
+
+    def note(self, info):
+        """Take one message's info; return how many messages are missing before it."""
+        number = info.get('publication_sequence_number') if info else None
+        last, self._last = self._last, number
+        if number is None or last is None or self.publishers != 1 or number <= last + 1:
+            return 0   # first message, several writers, or a new writer (numbers restart)
+        missed = number - last - 1
+        self.missed += missed
+        return missed
+
+
+def _negative_time_error():
+    """Return ``(type, text)`` of what rclpy raises for a /clock message with a negative time.
+
+    Learned at import from the public ``Time.from_msg`` (what rclpy's TimeSource calls for every
+    /clock message), so a change of rclpy's wording cannot make the node misclassify it.
+    """
+    try:
+        Time.from_msg(TimeMsg(sec=-1))
+    except Exception as error:  # noqa: BLE001 - whatever rclpy raises is the signature
+        return type(error), str(error)
+    return None
+
+
+_NEGATIVE_TIME_ERROR = _negative_time_error()
+
+
 def new_bag_path(parent):
     """Return a new ``<parent>/ghost_feedback_YYYY_MM_DD-HH_MM_SS[_N]`` path (rosbag2's naming)."""
     parent = pathlib.Path(parent)
@@ -145,6 +197,9 @@ class FeedbackNode(Node):
         self.lost_messages = 0
         self.resets = collections.Counter()
         self.callback_errors = collections.Counter()
+        self.clock_rejected = 0
+        self.last_clock_rejection = ''
+        self._clock_log_gate = _LogGate()
         self._callback_error_log_gate = _LogGate()
         self.last_reject_reason = ''
         self.last_reset_reason = ''
@@ -170,7 +225,11 @@ class FeedbackNode(Node):
         output_qos = QoSProfile(
             history=HistoryPolicy.KEEP_LAST, depth=self._param('output_qos_depth'),
             reliability=ReliabilityPolicy.RELIABLE)
-        events = SubscriptionEventCallbacks(message_lost=self._on_message_lost)
+        self._outcome_gaps, self._assessment_gaps = SequenceGaps(), SequenceGaps()
+        # rclpy 7.1's experimental EventsExecutor raises SystemError for a subscription callback
+        # that takes the message info: with it, no sequence-gap counting (messages_missed).
+        with_info = self._param('executor') != 'events'
+        on_outcome, on_assessment = self._input_callbacks(with_info)
         # One output message, refilled per assessment: publish() serializes it synchronously.
         self._output_msg = CalibratedSelfAssessmentMsg()
         self._publisher = self.create_publisher(
@@ -179,11 +238,13 @@ class FeedbackNode(Node):
         # Created first: when both inputs are ready in one wait, the executor takes the outcomes
         # first (SingleThreadedExecutor serves a node's subscriptions in creation order).
         self._outcome_subscription = self.create_subscription(
-            PredictionOutcomeMsg, OUTCOME_TOPIC, self._on_outcome, input_qos,
-            event_callbacks=events)
+            PredictionOutcomeMsg, OUTCOME_TOPIC, on_outcome, input_qos,
+            event_callbacks=SubscriptionEventCallbacks(
+                message_lost=self._on_message_lost, matched=self._outcome_gaps.on_matched))
         self._assessment_subscription = self.create_subscription(
-            BeliefSelfAssessmentMsg, ASSESSMENT_TOPIC, self._on_assessment, input_qos,
-            event_callbacks=events)
+            BeliefSelfAssessmentMsg, ASSESSMENT_TOPIC, on_assessment, input_qos,
+            event_callbacks=SubscriptionEventCallbacks(
+                message_lost=self._on_message_lost, matched=self._assessment_gaps.on_matched))
         self._reset_service = self.create_service(Trigger, '~/reset', self._on_reset_request)
         # Assessments waiting for assessment_hold_s (empty when it is 0).
         self._held = collections.deque()
@@ -330,7 +391,23 @@ class FeedbackNode(Node):
         return None
 
     def note_callback_error(self, error):
-        """Count and log (throttled) an exception a callback raised; the node keeps running."""
+        """Count and log (throttled) an exception a callback raised; the node keeps running.
+
+        rclpy's own /clock subscription (its TimeSource, with use_sim_time) raises when a
+        /clock message holds a negative time; that message is counted as a rejected clock, and
+        the node clock keeps its last value.
+        """
+        if (type(error), str(error)) == _NEGATIVE_TIME_ERROR:
+            self.clock_rejected += 1
+            self.last_clock_rejection = (
+                f'a /clock message with a negative time (rclpy: {error}); the node clock keeps '
+                'its last value')
+            self._period.note(WARN, f'rejecting /clock messages ({self.last_clock_rejection})')
+            if self._clock_log_gate.open(self._config.reject_log_throttle_s):
+                self.get_logger().warning(
+                    f'/clock message rejected ({self.clock_rejected} so far): '
+                    f'{self.last_clock_rejection}')
+            return
         key = type(error).__name__
         self.callback_errors[key] += 1
         self._period.note(ERROR, f'a callback raised {key}: {error}')
@@ -360,6 +437,33 @@ class FeedbackNode(Node):
             self.get_logger().warning(
                 f'rejected {kind} ({sum(self.rejected.values())} so far): {text}')
 
+    def _input_callbacks(self, with_info):
+        if with_info:
+            return self._on_outcome_with_info, self._on_assessment_with_info
+        return self._on_outcome, self._on_assessment
+
+    def input_handlers(self):
+        """Return ``(on_outcome, on_assessment)``: the subscription callbacks, taking a message.
+
+        For handler-level tests and benches, which feed messages without DDS: the same code
+        the subscriptions run (the message-info path with an empty info where it is in use).
+        """
+        with_info = self._param('executor') != 'events'
+        on_outcome, on_assessment = self._input_callbacks(with_info)
+        if not with_info:
+            return on_outcome, on_assessment
+        return (lambda msg: on_outcome(msg, {})), (lambda msg: on_assessment(msg, {}))
+
+    def _note_missed(self, kind, missed):
+        self._period.note(WARN, f'{missed} {kind} messages missing from the publication '
+                                'sequence (input queue overflow)')
+
+    def _on_outcome_with_info(self, msg, info):
+        missed = self._outcome_gaps.note(info)
+        if missed:
+            self._note_missed('outcome', missed)
+        self._on_outcome(msg)
+
     def _on_outcome(self, msg):
         self.received['outcome'] += 1
         try:
@@ -386,6 +490,12 @@ class FeedbackNode(Node):
                 and outcome.observed_stamp_sim_ns <= self._last_processed_belief_stamp):
             # It would have counted for an assessment already published.
             self.late_outcomes += 1
+
+    def _on_assessment_with_info(self, msg, info):
+        missed = self._assessment_gaps.note(info)
+        if missed:
+            self._note_missed('assessment', missed)
+        self._on_assessment(msg)
 
     def _on_assessment(self, msg):
         self.received['assessment'] += 1
@@ -474,6 +584,7 @@ class FeedbackNode(Node):
             'too_old_outcomes_dropped': self.too_old_outcomes,
             'late_outcomes': self.late_outcomes,
             'messages_lost': self.lost_messages,
+            'messages_missed': self._outcome_gaps.missed + self._assessment_gaps.missed,
             'outcome_publishers': self._outcome_subscription.get_publisher_count(),
             'assessment_publishers': self._assessment_subscription.get_publisher_count(),
             'resets_total': sum(self.resets.values()),
@@ -488,6 +599,8 @@ class FeedbackNode(Node):
             'underconfident_assessments': self.underconfident_assessments,
             'last_reject_reason': self.last_reject_reason,
             'node_clock_ns': self._last_clock_ns,
+            'clock_rejected': self.clock_rejected,
+            'last_clock_rejection': self.last_clock_rejection,
             'clock_stalled': bool(clock_note),
         }
         if self._telemetry is not None:
@@ -517,8 +630,14 @@ class FeedbackNode(Node):
     def close(self):
         """Finish the telemetry bag, if recording (idempotent; main() calls it on shutdown)."""
         telemetry = getattr(self, '_telemetry', None)
-        if telemetry is not None:
+        if telemetry is not None and not telemetry.closed:
             telemetry.close()
+            self.get_logger().info(
+                f'telemetry: {telemetry.recorded} messages recorded in {telemetry.path}, '
+                f'{telemetry.not_recorded} not recorded'
+                + ('' if telemetry.error is None else
+                   ' (recording stopped by the error above; the bag is unfinished: no '
+                   'metadata.yaml, its complete MCAP chunks are readable)'))
 
     def destroy_node(self):
         """Finish the telemetry bag, then destroy the node."""
@@ -527,7 +646,11 @@ class FeedbackNode(Node):
 
 
 def make_executor(name, context=None):
-    """Return the executor called ``name`` (see EXECUTORS) bound to ``context``."""
+    """Return the executor called ``name`` (see EXECUTORS) bound to ``context``.
+
+    A FeedbackNode must run on the executor its ``executor`` parameter names: it subscribes
+    with message-info callbacks except for ``events`` (which cannot call them on rclpy 7.1).
+    """
     if name == 'events':
         from rclpy.experimental import EventsExecutor
         return EventsExecutor(context=context)

@@ -52,7 +52,8 @@ NODE_PARAMETERS = {
     'executor': ParameterSpec(
         DEFAULT_EXECUTOR, "Executor used by main() (read-only): single_threaded is rclpy's "
         'stable SingleThreadedExecutor; events is rclpy.experimental.EventsExecutor (faster, '
-        'experimental on Jazzy).', read_only=True, choices=EXECUTORS),
+        'experimental on Jazzy; it cannot pass message info to callbacks, so no messages_missed '
+        'counting).', read_only=True, choices=EXECUTORS),
     'output_qos_depth': ParameterSpec(
         10, 'keep_last depth of the reliable calibrated output (read-only).', read_only=True,
         integer_range=(1, 100_000)),

@@ -23,7 +23,7 @@ class BackgroundRecorder:
         self._on_error = on_error
         self._queue = queue.Queue(maxsize=queue_size)
         self._lock = threading.Lock()
-        self.not_recorded = 0
+        self._dropped = 0
         self._closed = False
         self._thread = threading.Thread(
             target=self._run, name='ghost_feedback_telemetry', daemon=True)
@@ -35,14 +35,26 @@ class BackgroundRecorder:
         return self._recorder.path
 
     @property
+    def closed(self):
+        """Return True once :meth:`close` was called."""
+        return self._closed
+
+    @property
     def error(self):
         """Return the error that stopped the recording, or None."""
         return self._recorder.error
 
     @property
     def recorded(self):
-        """Return the number of messages written to the bag (what metadata.yaml counts)."""
+        """Return the number of messages recorded in the bag (see TelemetryRecorder.counts)."""
         return sum(self._recorder.counts.values())
+
+    @property
+    def not_recorded(self):
+        """Return the number of records not in the bag: queue full, or after a write error."""
+        with self._lock:
+            dropped = self._dropped
+        return dropped + self._recorder.not_recorded
 
     def _put(self, item, records):
         if self._closed or self._recorder.error is not None:
@@ -55,7 +67,7 @@ class BackgroundRecorder:
 
     def _count_lost(self, records):
         with self._lock:
-            self.not_recorded += records
+            self._dropped += records
 
     def record_outcome(self, outcome):
         """Queue an accepted PredictionOutcome."""
@@ -76,17 +88,13 @@ class BackgroundRecorder:
             if item is _STOP:
                 return
             kind, first, second = item
-            if recorder.error is not None:
-                self._count_lost(0 if kind == 'config' else (1 if kind == 'outcome' else 2))
-                continue
+            # After a write error the recorder only counts what it is given as not recorded.
             if kind == 'outcome':
                 recorder.record_outcome(first)
             elif kind == 'assessment':
                 recorder.record_assessment(first, second)
             else:
                 recorder.note_config_change()
-            if recorder.error is not None:
-                self._count_lost(1 if kind == 'outcome' else (2 if kind == 'assessment' else 0))
 
     def close(self, timeout_s=30.0):
         """Write what is queued, finish the bag; report (not raise) a failure. Idempotent."""

@@ -452,6 +452,29 @@ class OpenBag:
                 connection.topic, normalize_type_name(connection.msgtype), log_time, payload)
 
 
+def readable_message_counts(file_path):
+    """Return ``{topic: messages}`` readable from the start of an MCAP file, however it ends.
+
+    For a file a failed write left without summary or footer (a full disk): mcap's stream
+    reader reads records in file order and stops at the first incomplete one, so this counts the
+    messages of every complete chunk, what any reader can recover.
+    """
+    from mcap.records import Channel, Message
+    from mcap.stream_reader import StreamReader
+
+    topics, counts = {}, Counter()
+    with open(file_path, 'rb') as stream:
+        try:
+            for record in StreamReader(stream, skip_magic=False).records:
+                if isinstance(record, Channel):
+                    topics[record.id] = record.topic
+                elif isinstance(record, Message):
+                    counts[topics[record.channel_id]] += 1
+        except Exception:  # noqa: BLE001,S110 - any reader error ends the readable prefix
+            pass
+    return dict(counts)
+
+
 def _iter_mcap_file_order(file_path, wanted):
     """Yield BagMessage from one MCAP file in file order (mcap's public reader, CRCs checked)."""
     from mcap.reader import make_reader

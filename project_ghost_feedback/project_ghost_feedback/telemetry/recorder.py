@@ -8,6 +8,7 @@ node's configuration at start goes to metadata.yaml's ``custom_data`` so ``ghost
 can verify the bag with the configuration that produced it.
 """
 
+import pathlib
 import threading
 
 from ..core.feedback import policy_parameters
@@ -16,6 +17,7 @@ from .adapters import (
     CalibratedSelfAssessmentToTelemetryAdapter,
     PredictionOutcomeToTelemetryAdapter,
 )
+from .bag_reader import readable_message_counts
 from .msgdefs import MessageDefinitionError
 from .replay import (
     CUSTOM_CONFIG_CHANGES,
@@ -52,6 +54,8 @@ class TelemetryRecorder:
             raise ValueError(f'telemetry_bag: {error}') from None
         self.path = path
         self.error = None
+        self.offered = 0
+        self._readable = None
         self._on_error = on_error
         self._lock = threading.Lock()
         self._outcome = PredictionOutcomeToTelemetryAdapter()
@@ -60,8 +64,19 @@ class TelemetryRecorder:
 
     @property
     def counts(self):
-        """Return ``{topic: messages written}``."""
+        """Return ``{topic: messages recorded}``.
+
+        Before a write error: what the writer took (what metadata.yaml counts at close). After
+        one: what is readable from the bag's MCAP file (its complete chunks), counted once.
+        """
+        if self._readable is not None:
+            return dict(self._readable)
         return dict(self._writer.counts)
+
+    @property
+    def not_recorded(self):
+        """Return the number of records given to this recorder that are not in the bag."""
+        return self.offered - sum(self.counts.values())
 
     @property
     def closed(self):
@@ -70,15 +85,35 @@ class TelemetryRecorder:
 
     def _write(self, records):
         with self._lock:
+            self.offered += len(records)
             if self.error is not None or self._writer.closed:
                 return
             try:
                 for record in records:
                     self._writer.write(record)
             except Exception as error:  # noqa: BLE001 - never take the node down with the log
-                self.error = error
-                if self._on_error is not None:
-                    self._on_error(f'telemetry recording to {self.path} stopped: {error}')
+                self._stop(error)
+
+    def _stop(self, error):
+        """Stop recording after a write error: abort the bag, count what is readable, report.
+
+        The writer buffers a chunk in memory, so messages it took may never reach the disk:
+        after the error, the recorded count is what a reader recovers from the file. Finishing
+        the bag would fail the same way (a full disk), so it is aborted: the MCAP file keeps
+        its complete chunks and gets no summary, and there is no metadata.yaml.
+        """
+        self.error = error
+        try:
+            self._writer.abort()
+        except Exception:  # noqa: BLE001,S110 - the error being reported says it all
+            pass
+        readable = {}
+        for mcap_file in sorted(pathlib.Path(self.path).glob('*.mcap')):
+            for topic, count in readable_message_counts(mcap_file).items():
+                readable[topic] = readable.get(topic, 0) + count
+        self._readable = readable
+        if self._on_error is not None:
+            self._on_error(f'telemetry recording to {self.path} stopped: {error}')
 
     def record_outcome(self, outcome):
         """Record an accepted PredictionOutcome (log time: its observed stamp)."""
@@ -97,6 +132,15 @@ class TelemetryRecorder:
             self._writer.set_custom_data(CUSTOM_CONFIG_CHANGES, str(self._config_changes))
 
     def close(self):
-        """Finish the bag (MCAP summary and metadata.yaml). Idempotent."""
+        """Finish the bag (MCAP summary and metadata.yaml). Idempotent.
+
+        A failure to finish (the disk filled up) is handled as a write error: reported once
+        through ``on_error``, the complete chunks counted; it is not raised.
+        """
         with self._lock:
-            self._writer.close()
+            if self._writer.closed:
+                return
+            try:
+                self._writer.close()
+            except Exception as error:  # noqa: BLE001 - never fail the node's shutdown
+                self._stop(error)

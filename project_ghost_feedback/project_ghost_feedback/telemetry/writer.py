@@ -219,7 +219,15 @@ class TelemetryWriter:
         """Finish the bag: MCAP summary, footer and metadata.yaml. Idempotent."""
         if not self._closed:
             self._closed = True
-            self._backend.close()
+            try:
+                self._backend.close()
+            except BaseException:
+                # E.g. a full disk: release the file; the bag stays unfinished.
+                try:
+                    self._backend.abort()
+                except Exception:  # noqa: BLE001,S110 - the close error is the one to raise
+                    pass
+                raise
 
     def abort(self):
         """Stop without finishing the bag (it will not be readable). Idempotent."""
