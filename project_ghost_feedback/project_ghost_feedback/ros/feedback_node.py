@@ -106,31 +106,30 @@ class SequenceGaps:
     """Messages missing from one input's publication sequence numbers (rmw message info).
 
     Each DDS writer numbers its samples 1, 2, 3, ... and rmw_fastrtps passes the number on as
-    ``publication_sequence_number``; rclpy's message info has no publisher id, so a gap is
-    meaningful only while the input has exactly one matched publisher (tracked with the matched
-    event). It catches what the RMW's message-lost event does not: samples a reliable KEEP_LAST
-    reader queue overwrote before the node took them. With several publishers on one input, or
-    an RMW without the number, nothing is counted here.
+    ``publication_sequence_number``; rclpy's message info has no publisher id, so a gap counts
+    only when the input has exactly one matched publisher at that moment (``publisher_count``,
+    asked only when a gap shows, so the common path costs nothing). A number at or below the
+    previous one is a new writer (numbering restarts) and is not a gap. It catches what the RMW's
+    message-lost event does not: samples a reliable KEEP_LAST reader queue overwrote before the
+    node took them. With several publishers on one input, or an RMW without the number, nothing
+    is counted here.
     """
 
-    __slots__ = ('missed', 'publishers', '_last')
+    __slots__ = ('missed', '_publisher_count', '_last')
 
-    def __init__(self):
+    def __init__(self, publisher_count):
         self.missed = 0
-        self.publishers = 0
-        self._last = None
-
-    def on_matched(self, info):
-        """Take a matched event (a publisher came or went): restart from its next number."""
-        self.publishers = info.current_count
+        self._publisher_count = publisher_count
         self._last = None
 
     def note(self, info):
         """Take one message's info; return how many messages are missing before it."""
         number = info.get('publication_sequence_number') if info else None
         last, self._last = self._last, number
-        if number is None or last is None or self.publishers != 1 or number <= last + 1:
-            return 0   # first message, several writers, or a new writer (numbers restart)
+        if number is None or last is None or number <= last + 1:
+            return 0   # no number, the first message, no gap, or a new writer
+        if self._publisher_count() != 1:
+            return 0   # numbers of several writers interleave: a gap means nothing
         missed = number - last - 1
         self.missed += missed
         return missed
@@ -225,7 +224,6 @@ class FeedbackNode(Node):
         output_qos = QoSProfile(
             history=HistoryPolicy.KEEP_LAST, depth=self._param('output_qos_depth'),
             reliability=ReliabilityPolicy.RELIABLE)
-        self._outcome_gaps, self._assessment_gaps = SequenceGaps(), SequenceGaps()
         # rclpy 7.1's experimental EventsExecutor raises SystemError for a subscription callback
         # that takes the message info: with it, no sequence-gap counting (messages_missed).
         with_info = self._param('executor') != 'events'
@@ -239,12 +237,12 @@ class FeedbackNode(Node):
         # first (SingleThreadedExecutor serves a node's subscriptions in creation order).
         self._outcome_subscription = self.create_subscription(
             PredictionOutcomeMsg, OUTCOME_TOPIC, on_outcome, input_qos,
-            event_callbacks=SubscriptionEventCallbacks(
-                message_lost=self._on_message_lost, matched=self._outcome_gaps.on_matched))
+            event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_message_lost))
         self._assessment_subscription = self.create_subscription(
             BeliefSelfAssessmentMsg, ASSESSMENT_TOPIC, on_assessment, input_qos,
-            event_callbacks=SubscriptionEventCallbacks(
-                message_lost=self._on_message_lost, matched=self._assessment_gaps.on_matched))
+            event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_message_lost))
+        self._outcome_gaps = SequenceGaps(self._outcome_subscription.get_publisher_count)
+        self._assessment_gaps = SequenceGaps(self._assessment_subscription.get_publisher_count)
         self._reset_service = self.create_service(Trigger, '~/reset', self._on_reset_request)
         # Assessments waiting for assessment_hold_s (empty when it is 0).
         self._held = collections.deque()
