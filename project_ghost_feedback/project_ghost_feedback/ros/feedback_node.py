@@ -24,9 +24,7 @@ import collections
 import datetime
 import pathlib
 import sys
-import time
 
-from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
@@ -40,7 +38,6 @@ from rclpy.exceptions import ParameterException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.time import Time
 from rcl_interfaces.msg import SetParametersResult
 from std_srvs.srv import Trigger
 
@@ -65,6 +62,7 @@ from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for mai
     policy_parameter_specs,
     validate,
 )
+from .input_accounting import is_negative_time_error, LogGate, SequenceGaps
 
 NODE_NAME = 'feedback_node'
 DIAGNOSTIC_TASK = 'calibration'
@@ -79,76 +77,6 @@ _MAX_REJECT_TEXT = 300
 
 class StartupError(ValueError):
     """The start-up configuration is invalid (run_node() logs it and exits 2)."""
-
-
-class _LogGate:
-    """At most one log per period, decided before calling the logger.
-
-    rclpy's own ``throttle_duration_sec`` inspects the caller's frame on every call, also for the
-    calls it then drops (~0.5 ms each, bench/node_bench.py). Steady time; it only paces logs.
-    """
-
-    __slots__ = ('_next_ns',)
-
-    def __init__(self):
-        self._next_ns = 0
-
-    def open(self, period_s):
-        """Return True if a log may go out now (then not again for ``period_s`` seconds)."""
-        now_ns = time.monotonic_ns()
-        if now_ns < self._next_ns:
-            return False
-        self._next_ns = now_ns + int(period_s * 1e9)
-        return True
-
-
-class SequenceGaps:
-    """Messages missing from one input's publication sequence numbers (rmw message info).
-
-    Each DDS writer numbers its samples 1, 2, 3, ... and rmw_fastrtps passes the number on as
-    ``publication_sequence_number``; rclpy's message info has no publisher id, so a gap counts
-    only when the input has exactly one matched publisher at that moment (``publisher_count``,
-    asked only when a gap shows, so the common path costs nothing). A number at or below the
-    previous one is a new writer (numbering restarts) and is not a gap. It catches what the RMW's
-    message-lost event does not: samples a reliable KEEP_LAST reader queue overwrote before the
-    node took them. With several publishers on one input, or an RMW without the number, nothing
-    is counted here.
-    """
-
-    __slots__ = ('missed', '_publisher_count', '_last')
-
-    def __init__(self, publisher_count):
-        self.missed = 0
-        self._publisher_count = publisher_count
-        self._last = None
-
-    def note(self, info):
-        """Take one message's info; return how many messages are missing before it."""
-        number = info.get('publication_sequence_number') if info else None
-        last, self._last = self._last, number
-        if number is None or last is None or number <= last + 1:
-            return 0   # no number, the first message, no gap, or a new writer
-        if self._publisher_count() != 1:
-            return 0   # numbers of several writers interleave: a gap means nothing
-        missed = number - last - 1
-        self.missed += missed
-        return missed
-
-
-def _negative_time_error():
-    """Return ``(type, text)`` of what rclpy raises for a /clock message with a negative time.
-
-    Learned at import from the public ``Time.from_msg`` (what rclpy's TimeSource calls for every
-    /clock message), so a change of rclpy's wording cannot make the node misclassify it.
-    """
-    try:
-        Time.from_msg(TimeMsg(sec=-1))
-    except Exception as error:  # noqa: BLE001 - whatever rclpy raises is the signature
-        return type(error), str(error)
-    return None
-
-
-_NEGATIVE_TIME_ERROR = _negative_time_error()
 
 
 def new_bag_path(parent):
@@ -198,13 +126,13 @@ class FeedbackNode(Node):
         self.callback_errors = collections.Counter()
         self.clock_rejected = 0
         self.last_clock_rejection = ''
-        self._clock_log_gate = _LogGate()
-        self._callback_error_log_gate = _LogGate()
+        self._clock_log_gate = LogGate()
+        self._callback_error_log_gate = LogGate()
         self.last_reject_reason = ''
         self.last_reset_reason = ''
         self.last_calibrated = None
-        self._reject_log_gate = _LogGate()
-        self._downgrade_log_gate = _LogGate()
+        self._reject_log_gate = LogGate()
+        self._downgrade_log_gate = LogGate()
         self._window = OutcomeWindow(config.buffer_capacity)
         self._period = PeriodStatus()
         self._last_severity = None
@@ -395,7 +323,7 @@ class FeedbackNode(Node):
         /clock message holds a negative time; that message is counted as a rejected clock, and
         the node clock keeps its last value.
         """
-        if (type(error), str(error)) == _NEGATIVE_TIME_ERROR:
+        if is_negative_time_error(error):
             self.clock_rejected += 1
             self.last_clock_rejection = (
                 f'a /clock message with a negative time (rclpy: {error}); the node clock keeps '
