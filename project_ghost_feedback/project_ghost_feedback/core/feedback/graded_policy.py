@@ -42,7 +42,7 @@ window, the first false downgrade after 3398 outcomes on average (exact Markov c
 from dataclasses import dataclass
 import functools
 
-from .._validation import require_int, type_error, value_error
+from .._validation import type_error, value_error
 from .calibrated_policies import (
     _check_inputs,
     _require_common,
@@ -156,7 +156,6 @@ class OverconfidenceScalePolicy:
     def __post_init__(self):
         owner = 'OverconfidenceScalePolicy'
         _require_common(owner, self)
-        require_int(owner, 'max_window', self.max_window, minimum=1, maximum=MAX_WINDOW)
         setattr_ = object.__setattr__
         setattr_(self, 'gross_overconfidence', _require_real(
             owner, 'gross_overconfidence', self.gross_overconfidence, 1.0,
