@@ -154,8 +154,8 @@ class FeedbackNode(Node):
             reliability=ReliabilityPolicy.RELIABLE)
         # rclpy 7.1's experimental EventsExecutor raises SystemError for a subscription callback
         # that takes the message info: with it, no sequence-gap counting (messages_missed).
-        with_info = self._param('executor') != 'events'
-        on_outcome, on_assessment = self._input_callbacks(with_info)
+        self._message_info = self._param('executor') != 'events'
+        on_outcome, on_assessment = self._input_callbacks()
         # One output message, refilled per assessment: publish() serializes it synchronously.
         self._output_msg = CalibratedSelfAssessmentMsg()
         self._publisher = self.create_publisher(
@@ -363,8 +363,8 @@ class FeedbackNode(Node):
             self.get_logger().warning(
                 f'rejected {kind} ({sum(self.rejected.values())} so far): {text}')
 
-    def _input_callbacks(self, with_info):
-        if with_info:
+    def _input_callbacks(self):
+        if self._message_info:
             return self._on_outcome_with_info, self._on_assessment_with_info
         return self._on_outcome, self._on_assessment
 
@@ -374,9 +374,8 @@ class FeedbackNode(Node):
         For handler-level tests and benches, which feed messages without DDS: the same code
         the subscriptions run (the message-info path with an empty info where it is in use).
         """
-        with_info = self._param('executor') != 'events'
-        on_outcome, on_assessment = self._input_callbacks(with_info)
-        if not with_info:
+        on_outcome, on_assessment = self._input_callbacks()
+        if not self._message_info:
             return on_outcome, on_assessment
         return (lambda msg: on_outcome(msg, {})), (lambda msg: on_assessment(msg, {}))
 
