@@ -460,4 +460,7 @@ def test_launch_respawn_with_telemetry_dir_records_a_new_bag_per_run(
         with Reader(bag) as reader:
             counts = {c.topic: c.msgcount for c in reader.connections}
             read = collections.Counter(c.topic for c, _, _ in reader.messages())
-        assert counts == dict(read) and read['/self_assessment/calibrated'] > 0, (bag, counts)
+        # A run stopped early may hold a channel with no message yet: metadata says 0 for it.
+        assert set(read) <= set(counts), (bag, counts, read)
+        assert counts == {topic: read[topic] for topic in counts}, (bag, counts, read)
+        assert read['/self_assessment/calibrated'] > 0, (bag, counts)
