@@ -184,6 +184,52 @@ def test_estimate_waits_for_a_newer_reference(harness):
     assert h.outcomes[0].position_mahalanobis == pytest.approx(1.0)
 
 
+def test_backlog_of_both_inputs_pairs_every_estimate(harness):
+    """Both inputs queued before the bridge spins: every estimate is paired, none dropped.
+
+    10 s of references at 50 Hz and estimates at 10 Hz sit in the bridge's input queues. The
+    executor takes one message per ready subscription per turn, so estimates run ahead of their
+    references in stamp time (4 s per 10 estimates); their wait must not count as "no reference
+    came" while references are still arriving.
+    """
+    h = harness(**UNPACED)
+    deep = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                      reliability=ReliabilityPolicy.RELIABLE)
+    estimates = h.client.create_publisher(Odometry, 'estimate', deep)
+    references = h.client.create_publisher(Odometry, 'reference', deep)
+    h.spin_until(lambda: (estimates.get_subscription_count() >= 1
+                          and references.get_subscription_count() >= 1), 'deep publishers')
+    time.sleep(0.2)
+    for index in range(501):   # references at 0, 20, ..., 10000 ms
+        stamp_ns = index * SECOND_NS // 50
+        references.publish(set_pose(Odometry(), stamp_ns, 'odom', x=0.0))
+        if index % 5 == 2 and index < 500:   # estimates at 40, 140, ..., 9940 ms
+            estimates.publish(set_pose(Odometry(), stamp_ns, 'odom', x=0.1,
+                                       covariance=COVARIANCE))
+    time.sleep(1.0)   # let DDS fill the bridge's queues before it takes anything
+    h.spin_until(lambda: (h.node.assessments_published >= 100
+                          and h.node.received['reference'] >= 501), 'every input handled')
+    assert h.node.received == {'reference': 501, 'estimate': 100}
+    assert dict(h.node.dropped) == {}
+    assert h.node.paired == 100 and h.node.outcomes_published == 100
+
+
+def test_estimates_stop_waiting_once_references_stop(harness):
+    """References stop at 1 s: an estimate is dropped once max_estimate_wait_s of estimates came.
+
+    The wait counts estimate time from the first estimate after the newest reference, so with
+    max_estimate_wait_s = 5 the estimates stamped 1.05 .. 2.05 s are dropped by the one at 7.05 s.
+    """
+    h = harness(**UNPACED)
+    for index in range(11):
+        h.reference(index * SECOND_NS // 10)
+    for index in range(61):   # 1.05 .. 7.05 s
+        h.estimate(SECOND_NS + SECOND_NS // 20 + index * SECOND_NS // 10)
+    h.spin_until(lambda: h.node.assessments_published >= 11, '11 assessments')
+    assert dict(h.node.dropped) == {'no_reference_after': 11}
+    assert h.node.paired == 0 and h.node.assessments_published == 11
+
+
 def test_frame_mismatch_is_refused_and_counted(harness):
     """Reference in map, estimate in odom, no transform: no outcome, counted, ERROR status."""
     h = harness(**UNPACED)

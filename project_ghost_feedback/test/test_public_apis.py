@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The package uses only public names of rosbags and mcap (a minor release may change the rest).
+"""The package uses only public names of rosbags, mcap and rclpy (a minor release may break others).
 
 Public means: imported from a module whose dotted path has no component starting with ``_``, the
 name itself not starting with ``_``, and, for rosbags, only from the modules it documents as its
 API, and only names they list in ``__all__``. Attribute access on anything is checked against
 internals the telemetry code used to reach into (the reader's storages and their scan, the
-generated per-type CDR functions).
+generated per-type CDR functions), and against rclpy's C bindings: an entity's ``handle`` and the
+``take_message`` an executor calls on it (the bridge once drained a queue that way).
 """
 
 import ast
@@ -16,7 +17,7 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'project_ghost_feedback'
 BENCH = pathlib.Path(__file__).resolve().parents[2] / 'bench'
-LIBRARIES = ('rosbags', 'mcap')
+LIBRARIES = ('rosbags', 'mcap', 'rclpy')
 ROSBAGS_API_MODULES = {
     'rosbags.highlevel', 'rosbags.interfaces', 'rosbags.rosbag2', 'rosbags.serde',
     'rosbags.typesys',
@@ -28,6 +29,7 @@ MCAP_API_MODULES = {
 INTERNAL_ATTRIBUTES = {
     'storages', 'messages_scan', 'deserialize_cdr_le', 'deserialize_cdr_be',
     'serialize_cdr_le', 'serialize_cdr_be', 'getsize_cdr', 'get_msgdef', 'fielddefs',
+    'handle', 'take_message',
 }
 
 
@@ -82,7 +84,7 @@ def _problems(path):
 
 @pytest.mark.parametrize('path', _sources(), ids=lambda p: p.name)
 def test_only_public_rosbags_and_mcap_names(path):
-    """No private module, name or internal attribute of rosbags/mcap in package or benches."""
+    """No private module, name or internal attribute of rosbags/mcap/rclpy in package or benches."""
     assert _problems(path) == []
 
 
@@ -96,11 +98,18 @@ def test_the_check_finds_what_it_forbids(tmp_path):
         'from rosbags.rosbag2 import _private\n'
         'def f(reader):\n'
         '    return reader.storage.storages[0].messages_scan([])\n'
-        "getattr(object, 'messages_scan', None)\n", encoding='utf-8')
+        "getattr(object, 'messages_scan', None)\n"
+        'from rclpy.impl import _x\n'
+        'from rclpy._rclpy_pybind11 import Subscription\n'
+        'def g(subscription):\n'
+        '    return subscription.handle.take_message(subscription.msg_type, False)\n',
+        encoding='utf-8')
     found = '\n'.join(_problems(sample))
     for needle in ('storage_mcap is not a documented rosbags',
                    'metadata is not a documented rosbags',
                    'private module mcap._chunk_indexer', 'private name rosbags.rosbag2._private',
                    'internal attribute .storages', 'internal attribute .messages_scan',
-                   'internal attribute via getattr'):
+                   'internal attribute via getattr', 'private name rclpy.impl._x',
+                   'private module rclpy._rclpy_pybind11', 'internal attribute .handle',
+                   'internal attribute .take_message'):
         assert needle in found, (needle, found)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Shared pieces of the project nodes: main() (signals, spin, exit codes) and queue draining."""
+"""Shared pieces of the project nodes: main() (signals, spin, exit codes)."""
 
 import signal
 
@@ -109,20 +109,3 @@ def run_node(make_node, logger_name, args=None, make_executor=None, on_error=Non
         rclpy.try_shutdown()
         shutdown.restore()
     return exit_code
-
-
-def drain_queued(node, subscription, callback, limit):
-    """Take up to ``limit`` messages already queued on ``subscription``; pass each to ``callback``.
-
-    Lets a node handle the messages of one input that arrived before the message it is about to
-    handle on another (the executor takes one message per ready subscription per turn).
-    """
-    try:
-        with subscription.handle:
-            for _ in range(limit):
-                taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
-                if taken is None:
-                    return
-                callback(taken[0])
-    except Exception as error:  # noqa: BLE001 - never lose the message being handled
-        node.get_logger().debug(f'queue drain unavailable: {error!r}', once=True)

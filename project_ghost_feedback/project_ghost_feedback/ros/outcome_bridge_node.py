@@ -11,9 +11,10 @@ by the decorrelation parameters) -- the feedback node's inputs, with no remappin
 always published before the assessment of the same stamp. The math and conventions are in
 bridge/geometry.py and docs/bridge.md.
 
-Estimates newer than the newest reference wait (at most ``max_estimate_wait_s`` of estimate
-time and ``pending_capacity`` of them) for a reference after them; nothing is paired with a
-stale reference. Drops are counted per reason on /diagnostics.
+Estimates newer than the newest reference wait for a reference after them: while references
+keep arriving (a backlog being worked through, or a reference with latency) up to
+``pending_capacity`` of them; once references stop, at most ``max_estimate_wait_s`` of estimate
+time. Nothing is paired with a stale reference. Drops are counted per reason on /diagnostics.
 
 Run it with ``ros2 run project_ghost_feedback outcome_bridge`` or ``outcome_bridge`` (venv).
 """
@@ -47,7 +48,7 @@ from ..bridge.geometry import AXES, axis_mask, covariance_6x6, FixedTransform, p
 from ..bridge.reference_buffer import AFTER_BUFFER, EMPTY, ReferenceBuffer, ReferenceSample
 from ..core import BeliefSelfAssessment, NamedLevel, PredictionOutcome
 from .conversions import belief_to_msg, outcome_to_msg
-from .node_main import drain_queued, run_node
+from .node_main import run_node
 
 NODE_NAME = 'outcome_bridge'
 DIAGNOSTIC_TASK = 'outcome_bridge'
@@ -101,7 +102,7 @@ PARAMETERS = {
     'max_estimate_wait_s': (
         5.0, _F, (0.0, 3600.0), False,
         'An estimate newer than every reference is dropped once estimates this much newer '
-        'arrived (estimate time).'),
+        'arrived with no newer reference in between (estimate time).'),
     'use_reference_covariance': (
         True, _B, None, False, 'Add the reference covariance (if its type has one).'),
     'ignored_axes': (
@@ -266,8 +267,11 @@ class OutcomeBridge(Node):
         self._logged_once = set()
         self._pending = collections.deque()
         self._pending_capacity = self._param('pending_capacity')
-        self._drain_limit = self._param('input_qos_depth')
         self._last_estimate_ns = None
+        # Stamp of the first estimate that arrived after the newest reference sample was added
+        # (None: a newer reference came after the last estimate). Waits count from it (see
+        # _resolve_pending).
+        self._no_reference_since_ns = None
         self._reference_frame_id = None
 
         input_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST,
@@ -360,6 +364,7 @@ class OutcomeBridge(Node):
         self._buffer.clear()
         self._pacer.reset()
         self._last_estimate_ns = None
+        self._no_reference_since_ns = None
         self._reference_frame_id = None
         self.clock_resets += 1
         self.get_logger().warning(
@@ -402,23 +407,13 @@ class OutcomeBridge(Node):
             if self._reference_frame_id is not None:
                 self._buffer.clear()  # never interpolate across frames
             self._reference_frame_id = frame_id
-        self._buffer.add(sample)
+        newest = self._buffer.newest_stamp_ns
+        if self._buffer.add(sample) and (newest is None or sample.stamp_ns > newest):
+            self._no_reference_since_ns = None  # references are moving: estimates may wait
         self._resolve_pending()
-
-    def _drain_references(self):
-        """Take the references already queued before handling an estimate.
-
-        The executor takes one message per ready subscription per turn, and references usually
-        come faster than estimates: behind a backlog, estimates would run ahead of their
-        references in stamp time and wait (or be dropped) for references already received. At
-        most one input queue's worth per estimate (``input_qos_depth``), as the feedback node
-        drains outcomes before an assessment.
-        """
-        drain_queued(self, self._reference_subscription, self._on_reference, self._drain_limit)
 
     def _on_estimate(self, msg):
         self.received['estimate'] += 1
-        self._drain_references()
         pose, covariance = _pose_with_covariance(msg)
         try:
             position, quaternion = _pose_parts(pose)
@@ -431,6 +426,8 @@ class OutcomeBridge(Node):
             self._drop(DROP_NOT_NEWER, f'{estimate.stamp_ns} <= {self._last_estimate_ns} ns')
             return
         self._last_estimate_ns = estimate.stamp_ns
+        if self._no_reference_since_ns is None:
+            self._no_reference_since_ns = estimate.stamp_ns
         if len(self._pending) >= self._pending_capacity:
             self._finish(self._pending.popleft(), None, DROP_PENDING_OVERFLOW)
         self._pending.append(estimate)
@@ -448,7 +445,16 @@ class OutcomeBridge(Node):
                 continue
             looked_up = self._buffer.lookup(estimate.stamp_ns)
             if looked_up in (AFTER_BUFFER, EMPTY):
-                waited = self._last_estimate_ns - estimate.stamp_ns
+                # The wait counts only the estimate time during which no reference arrived. The
+                # executor takes one message per ready subscription per turn, so behind a
+                # backlog estimates run ahead of references already queued (at 50 Hz references
+                # and 10 Hz estimates, 4 s of estimate time per 10 estimates): counting all of
+                # it would drop estimates whose references are in fact there. While references
+                # come, pending_capacity bounds the wait.
+                if self._no_reference_since_ns is None:
+                    return
+                waited = self._last_estimate_ns - max(estimate.stamp_ns,
+                                                      self._no_reference_since_ns)
                 if waited < self._config['max_estimate_wait_ns']:
                     return  # a newer reference may still come
                 self._finish(self._pending.popleft(), None, DROP_NO_REFERENCE_AFTER)
