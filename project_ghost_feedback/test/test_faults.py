@@ -136,15 +136,20 @@ class Client:
         for status in array.status:
             self.diagnostics.update((kv.key, kv.value) for kv in status.values)
 
-    def spin_until(self, condition, what, process=None, deadline_s=DEADLINE_S):
-        """Spin until ``condition()``; fail after ``deadline_s`` or if ``process`` exited."""
+    def spin_until(self, condition, what, process=None, deadline_s=DEADLINE_S, what_else=None):
+        """Spin until ``condition()``; fail after ``deadline_s`` or if ``process`` exited.
+
+        ``what_else()``, if given, adds what the failure message should show.
+        """
         deadline = time.monotonic() + deadline_s
         while not condition():
             if process is not None and process.poll() is not None:
                 raise AssertionError(f'node process exited ({process.returncode}) while '
                                      f'waiting for {what}: {_output(process)}')
             if time.monotonic() > deadline:
-                raise AssertionError(f'timed out waiting for {what} ({len(self.outputs)} outputs)')
+                extra = '' if what_else is None else f', {what_else()}'
+                raise AssertionError(
+                    f'timed out waiting for {what} ({len(self.outputs)} outputs{extra})')
             if self.extra_executor is not None:
                 self.extra_executor.spin_once(timeout_sec=0.002)
             self.executor.spin_once(timeout_sec=0.005)

@@ -45,7 +45,9 @@ class SequenceGaps:
     previous one is a new writer (numbering restarts) and is not a gap. It catches what the RMW's
     message-lost event does not: samples a reliable KEEP_LAST reader queue overwrote before the
     node took them. With several publishers on one input, or an RMW without the number, nothing
-    is counted here.
+    is counted here. The first message taken from a writer is the baseline: what the writer sent
+    before it (before the DDS match completed, or before this node started) is not counted, as a
+    late joiner with volatile durability was never owed it.
     """
 
     __slots__ = ('missed', '_publisher_count', '_last')
