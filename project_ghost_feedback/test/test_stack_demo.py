@@ -50,3 +50,41 @@ def test_stack_demo_downgrades_the_mistuned_filter_only(stack_run):
     assert tuned['downgraded'] <= 0.05 * tuned['assessments'], summary
     assert mistuned['downgraded'] >= 0.5 * mistuned['assessments'], summary
     assert summary['detection_delay_s'] is not None
+
+
+class _StalledPlayer:
+    """A player whose outputs stop coming (the chain behind it hangs without exiting)."""
+
+    def __init__(self, calibrated):
+        self.calibrated = list(range(calibrated))
+        self.spins = 0
+
+    def spin_for(self, seconds):
+        self.spins += 1
+
+
+class _Running:
+    def poll(self):
+        return None
+
+
+class _Exited:
+    def poll(self):
+        return 0
+
+
+def test_playback_hold_stops_on_a_hung_or_exited_node(monkeypatch):
+    """The hold returns a reason once no output came for STALL_S, or when a node exited."""
+    from project_ghost_feedback.demo import stack_demo
+
+    monkeypatch.setattr(stack_demo, 'STALL_S', 0.05)
+    in_flight = stack_demo.MAX_IN_FLIGHT + 1
+    player = _StalledPlayer(calibrated=10)
+    reason = stack_demo._wait_for_chain(player, 10 + in_flight, (_Running(), _Running()))
+    assert reason == f'no calibrated output for 0.05 s with {in_flight} estimates awaiting it'
+    assert player.spins > 0
+    exited = stack_demo._wait_for_chain(_StalledPlayer(10), 10 + in_flight,
+                                        (_Running(), _Exited()))
+    assert exited == 'a node exited while playing'
+    assert stack_demo._wait_for_chain(
+        _StalledPlayer(10), 10 + stack_demo.MAX_IN_FLIGHT, (_Running(),)) is None

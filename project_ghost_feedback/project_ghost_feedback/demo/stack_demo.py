@@ -31,6 +31,7 @@ ESTIMATE_TOPIC = '/odometry/filtered'
 REFERENCE_TOPIC = '/ground_truth/odom'
 FEEDBACK_NODE = 'ghost_feedback_demo_node'
 MAX_IN_FLIGHT = 50  # estimates published whose calibrated output has not come back (5 sim s)
+STALL_S = 60.0  # playback held this long with no output: a node hangs, the demo stops (exit 1)
 FEEDBACK_STATUS = f'/{FEEDBACK_NODE}: calibration'
 
 
@@ -206,13 +207,20 @@ def _wait_for_chain(player, estimates, processes):
 
     ``--speed`` is then a maximum: on a loaded machine the demo slows down instead of running
     ahead of the bridge and the node until their queues overflow, so its figures do not depend
-    on the machine. Returns False when a node exited.
+    on the machine. Returns None to go on, or why the demo must stop: a node exited, or no
+    output came for STALL_S (a node that hangs without exiting).
     """
+    seen, since = len(player.calibrated), time.monotonic()
     while estimates - len(player.calibrated) > MAX_IN_FLIGHT:
         if any(process.poll() is not None for process in processes):
-            return False
+            return 'a node exited while playing'
+        if len(player.calibrated) != seen:
+            seen, since = len(player.calibrated), time.monotonic()
+        elif time.monotonic() - since > STALL_S:
+            return (f'no calibrated output for {STALL_S:g} s with '
+                    f'{estimates - seen} estimates awaiting it')
         player.spin_for(0.01)
-    return True
+    return None
 
 
 def run(args):
@@ -259,8 +267,9 @@ def run(args):
                 estimates += 1
             due = wall_start + sample.stamp_ns / NS_PER_S / args.speed
             player.spin_for(max(0.0, due - time.monotonic()))
-            if not _wait_for_chain(player, estimates, (feedback, bridge)):
-                print('[demo] a node exited while playing', file=sys.stderr)
+            stopped = _wait_for_chain(player, estimates, (feedback, bridge))
+            if stopped:
+                print(f'[demo] {stopped}', file=sys.stderr)
                 break
         deadline = time.monotonic() + 60.0
         while len(player.calibrated) < estimates and time.monotonic() < deadline:
