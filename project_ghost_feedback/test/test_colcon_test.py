@@ -23,7 +23,7 @@ LINT_TESTS = {'test_copyright', 'test_flake8', 'test_pep257'}
 @pytest.mark.skipif(not (ROOT / 'build' / 'project_ghost_feedback').is_dir(),
                     reason='the workspace is not colcon-built (run make setup)')
 def test_colcon_test_runs_the_lint_tests(tmp_path):
-    """colcon test -m linter: the three lint tests pass; colcon test-result reports them."""
+    """The three lint tests pass under `colcon test -m linter`; `colcon test-result` agrees."""
     env = dict(os.environ, COLCON_HOME=str(tmp_path / 'colcon_home'))
     results = tmp_path / 'results'
     run = subprocess.run(
