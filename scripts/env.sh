@@ -61,7 +61,11 @@ if [[ -z "${ROS_DOMAIN_ID:-}" ]]; then
     if ! command -v flock >/dev/null; then
       break  # no flock: a PID-derived id is the best we can do
     fi
-    exec {_ghost_feedback_lock_fd}>"/tmp/.ghost_feedback_ros_domain_${_ghost_feedback_id}.lock" \
+    # The lock stays open for the life of this shell (and is inherited by what it starts: the
+    # documented domain lock). Only the open itself is quiet: an `exec` without a command makes its
+    # redirections permanent, so `exec {fd}>file 2>/dev/null` would silence this shell's stderr for
+    # good. The braces scope the 2>/dev/null to the open alone.
+    { exec {_ghost_feedback_lock_fd}>"/tmp/.ghost_feedback_ros_domain_${_ghost_feedback_id}.lock"; } \
       2>/dev/null || continue
     if flock -n "${_ghost_feedback_lock_fd}"; then
       export GHOST_FEEDBACK_DOMAIN_LOCK_FD="${_ghost_feedback_lock_fd}"
