@@ -37,7 +37,7 @@ def _source_and_report(env, cwd):
         f'{_LIST_FDS}; echo ---; source {ENV_SH} || exit 9; {_LIST_FDS}; echo ---; '
         'echo "lock=${GHOST_FEEDBACK_DOMAIN_LOCK_FD:-none}"; echo ---; '
         # A program started after sourcing: which descriptors did it inherit?
-        'python3 -c "import os; print(\' \'.join(sorted(os.listdir(\'/proc/self/fd\'), key=int)))"; '
+        'python3 -c "import os; print(*sorted(os.listdir(\'/proc/self/fd\'), key=int))"; '
         'echo "stderr still reaches the caller" >&2'
     )
     result = subprocess.run(
