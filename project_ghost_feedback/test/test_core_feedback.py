@@ -870,3 +870,43 @@ def test_registry_bad_parameter_value_raises_policy_error():
               make_policy, 'mahalanobis_downgrade', {'min_outcomes': 0})
     _rejected(ContractTypeError, 'MahalanobisDowngradePolicy.downgrade_threshold', 'wrong_type',
               make_policy, 'mahalanobis_downgrade', {'downgrade_threshold': True})
+
+
+class _FollowingPolicy:
+    """A policy with hysteresis: it keeps a downgrade while the window still holds an outlier."""
+
+    policy_id = 'following_test'
+
+    def adjust(self, raw, history):
+        return self.adjust_following(raw, history, None)
+
+    def adjust_following(self, raw, history, previous):
+        down = history.count_beyond_5_std > 0 or (
+            previous is not None and previous.was_downgraded
+            and history.count_beyond_1_std + history.count_beyond_3_std > 0)
+        return CalibratedSelfAssessment(
+            raw, history, raw.overall_level.downgraded() if down else raw.overall_level,
+            self.policy_id, 'test_hold' if down else 'test_ok')
+
+
+def test_assess_with_feedback_gives_a_hysteresis_policy_the_previous_output():
+    policy = _FollowingPolicy()
+    raw = _raw()
+    first = assess_with_feedback(raw, _outcomes(D_BEYOND_5), policy, 4)
+    assert first.was_downgraded
+    window = _outcomes(D_BEYOND_1)
+    held = assess_with_feedback(raw, window, policy, 4, previous=first)
+    fresh = assess_with_feedback(raw, window, policy, 4)
+    assert held.was_downgraded and not fresh.was_downgraded
+    assert fresh == policy.adjust(raw, build_calibration_history(window, 4))
+
+
+def test_assess_with_feedback_ignores_previous_for_a_policy_without_hysteresis():
+    policy = MahalanobisDowngradePolicy()
+    raw = _raw()
+    window = _outcomes(D_WITHIN_1)
+    previous = assess_with_feedback(raw, _outcomes(D_BEYOND_5), policy, 4)
+    assert (assess_with_feedback(raw, window, policy, 4, previous=previous)
+            == assess_with_feedback(raw, window, policy, 4))
+    with pytest.raises(TypeError):
+        assess_with_feedback(raw, window, _FollowingPolicy(), 4, previous='not an assessment')

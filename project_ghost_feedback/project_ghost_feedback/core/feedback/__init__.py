@@ -15,7 +15,7 @@ from .graded_policy import (
     REASON_UNDERCONFIDENT_CALIBRATION,
 )
 from .orchestration import assess_with_feedback, build_calibration_history, DEFAULT_MAX_HISTORY
-from .protocols import CalibrationAdjustmentPolicy
+from .protocols import CalibrationAdjustmentPolicy, HysteresisPolicy
 from .registry import (
     coerce_parameters,
     DEFAULT_POLICY,
@@ -58,6 +58,7 @@ __all__ = [
     'REASON_NO_OUTCOMES_YET',
     'CalibratedSelfAssessment',
     'CalibrationAdjustmentPolicy',
+    'HysteresisPolicy',
     'CalibrationHistory',
     'MahalanobisDowngradePolicy',
     'assess_with_feedback',

@@ -88,8 +88,17 @@ def build_calibration_history(outcomes, max_n):
     )
 
 
-def assess_with_feedback(raw, outcomes, adjustment_policy, max_history=DEFAULT_MAX_HISTORY):
+def assess_with_feedback(raw, outcomes, adjustment_policy, max_history=DEFAULT_MAX_HISTORY,
+                         previous=None):
     """Return ``adjustment_policy.adjust(raw, build_calibration_history(outcomes, max_history))``.
+
+    A policy with hysteresis also implements ``adjust_following(raw, history, previous)``
+    (:class:`~.protocols.HysteresisPolicy`): it is then called instead, with ``previous``, the
+    calibrated assessment the feedback loop published last since its last reset (None at the
+    start, after a reset or a configuration change). The ADR Protocol is unchanged: ``adjust``
+    of such a policy equals ``adjust_following(raw, history, None)``. ``previous`` is state of the
+    one feedback loop (:mod:`project_ghost_feedback.core.loop`), derived from the recorded event
+    stream, so replay reproduces it.
 
     The canonical orchestration of ADR-0026: pure (no clock, no randomness), so equal inputs give
     equal outputs. Raises TypeError when ``raw`` is not a BeliefSelfAssessment, the policy does
@@ -107,7 +116,14 @@ def assess_with_feedback(raw, outcomes, adjustment_policy, max_history=DEFAULT_M
             'a CalibrationAdjustmentPolicy (policy_id, adjust)', adjustment_policy)
     _require_max_n('max_history', max_history)
     history = build_calibration_history(outcomes, max_history)
-    calibrated = adjustment_policy.adjust(raw, history)
+    following = getattr(adjustment_policy, 'adjust_following', None)
+    if following is None:
+        calibrated = adjustment_policy.adjust(raw, history)
+    else:
+        if previous is not None:
+            require_instance('assess_with_feedback', 'previous', previous,
+                             CalibratedSelfAssessment)
+        calibrated = following(raw, history, previous)
     require_instance(
         'assess_with_feedback', 'adjustment_policy.adjust(...)', calibrated,
         CalibratedSelfAssessment)

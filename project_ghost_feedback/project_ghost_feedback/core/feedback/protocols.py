@@ -27,3 +27,22 @@ class CalibrationAdjustmentPolicy(Protocol):
     ) -> CalibratedSelfAssessment:
         """Return the calibrated assessment of ``raw`` given the evidence ``history``."""
         ...
+
+
+@runtime_checkable
+class HysteresisPolicy(CalibrationAdjustmentPolicy, Protocol):
+    """An optional extension: a pure policy that also looks at the level it gave last.
+
+    ``adjust_following(raw, history, previous)`` is pure in all three arguments; ``previous`` is
+    the CalibratedSelfAssessment the feedback loop published last since its last reset, or None.
+    ``adjust(raw, history)`` must equal ``adjust_following(raw, history, None)``.
+    """
+
+    def adjust_following(
+        self,
+        raw: BeliefSelfAssessment,
+        history: CalibrationHistory,
+        previous: CalibratedSelfAssessment | None,
+    ) -> CalibratedSelfAssessment:
+        """Return the calibrated assessment of ``raw`` given ``history`` and the last output."""
+        ...
