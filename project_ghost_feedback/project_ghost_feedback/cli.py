@@ -94,7 +94,7 @@ def _format_stamp(stamp):
 # -- info -----------------------------------------------------------------------------------------
 
 def _command_info(args):
-    from .telemetry.replay import bag_info, BagError
+    from .telemetry.bag_reader import bag_info, BagError
 
     try:
         info = bag_info(args.bag)
@@ -146,7 +146,8 @@ def _command_info(args):
 # -- replay ---------------------------------------------------------------------------------------
 
 def _command_replay(args):
-    from .telemetry.replay import BagError, replay_bag
+    from .telemetry.bag_reader import BagError
+    from .telemetry.replay import replay_bag
 
     try:
         report = replay_bag(

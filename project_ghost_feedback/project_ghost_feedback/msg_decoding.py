@@ -20,9 +20,17 @@ from .core import (
 )
 from .core._validation import value_error
 from .core.feedback import CalibratedSelfAssessment, CalibrationHistory
+from .core.loop import CONFIGURATION, LoopConfig, LoopEvent, RESET
 
 MSG_SCHEMA_VERSION = 2
-"""Interface version of the messages this build reads and writes (all five share it)."""
+"""Interface version of the contract messages this build reads and writes."""
+
+EVENT_SCHEMA_VERSION = 1
+"""Interface version of FeedbackEvent (new in this build)."""
+
+EVENT_KIND_WIRE = {RESET: 1, CONFIGURATION: 2}
+"""LoopEvent kind -> FeedbackEvent ``kind`` (KIND_RESET, KIND_CONFIGURATION)."""
+_EVENT_KIND_BY_WIRE = {wire: kind for kind, wire in EVENT_KIND_WIRE.items()}
 
 NS_PER_S = 1_000_000_000
 
@@ -142,3 +150,20 @@ def calibrated_from_msg(msg):
         adjustment_reason=msg.adjustment_reason,
         schema_version=CONTRACT_SCHEMA_VERSION,
     )
+
+
+def event_from_msg(msg):
+    """Return the core LoopEvent of a FeedbackEvent message (ValueError for a bad one)."""
+    if msg.schema_version != EVENT_SCHEMA_VERSION:
+        raise value_error(
+            'FeedbackEvent', 'schema_version', 'unsupported_schema_version',
+            f'must be {EVENT_SCHEMA_VERSION}, got {msg.schema_version!r}')
+    kind = _EVENT_KIND_BY_WIRE.get(msg.kind)
+    if kind is None:
+        raise value_error('FeedbackEvent', 'kind', 'unknown_kind',
+                          f'must be one of {sorted(_EVENT_KIND_BY_WIRE)}, got {msg.kind!r}')
+    config = LoopConfig.from_texts(
+        msg.policy, tuple(msg.parameter_names), tuple(msg.parameter_values), msg.max_history,
+        msg.outcome_buffer_size, msg.time_jump_tolerance_ns)
+    return LoopEvent(stamp_to_ns(msg.header.stamp, 'FeedbackEvent', 'header.stamp'), kind,
+                     msg.cause, msg.detail, config)

@@ -18,9 +18,8 @@ import shutil
 import subprocess
 import sys
 
+from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
 from project_ghost_feedback.core import BeliefSelfAssessment, NamedLevel, SelfAssessmentLevel
-from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
-from project_ghost_feedback.core.window import OutcomeWindow
 from project_ghost_feedback.sim.outcome_model import OutcomeModel
 from project_ghost_feedback.telemetry.recorder import TelemetryRecorder
 import pytest
@@ -55,21 +54,21 @@ print(json.dumps(results))
 
 def _record(path):
     """Record a small bag as the node does; return its path."""
-    policy = make_policy('calibrated_exceedance')
-    window = OutcomeWindow(64)
-    recorder = TelemetryRecorder(path, policy=policy, max_history=16, outcome_buffer_size=64)
+    config = LoopConfig.make('calibrated_exceedance', None, 16, 64)
+    loop = FeedbackLoop(config)
+    recorder = TelemetryRecorder(path, config)
     outcomes = OutcomeModel().outcomes(60, seed=SEED, overconfidence=3.0, rate_hz=10.0,
                                        start_stamp_sim_ns=10**9)
     levels = (NamedLevel('x', SelfAssessmentLevel.KNOWN),)
     for i, outcome in enumerate(outcomes):
-        window.add(outcome)
+        loop.outcome(outcome)
         recorder.record_outcome(outcome)
+        if i == 30:  # a reset, so the event channel holds a message too
+            recorder.record_event(loop.reset('service', 'fuzz', outcome.observed_stamp_sim_ns))
         if i % 2:
             raw = BeliefSelfAssessment(outcome.observed_stamp_sim_ns + 1,
                                        SelfAssessmentLevel.KNOWN, levels, ())
-            calibrated = assess_with_feedback(
-                raw, window.causal_window(raw.belief_stamp_sim_ns, 16), policy, 16)
-            recorder.record_assessment(raw, calibrated)
+            recorder.record_assessment(raw, loop.assessment(raw).calibrated)
     recorder.close()
     return path
 

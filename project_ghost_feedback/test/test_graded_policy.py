@@ -18,7 +18,6 @@ from project_ghost_feedback.core import (
     SelfAssessmentLevel,
 )
 from project_ghost_feedback.core.feedback import (
-    assess_with_feedback,
     CalibrationAdjustmentPolicy,
     CalibrationHistory,
     make_policy,
@@ -32,8 +31,8 @@ from project_ghost_feedback.core.feedback import (
     REASON_SIGNIFICANT_OVERCONFIDENCE,
     REASON_UNDERCONFIDENT_CALIBRATION,
 )
+from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
 from project_ghost_feedback.core.feedback.calibration_math import bucket_probabilities
-from project_ghost_feedback.core.window import OutcomeWindow
 from project_ghost_feedback.telemetry import TelemetryRecorder
 from project_ghost_feedback.telemetry.replay import replay_bag
 import pytest
@@ -254,21 +253,20 @@ def test_every_advertised_combination_constructs_quickly_or_is_refused(parameter
 
 def test_replay_selects_the_policy(tmp_path):
     """A bag recorded with the policy replays identically; --policy selects it on another bag."""
-    policy = make_policy(NAME)
+    config = LoopConfig.make(NAME, None, 32, 1024)
+    loop = FeedbackLoop(config)
     bag = tmp_path / 'bag'
-    recorder = TelemetryRecorder(bag, policy=policy, max_history=32, outcome_buffer_size=1024)
-    window = OutcomeWindow(1024)
+    recorder = TelemetryRecorder(bag, config)
     ms = 1_000_000
     for i in range(40):
         stamp = (i + 1) * 100 * ms
         distance = 0.8 + (i % 3) * 0.5 if i < 20 else 6.0 + i
         outcome = PredictionOutcome(
             stamp - 11 * ms, stamp - ms, (0.1, 0.0, 0.0), (0.0, 0.0, 0.01), distance, distance)
-        window.add(outcome)
+        loop.outcome(outcome)
         recorder.record_outcome(outcome)
         raw = BeliefSelfAssessment(belief_stamp_sim_ns=stamp, overall_level=KNOWN)
-        recorder.record_assessment(raw, assess_with_feedback(
-            raw, window.causal_window(stamp, 32), policy, 32))
+        recorder.record_assessment(raw, loop.assessment(raw).calibrated)
     recorder.close()
     report = replay_bag(bag)
     assert report.identical and report.assessments == 40

@@ -24,8 +24,7 @@ from project_ghost_feedback.core import (
     PredictionOutcome,
     SelfAssessmentLevel,
 )
-from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
-from project_ghost_feedback.core.window import OutcomeWindow
+from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
 from project_ghost_feedback.ros.conversions import (
     belief_to_msg,
     calibrated_from_msg,
@@ -46,6 +45,7 @@ from project_ghost_feedback_msgs.msg import (
     PredictionOutcome as PredictionOutcomeMsg,
 )
 import pytest
+from ruamel.yaml import YAML
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
@@ -201,6 +201,7 @@ def test_node_recorded_bag_holds_every_accepted_message(node_bag):
         CHANNEL_PREDICTION_OUTCOME: accepted_outcomes,
         CHANNEL_RAW_SELF_ASSESSMENT: len(published),
         CHANNEL_CALIBRATED_SELF_ASSESSMENT: len(published),
+        '/feedback_events': 1,  # the start configuration
     }
     assert counts == read == expected
     recorded = [item.contract for item in read_bag(bag)
@@ -278,16 +279,15 @@ def test_cli_replay_json_parses(node_bag):
 
 def test_tampered_bag_reports_the_first_difference(tmp_path):
     """A recorded output that the core would not produce: exit 1, first difference named."""
-    policy = make_policy('mahalanobis_downgrade')
+    config = LoopConfig.make('mahalanobis_downgrade', None, 32, 1024)
+    loop = FeedbackLoop(config)
     bag = tmp_path / 'bag'
-    recorder = TelemetryRecorder(bag, policy=policy, max_history=32, outcome_buffer_size=1024)
-    window = OutcomeWindow(1024)
+    recorder = TelemetryRecorder(bag, config)
     for index, (outcomes, raw) in enumerate(scenario()):
         for outcome in outcomes:
-            window.add(outcome)
+            loop.outcome(outcome)
             recorder.record_outcome(outcome)
-        calibrated = assess_with_feedback(
-            raw, window.causal_window(raw.belief_stamp_sim_ns, 32), policy, 32)
+        calibrated = loop.assessment(raw).calibrated
         if index == 7:
             calibrated = type(calibrated)(
                 calibrated.raw_assessment, calibrated.calibration_history,
@@ -402,6 +402,7 @@ def test_signal_leaves_a_readable_bag_with_every_accepted_message(tmp_path, sign
         CHANNEL_PREDICTION_OUTCOME: accepted_outcomes,
         CHANNEL_RAW_SELF_ASSESSMENT: len(steps),
         CHANNEL_CALIBRATED_SELF_ASSESSMENT: len(steps),
+        '/feedback_events': 1,  # the start configuration
     }
     report = replay_bag(bag)
     assert report.identical is True and report.compared == len(steps)
@@ -419,10 +420,9 @@ def test_cli_echo_prints_live_calibrated_assessments():
     context = rclpy.Context()
     rclpy.init(context=context)
     node = rclpy.create_node('echo_test_publisher', context=context)
-    policy = make_policy('mahalanobis_downgrade')
-    window = OutcomeWindow(8)
-    window.add(_outcome(50 * MS, math.inf))
-    calibrated = assess_with_feedback(_raw(100 * MS), window.causal_window(100 * MS, 8), policy, 8)
+    loop = FeedbackLoop(LoopConfig.make('mahalanobis_downgrade', None, 8, 8))
+    loop.outcome(_outcome(50 * MS, math.inf))
+    calibrated = loop.assessment(_raw(100 * MS)).calibrated
     try:
         from project_ghost_feedback.ros.conversions import calibrated_to_msg
 
@@ -459,16 +459,14 @@ def test_replays_a_foreign_bag_by_type_with_assumed_defaults(tmp_path):
     from project_ghost_feedback.telemetry import to_telemetry
     from project_ghost_feedback.telemetry.msgdefs import full_definition, type_hash
 
-    policy = make_policy('mahalanobis_downgrade')
-    window = OutcomeWindow(1024)
+    loop = FeedbackLoop(LoopConfig.make('mahalanobis_downgrade', None, 32, 1024))
     records = []
     for outcomes, raw in scenario():
         for outcome in outcomes:
-            window.add(outcome)
+            loop.outcome(outcome)
             records.append(to_telemetry(outcome))
         records.append(to_telemetry(raw))
-        records.append(to_telemetry(assess_with_feedback(
-            raw, window.causal_window(raw.belief_stamp_sim_ns, 32), policy, 32)))
+        records.append(to_telemetry(loop.assessment(raw).calibrated))
     bag = tmp_path / 'foreign'
     with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
         connections = {}
@@ -492,7 +490,7 @@ def test_replays_a_foreign_bag_by_type_with_assumed_defaults(tmp_path):
 
 
 def test_parameter_changes_while_recording_are_noted(tmp_path):
-    """A dynamic parameter change is counted in custom_data; replay warns about it."""
+    """A dynamic parameter change is counted in custom_data and recorded as an event."""
     context = rclpy.Context()
     rclpy.init(context=context)
     try:
@@ -505,6 +503,11 @@ def test_parameter_changes_while_recording_are_noted(tmp_path):
             node.destroy_node()  # closes the bag
     finally:
         context.try_shutdown()
+    metadata = YAML(typ='safe').load((tmp_path / 'bag' / 'metadata.yaml').read_text())
+    custom = metadata['rosbag2_bagfile_information']['custom_data']
+    assert custom['ghost_feedback.config_changes'] == '1'
     report = replay_bag(tmp_path / 'bag')
     assert report.recorded_config.max_history == 32
-    assert any('changed its parameters 1 time' in w for w in report.warnings)
+    # The change is a recorded event (start + parameters), applied where it happened: no warning.
+    assert report.events == 2
+    assert not any('changed its parameters' in w for w in report.warnings)

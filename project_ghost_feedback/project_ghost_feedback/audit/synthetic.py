@@ -5,8 +5,8 @@ Each bag is written by the project's own ``TelemetryRecorder`` (the feedback nod
 from a seeded ``Scenario`` run through the pure core, exactly as the node would record it.
 """
 
-from ..core.feedback import assess_with_feedback, DEFAULT_MAX_HISTORY, make_policy
-from ..core.window import OutcomeWindow
+from ..core.feedback import DEFAULT_MAX_HISTORY
+from ..core.loop import FeedbackLoop, LoopConfig
 from ..sim.outcome_model import Phase, Scenario
 
 OUTCOME_BUFFER_SIZE = 1024
@@ -32,19 +32,15 @@ def write_bag(path, *, seed, assessments=300, policy='calibrated_exceedance',
     """Write a bag at ``path`` (must not exist) as the node would record it; return ``path``."""
     from ..telemetry import TelemetryRecorder
 
-    policy_object = make_policy(policy)
-    window = OutcomeWindow(OUTCOME_BUFFER_SIZE)
-    recorder = TelemetryRecorder(path, policy=policy_object, max_history=max_history,
-                                 outcome_buffer_size=OUTCOME_BUFFER_SIZE, recorder='synthetic')
+    config = LoopConfig.make(policy, None, max_history, OUTCOME_BUFFER_SIZE)
+    loop = FeedbackLoop(config)
+    recorder = TelemetryRecorder(path, config, recorder='synthetic')
     try:
         for raw, outcomes in scenario(assessments, **scenario_options).steps(seed):
             for outcome in outcomes:
-                window.add(outcome)
+                loop.outcome(outcome)
                 recorder.record_outcome(outcome)
-            calibrated = assess_with_feedback(
-                raw, window.causal_window(raw.belief_stamp_sim_ns, max_history), policy_object,
-                max_history)
-            recorder.record_assessment(raw, calibrated)
+            recorder.record_assessment(raw, loop.assessment(raw).calibrated)
     finally:
         recorder.close()
     if recorder.error is not None:

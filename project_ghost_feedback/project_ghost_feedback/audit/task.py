@@ -5,8 +5,11 @@ Pure in the sense that matters for dask: its only input is a path and plain valu
 effect is reading that bag, and its result is a dict of a few kilobytes (counts, durations, the
 level *change points*, a distance histogram), whatever the bag's length. The bag is streamed
 through :func:`project_ghost_feedback.telemetry.read_bag` in recorded order, as ``ghost-feedback
-replay`` does, into one causal :class:`OutcomeWindow` and ``assess_with_feedback`` per policy,
-so the counts equal those of ``replay_bag(path, policy=...)``'s recomputed summary.
+replay`` does, into one :class:`~..core.loop.FeedbackLoop` per policy (the node's own loop), with
+the recorded resets (``/feedback_events``) applied where they happened. The audited
+configuration (policy, parameters, max_history) stays as given for the whole bag: recorded
+parameter changes of the node are not applied. Without recorded changes the counts equal those
+of ``replay_bag(path, policy=...)``'s recomputed summary.
 """
 
 import dataclasses
@@ -14,14 +17,13 @@ import math
 
 from ..core import BeliefSelfAssessment, PredictionOutcome, SelfAssessmentLevel
 from ..core.feedback import (
-    assess_with_feedback,
     coerce_parameters,
     DEFAULT_MAX_HISTORY,
     make_policy,
     parse_setting,
     policy_names,
 )
-from ..core.window import OutcomeWindow
+from ..core.loop import CONFIGURATION, FeedbackLoop, LoopConfig, LoopEvent
 from .injection import scale_outcome
 
 DEFAULT_OUTCOME_BUFFER_SIZE = 1024
@@ -50,6 +52,11 @@ class PolicySpec:
     def make(self):
         """Return the policy object (ValueError/TypeError for an invalid parameter)."""
         return make_policy(self.name, dict(self.parameters))
+
+    def loop(self, max_history, buffer_size):
+        """Return a FeedbackLoop running this policy."""
+        return FeedbackLoop(LoopConfig.make(self.name, dict(self.parameters), max_history,
+                                            buffer_size))
 
 
 def parse_policy(text):
@@ -80,16 +87,19 @@ def _select_topics(info):
 
     The recorded calibrated output is not read: the audit recomputes it under every policy.
     """
-    from ..telemetry import (
+    from ..telemetry.channels import (
+        CHANNEL_FEEDBACK_EVENTS,
         CHANNEL_PREDICTION_OUTCOME,
         CHANNEL_RAW_SELF_ASSESSMENT,
         TYPE_BELIEF_SELF_ASSESSMENT,
+        TYPE_FEEDBACK_EVENT,
         TYPE_PREDICTION_OUTCOME,
     )
 
     chosen = []
     for msgtype, default in ((TYPE_PREDICTION_OUTCOME, CHANNEL_PREDICTION_OUTCOME),
-                             (TYPE_BELIEF_SELF_ASSESSMENT, CHANNEL_RAW_SELF_ASSESSMENT)):
+                             (TYPE_BELIEF_SELF_ASSESSMENT, CHANNEL_RAW_SELF_ASSESSMENT),
+                             (TYPE_FEEDBACK_EVENT, CHANNEL_FEEDBACK_EVENTS)):
         short = msgtype.replace('/msg/', '/')
         names = sorted(t.name for t in info.topics if t.msgtype in (msgtype, short))
         if names:
@@ -154,9 +164,9 @@ class _Levels:
 
 
 class _PolicyRun:
-    def __init__(self, spec, injection_ns):
+    def __init__(self, spec, injection_ns, max_history, buffer_size):
         self.spec = spec
-        self.policy = spec.make()
+        self.loop = spec.loop(max_history, buffer_size)
         self.levels = _Levels()
         self.downgrades = 0
         self.first_downgrade = None
@@ -165,6 +175,10 @@ class _PolicyRun:
         self.untouched = {'assessments': 0, 'downgrades': 0, 'full_windows': 0,
                           'full_window_downgrades': 0}
         self.down_at_injection = False
+
+    def judge(self, raw, injected_outcomes, max_history):
+        step = self.loop.assessment(raw)
+        self.add(raw, step.calibrated, len(step.judged) >= max_history, injected_outcomes)
 
     def add(self, raw, calibrated, full, injected_outcomes):
         stamp = raw.belief_stamp_sim_ns
@@ -229,11 +243,10 @@ def _audit(path, info, read_bag, policies, max_history, buffer_size, injection):
     injection_ns = None
     if injection is not None:
         injection_ns = injection.start_ns(path, info.start_time_ns, info.end_time_ns)
-    runs = [_PolicyRun(spec, injection_ns) for spec in policies]
-    window = OutcomeWindow(buffer_size)
+    runs = [_PolicyRun(spec, injection_ns, max_history, buffer_size) for spec in policies]
     raw_levels = _Levels()
     position, orientation = _Histogram(), _Histogram()
-    outcomes = untouched_outcomes = injected_outcomes = assessments = 0
+    outcomes = untouched_outcomes = injected_outcomes = assessments = resets = 0
     last_stamp = None
     for _, _, _, contract in read_bag(path, topics=_select_topics(info)):
         if isinstance(contract, PredictionOutcome):
@@ -245,22 +258,24 @@ def _audit(path, info, read_bag, policies, max_history, buffer_size, injection):
                 injected_outcomes += 1
             else:
                 untouched_outcomes += 1
-            window.add(contract)
+            for run in runs:
+                run.loop.outcome(contract)
         elif isinstance(contract, BeliefSelfAssessment):
             assessments += 1
             stamp = last_stamp = contract.belief_stamp_sim_ns
             raw_levels.add(stamp, contract.overall_level)
-            history = window.causal_window(stamp, max_history)
-            full = len(history) >= max_history
             for run in runs:
-                calibrated = assess_with_feedback(contract, history, run.policy, max_history)
-                run.add(contract, calibrated, full, injected_outcomes)
+                run.judge(contract, injected_outcomes, max_history)
+        elif isinstance(contract, LoopEvent) and contract.kind != CONFIGURATION:
+            resets += 1
+            for run in runs:
+                run.loop.apply(contract)
     if assessments == 0:
         raise ValueError(f'{path}: no BeliefSelfAssessment to replay')
     return {
         'bag': path, 'ok': True, 'robot': _robot_name(path),
         'start_time_ns': info.start_time_ns, 'end_time_ns': info.end_time_ns,
-        'outcomes': outcomes, 'assessments': assessments,
+        'outcomes': outcomes, 'assessments': assessments, 'recorded_resets': resets,
         'injection_stamp_sim_ns': injection_ns, 'injected_outcomes': injected_outcomes,
         'raw': raw_levels.to_dict(last_stamp),
         'distances': {'position': position.to_dict(), 'orientation': orientation.to_dict()},

@@ -7,7 +7,7 @@ estimator was calibrated (overconfidence 1). A downgrade in the recovery phase w
 holds overconfident outcomes is a correct, lingering one, not a false one.
 """
 
-from ..core.window import OutcomeWindow
+from ..core.loop import FeedbackLoop, LoopConfig
 
 
 def _level_counts(levels):
@@ -21,9 +21,12 @@ def summarize(scenario, steps, calibrated_by_stamp, max_history):
     """Return a JSON-ready summary of a run.
 
     ``steps`` are the scenario's ScenarioSteps as played; ``calibrated_by_stamp`` maps each belief
-    stamp to the CalibratedSelfAssessment received for it.
+    stamp to the CalibratedSelfAssessment received for it. The window each assessment was judged
+    on comes from the node's own feedback loop fed with the same outcomes (its policy's output is
+    not used: the levels are the node's).
     """
-    window = OutcomeWindow(max(max_history, 1) * 4)
+    loop = FeedbackLoop(LoopConfig.make(max_history=max(max_history, 1),
+                                        outcome_buffer_size=max(max_history, 1) * 4))
     honest_prediction = {}
     phases = []
     spans = scenario.spans
@@ -48,10 +51,11 @@ def summarize(scenario, steps, calibrated_by_stamp, max_history):
         span = scenario.span_at(stamp)
         phase = per_phase[span.phase.name]
         for outcome in step.outcomes:
-            window.add(outcome)
+            loop.outcome(outcome)
             honest_prediction[outcome] = (
                 scenario.overconfidence_at(outcome.prediction_stamp_sim_ns) == 1.0)
         phase['outcomes'] += len(step.outcomes)
+        judged = loop.assessment(step.assessment).judged
         calibrated = calibrated_by_stamp.get(stamp)
         if calibrated is None:
             phase['missing_outputs'] += 1
@@ -70,7 +74,6 @@ def summarize(scenario, steps, calibrated_by_stamp, max_history):
                 }
             continue
         phase['downgrades'] += 1
-        judged = window.causal_window(stamp, max_history)
         if judged and all(honest_prediction[o] for o in judged):
             phase['false_downgrades'] += 1
         if transition and phase['first_downgrade'] is None:

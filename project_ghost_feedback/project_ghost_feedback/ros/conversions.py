@@ -16,6 +16,7 @@ from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     CalibrationHistory as CalibrationHistoryMsg,
+    FeedbackEvent as FeedbackEventMsg,
     NamedLevel as NamedLevelMsg,
     PredictionOutcome as PredictionOutcomeMsg,
     SelfAssessmentLevel as SelfAssessmentLevelMsg,
@@ -24,6 +25,9 @@ from project_ghost_feedback_msgs.msg import (
 from ..msg_decoding import (  # noqa: F401 - re-exported: the ROS layer's one conversion module
     belief_from_msg,
     calibrated_from_msg,
+    EVENT_KIND_WIRE,
+    EVENT_SCHEMA_VERSION,
+    event_from_msg,
     history_from_msg,
     level_from_msg,
     MSG_SCHEMA_VERSION,
@@ -126,4 +130,18 @@ def fill_calibrated_msg(msg, calibrated, raw_msg=None):
     msg.adjustment_policy_id = calibrated.adjustment_policy_id
     msg.adjustment_reason = calibrated.adjustment_reason
     msg.schema_version = MSG_SCHEMA_VERSION
+    return msg
+
+
+def event_to_msg(event):
+    """Return a FeedbackEvent message for a core LoopEvent (detail cut to the message bound)."""
+    config = event.config
+    names, values = config.parameter_texts()
+    msg = FeedbackEventMsg(
+        kind=EVENT_KIND_WIRE[event.kind], cause=event.cause, detail=event.detail[:1024],
+        policy=config.policy, parameter_names=list(names), parameter_values=list(values),
+        max_history=config.max_history, outcome_buffer_size=config.outcome_buffer_size,
+        time_jump_tolerance_ns=config.time_jump_tolerance_ns,
+        schema_version=EVENT_SCHEMA_VERSION)
+    fill_stamp(msg.header.stamp, event.stamp_ns)
     return msg

@@ -29,6 +29,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
+    FeedbackEvent as FeedbackEventMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
 from rclpy.clock import Clock, ClockType, JumpThreshold
@@ -37,13 +38,19 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rcl_interfaces.msg import SetParametersResult
 from std_srvs.srv import Trigger
 
 from ..core import ContractViolation
-from ..core.feedback import assess_with_feedback
-from ..core.window import ADDED, DUPLICATE, OutcomeWindow, TOO_OLD
+from ..core.loop import (
+    CAUSE_SERVICE,
+    CAUSE_START,
+    CONFIGURATION,
+    FeedbackLoop,
+    LoopEvent,
+)
+from ..core.window import DUPLICATE, TOO_OLD
 from .calibration_status import (
     assessment_severity,
     ERROR,
@@ -54,7 +61,7 @@ from .calibration_status import (
     UNDERCONFIDENT_MESSAGE,
     WARN,
 )
-from .conversions import belief_from_msg, fill_calibrated_msg, outcome_from_msg
+from .conversions import belief_from_msg, event_to_msg, fill_calibrated_msg, outcome_from_msg
 from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for main()'s users
     descriptor,
     EXECUTORS,
@@ -69,6 +76,7 @@ DIAGNOSTIC_TASK = 'calibration'
 OUTCOME_TOPIC = 'prediction_outcome'
 ASSESSMENT_TOPIC = 'self_assessment/raw'
 CALIBRATED_TOPIC = 'self_assessment/calibrated'
+EVENTS_TOPIC = 'feedback_events'
 BAG_PREFIX = 'ghost_feedback'
 # A rejection's text quotes the bad value: a message with a megabyte-long name must not become a
 # megabyte in every /diagnostics message and log line.
@@ -133,10 +141,9 @@ class FeedbackNode(Node):
         self.last_calibrated = None
         self._reject_log_gate = LogGate()
         self._downgrade_log_gate = LogGate()
-        self._window = OutcomeWindow(config.buffer_capacity)
+        self._loop = FeedbackLoop(config.loop, hold_ns=config.assessment_hold_ns)
         self._period = PeriodStatus()
         self._last_severity = None
-        self._reset_state()
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._start_steady_ns = self._steady.now().nanoseconds
         self._last_outcome_steady_ns = None
@@ -161,6 +168,12 @@ class FeedbackNode(Node):
         self._publisher = self.create_publisher(
             CalibratedSelfAssessmentMsg, CALIBRATED_TOPIC, output_qos)
         self._diagnostics_publisher = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        # Resets and configuration changes: what replay needs besides the inputs. Transient
+        # local, so a `ros2 bag record` started later still gets the configuration in effect.
+        self._events_publisher = self.create_publisher(
+            FeedbackEventMsg, EVENTS_TOPIC, QoSProfile(
+                history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                durability=DurabilityPolicy.TRANSIENT_LOCAL))
         # Created first: when both inputs are ready in one wait, the executor takes the outcomes
         # first (SingleThreadedExecutor serves a node's subscriptions in creation order).
         self._outcome_subscription = self.create_subscription(
@@ -172,8 +185,7 @@ class FeedbackNode(Node):
         self._outcome_gaps = SequenceGaps(self._outcome_subscription.get_publisher_count)
         self._assessment_gaps = SequenceGaps(self._assessment_subscription.get_publisher_count)
         self._reset_service = self.create_service(Trigger, '~/reset', self._on_reset_request)
-        # Assessments waiting for assessment_hold_s (empty when it is 0).
-        self._held = collections.deque()
+        # Releases the assessments the loop holds for assessment_hold_s.
         self._hold_timer = self.create_timer(0.01, self._release_held, clock=self._steady)
         self._diagnostics_timer = self.create_timer(
             config.diagnostics_period_s, self.publish_diagnostics, clock=self._steady)
@@ -184,10 +196,13 @@ class FeedbackNode(Node):
         self.add_on_set_parameters_callback(self._check_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
         self.diagnostic_name = f'{self.get_fully_qualified_name()}: {DIAGNOSTIC_TASK}'
+        self._emit(LoopEvent(self._clock_ns(), CONFIGURATION, CAUSE_START,
+                             config.loop.describe(), config.loop))
         self.get_logger().info(
-            f'feedback node ready: policy {config.policy.policy_id} {config.policy}, '
-            f'max_history {config.max_history}; {self._outcome_subscription.topic_name} + '
-            f'{self._assessment_subscription.topic_name} -> {self._publisher.topic_name}'
+            f'feedback node ready: {config.loop.describe()}; '
+            f'{self._outcome_subscription.topic_name} + '
+            f'{self._assessment_subscription.topic_name} -> {self._publisher.topic_name}, '
+            f'events on {self._events_publisher.topic_name}'
             + (f'; recording to {self._telemetry.path}' if self._telemetry else ''))
 
     # -- start-up -----------------------------------------------------------------------------
@@ -209,9 +224,7 @@ class FeedbackNode(Node):
             if parent:
                 pathlib.Path(parent).mkdir(parents=True, exist_ok=True)
                 bag = new_bag_path(parent)
-            recorder = TelemetryRecorder(
-                bag, policy=self._config.policy, max_history=self._config.max_history,
-                outcome_buffer_size=self._config.buffer_capacity, on_error=self._telemetry_error)
+            recorder = TelemetryRecorder(bag, self._config.loop, on_error=self._telemetry_error)
         except (ValueError, OSError) as error:
             self.destroy_node()
             raise StartupError(str(error)) from None
@@ -255,66 +268,58 @@ class FeedbackNode(Node):
             self.destroy_timer(self._diagnostics_timer)
             self._diagnostics_timer = self.create_timer(
                 config.diagnostics_period_s, self.publish_diagnostics, clock=self._steady)
-        if self._window.capacity != config.buffer_capacity:
-            self._window.resize(config.buffer_capacity)
-        if self._telemetry is not None:
-            self._telemetry.note_config_change()
+        self._loop.hold_ns = config.assessment_hold_ns
+        event = self._loop.configure(config.loop, self._clock_ns())
+        if event is not None:
+            self._emit(event)
         self.get_logger().info(
             'parameters changed: ' + ', '.join(f'{p.name}={p.value!r}' for p in parameters))
 
     # -- resets -------------------------------------------------------------------------------
 
-    def _reset_state(self):
-        self._window.clear()
-        if getattr(self, '_held', None):
-            self._held.clear()
-        self._last_processed_belief_stamp = None
-        self._newest_belief_stamp = None
+    def _clock_ns(self):
+        """Return the node clock now, in ns, never negative (an event's stamp)."""
+        return max(self.get_clock().now().nanoseconds, 0)
+
+    def _emit(self, event):
+        """Publish a LoopEvent on feedback_events and record it (before what it applies to)."""
+        self._events_publisher.publish(event_to_msg(event))
+        if self._telemetry is not None:
+            self._telemetry.record_event(event)
+
+    def _note_reset(self, event, held):
+        """Publish, record, count and log (once per event) a reset the loop made."""
         self.last_calibrated = None
         self._last_severity = None
+        self._emit(event)
+        self.resets[event.cause] += 1
+        self.last_reset_reason = f'{event.cause}: {event.detail}'
+        self._period.note(WARN, f'window reset ({event.cause}: {event.detail})')
+        self.get_logger().warning(
+            f'window reset ({event.cause}): {event.detail}; {held} outcomes dropped')
 
     def reset(self, cause, detail):
         """Clear the window and the time-ordered state; log once and count the cause."""
-        held = len(self._window)
-        self._reset_state()
-        self.resets[cause] += 1
-        self.last_reset_reason = f'{cause}: {detail}'
-        self._period.note(WARN, f'window reset ({cause}: {detail})')
-        self.get_logger().warning(f'window reset ({cause}): {detail}; {held} outcomes dropped')
+        held = self._loop.window_fill[0]
+        self._note_reset(self._loop.reset(cause, detail, self._clock_ns()), held)
 
     def _on_reset_request(self, request, response):
-        held = len(self._window)
-        self.reset('service', 'requested through ~/reset')
+        held = self._loop.window_fill[0]
+        self.reset(CAUSE_SERVICE, 'requested through ~/reset')
         response.success = True
         response.message = f'window cleared ({held} outcomes dropped)'
         return response
 
     def _on_clock_jump(self, jump):
-        """Reset on a backward jump if the state holds stamps now in the future.
+        """Reset on a backward jump if the state holds stamps now in the future (see the loop)."""
+        held = self._loop.window_fill[0]
+        event = self._loop.clock_jumped(jump.delta.nanoseconds, self.get_clock().now().nanoseconds)
+        if event is not None:
+            self._note_reset(event, held)
 
-        When the inputs' stamps went back first (their reset already happened), the state holds
-        only stamps of the new timeline and nothing is reset twice.
-        """
-        if jump.delta.nanoseconds >= 0:
-            return
-        horizon = self.get_clock().now().nanoseconds + self._config.time_jump_tolerance_ns
-        newest = [s for s in (self._window.newest_stamp, self._newest_belief_stamp)
-                  if s is not None]
-        if any(stamp > horizon for stamp in newest):
-            back_s = -jump.delta.nanoseconds / 1e9
-            self.reset('clock_jump', f'node clock went back by {back_s:.3f} s')
-
-    def _check_stamp(self, kind, stamp_ns, newest_ns):
-        """Return a rejection reason for a stamp from the future; reset on a backward jump."""
-        tolerance = self._config.time_jump_tolerance_ns
-        now_ns = self.get_clock().now().nanoseconds
-        if now_ns > 0 and stamp_ns > now_ns + tolerance:
-            return (f'{kind} stamp {stamp_ns} ns is {(stamp_ns - now_ns) / 1e9:.3f} s ahead of '
-                    f'the node clock (tolerance {tolerance / 1e9:g} s)')
-        if newest_ns is not None and stamp_ns < newest_ns - tolerance:
-            self.reset('input_stamp_jump', f'{kind} stamp went back by '
-                       f'{(newest_ns - stamp_ns) / 1e9:.3f} s (a restarted producer?)')
-        return None
+    def _note_step_events(self, step, held):
+        for event in step.events:
+            self._note_reset(event, held)
 
     def note_callback_error(self, error):
         """Count and log (throttled) an exception a callback raised; the node keeps running.
@@ -396,14 +401,17 @@ class FeedbackNode(Node):
         except (TypeError, ValueError) as error:
             self._reject('outcome', error)
             return
-        future = self._check_stamp(
-            'outcome', outcome.observed_stamp_sim_ns, self._window.newest_stamp)
-        if future is not None:
-            self._count_rejection('outcome', 'future_stamp', future)
+        loop = self._loop
+        held = loop.window_fill[0]
+        step = loop.outcome(outcome, self.get_clock().now().nanoseconds)
+        if step.refusal is not None:
+            self._count_rejection('outcome', *step.refusal)
             return
+        if step.events:
+            self._note_step_events(step, held)
         if self._telemetry is not None:
             self._telemetry.record_outcome(outcome)
-        status = self._window.add(outcome)
+        status = step.status
         if status == DUPLICATE:
             self.duplicates += 1
             return
@@ -411,8 +419,7 @@ class FeedbackNode(Node):
             # Older than everything in a full buffer: it can no longer count for any window.
             self.too_old_outcomes += 1
         self._last_outcome_steady_ns = self._steady.now().nanoseconds
-        if (status == ADDED and self._last_processed_belief_stamp is not None
-                and outcome.observed_stamp_sim_ns <= self._last_processed_belief_stamp):
+        if step.late:
             # It would have counted for an assessment already published.
             self.late_outcomes += 1
 
@@ -424,35 +431,38 @@ class FeedbackNode(Node):
 
     def _on_assessment(self, msg):
         self.received['assessment'] += 1
-        if self._config.assessment_hold_ns > 0 or self._held:
-            # rclpy reuses no message objects for subscriptions: keeping msg is safe.
-            self._held.append((self._steady.now().nanoseconds, msg))
-            return
-        self._judge(msg)
-
-    def _release_held(self):
-        """Judge the held assessments whose hold time is over, in arrival order."""
-        held = self._held
-        if not held:
-            return
-        due = self._steady.now().nanoseconds - self._config.assessment_hold_ns
-        while held and held[0][0] <= due:
-            self._judge(held.popleft()[1])
-
-    def _judge(self, msg):
         try:
             raw = belief_from_msg(msg)
         except (TypeError, ValueError) as error:
             self._reject('assessment', error)
             return
-        stamp = raw.belief_stamp_sim_ns
-        future = self._check_stamp('assessment', stamp, self._newest_belief_stamp)
-        if future is not None:
-            self._count_rejection('assessment', 'future_stamp', future)
+        if not self._loop.hold(raw, self._steady.now().nanoseconds):
+            self._judge(raw, msg)
+
+    def _release_held(self):
+        """Judge the held assessments whose hold time is over, in arrival order."""
+        loop = self._loop
+        if not loop.held:
             return
-        config = self._config
-        window = self._window.causal_window(stamp, config.max_history)
-        calibrated = assess_with_feedback(raw, window, config.policy, config.max_history)
+        held = loop.window_fill[0]
+        for step in loop.release(self._steady.now().nanoseconds,
+                                 self.get_clock().now().nanoseconds):
+            self._after_judging(step, None, held)
+
+    def _judge(self, raw, msg):
+        loop = self._loop
+        held = loop.window_fill[0]
+        self._after_judging(loop.assessment(raw, self.get_clock().now().nanoseconds), msg, held)
+
+    def _after_judging(self, step, msg, held):
+        """Publish, record and account one judged assessment (``msg``: its message, or None)."""
+        if step.refusal is not None:
+            self._count_rejection('assessment', *step.refusal)
+            return
+        if step.events:
+            self._note_step_events(step, held)
+        calibrated = step.calibrated
+        raw = calibrated.raw_assessment
         self._publisher.publish(fill_calibrated_msg(self._output_msg, calibrated, raw_msg=msg))
         if self._telemetry is not None:
             self._telemetry.record_assessment(raw, calibrated)
@@ -461,14 +471,10 @@ class FeedbackNode(Node):
         self.last_calibrated = calibrated
         self._last_severity = assessment_severity(calibrated)
         self._period.note(*self._last_severity)
-        if self._newest_belief_stamp is None or stamp > self._newest_belief_stamp:
-            self._newest_belief_stamp = stamp
-        if self._last_processed_belief_stamp is None or stamp > self._last_processed_belief_stamp:
-            self._last_processed_belief_stamp = stamp
         if calibrated.was_downgraded and self._downgrade_log_gate.open(1.0):
             self.get_logger().info(
                 f'downgraded {raw.overall_level.name} -> '
-                f'{calibrated.adjusted_overall_level.name} at {stamp} ns '
+                f'{calibrated.adjusted_overall_level.name} at {raw.belief_stamp_sim_ns} ns '
                 f'({calibrated.adjustment_reason})')
 
     # -- diagnostics --------------------------------------------------------------------------
@@ -514,9 +520,9 @@ class FeedbackNode(Node):
             'assessment_publishers': self._assessment_subscription.get_publisher_count(),
             'resets_total': sum(self.resets.values()),
             'last_reset_reason': self.last_reset_reason,
-            'window_fill': f'{len(self._window)}/{self._window.capacity}',
-            'max_history': self._config.max_history,
-            'policy': self._config.policy.policy_id,
+            'window_fill': '{}/{}'.format(*self._loop.window_fill),
+            'max_history': self._config.loop.max_history,
+            'policy': self._config.loop.policy,
             'raw_level': calibrated.raw_assessment.overall_level.name if calibrated else '',
             'calibrated_level': calibrated.adjusted_overall_level.name if calibrated else '',
             'last_reason': calibrated.adjustment_reason if calibrated else '',

@@ -29,6 +29,7 @@ from ..core.feedback import (
     policy_parameters,
 )
 from ..core.feedback.parameter_docs import parameter_doc
+from ..core.loop import LoopConfig
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 
 EXECUTORS = ('single_threaded', 'events')
@@ -153,10 +154,7 @@ def descriptor(name, spec):
 class FeedbackConfig:
     """A validated parameter set, as the node applies it."""
 
-    policy: object
-    max_history: int
-    buffer_capacity: int
-    time_jump_tolerance_ns: int
+    loop: LoopConfig
     assessment_hold_ns: int
     diagnostics_period_s: float
     stale_after_s: float
@@ -168,18 +166,18 @@ def validate(values, policy_specs):
     policy_name = values['policy']
     if policy_name not in policy_names():
         return f'policy {policy_name!r} is not registered (choose from {", ".join(policy_names())})'
-    selected = None
+    selected_fields = {}
     for name in policy_names():
         fields = {
             field: values[parameter]
             for parameter, (policy, field, _) in policy_specs.items() if policy == name
         }
         try:
-            built = make_policy(name, fields)
+            make_policy(name, fields)
         except Exception as error:  # noqa: BLE001 - any failure to build is a refusal
             return f'parameters of policy {name!r}: {error}'
         if name == policy_name:
-            selected = built
+            selected_fields = fields
     if values['executor'] not in EXECUTORS:
         return f'executor {values["executor"]!r} is not one of {", ".join(EXECUTORS)}'
     if values['telemetry_bag'] and values['telemetry_dir']:
@@ -188,10 +186,14 @@ def validate(values, policy_specs):
         bounds = spec.integer_range or spec.float_range
         if bounds is not None and not bounds[0] <= values[name] <= bounds[1]:
             return f'{name} must be in [{bounds[0]}, {bounds[1]}], got {values[name]!r}'
+    try:
+        loop = LoopConfig.make(
+            policy_name, dict(selected_fields), values['max_history'],
+            values['outcome_buffer_size'], int(values['time_jump_tolerance_s'] * 1e9))
+    except (TypeError, ValueError) as error:
+        return str(error)
     return FeedbackConfig(
-        policy=selected, max_history=values['max_history'],
-        buffer_capacity=max(values['outcome_buffer_size'], values['max_history']),
-        time_jump_tolerance_ns=int(values['time_jump_tolerance_s'] * 1e9),
+        loop=loop,
         assessment_hold_ns=int(values['assessment_hold_s'] * 1e9),
         diagnostics_period_s=values['diagnostics_period_s'],
         stale_after_s=values['stale_after_s'],

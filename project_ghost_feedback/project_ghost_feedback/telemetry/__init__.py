@@ -6,12 +6,13 @@ from the package's .msg files. See ``docs/telemetry.md``.
 
 - :mod:`.channels`: topics, ROS 2 types, offered QoS (``CHANNEL_CALIBRATED_SELF_ASSESSMENT``).
 - :mod:`.adapters`: contract -> ``TelemetryRecord(channel, log_time, payload)``.
-- :mod:`.writer`: :class:`TelemetryWriter` (rosbags backend; rosbag2_py where importable).
+- :mod:`.writer`: :class:`TelemetryWriter` (rosbags' rosbag2 writer, MCAP storage).
 - :mod:`.bag_reader`: open and validate a bag (:class:`BagError`), :func:`bag_info`.
-- :mod:`.codecs`: ``_DECODERS`` (CDR -> contract); :mod:`.config`: :class:`ReplayConfig`;
-  :mod:`.report`: :class:`ReplayReport`.
-- :mod:`.replay`: the engine, :func:`replay_bag`, :func:`verify_bag`, :func:`read_bag` (and
-  ``replay._DECODERS``, re-exported).
+- :mod:`.codecs`: ``_DECODERS`` (CDR -> contract); :mod:`.config`: the recorded
+  configuration (:func:`recorded_config`, a core ``LoopConfig``); :mod:`.report`:
+  :class:`ReplayReport`.
+- :mod:`.replay`: the engine, :func:`replay_bag`, :func:`verify_bag`, :func:`read_bag`: the
+  recorded run through the core's one feedback loop (``core.loop.FeedbackLoop``).
 - :mod:`.recorder`: the feedback node's :class:`TelemetryRecorder`.
 """
 
@@ -36,22 +37,13 @@ from .channels import (
     TYPE_CALIBRATED_SELF_ASSESSMENT,
     TYPE_PREDICTION_OUTCOME,
 )
+from .bag_reader import bag_info, BagError, BagInfo
+from .codecs import decode, register_decoder
+from .config import recorded_config
 from .recorder import TelemetryRecorder
-from .replay import (
-    bag_info,
-    BagError,
-    BagInfo,
-    decode,
-    iter_bag,
-    read_bag,
-    register_decoder,
-    replay_bag,
-    ReplayConfig,
-    ReplayReport,
-    summary_line,
-    verify_bag,
-)
-from .writer import rosbag2_py_available, TelemetryWriter, TelemetryWriterError
+from .replay import iter_bag, read_bag, replay_bag, verify_bag
+from .report import ReplayReport, summary_line
+from .writer import TelemetryWriter, TelemetryWriterError
 
 __all__ = [
     'ADAPTERS',
@@ -67,7 +59,6 @@ __all__ = [
     'Channel',
     'PredictionOutcomeToTelemetryAdapter',
     'QosProfile',
-    'ReplayConfig',
     'ReplayReport',
     'TYPE_BELIEF_SELF_ASSESSMENT',
     'TYPE_CALIBRATED_SELF_ASSESSMENT',
@@ -81,9 +72,9 @@ __all__ = [
     'decode',
     'iter_bag',
     'read_bag',
+    'recorded_config',
     'register_decoder',
     'replay_bag',
-    'rosbag2_py_available',
     'summary_line',
     'to_telemetry',
     'verify_bag',

@@ -6,7 +6,9 @@ always gives the same record (ADR-0026 section 6):
 
 - CalibratedSelfAssessment: ``calibrated.raw_assessment.belief_stamp_sim_ns``;
 - BeliefSelfAssessment (raw): ``belief_stamp_sim_ns``;
-- PredictionOutcome: ``observed_stamp_sim_ns``.
+- PredictionOutcome: ``observed_stamp_sim_ns``;
+- LoopEvent (a reset or configuration change, FeedbackEvent): ``stamp_ns``, the node clock at the
+  event.
 
 The payload is the CDR (little endian, ``cdr`` encapsulation) of the matching
 ``project_ghost_feedback_msgs`` message, encoded by the rosbags typestore's public
@@ -19,14 +21,17 @@ import numpy
 
 from ..core import BeliefSelfAssessment, PredictionOutcome
 from ..core.feedback import CalibratedSelfAssessment
-from ..msg_decoding import MSG_SCHEMA_VERSION, NS_PER_S
+from ..core.loop import LoopEvent
+from ..msg_decoding import EVENT_KIND_WIRE, EVENT_SCHEMA_VERSION, MSG_SCHEMA_VERSION, NS_PER_S
 from .channels import (
     CHANNEL_CALIBRATED_SELF_ASSESSMENT,
+    CHANNEL_FEEDBACK_EVENTS,
     CHANNEL_PREDICTION_OUTCOME,
     CHANNEL_RAW_SELF_ASSESSMENT,
     TYPE_BELIEF_SELF_ASSESSMENT,
     TYPE_CALIBRATED_SELF_ASSESSMENT,
     TYPE_CALIBRATION_HISTORY,
+    TYPE_FEEDBACK_EVENT,
     TYPE_NAMED_LEVEL,
     TYPE_PREDICTION_OUTCOME,
     TYPE_SELF_ASSESSMENT_LEVEL,
@@ -77,6 +82,8 @@ class _Codec:
         self.belief_encoder = _Encoder(TYPE_BELIEF_SELF_ASSESSMENT)
         self.calibrated_encoder = _Encoder(TYPE_CALIBRATED_SELF_ASSESSMENT)
         self.outcome_encoder = _Encoder(TYPE_PREDICTION_OUTCOME)
+        self.event_cls = store.types[TYPE_FEEDBACK_EVENT]
+        self.event_encoder = _Encoder(TYPE_FEEDBACK_EVENT)
         # (contract, rosbags message) of the last belief converted: the node records a raw
         # assessment and then the calibrated assessment that carries the very same object. One
         # tuple, swapped atomically.
@@ -135,6 +142,18 @@ class _Codec:
             adjusted_overall_level=self.level_cls(calibrated.adjusted_overall_level.value),
             adjustment_policy_id=calibrated.adjustment_policy_id,
             adjustment_reason=calibrated.adjustment_reason, schema_version=MSG_SCHEMA_VERSION)
+
+    def encode_event(self, event):
+        """Return the CDR payload of a LoopEvent (a FeedbackEvent message)."""
+        config = event.config
+        names, values = config.parameter_texts()
+        return self.event_encoder.encode(self.event_cls(
+            header=self.header(event.stamp_ns, ''), kind=EVENT_KIND_WIRE[event.kind],
+            cause=event.cause, detail=event.detail[:1024], policy=config.policy,
+            parameter_names=list(names), parameter_values=list(values),
+            max_history=config.max_history, outcome_buffer_size=config.outcome_buffer_size,
+            time_jump_tolerance_ns=config.time_jump_tolerance_ns,
+            schema_version=EVENT_SCHEMA_VERSION))
 
     def encode_outcome(self, outcome):
         """Return the CDR payload of a PredictionOutcome (rosbags' serializer)."""
@@ -241,10 +260,33 @@ class PredictionOutcomeToTelemetryAdapter:
             TelemetryRecord, (self.channel, self.log_time(outcome), self.encode(outcome)))
 
 
+class FeedbackEventToTelemetryAdapter:
+    """LoopEvent -> ``/feedback_events`` (FeedbackEvent), log time the node clock at the event."""
+
+    channel = CHANNEL_FEEDBACK_EVENTS
+    msgtype = TYPE_FEEDBACK_EVENT
+    contract_type = LoopEvent
+
+    def log_time(self, event):
+        """Return the log time (ns) of ``event``: its ``stamp_ns``."""
+        return event.stamp_ns
+
+    def encode(self, event):
+        """Return the CDR payload of ``event``."""
+        return _get_codec().encode_event(event)
+
+    def __call__(self, event):
+        """Return the TelemetryRecord of ``event``."""
+        _require(event, LoopEvent, type(self).__name__)
+        return _new_record(
+            TelemetryRecord, (self.channel, self.log_time(event), self.encode(event)))
+
+
 ADAPTERS = {
     CalibratedSelfAssessment: CalibratedSelfAssessmentToTelemetryAdapter(),
     BeliefSelfAssessment: BeliefSelfAssessmentToTelemetryAdapter(),
     PredictionOutcome: PredictionOutcomeToTelemetryAdapter(),
+    LoopEvent: FeedbackEventToTelemetryAdapter(),
 }
 """Contract class -> its adapter."""
 

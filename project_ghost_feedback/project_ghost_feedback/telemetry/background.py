@@ -77,9 +77,9 @@ class BackgroundRecorder:
         """Queue an accepted raw assessment and the calibrated assessment published for it."""
         self._put(('assessment', raw, calibrated), 2)
 
-    def note_config_change(self):
-        """Queue a note of a parameter change (written to metadata.yaml's custom_data)."""
-        self._put(('config', None, None), 0)
+    def record_event(self, event):
+        """Queue a LoopEvent (a reset or a configuration change)."""
+        self._put(('event', event, None), 1)
 
     def _run(self):
         recorder = self._recorder
@@ -94,7 +94,7 @@ class BackgroundRecorder:
             elif kind == 'assessment':
                 recorder.record_assessment(first, second)
             else:
-                recorder.note_config_change()
+                recorder.record_event(first)
 
     def close(self, timeout_s=30.0):
         """Write what is queued, finish the bag; report (not raise) a failure. Idempotent."""

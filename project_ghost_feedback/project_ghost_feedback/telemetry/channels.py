@@ -16,9 +16,13 @@ CHANNEL_RAW_SELF_ASSESSMENT = '/self_assessment/raw'
 CHANNEL_PREDICTION_OUTCOME = '/prediction_outcome'
 """The channel of PredictionOutcome (the node's ``outcome_topic`` default)."""
 
+CHANNEL_FEEDBACK_EVENTS = '/feedback_events'
+"""The channel of FeedbackEvent: resets and configuration changes (the node's events topic)."""
+
 TYPE_CALIBRATED_SELF_ASSESSMENT = f'{MSGS_PACKAGE}/msg/CalibratedSelfAssessment'
 TYPE_BELIEF_SELF_ASSESSMENT = f'{MSGS_PACKAGE}/msg/BeliefSelfAssessment'
 TYPE_PREDICTION_OUTCOME = f'{MSGS_PACKAGE}/msg/PredictionOutcome'
+TYPE_FEEDBACK_EVENT = f'{MSGS_PACKAGE}/msg/FeedbackEvent'
 TYPE_CALIBRATION_HISTORY = f'{MSGS_PACKAGE}/msg/CalibrationHistory'
 TYPE_NAMED_LEVEL = f'{MSGS_PACKAGE}/msg/NamedLevel'
 TYPE_SELF_ASSESSMENT_LEVEL = f'{MSGS_PACKAGE}/msg/SelfAssessmentLevel'
@@ -47,6 +51,8 @@ class QosProfile:
 
 
 DEFAULT_QOS = QosProfile()
+EVENTS_QOS = QosProfile(durability='transient_local')
+"""The events publisher's profile: a late ``ros2 bag record`` still gets the recent events."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,7 @@ CHANNELS = (
     Channel(CHANNEL_PREDICTION_OUTCOME, TYPE_PREDICTION_OUTCOME),
     Channel(CHANNEL_RAW_SELF_ASSESSMENT, TYPE_BELIEF_SELF_ASSESSMENT),
     Channel(CHANNEL_CALIBRATED_SELF_ASSESSMENT, TYPE_CALIBRATED_SELF_ASSESSMENT),
+    Channel(CHANNEL_FEEDBACK_EVENTS, TYPE_FEEDBACK_EVENT, EVENTS_QOS),
 )
 """Every channel of a telemetry bag, in the order the writer registers them (fixed: determinism)."""
 

@@ -4,15 +4,16 @@
 Each decoder deserializes with the public ``Typestore.deserialize_cdr`` of the package's rosbags
 typestore (:mod:`.msgdefs`), then builds the contract with the same functions as the live node
 (:mod:`project_ghost_feedback.msg_decoding`, which read rclpy and rosbags messages alike and
-validate through the core's constructors). All three decoders are registered when this module is
+validate through the core's constructors). All four decoders are registered when this module is
 imported.
 """
 
-from ..msg_decoding import belief_from_msg, calibrated_from_msg, outcome_from_msg
+from ..msg_decoding import belief_from_msg, calibrated_from_msg, event_from_msg, outcome_from_msg
 from .bag_reader import normalize_type_name
 from .channels import (
     TYPE_BELIEF_SELF_ASSESSMENT,
     TYPE_CALIBRATED_SELF_ASSESSMENT,
+    TYPE_FEEDBACK_EVENT,
     TYPE_PREDICTION_OUTCOME,
 )
 from .msgdefs import typestore
@@ -40,7 +41,8 @@ _DECODERS = {
     msgtype: Decoder(msgtype, to_contract) for msgtype, to_contract in (
         (TYPE_CALIBRATED_SELF_ASSESSMENT, calibrated_from_msg),
         (TYPE_BELIEF_SELF_ASSESSMENT, belief_from_msg),
-        (TYPE_PREDICTION_OUTCOME, outcome_from_msg))
+        (TYPE_PREDICTION_OUTCOME, outcome_from_msg),
+        (TYPE_FEEDBACK_EVENT, event_from_msg))
 }
 """ROS 2 type name (``pkg/msg/Type``) -> decoder ``bytes -> contract`` (ADR-0026 section 6)."""
 

@@ -11,25 +11,17 @@ can verify the bag with the configuration that produced it.
 import pathlib
 import threading
 
-from ..core.feedback import policy_parameters
+from ..core.loop import CAUSE_PARAMETERS, CONFIGURATION
 from .adapters import (
     BeliefSelfAssessmentToTelemetryAdapter,
     CalibratedSelfAssessmentToTelemetryAdapter,
+    FeedbackEventToTelemetryAdapter,
     PredictionOutcomeToTelemetryAdapter,
 )
 from .bag_reader import readable_message_counts
 from .msgdefs import MessageDefinitionError
-from .replay import (
-    CUSTOM_CONFIG_CHANGES,
-    CUSTOM_RECORDER,
-    custom_data_for_config,
-)
+from .config import CUSTOM_CONFIG_CHANGES, CUSTOM_RECORDER, custom_data_for_config
 from .writer import TelemetryWriter, TelemetryWriterError
-
-
-def policy_parameter_values(policy):
-    """Return ``{parameter: value}`` of a registered policy object (its dataclass fields)."""
-    return {name: getattr(policy, name) for name in policy_parameters(policy.policy_id)}
 
 
 class TelemetryRecorder:
@@ -41,15 +33,13 @@ class TelemetryRecorder:
     recording (the node keeps running); :attr:`error` keeps it.
     """
 
-    def __init__(self, path, *, policy, max_history, outcome_buffer_size, recorder='feedback_node',
-                 backend='rosbags', on_error=None):
-        custom_data = custom_data_for_config(
-            policy.policy_id, policy_parameter_values(policy), max_history, outcome_buffer_size)
+    def __init__(self, path, config, *, recorder='feedback_node', on_error=None):
+        custom_data = custom_data_for_config(config)
         custom_data[CUSTOM_RECORDER] = recorder
         self._config_changes = 0
         custom_data[CUSTOM_CONFIG_CHANGES] = '0'
         try:
-            self._writer = TelemetryWriter(path, backend=backend, custom_data=custom_data)
+            self._writer = TelemetryWriter(path, custom_data=custom_data)
         except (TelemetryWriterError, MessageDefinitionError, OSError) as error:
             raise ValueError(f'telemetry_bag: {error}') from None
         self.path = path
@@ -61,6 +51,7 @@ class TelemetryRecorder:
         self._outcome = PredictionOutcomeToTelemetryAdapter()
         self._raw = BeliefSelfAssessmentToTelemetryAdapter()
         self._calibrated = CalibratedSelfAssessmentToTelemetryAdapter()
+        self._event = FeedbackEventToTelemetryAdapter()
 
     @property
     def counts(self):
@@ -123,13 +114,18 @@ class TelemetryRecorder:
         """Record an accepted raw assessment and the calibrated assessment published for it."""
         self._write((self._raw(raw), self._calibrated(calibrated)))
 
-    def note_config_change(self):
-        """Count a parameter change of the node (replay warns: the recorded config is the start)."""
-        with self._lock:
-            if self._writer.closed:
-                return
-            self._config_changes += 1
-            self._writer.set_custom_data(CUSTOM_CONFIG_CHANGES, str(self._config_changes))
+    def record_event(self, event):
+        """Record a LoopEvent: a reset or a configuration change (log time: its stamp).
+
+        A parameter change is also counted in metadata.yaml's custom_data (``config_changes``).
+        """
+        self._write((self._event(event),))
+        if event.kind == CONFIGURATION and event.cause == CAUSE_PARAMETERS:
+            with self._lock:
+                if self._writer.closed:
+                    return
+                self._config_changes += 1
+                self._writer.set_custom_data(CUSTOM_CONFIG_CHANGES, str(self._config_changes))
 
     def close(self):
         """Finish the bag (MCAP summary and metadata.yaml). Idempotent.

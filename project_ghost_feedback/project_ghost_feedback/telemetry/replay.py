@@ -1,67 +1,43 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The replay engine: recorded inputs through the pure core, compared with the recorded output.
+"""The replay engine: a recorded run through the node's own feedback loop, compared with its output.
 
-:func:`replay_bag` feeds the recorded outcomes and raw assessments, in recorded order, through the
-same :class:`OutcomeWindow` and :func:`assess_with_feedback` as the feedback node, and compares each
-recomputed calibrated assessment with the recorded one. An input that the core's contracts refuse
-(e.g. a NaN distance in a ``ros2 bag record`` bag) is skipped and counted per reason, as the live
-node does (``ReplayReport.rejected``).
+:func:`replay_bag` feeds the recorded outcomes, raw assessments and loop events (resets and
+configuration changes, ``/feedback_events``), in recorded order, through the same
+:class:`~..core.loop.FeedbackLoop` the feedback node runs, and compares each recomputed calibrated
+assessment with the recorded one. Resets the loop derives from its inputs (an input stamp going
+back: ``input_stamp_jump``) are derived again and checked against the record; the others
+(``~/reset``, a node clock jump, a parameter change) are applied where they were recorded. An
+input that the core's contracts refuse (e.g. a NaN distance in a ``ros2 bag record`` bag) is
+skipped and counted per reason, as the live node does (``ReplayReport.rejected``).
 
 Order. ``order='recorded'`` (default) reads messages in the order they were written: for the
 node's telemetry bag that is the order the node processed them, so replay reproduces even
 outcomes that arrived late; for a ``ros2 bag record`` bag it is receive order. ``order='stamp'``
 reads in log-time order (ties in write order). Any problem with the bag raises :class:`BagError`
 with a one-line message (:mod:`.bag_reader`).
-
-The other modules of the cut, re-exported here for existing callers: :mod:`.bag_reader` (open,
-validate, iterate), :mod:`.codecs` (``_DECODERS``), :mod:`.config` (``ReplayConfig``),
-:mod:`.report` (``ReplayReport``).
 """
 
 from collections import deque
 from typing import NamedTuple
 
 from ..core._validation import ContractViolation
-from ..core.feedback import assess_with_feedback, coerce_parameters
-from ..core.window import OutcomeWindow
-from .bag_reader import (  # noqa: F401 - re-exported
-    bag_info,
-    BagError,
-    BagInfo,
-    BagMessage,
-    normalize_type_name,
-    one_line,
-    OpenBag,
-    ORDERS,
-    TopicInfo,
-)
+from ..core.feedback import coerce_parameters
+from ..core.loop import CONFIGURATION, DERIVED_CAUSES, FeedbackLoop, LoopConfig
+from .bag_reader import BagError, normalize_type_name, one_line, OpenBag, ORDERS
 from .channels import (
     CHANNEL_BY_TYPE,
     TYPE_BELIEF_SELF_ASSESSMENT,
     TYPE_CALIBRATED_SELF_ASSESSMENT,
+    TYPE_FEEDBACK_EVENT,
     TYPE_PREDICTION_OUTCOME,
 )
-from .codecs import _DECODERS, decode, register_decoder  # noqa: F401 - re-exported
-from .config import (  # noqa: F401 - re-exported
-    CUSTOM_CONFIG_CHANGES,
-    CUSTOM_MAX_HISTORY,
-    CUSTOM_OUTCOME_BUFFER_SIZE,
-    CUSTOM_POLICY,
-    CUSTOM_POLICY_PARAMETERS,
-    CUSTOM_PREFIX,
-    CUSTOM_RECORDER,
-    custom_data_for_config,
-    DEFAULT_OUTCOME_BUFFER_SIZE,
-    recorded_config,
-    ReplayConfig,
-)
-from .report import (  # noqa: F401 - re-exported
-    Difference,
-    first_field_difference,
-    LevelSummary,
-    ReplayReport,
-    summary_line,
-)
+from .codecs import _DECODERS, decode
+from .config import recorded_config
+from .report import Difference, first_field_difference, ReplayReport, summary_line
+
+NO_EVENTS_WARNING = (
+    'no /feedback_events topic: resets and parameter changes of the node cannot be known '
+    "(replay assumes there were none); record the node's feedback_events topic too")
 
 
 class BagContract(NamedTuple):
@@ -123,10 +99,10 @@ def _first_recorded_calibrated(bag):
 
 
 def _select_topics(info, warnings):
-    """Return {msgtype: topic} for the three contract types (the default topic wins a tie)."""
+    """Return {msgtype: topic} for the replayed types (the default topic wins a tie)."""
     selected = {}
     for msgtype in (TYPE_PREDICTION_OUTCOME, TYPE_BELIEF_SELF_ASSESSMENT,
-                    TYPE_CALIBRATED_SELF_ASSESSMENT):
+                    TYPE_CALIBRATED_SELF_ASSESSMENT, TYPE_FEEDBACK_EVENT):
         names = sorted(t.name for t in info.topics if normalize_type_name(t.msgtype) == msgtype)
         if not names:
             continue
@@ -139,60 +115,88 @@ def _select_topics(info, warnings):
     return selected
 
 
+class Overrides(NamedTuple):
+    """What a replay changes in every recorded configuration (None: keep the recorded value)."""
+
+    policy: str | None = None
+    parameters: dict | None = None
+    max_history: int | None = None
+    outcome_buffer_size: int | None = None
+
+    def apply(self, recorded):
+        """Return ``recorded`` (a LoopConfig) with these overrides (ValueError/TypeError)."""
+        if self == Overrides():
+            return recorded
+        policy = recorded.policy if self.policy is None else self.policy
+        merged = dict(recorded.parameters) if policy == recorded.policy else {}
+        merged.update(coerce_parameters(policy, self.parameters))
+        return LoopConfig.make(
+            policy, merged,
+            recorded.max_history if self.max_history is None else self.max_history,
+            recorded.outcome_buffer_size if self.outcome_buffer_size is None
+            else self.outcome_buffer_size,
+            recorded.time_jump_tolerance_ns)
+
+
 def replay_bag(path, *, policy=None, parameters=None, max_history=None,
                outcome_buffer_size=None, order='recorded'):
-    """Replay the bag ``path`` through the pure core and compare with its recorded output.
+    """Replay the bag ``path`` through the feedback loop and compare with its recorded output.
 
     With no overrides the configuration is the recorded one (``mode='verify'``): every recomputed
     calibrated assessment must equal the recorded one. ``policy`` / ``parameters`` (merged over
     the recorded parameters when the policy is the recorded one) / ``max_history`` /
-    ``outcome_buffer_size`` replay another configuration; parameter values given as strings are
+    ``outcome_buffer_size`` replay another configuration, applied over the start configuration
+    and over every recorded configuration change; parameter values given as strings are
     converted to the type of the parameter's default (``mode='compare'`` when it differs):
     the report then says what would have changed. Raise BagError for an unreadable bag and
     ValueError/TypeError for an invalid configuration.
     """
     if order not in ORDERS:
         raise ValueError(f'order must be one of {ORDERS}, got {order!r}')
+    overrides = Overrides(policy, parameters, max_history, outcome_buffer_size)
     with OpenBag(path) as bag:
-        return _replay(bag, policy, parameters, max_history, outcome_buffer_size, order)
+        return _replay(bag, overrides, order)
 
 
-def _replay(bag, policy, parameters, max_history, outcome_buffer_size, order):
+def _replay(bag, overrides, order):
     info = bag.info
     warnings = []
     topics = _select_topics(info, warnings)
     if TYPE_BELIEF_SELF_ASSESSMENT not in topics:
         raise BagError(f'{info.path}: no {TYPE_BELIEF_SELF_ASSESSMENT} topic to replay')
     bag.check_definitions(set(topics))
-    first = _first_recorded_calibrated(bag)
-    base, source, config_warnings = recorded_config(info, first)
+    events_topic = topics.get(TYPE_FEEDBACK_EVENT)
+    base, source, config_warnings = recorded_config(
+        info, _first_recorded_calibrated(bag), events_recorded=events_topic is not None)
     warnings.extend(config_warnings)
-    policy_name = base.policy if policy is None else policy
-    merged = dict(base.parameters) if policy_name == base.policy else {}
-    merged.update(coerce_parameters(policy_name, parameters))
-    config = ReplayConfig.make(
-        policy_name, merged, base.max_history if max_history is None else max_history,
-        base.outcome_buffer_size if outcome_buffer_size is None else outcome_buffer_size)
+    if events_topic is None and source != 'recorded':
+        warnings.append(NO_EVENTS_WARNING)
+    config = overrides.apply(base)
     report = ReplayReport(
         bag=info.path, order=order, mode='verify' if config == base else 'compare',
         recorded_config=base, config_source=source, replay_config=config, warnings=warnings)
+    _run(bag, topics, FeedbackLoop(config), overrides, report, order)
+    return report
 
-    policy_object = config.make_policy()
-    history_size = config.max_history
-    window = OutcomeWindow(config.outcome_buffer_size)
-    add_outcome = window.add
-    causal_window = window.causal_window
+
+def _run(bag, topics, loop, overrides, report, order):
+    """Stream the bag's messages through ``loop``, comparing outputs into ``report``."""
     decode_outcome = _DECODERS[TYPE_PREDICTION_OUTCOME]
     decode_raw = _DECODERS[TYPE_BELIEF_SELF_ASSESSMENT]
-    comparer = _Comparer(report, fast=config.policy == base.policy)
+    decode_event = _DECODERS[TYPE_FEEDBACK_EVENT]
+    comparer = _Comparer(report)
     recomputed_queue = deque()
     recorded_queue = deque()
     recomputed_summary = report.recomputed
     outcome_topic = topics.get(TYPE_PREDICTION_OUTCOME)
     raw_topic = topics[TYPE_BELIEF_SELF_ASSESSMENT]
     calibrated_topic = topics.get(TYPE_CALIBRATED_SELF_ASSESSMENT)
-    wanted = [t for t in (outcome_topic, raw_topic, calibrated_topic) if t is not None]
+    events_topic = topics.get(TYPE_FEEDBACK_EVENT)
+    wanted = [t for t in (outcome_topic, raw_topic, calibrated_topic, events_topic)
+              if t is not None]
     rejected = report.rejected
+    derived = {'recorded': {}, 'replayed': {}}
+    info_path = report.bag
     for index, (topic, msgtype, log_time, payload) in enumerate(bag.messages(order, wanted)):
         if topic == calibrated_topic:
             report.recorded_outputs += 1
@@ -201,12 +205,25 @@ def _replay(bag, policy, parameters, max_history, outcome_buffer_size, order):
                 comparer.compare(
                     recorded_queue.popleft(), recomputed_queue.popleft(), calibrated_topic)
             continue
+        if topic == events_topic:
+            try:
+                event = decode_event(payload)
+            except Exception as error:  # noqa: BLE001 - any decoder error is one line
+                raise _decode_error(info_path, index, topic, log_time, msgtype, error) from None
+            report.events += 1
+            if event.cause in DERIVED_CAUSES:
+                _count(derived['recorded'], event.cause)
+            elif event.kind == CONFIGURATION:
+                loop.configure(overrides.apply(event.config), event.stamp_ns, event.cause)
+            elif loop.apply(event):
+                _count(report.resets, event.cause)
+            continue
         is_outcome = topic == outcome_topic
         decoder = decode_outcome if is_outcome else decode_raw
         try:
             message = decoder.decode_message(payload)
         except Exception as error:  # noqa: BLE001 - any decoder error is one line
-            raise _decode_error(info.path, index, topic, log_time, msgtype, error) from None
+            raise _decode_error(info_path, index, topic, log_time, msgtype, error) from None
         try:
             contract = decoder.to_contract(message)
         except (ContractViolation, TypeError, ValueError) as error:
@@ -214,20 +231,34 @@ def _replay(bag, policy, parameters, max_history, outcome_buffer_size, order):
             kind = 'outcome' if is_outcome else 'assessment'
             reason = error.reason if isinstance(error, ContractViolation) else (
                 type(error).__name__)
-            rejected[f'{kind}:{reason}'] = rejected.get(f'{kind}:{reason}', 0) + 1
+            _count(rejected, f'{kind}:{reason}')
             continue
         if is_outcome:
             report.outcomes += 1
-            add_outcome(contract)
-            continue
-        report.assessments += 1
-        calibrated = assess_with_feedback(
-            contract, causal_window(contract.belief_stamp_sim_ns, history_size),
-            policy_object, history_size)
-        recomputed_summary.add(calibrated)
-        recomputed_queue.append(calibrated)
-        while recomputed_queue and recorded_queue:
-            comparer.compare(recorded_queue.popleft(), recomputed_queue.popleft(), calibrated_topic)
+            step = loop.outcome(contract)
+        else:
+            report.assessments += 1
+            step = loop.assessment(contract)
+            recomputed_summary.add(step.calibrated)
+            recomputed_queue.append(step.calibrated)
+            while recomputed_queue and recorded_queue:
+                comparer.compare(
+                    recorded_queue.popleft(), recomputed_queue.popleft(), calibrated_topic)
+        for event in step.events:
+            _count(derived['replayed'], event.cause)
+            _count(report.resets, event.cause)
+    _finish(report, recorded_queue, comparer, calibrated_topic, derived, events_topic)
+
+
+def _count(counter, key):
+    counter[key] = counter.get(key, 0) + 1
+
+
+def _finish(report, recorded_queue, comparer, calibrated_topic, derived, events_topic):
+    if events_topic is not None and derived['recorded'] != derived['replayed']:
+        report.warnings.append(
+            f'resets derived from the inputs differ: recorded {derived["recorded"]}, '
+            f'replayed {derived["replayed"]}')
     if report.recorded_outputs and report.recorded_outputs != report.assessments:
         report.warnings.append(
             f'{report.recorded_outputs} recorded calibrated assessments for '
@@ -237,7 +268,6 @@ def _replay(bag, policy, parameters, max_history, outcome_buffer_size, order):
         if report.first_difference is None:
             report.first_difference = Difference(
                 report.compared, None, '(count)', report.recorded_outputs, report.assessments)
-    return report
 
 
 def _decode_error(path, index, topic, log_time, msgtype, error):
@@ -249,17 +279,16 @@ def _decode_error(path, index, topic, log_time, msgtype, error):
 class _Comparer:
     """Compare recorded calibrated payloads with recomputed contracts, into a ReplayReport.
 
-    Fast path (``fast``: the replayed policy is the recorded one): when the recorded payload is
-    byte-identical to the encoding of the recomputed assessment the two are equal (the encoding
-    is deterministic and decoding is a function) and nothing is decoded. Otherwise the payload is
-    decoded and compared field by field.
+    Fast path: when the recorded payload is byte-identical to the encoding of the recomputed
+    assessment the two are equal (the encoding is deterministic and decoding is a function) and
+    nothing is decoded. Otherwise the payload is decoded and compared field by field.
     """
 
-    def __init__(self, report, fast):
+    def __init__(self, report):
         from .adapters import CalibratedSelfAssessmentToTelemetryAdapter
 
         self.report = report
-        self.encode = CalibratedSelfAssessmentToTelemetryAdapter().encode if fast else None
+        self.encode = CalibratedSelfAssessmentToTelemetryAdapter().encode
         self.decoder = _DECODERS[TYPE_CALIBRATED_SELF_ASSESSMENT]
         self.index = 0
 
@@ -276,7 +305,7 @@ class _Comparer:
         index = self.index
         self.index += 1
         report.compared += 1
-        if self.encode is not None and self.encode(recomputed) == recorded_item[2]:
+        if self.encode(recomputed) == recorded_item[2]:
             report.recorded.add(recomputed)
             return
         recorded = self.decode(*recorded_item, topic)

@@ -5,7 +5,7 @@ import dataclasses
 import math
 
 from ..core import SelfAssessmentLevel
-from .config import ReplayConfig
+from ..core.loop import LoopConfig
 
 
 @dataclasses.dataclass
@@ -98,9 +98,9 @@ class ReplayReport:
     bag: str
     order: str
     mode: str
-    recorded_config: ReplayConfig
+    recorded_config: LoopConfig
     config_source: str
-    replay_config: ReplayConfig
+    replay_config: LoopConfig
     outcomes: int = 0
     assessments: int = 0
     recorded_outputs: int = 0
@@ -115,6 +115,8 @@ class ReplayReport:
     recomputed: LevelSummary = dataclasses.field(default_factory=LevelSummary)
     warnings: list = dataclasses.field(default_factory=list)
     rejected: dict = dataclasses.field(default_factory=dict)
+    events: int = 0
+    resets: dict = dataclasses.field(default_factory=dict)
 
     @property
     def identical(self):
@@ -142,6 +144,7 @@ class ReplayReport:
             'recomputed': self.recomputed.to_dict(),
             'warnings': list(self.warnings),
             'rejected': dict(sorted(self.rejected.items())),
+            'events': self.events, 'resets': dict(sorted(self.resets.items())),
         }
 
 

@@ -1,42 +1,25 @@
 # SPDX-License-Identifier: Apache-2.0
 """Write telemetry bags: rosbag2 bag directories (MCAP storage) from adapter records.
 
-Two backends:
-
-- ``'rosbags'`` (default, needs only the ``rosbags`` package): rosbags' rosbag2 ``Writer``
-  (``version=9``, MCAP storage) writes the directory, ``metadata.yaml`` (every v9 key) and the
-  MCAP file (profile ``ros2``, one ``ros2msg`` schema per type, ``cdr`` channels whose
-  ``offered_qos_profiles`` metadata equals metadata.yaml's, the ``rosbag2`` metadata record).
-  This module hands it the schema text built as rosbag2 builds it (:mod:`.msgdefs`) and the
-  RIHS01 hash; it writes no MCAP or YAML itself. Output is byte-deterministic: the same records
-  in the same order, into a directory of the same name, give identical files.
-- ``'rosbag2_py'``: rosbag2's own ``SequentialWriter``, where ``rosbag2_py`` is importable (a
-  ROS 2 install). It is **not tested here** (no rosbag2_py on PyPI); it writes the same topics,
-  types, log times and payloads, but its bytes are rosbag2's (library version string, chunking,
-  compression) and are not claimed deterministic by this project.
+rosbags' rosbag2 ``Writer`` (``version=9``, MCAP storage; needs only the ``rosbags`` package)
+writes the directory, ``metadata.yaml`` (every v9 key) and the MCAP file (profile ``ros2``, one
+``ros2msg`` schema per type, ``cdr`` channels whose ``offered_qos_profiles`` metadata equals
+metadata.yaml's, the ``rosbag2`` metadata record). This module hands it the schema text built as
+rosbag2 builds it (:mod:`.msgdefs`) and the RIHS01 hash; it writes no MCAP or YAML itself. Output
+is byte-deterministic: the same records in the same order, into a directory of the same name, give
+identical files. (rosbag2_py is not used: it is not on PyPI and could not be tested here.)
 
 Messages are written in the order given; log times need not be monotonic (rosbags indexes any
 order; readers in log-time order sort, readers in file order see the write order).
 """
 
 from .adapters import to_telemetry
-from .channels import CHANNELS, INFINITE_DURATION
+from .channels import CHANNELS
 from .msgdefs import full_definition, type_hash
-
-BACKENDS = ('rosbags', 'rosbag2_py')
 
 
 class TelemetryWriterError(RuntimeError):
     """A telemetry bag cannot be created or written."""
-
-
-def rosbag2_py_available():
-    """Return True when rosbag2's Python API (``rosbag2_py``) can be imported."""
-    try:
-        import rosbag2_py  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _rosbags_qos(profile):
@@ -94,74 +77,6 @@ class _RosbagsBackend:
         self._writer.abort()
 
 
-class _Rosbag2PyBackend:
-    """rosbag2's SequentialWriter (ROS 2 installs only; untested in this project's CI)."""
-
-    def __init__(self, path, channels, custom_data):
-        import rosbag2_py
-
-        self._writer = rosbag2_py.SequentialWriter()
-        options = rosbag2_py.StorageOptions(uri=str(path), storage_id='mcap')
-        if custom_data and hasattr(options, 'custom_data'):
-            options.custom_data = dict(custom_data)
-        try:
-            self._writer.open(options, rosbag2_py.ConverterOptions('cdr', 'cdr'))
-        except RuntimeError as error:
-            raise TelemetryWriterError(f'cannot create telemetry bag {str(path)!r}: {error}')
-        for index, channel in enumerate(channels):
-            kwargs = {
-                'name': channel.topic, 'type': channel.msgtype, 'serialization_format': 'cdr',
-                'offered_qos_profiles': _rclpy_qos_list(channel.qos),
-                'type_description_hash': type_hash(channel.msgtype),
-            }
-            try:
-                metadata = rosbag2_py.TopicMetadata(id=index, **kwargs)  # Jazzy and later
-            except TypeError:
-                kwargs.pop('type_description_hash')
-                kwargs['offered_qos_profiles'] = ''
-                metadata = rosbag2_py.TopicMetadata(**kwargs)  # Humble / Iron
-            self._writer.create_topic(metadata)
-
-    def set_custom_data(self, key, value):
-        raise TelemetryWriterError('the rosbag2_py backend takes custom data only at open')
-
-    def write(self, topic, log_time, payload):
-        self._writer.write(topic, payload, log_time)
-
-    def close(self):
-        close = getattr(self._writer, 'close', None)
-        if close is not None:
-            close()
-        self._writer = None
-
-    abort = close
-
-
-def _rclpy_qos_list(profile):
-    from rclpy.duration import Duration
-    from rclpy.qos import (
-        DurabilityPolicy,
-        HistoryPolicy,
-        LivelinessPolicy,
-        QoSProfile,
-        ReliabilityPolicy,
-    )
-
-    def duration(value):
-        if tuple(value) == INFINITE_DURATION:
-            return Duration(seconds=0)  # rmw's "default" (infinite)
-        return Duration(seconds=value[0], nanoseconds=value[1])
-
-    return [QoSProfile(
-        history=HistoryPolicy[profile.history.upper()], depth=profile.depth,
-        reliability=ReliabilityPolicy[profile.reliability.upper()],
-        durability=DurabilityPolicy[profile.durability.upper()],
-        deadline=duration(profile.deadline), lifespan=duration(profile.lifespan),
-        liveliness=LivelinessPolicy[profile.liveliness.upper()],
-        liveliness_lease_duration=duration(profile.liveliness_lease_duration),
-        avoid_ros_namespace_conventions=profile.avoid_ros_namespace_conventions)]
-
-
 class TelemetryWriter:
     """A rosbag2 bag directory being written (MCAP storage, metadata.yaml version 9).
 
@@ -171,20 +86,14 @@ class TelemetryWriter:
     :meth:`close`: the MCAP summary and metadata.yaml are written only at close.
     """
 
-    def __init__(self, path, *, backend='rosbags', channels=CHANNELS, custom_data=None):
-        if backend not in BACKENDS:
-            raise ValueError(f'unknown telemetry writer backend {backend!r} (one of {BACKENDS})')
-        if backend == 'rosbag2_py' and not rosbag2_py_available():
-            raise TelemetryWriterError('backend rosbag2_py needs rosbag2_py (a ROS 2 install)')
+    def __init__(self, path, *, channels=CHANNELS, custom_data=None):
         self.path = path
-        self.backend = backend
         self.counts = {channel.topic: 0 for channel in channels}
         custom_data = dict(custom_data or {})
         for key, value in custom_data.items():
             if not isinstance(key, str) or not isinstance(value, str):
                 raise TypeError(f'custom_data must map str to str, got {key!r}: {value!r}')
-        cls = _RosbagsBackend if backend == 'rosbags' else _Rosbag2PyBackend
-        self._backend = cls(path, tuple(channels), custom_data)
+        self._backend = _RosbagsBackend(path, tuple(channels), custom_data)
         self._backend_write = self._backend.write
         self._closed = False
 

@@ -1,0 +1,355 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The one feedback loop: window, stamp rules, held assessments, resets, configuration (pure).
+
+:class:`FeedbackLoop` is the only code that adds outcomes to the window and judges assessments on
+it. The feedback node drives it with live messages, ``ghost-feedback replay`` and the fleet audit
+with recorded ones, the demo analysis with the outcomes it played: the same events through the
+same object give the same outputs, so replay is exact by construction, not by convention.
+
+Events in, results out:
+
+- :meth:`FeedbackLoop.outcome` / :meth:`FeedbackLoop.assessment`: an input, with the node clock
+  ``now_ns`` when it is known (live). A stamp further than ``time_jump_tolerance_ns`` ahead of
+  ``now_ns`` is refused (``future_stamp``) and changes nothing; a stamp that goes back by more than
+  the tolerance behind the newest of its kind resets the window first (cause
+  ``input_stamp_jump``: a restarted producer). Replay passes no clock: the recorded inputs are the
+  ones the node accepted.
+- :meth:`FeedbackLoop.reset` (``~/reset``: cause ``service``), :meth:`FeedbackLoop.clock_jumped`
+  (a backward jump of the node clock that leaves state in the future: ``clock_jump``) and
+  :meth:`FeedbackLoop.configure` (a parameter change): each returns the :class:`LoopEvent` to
+  record, and :meth:`FeedbackLoop.apply` replays a recorded one.
+- :meth:`FeedbackLoop.hold` / :meth:`FeedbackLoop.release`: assessments wait ``hold_ns`` (steady
+  time, a node setting that does not change any output: the recorded order is the judging order).
+
+Every reset clears the window, the held assessments, the newest stamps and the previous output
+(the state a :class:`~.feedback.protocols.HysteresisPolicy` follows).
+"""
+
+import collections
+import dataclasses
+import json
+
+from .feedback import (
+    assess_with_feedback,
+    DEFAULT_MAX_HISTORY,
+    DEFAULT_POLICY,
+    make_policy,
+    policy_parameters,
+)
+from .window import ADDED, DEFAULT_OUTCOME_BUFFER_SIZE, OutcomeWindow
+
+NS_PER_S = 1_000_000_000
+DEFAULT_TIME_JUMP_TOLERANCE_NS = 5 * NS_PER_S
+"""Default of the node's ``time_jump_tolerance_s`` (5 s), in nanoseconds."""
+
+RESET = 'reset'
+CONFIGURATION = 'configuration'
+EVENT_KINDS = (RESET, CONFIGURATION)
+
+CAUSE_SERVICE = 'service'
+CAUSE_CLOCK_JUMP = 'clock_jump'
+CAUSE_INPUT_STAMP_JUMP = 'input_stamp_jump'
+CAUSE_START = 'start'
+CAUSE_PARAMETERS = 'parameters'
+DERIVED_CAUSES = frozenset((CAUSE_INPUT_STAMP_JUMP,))
+"""Causes the loop derives from its inputs: replay re-derives them and checks the record."""
+
+FUTURE_STAMP = 'future_stamp'
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+    """What the loop's outputs depend on: policy and parameters, window sizes, time tolerance.
+
+    ``parameters`` is the full, sorted ``((name, value), ...)`` of the policy. Build it with
+    :meth:`make`, which validates every value and names the bad one.
+    """
+
+    policy: str = DEFAULT_POLICY
+    parameters: tuple = ()
+    max_history: int = DEFAULT_MAX_HISTORY
+    outcome_buffer_size: int = DEFAULT_OUTCOME_BUFFER_SIZE
+    time_jump_tolerance_ns: int = DEFAULT_TIME_JUMP_TOLERANCE_NS
+
+    @classmethod
+    def make(cls, policy=DEFAULT_POLICY, parameters=None, max_history=DEFAULT_MAX_HISTORY,
+             outcome_buffer_size=DEFAULT_OUTCOME_BUFFER_SIZE,
+             time_jump_tolerance_ns=DEFAULT_TIME_JUMP_TOLERANCE_NS):
+        """Return a validated config (ValueError/TypeError naming the bad value)."""
+        make_policy(policy, parameters)  # refuses an unknown policy or parameter, names it
+        full = policy_parameters(policy)
+        full.update(parameters or {})
+        config = cls(policy, tuple(sorted(full.items())), max_history, outcome_buffer_size,
+                     time_jump_tolerance_ns)
+        for name in ('max_history', 'outcome_buffer_size', 'time_jump_tolerance_ns'):
+            value = getattr(config, name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f'{name} must be an int >= 1, got {value!r}')
+        return config
+
+    @classmethod
+    def of_policy(cls, policy, max_history, outcome_buffer_size, time_jump_tolerance_ns):
+        """Return the config of a registered policy *object* (its dataclass fields)."""
+        parameters = {name: getattr(policy, name) for name in policy_parameters(policy.policy_id)}
+        return cls.make(policy.policy_id, parameters, max_history, outcome_buffer_size,
+                        time_jump_tolerance_ns)
+
+    @property
+    def buffer_capacity(self):
+        """Return the window's capacity: ``max(outcome_buffer_size, max_history)``."""
+        return max(self.outcome_buffer_size, self.max_history)
+
+    def make_policy(self):
+        """Return the policy object."""
+        return make_policy(self.policy, dict(self.parameters))
+
+    def describe(self):
+        """Return e.g. ``calibrated_exceedance(alpha=0.01), max_history 32, ...``."""
+        parameters = ', '.join(f'{k}={v!r}' for k, v in self.parameters)
+        return (f'{self.policy}({parameters}), max_history {self.max_history}, '
+                f'outcome_buffer_size {self.outcome_buffer_size}, time_jump_tolerance '
+                f'{self.time_jump_tolerance_ns / NS_PER_S:g} s')
+
+    def to_dict(self):
+        """Return a JSON-ready dict."""
+        return {
+            'policy': self.policy, 'parameters': dict(self.parameters),
+            'max_history': self.max_history, 'outcome_buffer_size': self.outcome_buffer_size,
+            'time_jump_tolerance_ns': self.time_jump_tolerance_ns,
+        }
+
+    def parameter_texts(self):
+        """Return ``(names, values)``: the parameters with each value as exact JSON text."""
+        return (tuple(name for name, _ in self.parameters),
+                tuple(json.dumps(value) for _, value in self.parameters))
+
+    @classmethod
+    def from_texts(cls, policy, names, values, max_history, outcome_buffer_size,
+                   time_jump_tolerance_ns):
+        """Inverse of :meth:`parameter_texts` (ValueError for text that is not JSON)."""
+        if len(names) != len(values):
+            raise ValueError(f'{len(names)} parameter names for {len(values)} values')
+        return cls.make(policy, {n: json.loads(v) for n, v in zip(names, values)},
+                        max_history, outcome_buffer_size, time_jump_tolerance_ns)
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopEvent:
+    """Something that changed the loop's state and is not an input: a reset or a new config.
+
+    ``stamp_ns`` is the node clock at the event (the log time of its record); ``config`` is the
+    configuration in effect after it (every event carries it, so any one event says it all).
+    """
+
+    stamp_ns: int
+    kind: str
+    cause: str
+    detail: str
+    config: LoopConfig
+
+    def __post_init__(self):
+        if self.kind not in EVENT_KINDS:
+            raise ValueError(f'LoopEvent.kind must be one of {EVENT_KINDS}, got {self.kind!r}')
+        if type(self.stamp_ns) is not int or self.stamp_ns < 0:
+            raise ValueError(f'LoopEvent.stamp_ns must be an int >= 0, got {self.stamp_ns!r}')
+        if not isinstance(self.config, LoopConfig):
+            raise TypeError(f'LoopEvent.config must be a LoopConfig, got {self.config!r}')
+
+
+class Step:
+    """What one input did: the output to publish, a refusal, the events it caused.
+
+    - ``calibrated``: the CalibratedSelfAssessment to publish (assessments), else None;
+    - ``judged``: the outcomes it was judged on (assessments), else ();
+    - ``refusal``: ``(reason, text)`` when the input was refused (nothing else changed), else None;
+    - ``status``: the window's ``added`` / ``duplicate`` / ``too_old`` (outcomes), else None;
+    - ``late``: an added outcome that would have counted for an assessment already published;
+    - ``events``: the LoopEvents (resets) the input caused, to record before the input.
+    """
+
+    __slots__ = ('calibrated', 'events', 'judged', 'late', 'refusal', 'status')
+
+    def __init__(self, calibrated=None, judged=(), refusal=None, status=None, late=False,
+                 events=()):
+        self.calibrated = calibrated
+        self.judged = judged
+        self.refusal = refusal
+        self.status = status
+        self.late = late
+        self.events = events
+
+    @property
+    def accepted(self):
+        """Return True when the input was taken (so it is recorded), False when refused."""
+        return self.refusal is None
+
+
+class FeedbackLoop:
+    """The feedback loop of one node (or one replay): see the module documentation."""
+
+    __slots__ = ('_config', '_held', '_newest_belief', '_policy', '_window', 'hold_ns',
+                 'previous')
+
+    def __init__(self, config, *, hold_ns=0):
+        if not isinstance(config, LoopConfig):
+            raise TypeError(f'FeedbackLoop needs a LoopConfig, got {config!r}')
+        self._config = config
+        self._policy = config.make_policy()
+        self._window = OutcomeWindow(config.buffer_capacity)
+        self._held = collections.deque()
+        self._newest_belief = None
+        self.hold_ns = hold_ns
+        self.previous = None
+        """The CalibratedSelfAssessment published last since the last reset (or None)."""
+
+    @property
+    def config(self):
+        """Return the LoopConfig in effect."""
+        return self._config
+
+    @property
+    def policy(self):
+        """Return the policy object in effect."""
+        return self._policy
+
+    @property
+    def window_fill(self):
+        """Return ``(outcomes held, capacity)`` of the window."""
+        return len(self._window), self._window.capacity
+
+    @property
+    def newest_outcome_stamp(self):
+        """Return the newest observed stamp in the window, or None."""
+        return self._window.newest_stamp
+
+    @property
+    def newest_belief_stamp(self):
+        """Return the newest belief stamp judged since the last reset, or None."""
+        return self._newest_belief
+
+    @property
+    def held(self):
+        """Return the number of assessments waiting for their hold time."""
+        return len(self._held)
+
+    # -- inputs ---------------------------------------------------------------------------------
+
+    def _stamp_rule(self, kind, stamp, newest, now_ns):
+        """Return ``(refusal, events)`` for an input stamp: future refusal, or a reset."""
+        tolerance = self._config.time_jump_tolerance_ns
+        if now_ns is not None and now_ns > 0 and stamp > now_ns + tolerance:
+            return (FUTURE_STAMP, f'{kind} stamp {stamp} ns is {(stamp - now_ns) / 1e9:.3f} s '
+                                  f'ahead of the node clock (tolerance {tolerance / 1e9:g} s)'), ()
+        if newest is not None and stamp < newest - tolerance:
+            event = self.reset(CAUSE_INPUT_STAMP_JUMP, f'{kind} stamp went back by '
+                               f'{(newest - stamp) / 1e9:.3f} s (a restarted producer?)',
+                               stamp if now_ns is None else max(now_ns, 0))
+            return None, (event,)
+        return None, ()
+
+    def outcome(self, outcome, now_ns=None):
+        """Take a PredictionOutcome; return its :class:`Step`."""
+        stamp = outcome.observed_stamp_sim_ns
+        refusal, events = self._stamp_rule('outcome', stamp, self._window.newest_stamp, now_ns)
+        if refusal is not None:
+            return Step(refusal=refusal)
+        status = self._window.add(outcome)
+        late = (status == ADDED and self._newest_belief is not None
+                and stamp <= self._newest_belief)
+        return Step(status=status, late=late, events=events)
+
+    def assessment(self, raw, now_ns=None):
+        """Judge a BeliefSelfAssessment now; return its :class:`Step` (``calibrated`` set)."""
+        stamp = raw.belief_stamp_sim_ns
+        newest = self._newest_belief
+        refusal, events = self._stamp_rule('assessment', stamp, newest, now_ns)
+        if refusal is not None:
+            return Step(refusal=refusal)
+        config = self._config
+        judged = self._window.causal_window(stamp, config.max_history)
+        calibrated = assess_with_feedback(
+            raw, judged, self._policy, config.max_history, previous=self.previous)
+        self.previous = calibrated
+        if newest is None or stamp > newest:
+            self._newest_belief = stamp
+        return Step(calibrated=calibrated, judged=judged, events=events)
+
+    def hold(self, raw, arrival_ns):
+        """Queue ``raw`` (arrived at steady ``arrival_ns``) to be judged after ``hold_ns``.
+
+        Return True when it was queued, False when it must be judged now (no hold: nothing
+        waits, and ``hold_ns`` is 0).
+        """
+        if self.hold_ns <= 0 and not self._held:
+            return False
+        self._held.append((arrival_ns, raw))
+        return True
+
+    def release(self, steady_ns, now_ns=None):
+        """Judge the held assessments whose hold is over at ``steady_ns``; return their Steps."""
+        held = self._held
+        due = steady_ns - self.hold_ns
+        steps = []
+        while held and held[0][0] <= due:
+            steps.append(self.assessment(held.popleft()[1], now_ns))
+        return steps
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def _clear(self):
+        self._window.clear()
+        self._held.clear()
+        self._newest_belief = None
+        self.previous = None
+
+    def reset(self, cause, detail, stamp_ns):
+        """Clear the window and every time-ordered state; return the event to record."""
+        self._clear()
+        return LoopEvent(stamp_ns, RESET, cause, detail, self._config)
+
+    def clock_jumped(self, delta_ns, now_ns):
+        """Reset after a node clock jump of ``delta_ns`` when the state lies in the future.
+
+        When the inputs' stamps went back first (their reset already happened), the state holds
+        only stamps of the new timeline and nothing is reset twice. Return the event or None.
+        """
+        if delta_ns >= 0:
+            return None
+        horizon = now_ns + self._config.time_jump_tolerance_ns
+        newest = (self._window.newest_stamp, self._newest_belief)
+        if not any(stamp is not None and stamp > horizon for stamp in newest):
+            return None
+        return self.reset(CAUSE_CLOCK_JUMP, f'node clock went back by {-delta_ns / 1e9:.3f} s',
+                          max(now_ns, 0))
+
+    def configure(self, config, stamp_ns, cause=CAUSE_PARAMETERS):
+        """Apply a new configuration; return its event (None when nothing changed).
+
+        The window keeps its outcomes (resized to the new capacity); a new policy or new
+        parameters forget the previous output.
+        """
+        if not isinstance(config, LoopConfig):
+            raise TypeError(f'configure needs a LoopConfig, got {config!r}')
+        old = self._config
+        if config == old:
+            return None
+        if (config.policy, config.parameters) != (old.policy, old.parameters):
+            self._policy = config.make_policy()
+            self.previous = None
+        self._config = config
+        if self._window.capacity != config.buffer_capacity:
+            self._window.resize(config.buffer_capacity)
+        return LoopEvent(stamp_ns, CONFIGURATION, cause, config.describe(), config)
+
+    def apply(self, event):
+        """Apply a recorded event (replay); return True when it changed the state.
+
+        Derived resets (``input_stamp_jump``) are not applied: the loop derives them again from
+        the inputs, and replay checks that it did.
+        """
+        if event.kind == CONFIGURATION:
+            return self.configure(event.config, event.stamp_ns, event.cause) is not None
+        if event.cause in DERIVED_CAUSES:
+            return False
+        self._clear()
+        return True
