@@ -34,8 +34,8 @@ from project_ghost_feedback.bridge.belief_claim import claim_levels, ClaimThresh
 from project_ghost_feedback.bridge.decorrelation import OutcomePacer
 from project_ghost_feedback.bridge.geometry import pose_error
 from project_ghost_feedback.core import BeliefSelfAssessment, NamedLevel, PredictionOutcome
-from project_ghost_feedback.core.feedback import assess_with_feedback, DEFAULT_POLICY, make_policy
-from project_ghost_feedback.core.window import OutcomeWindow
+from project_ghost_feedback.core.feedback import DEFAULT_POLICY
+from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
 from project_ghost_feedback.sim.localization_stack import (
     DEFAULT_PHASES,
     LocalizationStack,
@@ -63,9 +63,10 @@ def _pairs(stack):
 
 
 def _run(seed, phases, policy, evaluate_assessments):
-    """Return per-pipeline results for one seeded run."""
+    """Return per-pipeline results for one seeded run of the policy named ``policy``."""
     pipelines = {'decorrelated': OutcomePacer(), 'every sample': None}
-    windows = {name: OutcomeWindow(4096) for name in pipelines}
+    loops = {name: FeedbackLoop(LoopConfig.make(policy, None, MAX_HISTORY, 4096))
+             for name in pipelines}
     results = {name: {'full': 0, 'false': 0, 'detect': None, 'back': None, 'emitted': 0}
                for name in pipelines}
     spans = {name: (start, end) for name, start, end in
@@ -84,17 +85,16 @@ def _run(seed, phases, policy, evaluate_assessments):
             emitted = pacer is None or pacer.offer(
                 stamp, error.position_mahalanobis, error.orientation_mahalanobis)
             if emitted:
-                windows[name].add(outcome)
+                loops[name].outcome(outcome)
                 result['emitted'] += 1
-            window = windows[name].causal_window(stamp, MAX_HISTORY)
+            step = loops[name].assessment(raw)
+            calibrated = step.calibrated
             in_tuned = sample.phase == 'tuned' and stamp >= WARMUP_NS
-            if emitted and in_tuned and len(window) == MAX_HISTORY:
+            if emitted and in_tuned and len(step.judged) == MAX_HISTORY:
                 result['full'] += 1
-                result['false'] += assess_with_feedback(
-                    raw, window, policy, MAX_HISTORY).was_downgraded
+                result['false'] += calibrated.was_downgraded
             if not evaluate_assessments or sample.phase == 'tuned':
                 continue
-            calibrated = assess_with_feedback(raw, window, policy, MAX_HISTORY)
             phase_start = spans[sample.phase][0]
             if sample.phase == 'mistuned' and result['detect'] is None and (
                     calibrated.was_downgraded):
@@ -139,12 +139,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.tuned_seeds = 3, 3
-    policy = make_policy(args.policy)
+    policy = LoopConfig.make(args.policy).make_policy()
     stated = getattr(policy, 'STATED_FULL_WINDOW_FALSE_ALARM_RATE', float('nan'))
     print(f'pure bridge path: {_bench_pairs():.0f} pairs/s (pose error + pacer + claim)')
-    runs = [_run(seed, DEFAULT_PHASES, policy, True) for seed in range(args.seeds)]
+    runs = [_run(seed, DEFAULT_PHASES, args.policy, True) for seed in range(args.seeds)]
     tuned = (StackPhase('tuned', 600.0),)
-    runs += [_run(1000 + seed, tuned, policy, False) for seed in range(args.tuned_seeds)]
+    runs += [_run(1000 + seed, tuned, args.policy, False) for seed in range(args.tuned_seeds)]
     print(f'\npolicy {policy.policy_id}, max_history {MAX_HISTORY}; phases '
           + ', '.join(f'{p.name} {p.duration_s:.0f} s' for p in DEFAULT_PHASES)
           + f'; {args.seeds} seeds + {args.tuned_seeds} tuned-only runs of 600 s\n')

@@ -29,7 +29,8 @@ Parts:
 - latency: assessment publish -> calibrated receipt, p50/p99, at 100 Hz and 1 kHz, node and relay.
   Target: node p99 - relay p99 <= 0.5 ms at 1 kHz.
 - scale: cost per assessment at max_history 32, 256, 2048: the pure function alone
-  (``assess_with_feedback`` on a window of W outcomes, and the node's window bookkeeping), and
+  (``assess_with_feedback`` on a window of W outcomes, and one cycle of the node's feedback loop,
+  ``core.loop.FeedbackLoop``: an outcome in, an assessment judged), and
   through the node (CPU time of the node process per assessment at a fixed rate, window full),
   beside the relay's CPU time per cycle.
 - memory: RSS of the node process after 10k messages and after 1M (``--messages``; inputs counted,
@@ -612,11 +613,11 @@ def _median_us(call, loops, repeats=7):
 
 
 def pure_costs(window, loops):
-    """Return (assess_with_feedback us, window add+causal_window us) for ``window`` outcomes."""
+    """Return (assess_with_feedback us, feedback loop cycle us) for ``window`` outcomes."""
     from project_ghost_feedback.core import (
         BeliefSelfAssessment, NamedLevel, PredictionOutcome, SelfAssessmentLevel)
     from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
-    from project_ghost_feedback.core.window import OutcomeWindow
+    from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
 
     known = SelfAssessmentLevel.KNOWN
     distances = (0.4, 1.3, 0.7, 2.2, 0.2, 0.9, 1.6, 3.4, 0.5, 1.1, 0.8, 5.5, 0.3, 1.9, 0.6, 1.0)
@@ -630,18 +631,18 @@ def pure_costs(window, loops):
     loops = max(5, loops * 32 // window)
     assess = _median_us(lambda: assess_with_feedback(raw, outcomes, policy, window), loops)
     capacity = max(1024, window)
-    store = OutcomeWindow(capacity)
+    loop = FeedbackLoop(LoopConfig.make('mahalanobis_downgrade', None, window, capacity))
     extra = [PredictionOutcome(i * MS - MS // 2, i * MS, (0.01, -0.02, 0.003),
                                (0.001, 0.0, 0.002), distances[i % 16], 0.5)
              for i in range(1, capacity + loops * 8 + 2)]
     for outcome in extra[:capacity]:
-        store.add(outcome)
+        loop.outcome(outcome)
     feed = iter(extra[capacity:])
 
     def bookkeeping():
         outcome = next(feed)
-        store.add(outcome)
-        store.causal_window(outcome.observed_stamp_sim_ns, window)
+        loop.outcome(outcome)
+        loop.assessment(BeliefSelfAssessment(outcome.observed_stamp_sim_ns, known))
 
     window_ops = _median_us(bookkeeping, loops)
     return assess, window_ops
@@ -740,18 +741,18 @@ def part_scale(driver, settings, executor, results):
         node_us, got = node_cost(driver, 'node', executor, window, settings['scale_rate_hz'],
                                  settings['scale_s'])
         rows.append({'max_history': window, 'pure_assess_us': assess,
-                     'pure_window_ops_us': window_ops, 'node_handlers_us': handlers,
+                     'pure_loop_cycle_us': window_ops, 'node_handlers_us': handlers,
                      'node_cpu_us': node_us, 'relay_cpu_us': relay_us, 'assessments': got})
-        print(f'    W={window:5d}: pure {assess:.1f} us + window ops {window_ops:.1f} us; node '
+        print(f'    W={window:5d}: pure {assess:.1f} us, loop cycle {window_ops:.1f} us; node '
               f'callbacks {handlers:.1f} us; node process {node_us:.1f} CPU us per cycle',
               flush=True)
     print()
-    print(f'{"max_history":>11s} {"pure assess":>12s} {"window ops":>11s} '
+    print(f'{"max_history":>11s} {"pure assess":>12s} {"loop cycle":>11s} '
           f'{"node callbacks":>15s} {"callbacks-pure":>15s} {"node process":>13s} '
           f'{"relay process":>14s}   (us per assessment; process = CPU time per cycle)')
     for row in rows:
         print(f'{row["max_history"]:11d} {row["pure_assess_us"]:12.1f} '
-              f'{row["pure_window_ops_us"]:11.1f} {row["node_handlers_us"]:15.1f} '
+              f'{row["pure_loop_cycle_us"]:11.1f} {row["node_handlers_us"]:15.1f} '
               f'{row["node_handlers_us"] - row["pure_assess_us"]:15.1f} '
               f'{row["node_cpu_us"]:13.1f} {row["relay_cpu_us"]:14.1f}')
     first, last = rows[0], rows[-1]

@@ -34,16 +34,15 @@ from project_ghost_feedback.core import (
     PredictionOutcome,
     SelfAssessmentLevel,
 )
-from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
-from project_ghost_feedback.core.window import OutcomeWindow
+from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
 from project_ghost_feedback.telemetry import to_telemetry, TelemetryWriter
 from project_ghost_feedback.telemetry.channels import CHANNELS, INFINITE_DURATION
 from project_ghost_feedback.telemetry.msgdefs import full_definition, type_hash
-from project_ghost_feedback.telemetry.recorder import policy_parameter_values
 from project_ghost_feedback.telemetry.bag_reader import OpenBag
 from project_ghost_feedback.telemetry.codecs import _DECODERS
 from project_ghost_feedback.telemetry.msgdefs import typestore
-from project_ghost_feedback.telemetry.replay import custom_data_for_config, replay_bag
+from project_ghost_feedback.telemetry.config import custom_data_for_config
+from project_ghost_feedback.telemetry.replay import replay_bag
 
 WRITE_TARGET = 0.5
 REPLAY_TARGET = 0.5
@@ -53,8 +52,8 @@ AXES = ('position_x', 'position_y', 'yaw')
 def make_stream(messages, seed=7):
     """Return the node's stream of contracts (outcome, raw, calibrated per cycle)."""
     rng = random.Random(seed)
-    policy = make_policy('mahalanobis_downgrade')
-    window = OutcomeWindow(1024)
+    config = LoopConfig.make('mahalanobis_downgrade', None, 32, 1024)
+    loop = FeedbackLoop(config)
     contracts = []
     levels = list(SelfAssessmentLevel)
     for cycle in range(messages // 3):
@@ -66,14 +65,13 @@ def make_stream(messages, seed=7):
             (rng.gauss(0, 0.1), rng.gauss(0, 0.1), rng.gauss(0, 0.1)),
             (rng.gauss(0, 0.01), rng.gauss(0, 0.01), rng.gauss(0, 0.01)),
             distance, abs(rng.gauss(0.0, scale)) * 1.6 if cycle % 97 else float('inf'))
-        window.add(outcome)
+        loop.outcome(outcome)
         raw = BeliefSelfAssessment(
             stamp, SelfAssessmentLevel.KNOWN,
             tuple(NamedLevel(axis, rng.choice(levels)) for axis in AXES),
             (NamedLevel('pose', SelfAssessmentLevel.KNOWN),))
-        calibrated = assess_with_feedback(raw, window.causal_window(stamp, 32), policy, 32)
-        contracts.extend((outcome, raw, calibrated))
-    return contracts, policy
+        contracts.extend((outcome, raw, loop.assessment(raw).calibrated))
+    return contracts, config
 
 
 def best_of(repeat, run):
@@ -114,12 +112,11 @@ def main(argv=None):
         Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime)
     from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
-    contracts, policy = make_stream(args.messages)
+    contracts, config = make_stream(args.messages)
     records = [to_telemetry(c) for c in contracts]
     count = len(records)
     assessments = count // 3
-    custom = custom_data_for_config(
-        policy.policy_id, policy_parameter_values(policy), 32, 1024)
+    custom = custom_data_for_config(config)
     root = pathlib.Path(tempfile.mkdtemp(prefix='telemetry_bench_'))
     infinite = QosTime(*INFINITE_DURATION)
     qos = [Qos(QosHistory.KEEP_LAST, 10, QosReliability.RELIABLE, QosDurability.VOLATILE,

@@ -145,6 +145,27 @@ def _command_info(args):
 
 # -- replay ---------------------------------------------------------------------------------------
 
+def _print_level_table(report):
+    """Print levels, downgrades and first downgrade, recorded vs recomputed, in apart columns."""
+    has_recorded = report.recorded_outputs > 0
+
+    def stamp(value):
+        return '-' if value is None else str(value)
+
+    rows = [(level, report.recorded.levels[level], report.recomputed.levels[level])
+            for level in report.recomputed.levels]
+    rows.append(('downgrades', report.recorded.downgrades, report.recomputed.downgrades))
+    rows.append(('first downgrade (ns)', stamp(report.recorded.first_downgrade_stamp_sim_ns),
+                 stamp(report.recomputed.first_downgrade_stamp_sim_ns)))
+    columns = (1, 2) if has_recorded else (2,)
+    # Two spaces at least between columns, whatever the widest value (a 19-digit stamp).
+    width = max([12] + [len(str(row[c])) for row in rows for c in columns]) + 2
+    titles = {1: 'recorded', 2: 'recomputed'}
+    print(f'{"":<22}' + ''.join(f'{titles[c]:>{width}}' for c in columns))
+    for row in rows:
+        print(f'{row[0]:<22}' + ''.join(f'{row[c]!s:>{width}}' for c in columns))
+
+
 def _command_replay(args):
     from .telemetry.bag_reader import BagError
     from .telemetry.replay import replay_bag
@@ -185,6 +206,9 @@ def _print_replay(report):
         print(f'replayed:  {config.describe()}')
     print(f'inputs:    {report.outcomes} outcomes, {report.assessments} raw assessments '
           f'({report.order} order); {report.recorded_outputs} recorded calibrated assessments')
+    if report.events or report.resets:
+        print(f'events:    {report.events} recorded; resets replayed: '
+              + (', '.join(f'{k} {v}' for k, v in sorted(report.resets.items())) or 'none'))
     for warning in report.warnings:
         print(f'warning:   {warning}')
     if report.rejected:
@@ -206,27 +230,8 @@ def _print_replay(report):
               f'{first.field}: recorded {_value_text(first.recorded)}, '
               f'recomputed {_value_text(first.recomputed)}')
     print()
-    has_recorded = report.recorded_outputs > 0
-    header = f'{"":<22}{"recorded":>14}{"recomputed":>14}' if has_recorded else (
-        f'{"":<22}{"recomputed":>14}')
-    print(header)
-
-    def row(label, recorded, recomputed):
-        if has_recorded:
-            print(f'{label:<22}{recorded:>14}{recomputed:>14}')
-        else:
-            print(f'{label:<22}{recomputed:>14}')
-
-    for level in report.recomputed.levels:
-        row(level, report.recorded.levels[level], report.recomputed.levels[level])
-    row('downgrades', report.recorded.downgrades, report.recomputed.downgrades)
-
-    def stamp(value):
-        return '-' if value is None else str(value)
-
-    row('first downgrade (ns)', stamp(report.recorded.first_downgrade_stamp_sim_ns),
-        stamp(report.recomputed.first_downgrade_stamp_sim_ns))
-    if has_recorded:
+    _print_level_table(report)
+    if report.recorded_outputs > 0:
         print()
         print(f'changed level: {report.changed_levels} of {report.compared} assessments '
               f'({report.more_confident} more confident, {report.less_confident} less)')

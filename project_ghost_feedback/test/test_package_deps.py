@@ -41,7 +41,6 @@ ROSDEP_KEYS = {
     'pytest': 'python3-pytest',
     'rcl_interfaces': 'rcl_interfaces',
     'rclpy': 'rclpy',
-    'rosbag2_py': 'rosbag2_py',
     'rosbags': 'python3-rosbags-pip',
     'rosgraph_msgs': 'rosgraph_msgs',
     'ruamel': 'python3-ruamel.yaml',
