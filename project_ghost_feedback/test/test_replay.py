@@ -51,6 +51,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.rosbag2 import Reader
+from rosgraph_msgs.msg import Clock
+from std_srvs.srv import Trigger
 
 KNOWN = SelfAssessmentLevel.KNOWN
 UNCERTAIN = SelfAssessmentLevel.UNCERTAIN
@@ -88,9 +90,12 @@ def scenario(cycles=24):
 # -- in-process pub/sub harness -------------------------------------------------------------------
 
 class _Harness:
-    """A FeedbackNode and a driver node in two private contexts, spun from this thread."""
+    """A FeedbackNode and a driver node in two private contexts, spun from this thread.
 
-    def __init__(self, bag, parameters=()):
+    With ``sim_time`` the node runs on /clock, which :meth:`set_clock` publishes.
+    """
+
+    def __init__(self, bag, parameters=(), sim_time=False):
         self.contexts = []
         for _ in range(2):
             context = rclpy.Context()
@@ -99,6 +104,8 @@ class _Harness:
         overrides = [Parameter('telemetry_bag', value=str(bag)),
                      Parameter('policy', value='mahalanobis_downgrade')]
         overrides += [Parameter(name, value=value) for name, value in parameters]
+        if sim_time:
+            overrides.append(Parameter('use_sim_time', value=True))
         self.node = FeedbackNode(context=self.contexts[0], parameter_overrides=overrides)
         self.driver = rclpy.create_node('replay_test_driver', context=self.contexts[1])
         self.executors = [SingleThreadedExecutor(context=c) for c in self.contexts]
@@ -112,6 +119,8 @@ class _Harness:
         self.calibrated = self.driver.create_subscription(
             CalibratedSelfAssessmentMsg, '/self_assessment/calibrated', self.received.append,
             QOS)
+        self.clock = self.driver.create_publisher(Clock, '/clock', 10)
+        self.reset_client = self.driver.create_client(Trigger, '/feedback_node/reset')
 
     def spin_until(self, condition, what):
         deadline = time.monotonic() + TIMEOUT_S
@@ -137,6 +146,30 @@ class _Harness:
         before = len(self.received)
         self.assessments.publish(belief_to_msg(raw))
         self.spin_until(lambda: len(self.received) > before, 'a calibrated assessment')
+
+    def send_refused(self, message, kind):
+        """Publish an input the node must refuse; wait until it counted the refusal."""
+        before = sum(self.node.rejected.values())
+        (self.outcomes if kind == 'outcome' else self.assessments).publish(message)
+        self.spin_until(lambda: sum(self.node.rejected.values()) > before, f'a refused {kind}')
+
+    def set_clock(self, stamp_ns):
+        """Publish /clock = ``stamp_ns`` until the node's clock reads it."""
+        message = Clock()
+        message.clock.sec, message.clock.nanosec = divmod(stamp_ns, 10**9)
+
+        def arrived():
+            self.clock.publish(message)
+            return self.node.get_clock().now().nanoseconds == stamp_ns
+
+        self.spin_until(arrived, f'/clock at {stamp_ns} ns')
+
+    def call_reset(self):
+        """Call ~/reset and wait for its answer."""
+        self.spin_until(self.reset_client.service_is_ready, 'the ~/reset service')
+        future = self.reset_client.call_async(Trigger.Request())
+        self.spin_until(future.done, 'the ~/reset answer')
+        assert future.result().success
 
     def close(self):
         for executor in self.executors:
