@@ -3,10 +3,13 @@
 
 Subscribes to ``prediction_outcome`` (PredictionOutcome) and ``self_assessment/raw``
 (BeliefSelfAssessment), keeps a bounded window of outcomes in observed-stamp order, and on each
-assessment publishes ``assess_with_feedback`` over the outcomes observed at or before the belief
+assessment publishes the policy's verdict over the outcomes observed at or before the belief
 stamp as a CalibratedSelfAssessment on ``self_assessment/calibrated``. Topic names are relative
 (they resolve in the node's namespace) and change by remapping only. Also:
 
+- the window, stamp rules, held assessments and resets are the core's one feedback loop
+  (:class:`~..core.loop.FeedbackLoop`, which replay runs too); every reset and parameter change is
+  published on ``feedback_events`` (FeedbackEvent) and recorded, so replay reproduces the run;
 - ``~/reset`` (std_srvs/Trigger) clears the window;
 - a backward jump of the node clock (sim reset, a bag played in a loop), input stamps that go back
   by more than ``time_jump_tolerance_s`` (a restarted estimator) reset the window and the node's
