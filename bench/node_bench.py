@@ -509,15 +509,22 @@ def _drain(driver, quiet_s=0.5):
         time.sleep(quiet_s)
 
 
-def part_throughput(driver, settings, executors, results):
-    """Measure (a): the highest sustained assessment rate, node vs relay, per executor."""
+def part_throughput(driver, settings, executors, results, telemetry_dir=None):
+    """Measure (a): the highest sustained assessment rate, node vs relay, per executor.
+
+    With ``telemetry_dir`` the node records a telemetry bag there (one per executor).
+    """
     print('\n== (a) throughput: highest sustained assessment rate (outcomes at the same rate, '
-          'max_history 32) ==', flush=True)
+          f'max_history 32, telemetry {"on" if telemetry_dir else "off"}) ==', flush=True)
     rows = []
     for executor in executors:
-        row = {'executor': executor}
+        row = {'executor': executor, 'telemetry': bool(telemetry_dir)}
         for kind in ('relay', 'node'):
-            target = _with_target(driver, kind, executor, [('max_history', 32)])
+            parameters = [('max_history', 32)]
+            if telemetry_dir and kind == 'node':
+                parameters.append(
+                    ('telemetry_bag', os.path.join(telemetry_dir, f'throughput_{executor}')))
+            target = _with_target(driver, kind, executor, parameters)
             try:
                 best, steps = max_sustained_rate(
                     driver, target, settings['ladder'], settings['step_s'])
@@ -855,7 +862,8 @@ def main(argv=None):
                         help='memory: pairs per second (default 1000 single_threaded, '
                              '2000 events: below what each sustains here)')
     parser.add_argument('--with-telemetry', action='store_true',
-                        help='memory: also measure a node recording a telemetry bag')
+                        help='throughput: the node records a telemetry bag; memory: also '
+                             'measure a node recording a telemetry bag')
     parser.add_argument('--json', metavar='PATH', help='also write the figures as JSON')
     parser.add_argument('--relay', action='store_true', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -889,7 +897,11 @@ def main(argv=None):
     started = time.monotonic()
     try:
         if 'throughput' in parts:
-            part_throughput(driver, settings, executors, results)
+            if args.with_telemetry:
+                with tempfile.TemporaryDirectory(prefix='node_bench_') as directory:
+                    part_throughput(driver, settings, executors, results, directory)
+            else:
+                part_throughput(driver, settings, executors, results)
         if 'latency' in parts:
             part_latency(driver, settings, executors, results)
         if 'scale' in parts:

@@ -55,7 +55,7 @@ def test_a_future_stamp_is_refused_and_changes_nothing():
     loop = FeedbackLoop(_config())
     step = loop.outcome(_outcome(100 * S), now_ns=10 * S)
     assert step.refusal[0] == FUTURE_STAMP and not step.accepted
-    assert loop.window_fill == (0, 16)
+    assert loop.buffer_fill == (0, 16)
     step = loop.assessment(_raw(100 * S), now_ns=10 * S)
     assert step.refusal[0] == FUTURE_STAMP and step.calibrated is None
     assert loop.newest_belief_stamp is None
@@ -71,7 +71,7 @@ def test_a_stamp_going_back_beyond_the_tolerance_resets_then_counts():
     loop.assessment(_raw(109 * S))
     step = loop.outcome(_outcome(3 * S))  # a restarted producer
     assert [e.cause for e in step.events] == [CAUSE_INPUT_STAMP_JUMP]
-    assert step.status == ADDED and loop.window_fill[0] == 1
+    assert step.status == ADDED and loop.buffer_fill[0] == 1
     assert loop.previous is None and loop.newest_belief_stamp is None
     # Going back by less than the tolerance is an out-of-order arrival, not a reset.
     assert loop.outcome(_outcome(1 * S)).events == ()
@@ -117,7 +117,7 @@ def test_a_clock_jump_resets_only_state_left_in_the_future():
     assert loop.clock_jumped(delta_ns=-2 * S, now_ns=99 * S) is None  # within the tolerance
     event = loop.clock_jumped(delta_ns=-100 * S, now_ns=0)
     assert (event.kind, event.cause) == (RESET, CAUSE_CLOCK_JUMP)
-    assert loop.window_fill[0] == 0
+    assert loop.buffer_fill[0] == 0
     # The inputs went back first (their own reset): the state is already on the new timeline.
     loop.outcome(_outcome(1 * S))
     assert loop.clock_jumped(delta_ns=-50 * S, now_ns=1 * S) is None
@@ -132,7 +132,7 @@ def test_configure_resizes_changes_policy_and_forgets_the_previous_output():
     assert loop.configure(_config(), 0) is None  # unchanged: no event
     event = loop.configure(_config(outcome_buffer_size=4, max_history=4), 5)
     assert (event.kind, event.stamp_ns, event.config.max_history) == (CONFIGURATION, 5, 4)
-    assert loop.window_fill == (4, 4) and loop.previous is not None  # same policy
+    assert loop.buffer_fill == (4, 4) and loop.previous is not None  # same policy
     event = loop.configure(_config(policy='mahalanobis_downgrade', outcome_buffer_size=4,
                                    max_history=4), 6)
     assert loop.policy.policy_id == 'mahalanobis_downgrade' and loop.previous is None
@@ -145,9 +145,9 @@ def test_apply_replays_recorded_events_but_derives_input_resets_itself():
     loop = FeedbackLoop(_config())
     loop.outcome(_outcome(S))
     derived = LoopEvent(0, RESET, CAUSE_INPUT_STAMP_JUMP, '', _config())
-    assert not loop.apply(derived) and loop.window_fill[0] == 1
+    assert not loop.apply(derived) and loop.buffer_fill[0] == 1
     assert loop.apply(LoopEvent(0, RESET, CAUSE_SERVICE, '', _config()))
-    assert loop.window_fill[0] == 0
+    assert loop.buffer_fill[0] == 0
     assert loop.apply(LoopEvent(0, CONFIGURATION, 'parameters', '', _config(max_history=3)))
     assert loop.config.max_history == 3
 

@@ -574,11 +574,11 @@ def test_max_history_above_the_buffer_size_needs_no_order(harness):
     h = harness(max_history=8, outcome_buffer_size=8)
     node = h.node
     assert node.set_parameters([Parameter('max_history', value=64)])[0].successful
-    assert diagnostic_values(node.diagnostic_status())['window_fill'] == '0/64'
+    assert diagnostic_values(node.diagnostic_status())['buffer_fill'] == '0/64'
     assert node.set_parameters([Parameter('outcome_buffer_size', value=16)])[0].successful
-    assert diagnostic_values(node.diagnostic_status())['window_fill'] == '0/64'
+    assert diagnostic_values(node.diagnostic_status())['buffer_fill'] == '0/64'
     assert node.set_parameters([Parameter('outcome_buffer_size', value=128)])[0].successful
-    assert diagnostic_values(node.diagnostic_status())['window_fill'] == '0/128'
+    assert diagnostic_values(node.diagnostic_status())['buffer_fill'] == '0/128'
 
 
 def test_invalid_parameter_changes_are_rejected_and_the_old_config_kept(harness):
@@ -793,7 +793,7 @@ def test_diagnostics_warn_when_downgraded_and_report_counts(harness):
     assert values['assessments_received'] == '3'
     assert values['rejected_total'] == '0'
     assert values['duplicates_dropped'] == '0'
-    assert values['window_fill'] == '12/1024'
+    assert values['buffer_fill'] == '12/1024'
     assert values['max_history'] == str(DEFAULT_MAX_HISTORY)
     assert values['policy'] == REFERENCE
     # The harness's client is the one matched publisher of each input.

@@ -213,8 +213,8 @@ class FeedbackLoop:
         return self._policy
 
     @property
-    def window_fill(self):
-        """Return ``(outcomes held, capacity)`` of the window."""
+    def buffer_fill(self):
+        """Return ``(outcomes held, capacity)`` of the window's buffer."""
         return len(self._window), self._window.capacity
 
     @property
@@ -303,9 +303,14 @@ class FeedbackLoop:
         self.previous = None
 
     def reset(self, cause, detail, stamp_ns):
-        """Clear the window and every time-ordered state; return the event to record."""
+        """Clear the window and every time-ordered state; return the event to record.
+
+        The event's detail ends with how many outcomes the window dropped.
+        """
+        dropped = len(self._window)
         self._clear()
-        return LoopEvent(stamp_ns, RESET, cause, detail, self._config)
+        return LoopEvent(stamp_ns, RESET, cause, f'{detail}; {dropped} outcomes dropped',
+                         self._config)
 
     def clock_jumped(self, delta_ns, now_ns):
         """Reset after a node clock jump of ``delta_ns`` when the state lies in the future.

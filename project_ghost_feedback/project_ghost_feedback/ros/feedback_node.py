@@ -143,7 +143,8 @@ class FeedbackNode(Node):
         self.last_reset_reason = ''
         self.last_calibrated = None
         self._reject_log_gate = LogGate()
-        self._downgrade_log_gate = LogGate()
+        # (raw level, calibrated level) of the last output: the log says when it changes.
+        self._logged_levels = None
         self._loop = FeedbackLoop(config.loop, hold_ns=config.assessment_hold_ns)
         self._period = PeriodStatus()
         self._last_severity = None
@@ -290,24 +291,23 @@ class FeedbackNode(Node):
         if self._telemetry is not None:
             self._telemetry.record_event(event)
 
-    def _note_reset(self, event, held):
+    def _note_reset(self, event):
         """Publish, record, count and log (once per event) a reset the loop made."""
         self.last_calibrated = None
         self._last_severity = None
+        self._logged_levels = None
         self._emit(event)
         self.resets[event.cause] += 1
         self.last_reset_reason = f'{event.cause}: {event.detail}'
         self._period.note(WARN, f'window reset ({event.cause}: {event.detail})')
-        self.get_logger().warning(
-            f'window reset ({event.cause}): {event.detail}; {held} outcomes dropped')
+        self.get_logger().warning(f'window reset ({event.cause}): {event.detail}')
 
     def reset(self, cause, detail):
         """Clear the window and the time-ordered state; log once and count the cause."""
-        held = self._loop.window_fill[0]
-        self._note_reset(self._loop.reset(cause, detail, self._clock_ns()), held)
+        self._note_reset(self._loop.reset(cause, detail, self._clock_ns()))
 
     def _on_reset_request(self, request, response):
-        held = self._loop.window_fill[0]
+        held = self._loop.buffer_fill[0]
         self.reset(CAUSE_SERVICE, 'requested through ~/reset')
         response.success = True
         response.message = f'window cleared ({held} outcomes dropped)'
@@ -315,14 +315,13 @@ class FeedbackNode(Node):
 
     def _on_clock_jump(self, jump):
         """Reset on a backward jump if the state holds stamps now in the future (see the loop)."""
-        held = self._loop.window_fill[0]
         event = self._loop.clock_jumped(jump.delta.nanoseconds, self.get_clock().now().nanoseconds)
         if event is not None:
-            self._note_reset(event, held)
+            self._note_reset(event)
 
-    def _note_step_events(self, step, held):
+    def _note_step_events(self, step):
         for event in step.events:
-            self._note_reset(event, held)
+            self._note_reset(event)
 
     def note_callback_error(self, error):
         """Count and log (throttled) an exception a callback raised; the node keeps running.
@@ -404,14 +403,12 @@ class FeedbackNode(Node):
         except (TypeError, ValueError) as error:
             self._reject('outcome', error)
             return
-        loop = self._loop
-        held = loop.window_fill[0]
-        step = loop.outcome(outcome, self.get_clock().now().nanoseconds)
+        step = self._loop.outcome(outcome, self.get_clock().now().nanoseconds)
         if step.refusal is not None:
             self._count_rejection('outcome', *step.refusal)
             return
         if step.events:
-            self._note_step_events(step, held)
+            self._note_step_events(step)
         if self._telemetry is not None:
             self._telemetry.record_outcome(outcome)
         status = step.status
@@ -447,23 +444,21 @@ class FeedbackNode(Node):
         loop = self._loop
         if not loop.held:
             return
-        held = loop.window_fill[0]
         for step in loop.release(self._steady.now().nanoseconds,
                                  self.get_clock().now().nanoseconds):
-            self._after_judging(step, None, held)
+            self._after_judging(step, None)
 
     def _judge(self, raw, msg):
-        loop = self._loop
-        held = loop.window_fill[0]
-        self._after_judging(loop.assessment(raw, self.get_clock().now().nanoseconds), msg, held)
+        self._after_judging(
+            self._loop.assessment(raw, self.get_clock().now().nanoseconds), msg)
 
-    def _after_judging(self, step, msg, held):
+    def _after_judging(self, step, msg):
         """Publish, record and account one judged assessment (``msg``: its message, or None)."""
         if step.refusal is not None:
             self._count_rejection('assessment', *step.refusal)
             return
         if step.events:
-            self._note_step_events(step, held)
+            self._note_step_events(step)
         calibrated = step.calibrated
         raw = calibrated.raw_assessment
         self._publisher.publish(fill_calibrated_msg(self._output_msg, calibrated, raw_msg=msg))
@@ -474,11 +469,18 @@ class FeedbackNode(Node):
         self.last_calibrated = calibrated
         self._last_severity = assessment_severity(calibrated)
         self._period.note(*self._last_severity)
-        if calibrated.was_downgraded and self._downgrade_log_gate.open(1.0):
-            self.get_logger().info(
-                f'downgraded {raw.overall_level.name} -> '
-                f'{calibrated.adjusted_overall_level.name} at {raw.belief_stamp_sim_ns} ns '
-                f'({calibrated.adjustment_reason})')
+        self._log_level_change(calibrated)
+
+    def _log_level_change(self, calibrated):
+        """Log a change of the calibrated level (or of the raw one), with its reason, once."""
+        levels, change = level_change(self._logged_levels, calibrated)
+        self._logged_levels = levels
+        if change is not None:
+            severity, text = change
+            if severity == WARN:  # rclpy: one severity per call site
+                self.get_logger().warning(text)
+            else:
+                self.get_logger().info(text)
 
     # -- diagnostics --------------------------------------------------------------------------
 
@@ -523,8 +525,9 @@ class FeedbackNode(Node):
             'assessment_publishers': self._assessment_subscription.get_publisher_count(),
             'resets_total': sum(self.resets.values()),
             'last_reset_reason': self.last_reset_reason,
-            'window_fill': '{}/{}'.format(*self._loop.window_fill),
+            'window_outcomes': self._window_outcomes(),
             'max_history': self._config.loop.max_history,
+            'buffer_fill': '{}/{}'.format(*self._loop.buffer_fill),
             'policy': self._config.loop.policy,
             'raw_level': calibrated.raw_assessment.overall_level.name if calibrated else '',
             'calibrated_level': calibrated.adjusted_overall_level.name if calibrated else '',
@@ -555,6 +558,12 @@ class FeedbackNode(Node):
             hardware_id=self.get_fully_qualified_name(),
             values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
 
+    def _window_outcomes(self):
+        """Return how many outcomes the last assessment was judged on, of max_history."""
+        calibrated = self.last_calibrated
+        judged = calibrated.calibration_history.outcomes_considered if calibrated else 0
+        return f'{judged} of {self._config.loop.max_history}'
+
     def publish_diagnostics(self):
         """Publish one DiagnosticArray on /diagnostics."""
         array = DiagnosticArray(status=[self.diagnostic_status()])
@@ -577,6 +586,25 @@ class FeedbackNode(Node):
         """Finish the telemetry bag, then destroy the node."""
         self.close()
         return super().destroy_node()
+
+
+def level_change(previous, calibrated):
+    """Return ``(levels, change)``: the (raw, calibrated) levels now, and what to log, if any.
+
+    ``change`` is None while the levels stay as they were (and for a first output that is not
+    downgraded); otherwise ``(WARN, text)`` for a calibrated level below the raw one and
+    ``(OK, text)`` for the return to the raw level. Times in seconds of the belief stamp.
+    """
+    raw = calibrated.raw_assessment
+    levels = (raw.overall_level, calibrated.adjusted_overall_level)
+    if levels == previous or (previous is None and not calibrated.was_downgraded):
+        return levels, None
+    at = f'at t={raw.belief_stamp_sim_ns / 1e9:.3f} s'
+    if calibrated.was_downgraded:
+        return levels, (WARN, f'calibrated level {levels[1].name} (raw {levels[0].name}) {at}: '
+                              f'{calibrated.adjustment_reason}')
+    return levels, (OK, f'back to the raw level {levels[0].name} {at}: '
+                        f'{calibrated.adjustment_reason}')
 
 
 def make_executor(name, context=None):
