@@ -235,6 +235,8 @@ def test_node_recorded_bag_holds_every_accepted_message(node_bag):
         CHANNEL_RAW_SELF_ASSESSMENT: len(published),
         CHANNEL_CALIBRATED_SELF_ASSESSMENT: len(published),
         '/feedback_events': 1,  # the start configuration
+        # /diagnostics as received (record_diagnostics): however many periods the run lasted
+        '/diagnostics': read.get('/diagnostics'),
     }
     assert counts == read == expected
     recorded = [item.contract for item in read_bag(bag)
@@ -436,6 +438,7 @@ def test_signal_leaves_a_readable_bag_with_every_accepted_message(tmp_path, sign
         CHANNEL_RAW_SELF_ASSESSMENT: len(steps),
         CHANNEL_CALIBRATED_SELF_ASSESSMENT: len(steps),
         '/feedback_events': 1,  # the start configuration
+        '/diagnostics': read.get('/diagnostics'),
     }
     report = replay_bag(bag)
     assert report.identical is True and report.compared == len(steps)
@@ -544,3 +547,31 @@ def test_parameter_changes_while_recording_are_noted(tmp_path):
     # The change is a recorded event (start + parameters), applied where it happened: no warning.
     assert report.events == 2
     assert not any('changed its parameters' in w for w in report.warnings)
+
+
+def test_the_node_records_diagnostics_that_an_independent_reader_decodes(tmp_path):
+    """record_diagnostics (default on): /diagnostics arrays in the bag, decoded by mcap-ros2."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    bag = tmp_path / 'bag'
+    harness = _Harness(bag, parameters=[('diagnostics_period_s', 0.05)])
+    try:
+        harness.connect()
+        for outcomes, raw in scenario(6):
+            for outcome in outcomes:
+                harness.send_outcome(outcome_to_msg(outcome))
+            harness.send_assessment(raw)
+        seen = []
+        harness.driver.create_subscription(DiagnosticArray, '/diagnostics', seen.append, 10)
+        harness.spin_until(lambda: len(seen) >= 3, 'three diagnostics arrays')
+    finally:
+        harness.close()
+    names = set()
+    with open(next(bag.glob('*.mcap')), 'rb') as stream:
+        reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+        for _, channel, _, message in reader.iter_decoded_messages(topics=['/diagnostics']):
+            names.update(status.name for status in message.status)
+    assert '/feedback_node: calibration' in names
+    assert replay_bag(bag).identical is True  # replay reads past it
+

@@ -189,6 +189,10 @@ class FeedbackNode(Node):
         self._outcome_gaps = SequenceGaps(self._outcome_subscription.get_publisher_count)
         self._assessment_gaps = SequenceGaps(self._assessment_subscription.get_publisher_count)
         self._reset_service = self.create_service(Trigger, '~/reset', self._on_reset_request)
+        if self._telemetry is not None and self._param('record_diagnostics'):
+            # As received (CDR bytes, nothing decoded): every publisher's arrays, this node's too.
+            self._diagnostics_recording = self.create_subscription(
+                DiagnosticArray, '/diagnostics', self._record_diagnostics, 100, raw=True)
         # Releases the assessments the loop holds for assessment_hold_s.
         self._hold_timer = self.create_timer(0.01, self._release_held, clock=self._steady)
         self._diagnostics_timer = self.create_timer(
@@ -217,6 +221,7 @@ class FeedbackNode(Node):
             return None
         try:
             from ..telemetry.background import BackgroundRecorder
+            from ..telemetry.channels import DIAGNOSTICS
             from ..telemetry.recorder import TelemetryRecorder
         except ImportError as error:
             self.destroy_node()
@@ -228,13 +233,18 @@ class FeedbackNode(Node):
             if parent:
                 pathlib.Path(parent).mkdir(parents=True, exist_ok=True)
                 bag = new_bag_path(parent)
-            recorder = TelemetryRecorder(bag, self._config.loop, on_error=self._telemetry_error)
+            extra = (DIAGNOSTICS,) if self._param('record_diagnostics') else ()
+            recorder = TelemetryRecorder(bag, self._config.loop, extra_channels=extra,
+                                         on_error=self._telemetry_error)
         except (ValueError, OSError) as error:
             self.destroy_node()
             raise StartupError(str(error)) from None
         return BackgroundRecorder(
             recorder, queue_size=self._param('telemetry_queue_size'),
             on_error=self._telemetry_error)
+
+    def _record_diagnostics(self, payload):
+        self._telemetry.record_serialized('/diagnostics', self._clock_ns(), payload)
 
     def _telemetry_error(self, message):
         self.get_logger().error(message)

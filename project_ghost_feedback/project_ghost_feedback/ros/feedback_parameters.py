@@ -73,6 +73,10 @@ NODE_PARAMETERS = {
         10_000, 'Records waiting for the telemetry writer thread; when full (a slow disk) new '
         'records are counted as not recorded, the data path never waits (read-only).',
         read_only=True, integer_range=(1, 10_000_000)),
+    'record_diagnostics': ParameterSpec(
+        True, 'When recording, also record /diagnostics (every publisher, as received, log time '
+        "the node clock), so Foxglove's Diagnostics panel shows the run (read-only).",
+        read_only=True),
     'policy': ParameterSpec(
         DEFAULT_POLICY, 'Adjustment policy (docs/policies.md). mahalanobis_downgrade is the '
         'ADR-0026 reference (no stated false-alarm rate).', choices=tuple(policy_names())),

@@ -81,6 +81,10 @@ class BackgroundRecorder:
         """Queue a LoopEvent (a reset or a configuration change)."""
         self._put(('event', event, None), 1)
 
+    def record_serialized(self, channel, log_time, payload):
+        """Queue a message received as CDR bytes for an extra channel."""
+        self._put(('serialized', channel, (log_time, payload)), 1)
+
     def _run(self):
         recorder = self._recorder
         while True:
@@ -93,8 +97,10 @@ class BackgroundRecorder:
                 recorder.record_outcome(first)
             elif kind == 'assessment':
                 recorder.record_assessment(first, second)
-            else:
+            elif kind == 'event':
                 recorder.record_event(first)
+            else:
+                recorder.record_serialized(first, *second)
 
     def close(self, timeout_s=30.0):
         """Write what is queued, finish the bag; report (not raise) a failure. Idempotent."""

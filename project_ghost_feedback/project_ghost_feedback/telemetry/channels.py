@@ -77,3 +77,10 @@ CHANNEL_TYPES = {channel.topic: channel.msgtype for channel in CHANNELS}
 
 CHANNEL_BY_TYPE = {channel.msgtype: channel for channel in CHANNELS}
 """ROS 2 type name -> the default Channel of that type."""
+
+CHANNEL_DIAGNOSTICS = '/diagnostics'
+TYPE_DIAGNOSTIC_ARRAY = 'diagnostic_msgs/msg/DiagnosticArray'
+DIAGNOSTICS = Channel(CHANNEL_DIAGNOSTICS, TYPE_DIAGNOSTIC_ARRAY)
+"""/diagnostics as the node records it (``record_diagnostics``): every publisher's arrays, as
+received (CDR bytes), log time the node clock at receipt (what ``ros2 bag record`` does). For
+Foxglove's Diagnostics panel; replay does not read it."""

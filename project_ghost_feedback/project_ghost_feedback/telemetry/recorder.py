@@ -17,8 +17,10 @@ from .adapters import (
     CalibratedSelfAssessmentToTelemetryAdapter,
     FeedbackEventToTelemetryAdapter,
     PredictionOutcomeToTelemetryAdapter,
+    TelemetryRecord,
 )
 from .bag_reader import readable_message_counts
+from .channels import CHANNELS
 from .msgdefs import MessageDefinitionError
 from .config import CUSTOM_CONFIG_CHANGES, CUSTOM_RECORDER, custom_data_for_config
 from .writer import TelemetryWriter, TelemetryWriterError
@@ -33,13 +35,15 @@ class TelemetryRecorder:
     recording (the node keeps running); :attr:`error` keeps it.
     """
 
-    def __init__(self, path, config, *, recorder='feedback_node', on_error=None):
+    def __init__(self, path, config, *, recorder='feedback_node', extra_channels=(),
+                 on_error=None):
         custom_data = custom_data_for_config(config)
         custom_data[CUSTOM_RECORDER] = recorder
         self._config_changes = 0
         custom_data[CUSTOM_CONFIG_CHANGES] = '0'
         try:
-            self._writer = TelemetryWriter(path, custom_data=custom_data)
+            self._writer = TelemetryWriter(
+                path, channels=CHANNELS + tuple(extra_channels), custom_data=custom_data)
         except (TelemetryWriterError, MessageDefinitionError, OSError) as error:
             raise ValueError(f'telemetry_bag: {error}') from None
         self.path = path
@@ -113,6 +117,10 @@ class TelemetryRecorder:
     def record_assessment(self, raw, calibrated):
         """Record an accepted raw assessment and the calibrated assessment published for it."""
         self._write((self._raw(raw), self._calibrated(calibrated)))
+
+    def record_serialized(self, channel, log_time, payload):
+        """Record a message received as CDR bytes on an extra channel (e.g. /diagnostics)."""
+        self._write((TelemetryRecord(channel, log_time, payload),))
 
     def record_event(self, event):
         """Record a LoopEvent: a reset or a configuration change (log time: its stamp).
