@@ -85,15 +85,37 @@ touch "${VENV}/COLCON_IGNORE"
 want_hash="$(cat "${REQUIREMENTS}" <("${PY}" -c 'import sys; print(sys.version)') | sha256sum | cut -d' ' -f1)"
 have_hash="$(cat "${STAMP}" 2>/dev/null || true)"
 if [[ "${want_hash}" != "${have_hash}" ]]; then
-  log "installing pinned requirements (${REQUIREMENTS#"${ROOT}"/})"
+  pip_start=${SECONDS}
+  pinned="$(grep -cE '^[A-Za-z0-9_.-]+==' "${REQUIREMENTS}" || true)"
+  log "installing ${pinned} pinned packages (${REQUIREMENTS#"${ROOT}"/}: ROS 2 Jazzy wheels, rosbags,"
+  log "  mcap, dask, numpy, matplotlib, test tools); a first run downloads ~1 GB and takes minutes"
   # pip's machine-wide config (constraints, find-links, local indexes) stays in effect.
   pip_log="$(mktemp)"
-  if ! "${PY}" -m pip install --quiet --disable-pip-version-check -r "${REQUIREMENTS}" >"${pip_log}" 2>&1; then
+  pip_status="$(mktemp)"
+  # Progress: one line per package pip collects ("[setup] pip 12/189 rosbags"), then the install.
+  { if "${PY}" -m pip install --progress-bar off --disable-pip-version-check \
+        -r "${REQUIREMENTS}" 2>&1; then status=0; else status=$?; fi
+    echo "${status}" >"${pip_status}"
+  } | tee "${pip_log}" | {
+    collected=0
+    while IFS= read -r line; do
+      case "${line}" in
+        Collecting\ *)
+          collected=$((collected + 1))
+          name="${line#Collecting }"
+          log "pip ${collected}/${pinned} ${name%% *}" ;;
+        Installing\ collected\ packages:*)
+          log "pip: installing the ${collected} collected packages (the longest step, no output)" ;;
+      esac
+    done
+  }
+  if [[ "$(cat "${pip_status}")" != 0 ]]; then
     grep -v 'is ignored: it is neither a file nor a directory' "${pip_log}" >&2 || true
-    rm -f "${pip_log}"
+    rm -f "${pip_log}" "${pip_status}"
     die 'pip install failed'
   fi
-  rm -f "${pip_log}"
+  rm -f "${pip_log}" "${pip_status}"
+  log "pip: ${pinned} pinned packages installed ($((SECONDS - pip_start)) s)"
   rm -f "${CMAKE_FIX_STAMP}"
   echo "${want_hash}" >"${STAMP}"
 else
