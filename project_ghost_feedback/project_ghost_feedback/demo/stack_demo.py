@@ -166,8 +166,12 @@ def format_summary(summary):
     return '\n'.join(lines)
 
 
-def write_plot(path, spans, outcomes, calibrated, title):
-    """Write distances (top) and raw vs calibrated levels (bottom) over sim time to ``path``."""
+def write_plot(path, spans, outcomes, calibrated, title, summary=None):
+    """Write distances (top) and raw vs calibrated levels (bottom) over sim time to ``path``.
+
+    With ``summary`` (:func:`summarize`), the detection delay after mistuning and the time back to
+    the raw level after recovery are marked on the level panel.
+    """
     import matplotlib
     matplotlib.use('Agg')
     from matplotlib import pyplot
@@ -186,6 +190,8 @@ def write_plot(path, spans, outcomes, calibrated, title):
     top.scatter(times, [min(outcomes[s][1], 1e4) for s in stamps], s=6, label='orientation d')
     for level in (1, 3, 5):
         top.axhline(level, color='black', linewidth=0.6, linestyle=':')
+        top.annotate(f'{level} std', (1.0, level), xycoords=('axes fraction', 'data'),
+                     xytext=(3, 0), textcoords='offset points', va='center', fontsize=8)
     top.set_yscale('log')
     top.set_ylabel('unsquared Mahalanobis d')
     top.legend(loc='upper left', fontsize=8)
@@ -194,6 +200,17 @@ def write_plot(path, spans, outcomes, calibrated, title):
     bottom.step(times, [calibrated[s][0] + 0.04 for s in stamps], where='post', label='raw')
     bottom.step(times, [calibrated[s][1] for s in stamps], where='post', label='calibrated')
     bottom.set_yticks([0, 1, 2], ['UNKNOWN', 'UNCERTAIN', 'KNOWN'])
+    starts = {name: start for name, start, _ in spans}
+    marks = (('detection_delay_s', 'mistuned', 'detected after {:.1f} s', '#c0392b'),
+             ('back_to_raw_s', 'recovered', 'back to raw after {:.1f} s', '#1e8449'))
+    for key, phase, label, color in marks:
+        value = (summary or {}).get(key)
+        if value is None or phase not in starts:
+            continue
+        at = starts[phase] / 1e9 + value
+        bottom.axvline(at, color=color, linewidth=1.2, linestyle='--')
+        bottom.annotate(label.format(value), (at, 1.5), xytext=(4, 0), textcoords='offset points',
+                        color=color, fontsize=8)
     bottom.set_xlabel('sim time (s)')
     bottom.legend(loc='lower left', fontsize=8)
     figure.suptitle(title)
@@ -221,6 +238,34 @@ def _wait_for_chain(player, estimates, processes):
                     f'{estimates - seen} estimates awaiting it')
         player.spin_for(0.01)
     return None
+
+
+class _Progress:
+    """Print sim time, phase and an estimate of the time left, every PROGRESS_S and per phase."""
+
+    def __init__(self, spans, every_s=5.0):
+        self.spans = spans
+        self.end_ns = spans[-1][2] if spans else 0
+        self.every_s = every_s
+        self.start = time.monotonic()
+        self.next = self.start + every_s
+        self.phase = None
+
+    def phase_at(self, stamp_ns):
+        return next((name for name, start, end in self.spans if start <= stamp_ns < end),
+                    self.spans[-1][0] if self.spans else '-')
+
+    def note(self, stamp_ns, calibrated):
+        phase = self.phase_at(stamp_ns)
+        now = time.monotonic()
+        if phase == self.phase and now < self.next:
+            return
+        self.phase, self.next = phase, now + self.every_s
+        done = stamp_ns / self.end_ns if self.end_ns else 1.0
+        left = (now - self.start) * (1 - done) / done if done > 0.02 else None
+        print(f'[demo] t={stamp_ns / NS_PER_S:6.1f} of {self.end_ns / NS_PER_S:.0f} s sim, '
+              f'phase {phase}, {calibrated} calibrated'
+              + ('' if left is None else f', about {left:.0f} s left'), flush=True)
 
 
 def run(args):
@@ -254,7 +299,9 @@ def run(args):
         print('[demo] bridge and feedback node connected; playing')
         from rosgraph_msgs.msg import Clock
         wall_start = time.monotonic()
+        progress = _Progress(spans)
         for sample in stack.run():
+            progress.note(sample.stamp_ns, len(player.calibrated))
             tick = Clock()
             tick.clock.sec, tick.clock.nanosec = divmod(sample.stamp_ns, NS_PER_S)
             player.clock.publish(tick)
@@ -289,7 +336,8 @@ def run(args):
     (output / 'summary.txt').write_text(text + '\n')
     (output / 'summary.json').write_text(json.dumps(summary, indent=2, sort_keys=True) + '\n')
     write_plot(output / 'stack_demo.png', spans, player.outcomes, player.calibrated,
-               f'ghost-feedback demo: simulator stack, seed {args.seed}')
+               f'ghost-feedback demo: simulator stack, policy {args.policy}, seed {args.seed}',
+               summary)
     print(text)
     print(f'[demo] {estimates} estimates, {len(player.outcomes)} outcomes, '
           f'{len(player.calibrated)} calibrated; replay {"matches" if replay_ok else "MISMATCH"}')
