@@ -10,11 +10,12 @@ ENV := source scripts/env.sh
 # never a speed requirement (every wait inside a test is on progress, with its own ceiling).
 PYTEST := timeout -k 10 3000 python -m pytest project_ghost_feedback/test -q --timeout=900 -rfEs
 
-.PHONY: help setup test demo lint bench clean distclean
+.PHONY: help setup test test-fast demo lint bench clean distclean
 
 help:
 	@echo 'make demo   run the main job: ghost-feedback demo (options: make demo DEMO_ARGS="--seed 3")'
-	@echo 'make test   set up if needed, then run all tests'
+	@echo 'make test   set up if needed, then run all tests (what CI runs)'
+	@echo 'make test-fast  the tests that need neither DDS nor a subprocess (about a minute)'
 	@echo 'make setup  create .venv (ROS 2 Jazzy wheels), colcon build into install/'
 	@echo 'make lint   ruff (ruff.toml) + license headers'
 	@echo 'make bench  run the benchmarks in bench/ (figures only, never a gate)'
@@ -29,6 +30,10 @@ test: setup
 	if [[ $$rc == 5 ]]; then echo '[test] FAILED: pytest collected no tests' >&2; exit 1; fi; \
 	if [[ $$rc != 0 ]]; then echo "[test] FAILED (exit $$rc)" >&2; fi; \
 	exit $$rc
+
+test-fast: setup
+	@$(ENV); GHOST_FEEDBACK_FAST=1 timeout -k 10 600 python -m pytest project_ghost_feedback/test \
+	  -q --timeout=300 -p no:cacheprovider
 
 demo: setup
 	@$(ENV); ghost-feedback demo $(DEMO_ARGS)

@@ -574,4 +574,3 @@ def test_the_node_records_diagnostics_that_an_independent_reader_decodes(tmp_pat
             names.update(status.name for status in message.status)
     assert '/feedback_node: calibration' in names
     assert replay_bag(bag).identical is True  # replay reads past it
-
