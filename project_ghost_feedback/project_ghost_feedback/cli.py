@@ -132,7 +132,8 @@ def _command_info(args):
     width = max((len(t.name) for t in info.topics), default=0)
     type_width = max((len(t.msgtype) for t in info.topics), default=0)
     for topic in info.topics:
-        note = {'different': '  DIFFERENT DEFINITION than ours', 'same': ''}.get(
+        note = {'different': '  DIFFERENT DEFINITION than ours', 'same': '',
+                'legacy': '  earlier definition of ours (ADR-0026a), still read'}.get(
             topic.definition, '')
         print(f'  {topic.name:<{width}}  {topic.msgtype:<{type_width}}  '
               f'{topic.message_count:>9}{note}')

@@ -15,9 +15,11 @@ import math
 from ..core import BeliefSelfAssessment, PredictionOutcome, SelfAssessmentLevel
 from ..core.feedback import (
     assess_with_feedback,
+    build_calibration_history,
     coerce_parameters,
     DEFAULT_MAX_HISTORY,
     make_policy,
+    overconfidence_as_dict,
     parse_setting,
     policy_names,
 )
@@ -234,7 +236,7 @@ def _audit(path, info, read_bag, policies, max_history, buffer_size, injection):
     raw_levels = _Levels()
     position, orientation = _Histogram(), _Histogram()
     outcomes = untouched_outcomes = injected_outcomes = assessments = 0
-    last_stamp = None
+    last_stamp = last_window = None
     for _, _, _, contract in read_bag(path, topics=_select_topics(info)):
         if isinstance(contract, PredictionOutcome):
             outcomes += 1
@@ -250,7 +252,7 @@ def _audit(path, info, read_bag, policies, max_history, buffer_size, injection):
             assessments += 1
             stamp = last_stamp = contract.belief_stamp_sim_ns
             raw_levels.add(stamp, contract.overall_level)
-            history = window.causal_window(stamp, max_history)
+            history = last_window = window.causal_window(stamp, max_history)
             full = len(history) >= max_history
             for run in runs:
                 calibrated = assess_with_feedback(contract, history, run.policy, max_history)
@@ -266,6 +268,9 @@ def _audit(path, info, read_bag, policies, max_history, buffer_size, injection):
         'distances': {'position': position.to_dict(), 'orientation': orientation.to_dict()},
         'policies': {run.spec.label: run.to_dict(last_stamp, untouched_outcomes, max_history)
                      for run in runs},
+        # ADR-0026a: k_hat and its 95% interval per vec3, from the last assessment's window.
+        'overconfidence': overconfidence_as_dict(
+            build_calibration_history(last_window, max_history)),
     }
 
 

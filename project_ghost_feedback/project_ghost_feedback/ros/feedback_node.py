@@ -42,7 +42,7 @@ from rcl_interfaces.msg import SetParametersResult
 from std_srvs.srv import Trigger
 
 from ..core import ContractViolation
-from ..core.feedback import assess_with_feedback
+from ..core.feedback import assess_with_feedback, format_overconfidence
 from ..core.window import ADDED, DUPLICATE, OutcomeWindow, TOO_OLD
 from .calibration_status import (
     assessment_severity,
@@ -535,6 +535,10 @@ class FeedbackNode(Node):
             if self._telemetry.error is not None:
                 level = ERROR if level in (OK, WARN) else level
                 message = f'{message}; telemetry stopped: {self._telemetry.error}'
+        # ADR-0026a: how overconfident each vec3 is, 'k_hat [low, high]' (95%); '' if unknown.
+        history = calibrated.calibration_history if calibrated else None
+        for vec3, text in format_overconfidence(history).items():
+            values[f'overconfidence[{vec3}]'] = text
         for kind, count in sorted(self.callback_errors.items()):
             values[f'callback_errors[{kind}]'] = count
         for cause, count in sorted(self.resets.items()):

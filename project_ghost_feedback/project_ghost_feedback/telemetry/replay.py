@@ -22,7 +22,11 @@ from collections import deque
 from typing import NamedTuple
 
 from ..core._validation import ContractViolation
-from ..core.feedback import assess_with_feedback, coerce_parameters
+from ..core.feedback import (
+    assess_with_feedback,
+    coerce_parameters,
+    HISTORY_SCHEMA_SQUARED_DISTANCES,
+)
 from ..core.window import OutcomeWindow
 from .bag_reader import (  # noqa: F401 - re-exported
     bag_info,
@@ -41,7 +45,12 @@ from .channels import (
     TYPE_CALIBRATED_SELF_ASSESSMENT,
     TYPE_PREDICTION_OUTCOME,
 )
-from .codecs import _DECODERS, decode, register_decoder  # noqa: F401 - re-exported
+from .codecs import (  # noqa: F401 - re-exported
+    _DECODERS,
+    decode,
+    decoder_for,
+    register_decoder,
+)
 from .config import (  # noqa: F401 - re-exported
     CUSTOM_CONFIG_CHANGES,
     CUSTOM_MAX_HISTORY,
@@ -93,8 +102,11 @@ def read_bag(path, *, order='recorded', topics=None, skip_unknown=True):
     """
     with OpenBag(path) as bag:
         bag.check_definitions(set(_DECODERS))
+        definitions = {t.name: t.definition for t in bag.info.topics}
         for index, message in enumerate(bag.messages(order, topics)):
             decoder = _DECODERS.get(message.msgtype)
+            if decoder is not None:
+                decoder = decoder_for(message.msgtype, definitions.get(message.topic, 'same'))
             if decoder is None:
                 if skip_unknown:
                     continue
@@ -110,13 +122,14 @@ def read_bag(path, *, order='recorded', topics=None, skip_unknown=True):
 
 def _first_recorded_calibrated(bag):
     """Return the first recorded calibrated assessment (log-time order), or None."""
-    topics = [t.name for t in bag.info.topics if t.msgtype == TYPE_CALIBRATED_SELF_ASSESSMENT]
+    topics = {t.name: t.definition for t in bag.info.topics
+              if t.msgtype == TYPE_CALIBRATED_SELF_ASSESSMENT}
     connections = [c for c in bag.reader.connections if c.topic in topics and c.msgcount]
     if not connections:
         return None
     try:
-        for _, _, payload in bag.reader.messages(connections=connections):
-            return decode(TYPE_CALIBRATED_SELF_ASSESSMENT, payload)
+        for connection, _, payload in bag.reader.messages(connections=connections):
+            return decode(TYPE_CALIBRATED_SELF_ASSESSMENT, payload, topics[connection.topic])
     except Exception:  # noqa: BLE001
         return None  # the full read reports the problem
     return None
@@ -179,18 +192,22 @@ def _replay(bag, policy, parameters, max_history, outcome_buffer_size, order):
 
     policy_object = config.make_policy()
     history_size = config.max_history
+    # Rebuild the histories in the schema the bag recorded (schema 1 before ADR-0026a).
+    history_schema = (HISTORY_SCHEMA_SQUARED_DISTANCES if first is None
+                      else first.calibration_history.schema_version)
     window = OutcomeWindow(config.outcome_buffer_size)
     add_outcome = window.add
     causal_window = window.causal_window
     decode_outcome = _DECODERS[TYPE_PREDICTION_OUTCOME]
     decode_raw = _DECODERS[TYPE_BELIEF_SELF_ASSESSMENT]
-    comparer = _Comparer(report, fast=config.policy == base.policy)
+    calibrated_topic = topics.get(TYPE_CALIBRATED_SELF_ASSESSMENT)
+    comparer = _Comparer(report, fast=config.policy == base.policy, definition=next(
+        (t.definition for t in info.topics if t.name == calibrated_topic), 'same'))
     recomputed_queue = deque()
     recorded_queue = deque()
     recomputed_summary = report.recomputed
     outcome_topic = topics.get(TYPE_PREDICTION_OUTCOME)
     raw_topic = topics[TYPE_BELIEF_SELF_ASSESSMENT]
-    calibrated_topic = topics.get(TYPE_CALIBRATED_SELF_ASSESSMENT)
     wanted = [t for t in (outcome_topic, raw_topic, calibrated_topic) if t is not None]
     rejected = report.rejected
     for index, (topic, msgtype, log_time, payload) in enumerate(bag.messages(order, wanted)):
@@ -223,7 +240,7 @@ def _replay(bag, policy, parameters, max_history, outcome_buffer_size, order):
         report.assessments += 1
         calibrated = assess_with_feedback(
             contract, causal_window(contract.belief_stamp_sim_ns, history_size),
-            policy_object, history_size)
+            policy_object, history_size, history_schema_version=history_schema)
         recomputed_summary.add(calibrated)
         recomputed_queue.append(calibrated)
         while recomputed_queue and recorded_queue:
@@ -255,12 +272,14 @@ class _Comparer:
     decoded and compared field by field.
     """
 
-    def __init__(self, report, fast):
+    def __init__(self, report, fast, definition='same'):
         from .adapters import CalibratedSelfAssessmentToTelemetryAdapter
 
         self.report = report
-        self.encode = CalibratedSelfAssessmentToTelemetryAdapter().encode if fast else None
-        self.decoder = _DECODERS[TYPE_CALIBRATED_SELF_ASSESSMENT]
+        legacy = definition == 'legacy'  # never byte-identical to our current encoding
+        self.encode = (CalibratedSelfAssessmentToTelemetryAdapter().encode
+                       if fast and not legacy else None)
+        self.decoder = decoder_for(TYPE_CALIBRATED_SELF_ASSESSMENT, definition)
         self.index = 0
 
     def decode(self, index, log_time, payload, topic):
