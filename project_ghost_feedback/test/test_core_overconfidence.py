@@ -118,8 +118,10 @@ def test_infinite_distance_gives_infinite_estimate_and_empty_gives_none():
 def test_format_is_short_and_readable():
     """The diagnostics text reads 'k [low, high]' with three significant places."""
     text = format_overconfidence(_history([math.sqrt(3.0)] * 32, [math.sqrt(12.0)] * 32))
-    assert text['position'].startswith('1 [0.8')
-    assert text['orientation'].startswith('2 [1.7')
+    assert text['position'] == '1.00 [0.88, 1.16]'
+    assert text['orientation'] == '2.00 [1.75, 2.33]'
+    estimate = estimate_from_squared_distances([3e-4] * 32)
+    assert str(estimate) == '0.01 [0.0088, 0.012]'
 
 
 def test_estimate_rejects_a_non_history():

@@ -48,13 +48,17 @@ class OverconfidenceEstimate:
     outcomes: int
 
     def __str__(self):
-        """Return ``'1.02 [0.85, 1.25]'`` (three significant places)."""
-        return f'{self.k_hat:.3g} [{self.low:.3g}, {self.high:.3g}]'
+        """Return ``'1.02 [0.85, 1.25]'`` (two decimals; two significant digits below 0.1)."""
+        return f'{_text(self.k_hat)} [{_text(self.low)}, {_text(self.high)}]'
 
     def as_dict(self):
         """Return a JSON-ready dict (``+inf`` as the string ``'inf'``)."""
         return {name: _json_float(getattr(self, name)) for name in ('k_hat', 'low', 'high')} | {
             'outcomes': self.outcomes}
+
+
+def _text(value):
+    return f'{value:.2f}' if value >= 0.1 or value == 0.0 else f'{value:.2g}'
 
 
 def _json_float(value):
@@ -191,7 +195,10 @@ def estimate_from_squared_distances(squared_distances, dof=DOF_PER_VEC3):
     n = len(values)
     if n == 0:
         return None
-    total = math.fsum(values) if all(math.isfinite(v) for v in values) else math.inf
+    try:
+        total = math.fsum(values)  # exact; +inf if any value is +inf, NaN if any is NaN
+    except (OverflowError, ValueError):  # a finite overflow; +inf together with -inf
+        total = math.inf if min(values) >= 0.0 else math.nan
     if total != total or min(values) < 0.0:
         raise value_error('estimate_overconfidence', 'squared_distances', 'invalid',
                           'must be >= 0 and not NaN')
