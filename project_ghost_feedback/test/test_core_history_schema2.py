@@ -155,11 +155,15 @@ def test_schema_2_rejects_each_broken_invariant(change, field, code):
     assert info.value.code == code
 
 
-def test_schema_2_rejects_a_string():
-    """A string is not a tuple of squared distances."""
-    kwargs = dict(_fields(_valid()), position_squared_distances='abc')
-    with pytest.raises(TypeError):
+@pytest.mark.parametrize('junk', ['abc', b'abc', {0.25, 16.0, 4.0}, None, 4.0])
+@pytest.mark.parametrize('version', [1, 2])
+def test_squared_distances_must_be_a_tuple_or_list(junk, version):
+    """A string, a set (no order) or a scalar is not a sequence of squared distances."""
+    kwargs = dict(_fields(_valid()), position_squared_distances=junk, schema_version=version,
+                  orientation_squared_distances=() if version == 1 else (0.04, 1.0, 36.0))
+    with pytest.raises(TypeError) as info:
         CalibrationHistory(**kwargs)
+    assert info.value.field == 'CalibrationHistory.position_squared_distances'
 
 
 def test_schema_2_normalises_a_list_and_ints_to_a_tuple_of_floats():

@@ -141,7 +141,7 @@ class CalibrationHistory:
         if version == HISTORY_SCHEMA_COUNTS:
             for name in _SQUARED_FIELDS:
                 value = getattr(self, name)
-                if isinstance(value, (str, bytes)) or not hasattr(value, '__len__'):
+                if not isinstance(value, (tuple, list)):
                     raise type_error(owner, name, 'an empty tuple (schema 1)', value)
                 if len(value):
                     raise value_error(
@@ -157,7 +157,7 @@ class CalibrationHistory:
         squared = []
         for name, worst in zip(_SQUARED_FIELDS, (worst_position, worst_orientation)):
             value = getattr(self, name)
-            if isinstance(value, (str, bytes)) or not hasattr(value, '__len__'):
+            if not isinstance(value, (tuple, list)):
                 raise type_error(owner, name, 'a tuple of floats', value)
             if len(value) != total:
                 raise value_error(
