@@ -176,6 +176,8 @@ def _value_text(value):
 
 
 def _print_replay(report):
+    from .core.feedback import format_overconfidence
+
     config = report.replay_config
     print(f'bag:       {report.bag}')
     source = {'recorded': 'recorded in the bag', 'assumed': 'assumed: defaults'}
@@ -226,6 +228,11 @@ def _print_replay(report):
 
     row('first downgrade (ns)', stamp(report.recorded.first_downgrade_stamp_sim_ns),
         stamp(report.recomputed.first_downgrade_stamp_sim_ns))
+    last = report.recomputed.last_history
+    estimates = format_overconfidence(last)
+    if any(estimates.values()):  # ADR-0026a: schema-2 histories only
+        print('overconfidence (recomputed, last window, k_hat [95%]): '
+              + ', '.join(f'{vec3} {text or "-"}' for vec3, text in estimates.items()))
     if has_recorded:
         print()
         print(f'changed level: {report.changed_levels} of {report.compared} assessments '

@@ -25,7 +25,11 @@ from project_ghost_feedback.core import (
     PredictionOutcome,
     SelfAssessmentLevel,
 )
-from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
+from project_ghost_feedback.core.feedback import (
+    assess_with_feedback,
+    format_overconfidence,
+    make_policy,
+)
 from project_ghost_feedback.core.window import OutcomeWindow
 from project_ghost_feedback.ros.conversions import (
     belief_to_msg,
@@ -590,3 +594,8 @@ def test_new_bag_carries_schema_2_and_the_overconfidence_estimate(node_bag):
         assert estimate['position']['k_hat'] == pytest.approx(
             math.sqrt(sum(squares) / (3 * len(squares))))
     assert data['recorded']['final_overconfidence'] == estimate
+    result = subprocess.run(CLI + ['replay', str(bag)], capture_output=True, text=True,
+                            timeout=120)
+    text = format_overconfidence(last)
+    assert (f'overconfidence (recomputed, last window, k_hat [95%]): position {text["position"]}, '
+            f'orientation {text["orientation"]}') in result.stdout
