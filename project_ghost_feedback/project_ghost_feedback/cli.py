@@ -132,7 +132,8 @@ def _command_info(args):
     width = max((len(t.name) for t in info.topics), default=0)
     type_width = max((len(t.msgtype) for t in info.topics), default=0)
     for topic in info.topics:
-        note = {'different': '  DIFFERENT DEFINITION than ours', 'same': ''}.get(
+        note = {'different': '  DIFFERENT DEFINITION than ours', 'same': '',
+                'legacy': '  earlier definition of ours (ADR-0026a), still read'}.get(
             topic.definition, '')
         print(f'  {topic.name:<{width}}  {topic.msgtype:<{type_width}}  '
               f'{topic.message_count:>9}{note}')
@@ -197,6 +198,8 @@ def _value_text(value):
 
 
 def _print_replay(report):
+    from .core.feedback import format_overconfidence
+
     config = report.replay_config
     print(f'bag:       {report.bag}')
     source = {'recorded': 'recorded in the bag', 'assumed': 'assumed: defaults'}
@@ -231,6 +234,11 @@ def _print_replay(report):
               f'recomputed {_value_text(first.recomputed)}')
     print()
     _print_level_table(report)
+    last = report.recomputed.last_history
+    estimates = format_overconfidence(last)
+    if any(estimates.values()):  # ADR-0026a: schema-2 histories only
+        print('overconfidence (recomputed, last window, k_hat [95%]): '
+              + ', '.join(f'{vec3} {text or "-"}' for vec3, text in estimates.items()))
     if report.recorded_outputs > 0:
         print()
         print(f'changed level: {report.changed_levels} of {report.compared} assessments '

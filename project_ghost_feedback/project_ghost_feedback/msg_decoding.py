@@ -7,8 +7,10 @@ Each validates through the core constructors, so a bad message (NaN or negative 
 level, wrong ``schema_version``, inconsistent counts, a non-normalised stamp, ...) raises the
 core's :class:`ContractViolation` naming the field and value.
 
-Messages are interface version 2 (``MSG_SCHEMA_VERSION``); the contracts are ADR-0026's
-(``schema_version`` 1). Stamps map exactly: ``ns = sec * 10**9 + nanosec``.
+Messages are interface version 2 (``MSG_SCHEMA_VERSION``) but CalibrationHistory, version 3
+(``HISTORY_MSG_SCHEMA_VERSION``, ADR-0026a; version 2 is still read from old bags); the contracts
+are ADR-0026's (``schema_version`` 1), CalibrationHistory schema 1 or 2. Stamps map exactly:
+``ns = sec * 10**9 + nanosec``.
 """
 
 from .core import (
@@ -19,11 +21,17 @@ from .core import (
     SelfAssessmentLevel,
 )
 from .core._validation import value_error
-from .core.feedback import CalibratedSelfAssessment, CalibrationHistory
+from .core.feedback import CalibratedSelfAssessment, CalibrationHistory, HISTORY_SCHEMA_COUNTS
 from .core.loop import CONFIGURATION, LoopConfig, LoopEvent, RESET
 
 MSG_SCHEMA_VERSION = 2
-"""Interface version of the contract messages this build reads and writes."""
+"""Interface version of the messages this build reads and writes, but CalibrationHistory."""
+
+HISTORY_MSG_SCHEMA_VERSION = 3
+"""Interface version of CalibrationHistory (ADR-0026a: squared distances, a Time stamp)."""
+
+LEGACY_HISTORY_MSG_SCHEMA_VERSION = 2
+"""The previous CalibrationHistory (int64 stamp + has_ flag, schema-1 histories), still read."""
 
 EVENT_SCHEMA_VERSION = 1
 """Interface version of FeedbackEvent (new in this build)."""
@@ -103,22 +111,60 @@ def outcome_from_msg(msg):
     )
 
 
-def history_from_msg(msg):
-    """Return a CalibrationHistory for a CalibrationHistory message.
+def _check_version(owner, msg, expected):
+    if msg.schema_version != expected:
+        raise value_error(
+            owner, 'schema_version', 'unsupported_schema_version',
+            f'must be {expected} (interface version of this layout), got {msg.schema_version!r}')
 
-    ``has_most_recent_observed_stamp == False`` is the contract's ``None``; the stamp field must
-    then be 0 (anything else is a ContractValueError, so no stamp is silently dropped).
+
+def history_from_msg(msg):
+    """Return a CalibrationHistory for a CalibrationHistory message, of either layout.
+
+    Interface version 3 (ADR-0026a): there is no stamp exactly when ``outcomes_considered == 0``
+    (the contract's ``None``), and the stamp must then be zero; ``history_schema_version`` is the
+    contract schema (1 or 2) and the squared distances are passed to the contract, which checks
+    them. Interface version 2 (a bag recorded before ADR-0026a, recognised by its
+    ``has_most_recent_observed_stamp`` field): ``has_most_recent_observed_stamp == False`` is the
+    contract's ``None`` and the stamp must then be 0; the history is schema 1.
     """
-    check_msg_schema_version('CalibrationHistory', msg)
+    owner = 'CalibrationHistory'
+    if hasattr(msg, 'has_most_recent_observed_stamp'):
+        return _history_from_v2_msg(msg)
+    _check_version(owner, msg, HISTORY_MSG_SCHEMA_VERSION)
+    stamp_msg = msg.most_recent_observed_stamp
+    if msg.outcomes_considered:
+        stamp = stamp_to_ns(stamp_msg, owner, 'most_recent_observed_stamp')
+    elif stamp_msg.sec or stamp_msg.nanosec:
+        raise value_error(
+            owner, 'most_recent_observed_stamp', 'inconsistent_empty',
+            f'must be zero when outcomes_considered == 0, got sec={stamp_msg.sec!r} '
+            f'nanosec={stamp_msg.nanosec!r}')
+    else:
+        stamp = None
+    return _history(
+        msg, stamp, msg.history_schema_version, _floats(msg.position_squared_distances),
+        _floats(msg.orientation_squared_distances))
+
+
+def _history_from_v2_msg(msg):
+    """Return the schema-1 CalibrationHistory of an interface-version-2 message (old bags)."""
+    owner = 'CalibrationHistory'
+    _check_version(owner, msg, LEGACY_HISTORY_MSG_SCHEMA_VERSION)
     if msg.has_most_recent_observed_stamp:
         stamp = msg.most_recent_observed_stamp_sim_ns
     elif msg.most_recent_observed_stamp_sim_ns != 0:
         raise value_error(
-            'CalibrationHistory', 'most_recent_observed_stamp_sim_ns', 'inconsistent_empty',
+            owner, 'most_recent_observed_stamp_sim_ns', 'inconsistent_empty',
             f'must be 0 when has_most_recent_observed_stamp is false, '
             f'got {msg.most_recent_observed_stamp_sim_ns!r}')
     else:
         stamp = None
+    return _history(msg, stamp, HISTORY_SCHEMA_COUNTS, (), ())
+
+
+def _history(msg, stamp, schema_version, position_squared, orientation_squared):
+    """Return the CalibrationHistory of the fields both layouts share, plus the given ones."""
     return CalibrationHistory(
         outcomes_considered=msg.outcomes_considered,
         count_within_1_std=msg.count_within_1_std,
@@ -128,7 +174,9 @@ def history_from_msg(msg):
         worst_position_mahalanobis=msg.worst_position_mahalanobis,
         worst_orientation_mahalanobis=msg.worst_orientation_mahalanobis,
         most_recent_observed_stamp_sim_ns=stamp,
-        schema_version=CONTRACT_SCHEMA_VERSION,
+        schema_version=schema_version,
+        position_squared_distances=position_squared,
+        orientation_squared_distances=orientation_squared,
     )
 
 

@@ -125,6 +125,9 @@ def test_results_equal_per_bag_replay(client, fleet):
                 (ASSESSMENTS - 1) / 10.0)
             assert figures['transitions'] == len(figures['timeline']) - 2 or \
                 figures['transitions'] == len(figures['timeline']) - 1
+        # ADR-0026a: the overconfidence estimate of the last window, as replay reports it.
+        assert result['overconfidence'] == report.to_dict()['recomputed']['final_overconfidence']
+        assert set(result['overconfidence']) == {'position', 'orientation'}
         if result['robot'] == 'robot_faulty':
             faulty_downgrades = result['policies']['calibrated_exceedance']['downgrades']
     assert faulty_downgrades > 0.3 * ASSESSMENTS  # the 10x stretch is 40% of the run

@@ -6,6 +6,7 @@ level lists, extreme stamps) and go through rclpy's CDR serialization too. A bad
 the core's ContractViolation naming the field, never a silently wrong object.
 """
 
+from array import array
 import math
 
 from hypothesis import given, settings, strategies as st
@@ -108,12 +109,21 @@ def test_outcome_roundtrip(outcome):
 @SETTINGS
 @given(st.lists(outcomes(), max_size=40), st.integers(1, 64))
 def test_history_roundtrip(window, max_n):
-    """CalibrationHistory round-trips; None stamp <-> has_most_recent_observed_stamp False."""
-    history = build_calibration_history(window, max_n)
-    msg = conversions.history_to_msg(history)
-    assert msg.has_most_recent_observed_stamp is (history.outcomes_considered > 0)
-    assert conversions.history_from_msg(msg) == history
-    assert conversions.history_from_msg(_through_cdr(msg)) == history
+    """CalibrationHistory of both schemas round-trips; None stamp <-> zero Time, no outcomes."""
+    for schema in (1, 2):
+        history = build_calibration_history(window, max_n, schema_version=schema)
+        msg = conversions.history_to_msg(history)
+        assert msg.history_schema_version == schema
+        assert msg.schema_version == CalibrationHistoryMsg.SCHEMA_VERSION == 3
+        assert len(msg.position_squared_distances) == (
+            history.outcomes_considered if schema == 2 else 0)
+        if history.outcomes_considered == 0:
+            assert (msg.most_recent_observed_stamp.sec,
+                    msg.most_recent_observed_stamp.nanosec) == (0, 0)
+        assert conversions.history_from_msg(msg) == history
+        back = conversions.history_from_msg(_through_cdr(msg))
+        assert back == history
+        assert back.position_squared_distances == history.position_squared_distances
 
 
 @SETTINGS
@@ -212,19 +222,35 @@ def test_bad_belief_message_raises_core_error(mutate, reason):
     assert info.value.reason == reason
 
 
-def test_history_flag_and_stamp_must_agree():
-    """A stamp with the flag false, or a flag without outcomes, is rejected, not dropped."""
-    msg = conversions.history_to_msg(CalibrationHistory.empty())
-    msg.most_recent_observed_stamp_sim_ns = 42
+def test_history_stamp_must_be_zero_without_outcomes():
+    """A stamp without outcomes is rejected, not dropped; a zero message is refused."""
+    msg = conversions.history_to_msg(CalibrationHistory.empty(2))
+    msg.most_recent_observed_stamp.nanosec = 42
     with pytest.raises(ContractViolation) as info:
         conversions.history_from_msg(msg)
     assert info.value.reason == (
-        'inconsistent_empty:CalibrationHistory.most_recent_observed_stamp_sim_ns')
-    msg = CalibrationHistoryMsg(has_most_recent_observed_stamp=True,
-                                most_recent_observed_stamp_sim_ns=3, schema_version=2)
+        'inconsistent_empty:CalibrationHistory.most_recent_observed_stamp')
+    with pytest.raises(ContractViolation) as info:
+        conversions.history_from_msg(CalibrationHistoryMsg())
+    assert info.value.reason == 'unsupported_schema_version:CalibrationHistory.schema_version'
+    with pytest.raises(ContractViolation) as info:
+        conversions.history_from_msg(CalibrationHistoryMsg(schema_version=3))
+    assert info.value.reason == 'unsupported_schema_version:CalibrationHistory.schema_version'
+
+
+def test_history_squared_distances_are_checked_by_the_contract():
+    """Squared distances inconsistent with the worst distance are refused with a reason."""
+    history = CalibrationHistory(2, 1, 1, 0, 0, 2.0, 0.5, 9, 2, (1.0, 4.0), (0.25, 0.0))
+    msg = conversions.history_to_msg(history)
+    assert conversions.history_from_msg(_through_cdr(msg)) == history
+    msg.position_squared_distances = array('d', (1.0, 4.5))
     with pytest.raises(ContractViolation) as info:
         conversions.history_from_msg(msg)
-    assert info.value.code == 'inconsistent_empty'
+    assert info.value.reason == 'inconsistent_worst:CalibrationHistory.position_squared_distances'
+    msg.history_schema_version = 1
+    with pytest.raises(ContractViolation) as info:
+        conversions.history_from_msg(msg)
+    assert info.value.code == 'schema_mismatch'
 
 
 def test_bad_calibrated_message_raises_core_error():

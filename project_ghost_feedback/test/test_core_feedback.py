@@ -122,7 +122,7 @@ def _rejected(exc_type, field, code, call, *args, **kwargs):
 def test_history_accepts_valid_and_stores_exact_values():
     """A consistent history keeps every field as given, with schema_version 1."""
     history = CalibrationHistory(**_history(worst_position_mahalanobis=math.inf))
-    assert dataclasses.astuple(history) == (4, 1, 1, 1, 1, math.inf, 0.5, 1000, 1)
+    assert dataclasses.astuple(history) == (4, 1, 1, 1, 1, math.inf, 0.5, 1000, 1, (), ())
     with pytest.raises(dataclasses.FrozenInstanceError):
         history.outcomes_considered = 5
 
@@ -229,17 +229,20 @@ def test_history_rejects_non_zero_worst_with_zero_outcomes(worsts):
 
 def test_history_empty_is_the_zero_snapshot():
     """CalibrationHistory.empty() has zero counts, 0.0 worsts and a None stamp."""
-    assert dataclasses.astuple(CalibrationHistory.empty()) == (0, 0, 0, 0, 0, 0.0, 0.0, None, 1)
+    assert dataclasses.astuple(CalibrationHistory.empty()) == (
+        0, 0, 0, 0, 0, 0.0, 0.0, None, 1, (), ())
     assert CalibrationHistory.empty() == CalibrationHistory(0, 0, 0, 0, 0, 0, 0, None)
+    assert dataclasses.astuple(CalibrationHistory.empty(2)) == (
+        0, 0, 0, 0, 0, 0.0, 0.0, None, 2, (), ())
 
 
 @pytest.mark.parametrize('version, exc_type, code', [
-    (2, ContractValueError, 'unsupported_schema_version'),
+    (3, ContractValueError, 'unsupported_schema_version'),
     (0, ContractValueError, 'unsupported_schema_version'),
     (True, ContractTypeError, 'wrong_type'),
 ])
 def test_history_rejects_wrong_schema_version(version, exc_type, code):
-    """CalibrationHistory.schema_version must be the int 1."""
+    """CalibrationHistory.schema_version must be the int 1 or 2 (ADR-0026a)."""
     _rejected(exc_type, 'CalibrationHistory.schema_version', code, CalibrationHistory,
               **_history(schema_version=version))
 
@@ -364,7 +367,9 @@ def test_build_worst_is_plus_inf_when_an_outcome_is_infinite():
 def test_build_empty_outcomes_is_the_empty_history():
     """ADR: zero outcomes give worsts 0.0 and stamp None."""
     for empty in ([], (), iter([]), (o for o in [])):
-        assert build_calibration_history(empty, 32) == CalibrationHistory.empty()
+        assert build_calibration_history(empty, 32) == CalibrationHistory.empty(2)
+        assert build_calibration_history(
+            empty, 32, schema_version=1) == CalibrationHistory.empty()
 
 
 def test_build_worsts_only_from_the_window():
@@ -745,12 +750,16 @@ def test_window_is_last_max_n_in_iteration_order(container):
         'int_index_sequence': lambda: _IntIndexOnly(outcomes),
         'map': lambda: map(lambda o: o, outcomes),
     }[container]
+    history = build_calibration_history(wrapped(), 3, schema_version=1)
+    assert dataclasses.astuple(history) == (3, 3, 0, 0, 0, 0.75, 0.1, 9, 1, (), ())
+    history = build_calibration_history(wrapped(), 4, schema_version=1)
+    assert dataclasses.astuple(history) == (4, 3, 0, 0, 1, 9.0, 9.0, 9, 1, (), ())
+    history = build_calibration_history(wrapped(), 1000, schema_version=1)
+    assert dataclasses.astuple(history) == (10, 3, 0, 0, 7, 9.0, 9.0, 9, 1, (), ())
     history = build_calibration_history(wrapped(), 3)
-    assert dataclasses.astuple(history) == (3, 3, 0, 0, 0, 0.75, 0.1, 9, 1)
-    history = build_calibration_history(wrapped(), 4)
-    assert dataclasses.astuple(history) == (4, 3, 0, 0, 1, 9.0, 9.0, 9, 1)
-    history = build_calibration_history(wrapped(), 1000)
-    assert dataclasses.astuple(history) == (10, 3, 0, 0, 7, 9.0, 9.0, 9, 1)
+    assert dataclasses.astuple(history)[:9] == (3, 3, 0, 0, 0, 0.75, 0.1, 9, 2)
+    assert history.position_squared_distances == tuple(
+        o.position_mahalanobis ** 2 for o in list(outcomes)[-3:])
 
 
 def test_window_does_not_inspect_items_before_it():

@@ -97,6 +97,11 @@ def _belief(spec):
         tuple(NamedLevel(n, lv) for n, lv in spec['block_levels']))
 
 
+def _reference_bucket_of(worse):
+    """Bucket index of an unsquared distance: <=1, <=3, <=5, else."""
+    return 0 if worse <= 1.0 else 1 if worse <= 3.0 else 2 if worse <= 5.0 else 3
+
+
 def _reference_bucket(spec):
     """Bucket index by the larger of the two distances: <=1, <=3, <=5, else (ADR choice)."""
     position = float(spec['position_mahalanobis'])
@@ -152,7 +157,20 @@ def _assert_history_invariants(history):
         assert stamp is None
     else:
         assert type(stamp) is int and stamp >= 0
-    assert history.schema_version == 1
+    assert history.schema_version in (1, 2)
+    squares = (history.position_squared_distances, history.orientation_squared_distances)
+    if history.schema_version == 1:
+        assert squares == ((), ())
+        return
+    worsts = (history.worst_position_mahalanobis, history.worst_orientation_mahalanobis)
+    for values, worst in zip(squares, worsts):
+        assert type(values) is tuple and len(values) == history.outcomes_considered
+        assert all(type(v) is float and not math.isnan(v) and v >= 0.0 for v in values)
+        assert max(values, default=0.0) == worst * worst
+    implied = [0, 0, 0, 0]
+    for p2, o2 in zip(*squares):
+        implied[_reference_bucket_of(math.sqrt(max(p2, o2)))] += 1
+    assert tuple(implied) == counts
 
 
 def _reference_adjust(level, history, min_outcomes, threshold):
@@ -251,7 +269,10 @@ _HISTORY_BREAKERS = {
     'negative_stamp': {'most_recent_observed_stamp_sim_ns': -1},
     'bool_stamp': {'most_recent_observed_stamp_sim_ns': True},
     'missing_stamp': {'most_recent_observed_stamp_sim_ns': None},
-    'schema_version': {'schema_version': 2},
+    'schema_version': {'schema_version': 3},
+    'schema_1_with_squares': {'schema_version': 1},
+    'short_squares': {'position_squared_distances': ()},
+    'nan_square': {'orientation_squared_distances': (math.nan,)},
 }
 
 

@@ -14,6 +14,7 @@ import collections
 import math
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -49,6 +50,7 @@ from project_ghost_feedback.core import (
 from project_ghost_feedback.core.feedback import (
     assess_with_feedback,
     DEFAULT_MAX_HISTORY,
+    format_overconfidence,
     make_policy,
     MahalanobisDowngradePolicy,
     REASON_CALIBRATION_WITHIN_TOLERANCE,
@@ -501,8 +503,8 @@ def _bad_assessments(good):
 def test_every_bad_message_is_rejected_and_counted_while_good_traffic_continues(harness):
     """Bad messages are dropped and counted per reason; the good traffic's outputs are exact.
 
-    Only the inputs are checked: CalibrationHistory (and its has_most_recent_observed_stamp flag)
-    exists only in the node's output, so its inconsistencies cannot come in.
+    Only the inputs are checked: CalibrationHistory exists only in the node's output, so its
+    inconsistencies cannot come in.
     """
     stream = make_stream('overconfident', steps=8, per_step=3, seed=4)
     h = harness(diagnostics_period_s=0.1, reject_log_throttle_s=0.0)
@@ -544,6 +546,11 @@ def test_every_bad_message_is_rejected_and_counted_while_good_traffic_continues(
     assert values['assessments_received'] == str(assessments_sent)
     assert values['rejected_total'] == str(total)
     assert values['last_reject_reason'].startswith(('assessment: ', 'outcome: '))
+    # ADR-0026a: how overconfident each vec3 is, from the last output's schema-2 history.
+    expected = format_overconfidence(calibrated_from_msg(h.outputs[-1]).calibration_history)
+    assert values['overconfidence[position]'] == expected['position'] != ''
+    assert values['overconfidence[orientation]'] == expected['orientation'] != ''
+    assert re.fullmatch(r'\S+ \[\S+, \S+\]', values['overconfidence[position]'])
 
 
 # -- (5) parameters -------------------------------------------------------------------------------

@@ -68,8 +68,10 @@ def _history():
         count_beyond_5_std=1,
         worst_position_mahalanobis=math.inf,
         worst_orientation_mahalanobis=4.25,
-        has_most_recent_observed_stamp=True,
-        most_recent_observed_stamp_sim_ns=2**62 + 7,
+        position_squared_distances=[0.25] * 9 + [math.inf],
+        orientation_squared_distances=[18.0625] + [0.0] * 9,
+        most_recent_observed_stamp=Time(sec=2**31 - 1, nanosec=999_999_999),
+        history_schema_version=CalibrationHistory.HISTORY_SCHEMA_SQUARED_DISTANCES,
         schema_version=CalibrationHistory.SCHEMA_VERSION,
     )
 
@@ -153,9 +155,11 @@ def test_level_constants_are_one_catalog():
     defining = [p.name for p in sorted((share / 'msg').glob('*.msg'))
                 if 'KNOWN=' in p.read_text()]
     assert defining == ['SelfAssessmentLevel.msg']
-    for cls in (BeliefSelfAssessment, PredictionOutcome, CalibrationHistory,
-                CalibratedSelfAssessment):
+    for cls in (BeliefSelfAssessment, PredictionOutcome, CalibratedSelfAssessment):
         assert cls.SCHEMA_VERSION == 2
+    assert CalibrationHistory.SCHEMA_VERSION == 3  # ADR-0026a: squared distances, a Time stamp
+    assert (CalibrationHistory.HISTORY_SCHEMA_COUNTS,
+            CalibrationHistory.HISTORY_SCHEMA_SQUARED_DISTANCES) == (1, 2)
 
 
 def test_sequences_and_strings_are_bounded():
@@ -176,6 +180,41 @@ def test_sequences_and_strings_are_bounded():
     with pytest.raises(Exception, match='serialize'):
         serialize_message(BeliefSelfAssessment(
             axis_levels=[NamedLevel(name=f'a{i}') for i in range(65)]))
+
+
+def test_squared_distances_are_bounded_by_the_largest_max_history():
+    """ADR-0026a: float64[<=N] with N the node's largest max_history; N + 1 cannot be sent."""
+    from project_ghost_feedback.ros.feedback_parameters import NODE_PARAMETERS
+
+    bound = NODE_PARAMETERS['max_history'].integer_range[1]
+    assert CalibrationHistory.MAX_SQUARED_DISTANCES == bound == 100_000
+    fields = CalibrationHistory.get_fields_and_field_types()
+    assert fields['position_squared_distances'] == fields['orientation_squared_distances'] == (
+        f'sequence<double, {bound}>')
+    assert fields['most_recent_observed_stamp'] == 'builtin_interfaces/Time'
+    serialize_message(CalibrationHistory(position_squared_distances=[0.0] * bound))
+    with pytest.raises(Exception, match='serialize'):
+        serialize_message(CalibrationHistory(position_squared_distances=[0.0] * (bound + 1)))
+
+
+def calibrated_cdr_bytes(window):
+    """Return the CDR size of the CalibratedSelfAssessment the node publishes for a full window."""
+    history = _history()
+    history.outcomes_considered = window
+    history.count_within_1_std, history.count_beyond_1_std = window, 0
+    history.count_beyond_3_std = history.count_beyond_5_std = 0
+    history.position_squared_distances = [0.5] * window
+    history.orientation_squared_distances = [0.5] * window
+    message = _example('CalibratedSelfAssessment')
+    message.calibration_history = history
+    return len(serialize_message(message))
+
+
+def test_calibrated_message_size_grows_by_16_bytes_per_outcome():
+    """Size of a CalibratedSelfAssessment: fixed part + 16 bytes per outcome (two float64)."""
+    base = calibrated_cdr_bytes(0)
+    assert calibrated_cdr_bytes(32) == base + 32 * 16
+    assert calibrated_cdr_bytes(100_000) == base + 100_000 * 16
 
 
 @pytest.mark.parametrize('name', MESSAGE_NAMES)

@@ -174,9 +174,10 @@ def test_disk_full_then_sigint_keeps_publishing_and_leaves_a_readable_prefix(ful
     directory, preexec_fn, error_text = full_disk
     bag = directory / 'bag'
     steps = make_stream(12_000)   # ~5 MiB of records: more than twice what the disk takes
+    # /diagnostics is not recorded here, so every record is the data path's or the start event.
     node = NodeProcess(
         f'telemetry_bag:={bag}', f'max_history:={MAX_HISTORY}', 'diagnostics_period_s:=0.05',
-        'policy:=mahalanobis_downgrade', preexec_fn=preexec_fn)
+        'policy:=mahalanobis_downgrade', 'record_diagnostics:=false', preexec_fn=preexec_fn)
     client = StatusClient('node_faults_disk_full')
 
     def feed():
@@ -227,7 +228,8 @@ def test_disk_full_then_sigint_keeps_publishing_and_leaves_a_readable_prefix(ful
           f'recorded, {diagnostics["telemetry_not_recorded"]} not recorded')
     # ...exactly as many messages as the node says it recorded, the rest counted as not recorded.
     assert int(diagnostics['telemetry_recorded']) == readable, (diagnostics, readable)
-    total = 3 * len(steps)
+    total = 3 * len(steps) + 1  # and the start configuration event, the bag's first record
+    assert recovered['/feedback_events'], 'the start event is the first record'
     assert int(diagnostics['telemetry_not_recorded']) == total - readable, diagnostics
     assert f'telemetry: {readable} messages recorded in {bag}' in output, output
     assert f'{total - readable} not recorded' in output, output
@@ -322,7 +324,8 @@ def test_consecutive_runs_with_one_telemetry_dir_record_their_own_bags(tmp_path)
     runs = [make_stream(60), make_stream(40, first=1000)]
     for run, steps in enumerate(runs):
         node = NodeProcess(f'telemetry_dir:={parent}', 'diagnostics_period_s:=0.05',
-                           'policy:=mahalanobis_downgrade', f'max_history:={MAX_HISTORY}')
+                           'policy:=mahalanobis_downgrade', f'max_history:={MAX_HISTORY}',
+                           'record_diagnostics:=false')
         client = StatusClient(f'node_faults_respawn_{run}')
 
         def feed(client=client, node=node, steps=steps):
@@ -334,14 +337,16 @@ def test_consecutive_runs_with_one_telemetry_dir_record_their_own_bags(tmp_path)
         diagnostics, returncode, output, _ = run_node(node, client, feed)
         assert returncode == 0, output
         assert diagnostics['messages_missed'] == '0', diagnostics   # nothing lost, none missed
-        assert f'{3 * len(steps)} messages recorded in {parent}' in output, output
+        # The data path's three records per cycle, and the start configuration event.
+        assert f'{3 * len(steps) + 1} messages recorded in {parent}' in output, output
     bags = sorted(p for p in parent.iterdir())
     assert len(bags) == 2, bags
     assert all(p.name.startswith('ghost_feedback_') for p in bags), bags
     for bag, steps in zip(bags, runs):
         with Reader(bag) as reader:
             counts = collections.Counter(c.topic for c, _, _ in reader.messages())
-        assert counts == {topic: len(steps) for topic in TYPES}, (bag, counts)
+        assert counts == {**{topic: len(steps) for topic in TYPES}, '/feedback_events': 1}, (
+            bag, counts)
         outcomes = [m.contract for m in read_bag(bag) if m.topic == CHANNEL_PREDICTION_OUTCOME]
         assert outcomes == [outcome for outcome, _ in steps]
 

@@ -12,6 +12,7 @@
 
 import json
 import math
+import pathlib
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from project_ghost_feedback.core import (
     PredictionOutcome,
     SelfAssessmentLevel,
 )
+from project_ghost_feedback.core.feedback import format_overconfidence
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
 from project_ghost_feedback.ros.conversions import (
     belief_to_msg,
@@ -574,3 +576,89 @@ def test_the_node_records_diagnostics_that_an_independent_reader_decodes(tmp_pat
             names.update(status.name for status in message.status)
     assert '/feedback_node: calibration' in names
     assert replay_bag(bag).identical is True  # replay reads past it
+
+
+# --- ADR-0026a: a bag recorded before CalibrationHistory interface version 3 ------------------
+
+LEGACY_BAG = pathlib.Path(__file__).parent / 'data' / 'bag_interface_v2_history_schema_1'
+LEGACY_HASHES = {
+    'project_ghost_feedback_msgs/msg/CalibrationHistory':
+        'RIHS01_ae61737f39d0a83489b029fea0cfd1daee97b60364e802fcf99e8363e97ef1d5',
+    'project_ghost_feedback_msgs/msg/CalibratedSelfAssessment':
+        'RIHS01_b15d46b43d8a0fa8a51bfcee2429e916e3308935893aa5d08a5d8f6571427d80',
+}
+
+
+def test_legacy_bag_is_recognised_by_its_recorded_definition():
+    """The old definition (int64 stamp + has_ flag) is known by its type hash and schema text."""
+    from project_ghost_feedback.telemetry import bag_info
+    from project_ghost_feedback.telemetry.msgdefs import type_hash
+
+    for msgtype, digest in LEGACY_HASHES.items():
+        assert type_hash(msgtype, legacy=True) == digest
+        assert type_hash(msgtype) != digest
+    info = bag_info(LEGACY_BAG)
+    topic = info.topic(CHANNEL_CALIBRATED_SELF_ASSESSMENT)
+    assert topic.definition == 'legacy'
+    assert topic.type_description_hash == LEGACY_HASHES[
+        'project_ghost_feedback_msgs/msg/CalibratedSelfAssessment']
+    assert info.topic(CHANNEL_RAW_SELF_ASSESSMENT).definition == 'same'
+
+
+def test_legacy_bag_is_read_by_independent_readers_as_the_old_layout():
+    """Independent readers (rosbags, mcap-ros2-support) decode the old layout from its schema."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    with Reader(LEGACY_BAG) as reader:
+        counts = {c.topic: c.msgcount for c in reader.connections}
+    assert counts[CHANNEL_CALIBRATED_SELF_ASSESSMENT] == len(scenario()) == 24
+    with open(LEGACY_BAG / 'bag_interface_v2_history_schema_1.mcap', 'rb') as stream:
+        reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+        histories = [value.calibration_history for _, channel, _, value
+                     in reader.iter_decoded_messages(topics=[CHANNEL_CALIBRATED_SELF_ASSESSMENT])]
+    assert len(histories) == 24
+    assert all(h.has_most_recent_observed_stamp and h.schema_version == 2 for h in histories)
+
+
+def test_legacy_bag_decodes_to_schema_1_and_replays_exactly(tmp_path):
+    """read_bag gives schema-1 histories; replay rebuilds schema 1 and matches every output."""
+    contracts = [c.contract for c in read_bag(LEGACY_BAG)
+                 if c.topic == CHANNEL_CALIBRATED_SELF_ASSESSMENT]
+    assert len(contracts) == 24
+    assert {c.calibration_history.schema_version for c in contracts} == {1}
+    assert [c.calibration_history.outcomes_considered for c in contracts] == list(range(1, 25))
+    report = replay_bag(LEGACY_BAG)
+    assert report.identical is True, report.to_dict()
+    assert report.compared == 24
+    assert report.to_dict()['recomputed']['final_overconfidence'] is None  # schema 1
+    result = subprocess.run(CLI + ['replay', str(LEGACY_BAG), '--json'], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)['identical'] is True
+
+
+def test_new_bag_carries_schema_2_and_the_overconfidence_estimate(node_bag):
+    """A bag recorded now holds schema-2 histories; replay --json reports k_hat per vec3."""
+    bag, published, _ = node_bag
+    contracts = [c.contract for c in read_bag(bag)
+                 if c.topic == CHANNEL_CALIBRATED_SELF_ASSESSMENT]
+    assert {c.calibration_history.schema_version for c in contracts} == {2}
+    assert contracts == published
+    result = subprocess.run(CLI + ['replay', str(bag), '--json'], capture_output=True,
+                            text=True, timeout=120)
+    data = json.loads(result.stdout)
+    estimate = data['recomputed']['final_overconfidence']
+    assert set(estimate) == {'position', 'orientation'}
+    last = published[-1].calibration_history
+    assert estimate['position']['outcomes'] == last.outcomes_considered
+    squares = last.position_squared_distances
+    if all(math.isfinite(v) for v in squares):
+        assert estimate['position']['k_hat'] == pytest.approx(
+            math.sqrt(sum(squares) / (3 * len(squares))))
+    assert data['recorded']['final_overconfidence'] == estimate
+    result = subprocess.run(CLI + ['replay', str(bag)], capture_output=True, text=True,
+                            timeout=120)
+    text = format_overconfidence(last)
+    assert (f'overconfidence (recomputed, last window, k_hat [95%]): position {text["position"]}, '
+            f'orientation {text["orientation"]}') in result.stdout

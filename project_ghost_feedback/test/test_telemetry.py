@@ -77,7 +77,9 @@ def _outcome(observed, position=0.5, orientation=0.25):
 def sample_contracts():
     """Return contracts of every channel: +inf distances, empty history, out-of-order stamps."""
     empty = CalibrationHistory.empty()
-    full = CalibrationHistory(10, 4, 3, 2, 1, math.inf, 4.25, 2**62 + 7)
+    full = CalibrationHistory(10, 4, 3, 2, 1, math.inf, 4.25, STAMP_MAX_NS)
+    squares = CalibrationHistory(  # schema 2 (ADR-0026a): +inf and an overflowing square
+        3, 0, 1, 0, 2, math.inf, 1e200, 7_000, 2, (0.25, math.inf, 4.0), (1e200 * 1e200, 0.0, 0.0))
     raw1 = _belief(1_000)
     raw2 = _belief(3_000, UNCERTAIN, axes=False)
     return [
@@ -92,6 +94,10 @@ def sample_contracts():
         LoopEvent(2_500, RESET, 'service', 'requested through ~/reset', LoopConfig.make()),
         LoopEvent(2_600, CONFIGURATION, 'parameters', 'a change', LoopConfig.make(
             'mahalanobis_downgrade', {'downgrade_threshold': 3}, 16, 64, 10**9)),
+        CalibratedSelfAssessment(
+            raw2, squares, UNKNOWN, 'overconfidence_scale', 'infinite_mahalanobis'),
+        CalibratedSelfAssessment(
+            raw1, CalibrationHistory.empty(2), KNOWN, 'overconfidence_scale', 'no_outcomes_yet'),
         # the largest stamp a builtin_interfaces/Time carries
         _outcome(STAMP_MAX_NS, position=0.0, orientation=0.0),
     ]
@@ -216,7 +222,10 @@ def _reference_payload(store, contract):
                 history.outcomes_considered, history.count_within_1_std,
                 history.count_beyond_1_std, history.count_beyond_3_std,
                 history.count_beyond_5_std, history.worst_position_mahalanobis,
-                history.worst_orientation_mahalanobis, stamp is not None, stamp or 0, 2),
+                history.worst_orientation_mahalanobis,
+                numpy.array(history.position_squared_distances, dtype=numpy.float64),
+                numpy.array(history.orientation_squared_distances, dtype=numpy.float64),
+                time(stamp or 0), history.schema_version, 3),
             level(contract.adjusted_overall_level), contract.adjustment_policy_id,
             contract.adjustment_reason, 2)
     return bytes(store.serialize_cdr(message, TYPES[to_telemetry(contract).channel],
@@ -418,8 +427,11 @@ def test_mcap_ros2_support_decodes_the_bag(bag):
             assert value.calibration_history.outcomes_considered == history.outcomes_considered
             assert (value.calibration_history.worst_position_mahalanobis
                     == history.worst_position_mahalanobis)
-            assert value.calibration_history.has_most_recent_observed_stamp == (stamp is not None)
-            assert value.calibration_history.most_recent_observed_stamp_sim_ns == (stamp or 0)
+            decoded_stamp = value.calibration_history.most_recent_observed_stamp
+            assert decoded_stamp.sec * 10**9 + decoded_stamp.nanosec == (stamp or 0)
+            assert value.calibration_history.history_schema_version == history.schema_version
+            assert list(value.calibration_history.position_squared_distances) == list(
+                history.position_squared_distances)
             assert value.adjusted_overall_level.value == contract.adjusted_overall_level.value
             assert value.header == value.raw_assessment.header
             assert value.adjustment_reason == contract.adjustment_reason

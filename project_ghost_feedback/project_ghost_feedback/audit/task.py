@@ -20,6 +20,7 @@ from ..core.feedback import (
     coerce_parameters,
     DEFAULT_MAX_HISTORY,
     make_policy,
+    overconfidence_as_dict,
     parse_setting,
     policy_names,
 )
@@ -167,6 +168,7 @@ class _PolicyRun:
     def __init__(self, spec, injection_ns, max_history, buffer_size):
         self.spec = spec
         self.loop = spec.loop(max_history, buffer_size)
+        self.last_history = None
         self.levels = _Levels()
         self.downgrades = 0
         self.first_downgrade = None
@@ -178,6 +180,7 @@ class _PolicyRun:
 
     def judge(self, raw, injected_outcomes, max_history):
         step = self.loop.assessment(raw)
+        self.last_history = step.calibrated.calibration_history
         self.add(raw, step.calibrated, len(step.judged) >= max_history, injected_outcomes)
 
     def add(self, raw, calibrated, full, injected_outcomes):
@@ -281,6 +284,9 @@ def _audit(path, info, read_bag, policies, max_history, buffer_size, injection):
         'distances': {'position': position.to_dict(), 'orientation': orientation.to_dict()},
         'policies': {run.spec.label: run.to_dict(last_stamp, untouched_outcomes, max_history)
                      for run in runs},
+        # ADR-0026a: k_hat and its 95% interval per vec3, from the last assessment's window.
+        'overconfidence': overconfidence_as_dict(runs[0].last_history)
+        if runs and runs[0].last_history is not None else None,
     }
 
 

@@ -33,6 +33,7 @@ from .feedback import (
     assess_with_feedback,
     DEFAULT_MAX_HISTORY,
     DEFAULT_POLICY,
+    HISTORY_SCHEMA_SQUARED_DISTANCES,
     make_policy,
     policy_parameters,
 )
@@ -187,10 +188,11 @@ class Step:
 class FeedbackLoop:
     """The feedback loop of one node (or one replay): see the module documentation."""
 
-    __slots__ = ('_config', '_held', '_newest_belief', '_policy', '_window', 'hold_ns',
-                 'previous')
+    __slots__ = ('_config', '_held', '_history_schema', '_newest_belief', '_policy', '_window',
+                 'hold_ns', 'previous')
 
-    def __init__(self, config, *, hold_ns=0):
+    def __init__(self, config, *, hold_ns=0,
+                 history_schema_version=HISTORY_SCHEMA_SQUARED_DISTANCES):
         if not isinstance(config, LoopConfig):
             raise TypeError(f'FeedbackLoop needs a LoopConfig, got {config!r}')
         self._config = config
@@ -198,6 +200,9 @@ class FeedbackLoop:
         self._window = OutcomeWindow(config.buffer_capacity)
         self._held = collections.deque()
         self._newest_belief = None
+        # The CalibrationHistory schema the loop builds: 2 (ADR-0026a), or 1 to replay a bag
+        # recorded before it.
+        self._history_schema = history_schema_version
         self.hold_ns = hold_ns
         self.previous = None
         """The CalibratedSelfAssessment published last since the last reset (or None)."""
@@ -268,7 +273,8 @@ class FeedbackLoop:
         config = self._config
         judged = self._window.causal_window(stamp, config.max_history)
         calibrated = assess_with_feedback(
-            raw, judged, self._policy, config.max_history, previous=self.previous)
+            raw, judged, self._policy, config.max_history, previous=self.previous,
+            history_schema_version=self._history_schema)
         self.previous = calibrated
         if newest is None or stamp > newest:
             self._newest_belief = stamp

@@ -7,9 +7,13 @@ stamp present while empty, ...) raises the core's :class:`ContractViolation` (a 
 ValueError naming the field and value). ``*_to_msg`` never fails for a valid contract object.
 
 Messages are interface version 2 (``SCHEMA_VERSION = 2``: ``std_msgs/Header``, the
-``SelfAssessmentLevel`` catalog message, bounded sequences); the core contracts are ADR-0026's
-(``schema_version`` 1). Stamps map exactly: ``ns = sec * 10**9 + nanosec``.
+``SelfAssessmentLevel`` catalog message, bounded sequences), CalibrationHistory version 3
+(ADR-0026a: squared distances, a ``builtin_interfaces/Time`` stamp); the core contracts are
+ADR-0026's (``schema_version`` 1), CalibrationHistory schema 1 or 2. Stamps map exactly:
+``ns = sec * 10**9 + nanosec``.
 """
+
+from array import array
 
 from builtin_interfaces.msg import Time as TimeMsg
 from project_ghost_feedback_msgs.msg import (
@@ -29,6 +33,7 @@ from ..msg_decoding import (  # noqa: F401 - re-exported: the ROS layer's one co
     EVENT_SCHEMA_VERSION,
     event_from_msg,
     history_from_msg,
+    HISTORY_MSG_SCHEMA_VERSION,
     level_from_msg,
     MSG_SCHEMA_VERSION,
     named_level_from_msg,
@@ -93,7 +98,13 @@ def history_to_msg(history):
 
 
 def fill_history_msg(msg, history):
-    """Set every field of the CalibrationHistory message ``msg`` from ``history``; return it."""
+    """Set every field of the CalibrationHistory message ``msg`` from ``history``; return it.
+
+    Interface version 3 (ADR-0026a): no stamp (``None``, zero outcomes) is a zero Time; the
+    squared distances go in as ``array('d')`` (rclpy's fast path). A schema-2 history of more
+    than ``MAX_SQUARED_DISTANCES`` (100000, the node's largest max_history) outcomes does not fit
+    the message (rclpy raises AssertionError).
+    """
     stamp = history.most_recent_observed_stamp_sim_ns
     msg.outcomes_considered = history.outcomes_considered
     msg.count_within_1_std = history.count_within_1_std
@@ -102,9 +113,11 @@ def fill_history_msg(msg, history):
     msg.count_beyond_5_std = history.count_beyond_5_std
     msg.worst_position_mahalanobis = history.worst_position_mahalanobis
     msg.worst_orientation_mahalanobis = history.worst_orientation_mahalanobis
-    msg.has_most_recent_observed_stamp = stamp is not None
-    msg.most_recent_observed_stamp_sim_ns = 0 if stamp is None else stamp
-    msg.schema_version = MSG_SCHEMA_VERSION
+    msg.position_squared_distances = array('d', history.position_squared_distances)
+    msg.orientation_squared_distances = array('d', history.orientation_squared_distances)
+    fill_stamp(msg.most_recent_observed_stamp, 0 if stamp is None else stamp)
+    msg.history_schema_version = history.schema_version
+    msg.schema_version = HISTORY_MSG_SCHEMA_VERSION
     return msg
 
 

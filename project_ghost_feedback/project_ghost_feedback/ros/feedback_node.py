@@ -46,6 +46,7 @@ from rcl_interfaces.msg import SetParametersResult
 from std_srvs.srv import Trigger
 
 from ..core import ContractViolation
+from ..core.feedback import format_overconfidence
 from ..core.loop import (
     CAUSE_SERVICE,
     CAUSE_START,
@@ -557,6 +558,10 @@ class FeedbackNode(Node):
             if self._telemetry.error is not None:
                 level = ERROR if level in (OK, WARN) else level
                 message = f'{message}; telemetry stopped: {self._telemetry.error}'
+        # ADR-0026a: how overconfident each vec3 is, 'k_hat [low, high]' (95%); '' if unknown.
+        history = calibrated.calibration_history if calibrated else None
+        for vec3, text in format_overconfidence(history).items():
+            values[f'overconfidence[{vec3}]'] = text
         for kind, count in sorted(self.callback_errors.items()):
             values[f'callback_errors[{kind}]'] = count
         for cause, count in sorted(self.resets.items()):

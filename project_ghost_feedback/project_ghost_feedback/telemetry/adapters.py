@@ -22,7 +22,13 @@ import numpy
 from ..core import BeliefSelfAssessment, PredictionOutcome
 from ..core.feedback import CalibratedSelfAssessment
 from ..core.loop import LoopEvent
-from ..msg_decoding import EVENT_KIND_WIRE, EVENT_SCHEMA_VERSION, MSG_SCHEMA_VERSION, NS_PER_S
+from ..msg_decoding import (
+    EVENT_KIND_WIRE,
+    EVENT_SCHEMA_VERSION,
+    HISTORY_MSG_SCHEMA_VERSION,
+    MSG_SCHEMA_VERSION,
+    NS_PER_S,
+)
 from .channels import (
     CHANNEL_CALIBRATED_SELF_ASSESSMENT,
     CHANNEL_FEEDBACK_EVENTS,
@@ -127,12 +133,16 @@ class _Codec:
         return self.header_cls(stamp=self.time(stamp_ns), frame_id=frame_id)
 
     def history(self, history):
+        # Interface version 3 (ADR-0026a): no stamp (zero outcomes) is a zero Time.
         stamp = history.most_recent_observed_stamp_sim_ns
         return self.history_cls(
             history.outcomes_considered, history.count_within_1_std,
             history.count_beyond_1_std, history.count_beyond_3_std, history.count_beyond_5_std,
             history.worst_position_mahalanobis, history.worst_orientation_mahalanobis,
-            stamp is not None, 0 if stamp is None else stamp, MSG_SCHEMA_VERSION)
+            numpy.array(history.position_squared_distances, dtype=numpy.float64),
+            numpy.array(history.orientation_squared_distances, dtype=numpy.float64),
+            self.time(0 if stamp is None else stamp), history.schema_version,
+            HISTORY_MSG_SCHEMA_VERSION)
 
     def calibrated(self, calibrated):
         raw = self.belief(calibrated.raw_assessment)

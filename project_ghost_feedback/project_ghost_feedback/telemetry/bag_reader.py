@@ -26,7 +26,7 @@ import stat
 from typing import NamedTuple
 
 from .channels import CHANNEL_BY_TYPE
-from .msgdefs import full_definition, type_hash
+from .msgdefs import full_definition, LEGACY_TYPES, type_hash
 
 ORDERS = ('recorded', 'stamp')
 
@@ -63,7 +63,9 @@ class TopicInfo:
     """One topic of a bag: name, ROS 2 type, message count, RIHS01 hash, offered QoS.
 
     ``definition`` is ``'same'`` / ``'different'`` for a type of ours (compared by type hash and
-    schema text), ``''`` for a type we do not define.
+    schema text), ``'legacy'`` for an earlier definition of ours that is still decoded
+    (:data:`.msgdefs.LEGACY_MSG_TEXTS`: CalibrationHistory interface version 2), ``''`` for a type
+    we do not define.
     """
 
     name: str
@@ -318,17 +320,24 @@ def load_metadata(path):
 # -- the open bag -------------------------------------------------------------------------------
 
 def _definition(connection):
-    """Return ``'same'``/``'different'`` for a type of ours, ``''`` for another type."""
+    """Return ``'same'``/``'legacy'``/``'different'`` for a type of ours, ``''`` otherwise."""
     msgtype = normalize_type_name(connection.msgtype)
     if msgtype not in CHANNEL_BY_TYPE:
         return ''
     digest = connection.digest or ''
-    if digest and digest != type_hash(msgtype):
-        return 'different'
-    text = connection.msgdef.data or ''
-    if text and text.strip() != full_definition(msgtype).strip():
-        return 'different'
-    return 'same'
+    text = (connection.msgdef.data or '').strip()
+    if _matches(msgtype, digest, text, legacy=False):
+        return 'same'
+    if msgtype in LEGACY_TYPES and (digest or text) and _matches(msgtype, digest, text, True):
+        return 'legacy'
+    return 'different'
+
+
+def _matches(msgtype, digest, text, legacy):
+    """Return True when the recorded hash and schema text (either may be empty) are ours."""
+    if digest and digest != type_hash(msgtype, legacy):
+        return False
+    return not text or text == full_definition(msgtype, legacy).strip()
 
 
 def _qos_profiles(topic_metadata):

@@ -5,7 +5,9 @@ Each decoder deserializes with the public ``Typestore.deserialize_cdr`` of the p
 typestore (:mod:`.msgdefs`), then builds the contract with the same functions as the live node
 (:mod:`project_ghost_feedback.msg_decoding`, which read rclpy and rosbags messages alike and
 validate through the core's constructors). All four decoders are registered when this module is
-imported.
+imported; :data:`_LEGACY_DECODERS` decode the earlier definitions still read (a calibrated
+assessment recorded before ADR-0026a, with a CalibrationHistory of interface version 2), chosen by
+:func:`decoder_for` from the topic's recorded definition (:attr:`.bag_reader.TopicInfo.definition`).
 """
 
 from ..msg_decoding import belief_from_msg, calibrated_from_msg, event_from_msg, outcome_from_msg
@@ -22,11 +24,12 @@ from .msgdefs import typestore
 class Decoder:
     """Decoder of one type: CDR bytes -> rosbags message (``deserialize_cdr``) -> contract."""
 
-    def __init__(self, msgtype, to_contract):
+    def __init__(self, msgtype, to_contract, legacy=False):
         self.msgtype = msgtype
         self.__doc__ = f'Decode CDR bytes of {msgtype} into its contract.'
         self.to_contract = to_contract
-        self._deserialize = typestore().deserialize_cdr
+        self.legacy = legacy
+        self._deserialize = typestore(legacy).deserialize_cdr
 
     def decode_message(self, payload):
         """Return the rosbags message of ``payload`` (rosbags' SerdeError if it is not one)."""
@@ -47,15 +50,36 @@ _DECODERS = {
 """ROS 2 type name (``pkg/msg/Type``) -> decoder ``bytes -> contract`` (ADR-0026 section 6)."""
 
 
+_LEGACY_DECODERS = {
+    TYPE_CALIBRATED_SELF_ASSESSMENT: Decoder(
+        TYPE_CALIBRATED_SELF_ASSESSMENT, calibrated_from_msg, legacy=True),
+}
+"""Decoders of the interface-version-2 definitions (bags recorded before ADR-0026a)."""
+
+
+def decoder_for(msgtype, definition='same'):
+    """Return the decoder of ``msgtype`` for a topic whose recorded definition is ``definition``.
+
+    ``'legacy'`` (see :func:`.bag_reader._definition`) selects the decoder of the earlier
+    definition; anything else the current one. KeyError for a type without decoder.
+    """
+    msgtype = normalize_type_name(msgtype)
+    if definition == 'legacy' and msgtype in _LEGACY_DECODERS:
+        return _LEGACY_DECODERS[msgtype]
+    return _DECODERS[msgtype]
+
+
 def register_decoder(msgtype, decoder):
     """Register ``decoder`` (``bytes -> contract``) for the type name ``msgtype``."""
     _DECODERS[normalize_type_name(msgtype)] = decoder
 
 
-def decode(msgtype, payload):
+def decode(msgtype, payload, definition='same'):
     """Decode ``payload`` (CDR bytes) of type ``msgtype`` into its contract.
 
-    KeyError for a type without decoder; rosbags' SerdeError for bytes that are not valid CDR of
-    that type; the core's ContractTypeError/ContractValueError for values a contract refuses.
+    ``definition`` is the topic's recorded definition (``'legacy'`` for a bag recorded before
+    ADR-0026a). KeyError for a type without decoder; rosbags' SerdeError for bytes that are not
+    valid CDR of that type; the core's ContractTypeError/ContractValueError for values a contract
+    refuses.
     """
-    return _DECODERS[normalize_type_name(msgtype)](payload)
+    return decoder_for(msgtype, definition)(payload)

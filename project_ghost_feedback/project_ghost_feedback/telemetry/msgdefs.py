@@ -30,6 +30,47 @@ _PRIMITIVE_TYPES = frozenset((
     'uint32', 'int64', 'uint64', 'string'))
 
 
+LEGACY_MSG_TEXTS = {
+    f'{MSGS_PACKAGE}/msg/CalibrationHistory': (
+        '# Aggregated evidence from the most recent PredictionOutcome messages '
+        '(ADR-0026 section 1).\n'
+        '#\n'
+        '# Each outcome falls in exactly one bucket, by the worse (larger) of its two UNSQUARED\n'
+        '# Mahalanobis distances d:\n'
+        '#   d <= 1 -> within_1_std; 1 < d <= 3 -> beyond_1_std; 3 < d <= 5 -> beyond_3_std;\n'
+        '#   d > 5 (or +inf) -> beyond_5_std.\n'
+        '# Invariant: the four counts add up to outcomes_considered.\n'
+        '\n'
+        'uint32 SCHEMA_VERSION=2\n'
+        '\n'
+        'uint32 outcomes_considered\n'
+        'uint32 count_within_1_std\n'
+        'uint32 count_beyond_1_std\n'
+        'uint32 count_beyond_3_std\n'
+        'uint32 count_beyond_5_std\n'
+        '# Largest unsquared Mahalanobis distances in the window '
+        '(>= 0, +inf legal; 0.0 when empty).\n'
+        'float64 worst_position_mahalanobis\n'
+        'float64 worst_orientation_mahalanobis\n'
+        "# False iff outcomes_considered == 0 (the contract's None); then the stamp below is 0.\n"
+        'bool has_most_recent_observed_stamp\n'
+        '# Observed stamp of the most recent outcome in the window, nanoseconds, >= 0.\n'
+        'int64 most_recent_observed_stamp_sim_ns\n'
+        '# Must equal SCHEMA_VERSION.\n'
+        'uint32 schema_version\n'),
+}
+"""Earlier .msg texts still read from bags: CalibrationHistory interface version 2 (ADR-0026a).
+
+Verbatim, comments included: the MCAP schema text and the RIHS01 hash of a bag recorded before
+ADR-0026a are those of this text (and, for CalibratedSelfAssessment, of the current texts of its
+other dependencies, which did not change).
+"""
+
+LEGACY_TYPES = frozenset((
+    f'{MSGS_PACKAGE}/msg/CalibrationHistory', f'{MSGS_PACKAGE}/msg/CalibratedSelfAssessment'))
+"""Types whose interface-version-2 definition (:data:`LEGACY_MSG_TEXTS`) is still decoded."""
+
+
 class MessageDefinitionError(RuntimeError):
     """The .msg files of project_ghost_feedback_msgs cannot be found or parsed."""
 
@@ -87,16 +128,26 @@ def msg_texts():
     }
 
 
+def _texts(legacy):
+    """Return the current .msg texts, with the legacy ones substituted when ``legacy``."""
+    texts = msg_texts()
+    return {**texts, **LEGACY_MSG_TEXTS} if legacy else texts
+
+
 @functools.lru_cache(maxsize=None)
-def typestore():
-    """Return a rosbags Typestore holding the package's message types (built once)."""
+def typestore(legacy=False):
+    """Return a rosbags Typestore holding the package's message types (built once).
+
+    ``legacy=True``: the store of the interface-version-2 definitions (:data:`LEGACY_MSG_TEXTS`),
+    which decodes bags recorded before ADR-0026a.
+    """
     from rosbags.typesys import get_types_from_msg, get_typestore, Stores
 
     # The Jazzy store brings the dependencies (std_msgs/Header, builtin_interfaces/Time).
     store = get_typestore(Stores.ROS2_JAZZY)
     types = {}
     try:
-        for name, text in msg_texts().items():
+        for name, text in _texts(legacy).items():
             types.update(get_types_from_msg(text, name))
         store.register(types)
     except Exception as error:  # noqa: BLE001 - any parse failure means unusable definitions
@@ -147,30 +198,31 @@ def _dependency_text(package, type_name):
     return text.split(DELIMITER, 1)[0].removesuffix('\n') if DELIMITER in text else text
 
 
-def _text_of(name):
+def _text_of(name, legacy=False):
     """Return the .msg text of ``pkg/Type`` or ``pkg/msg/Type``."""
     package, type_name = _split_type_name(name)
     if package != MSGS_PACKAGE:
         return _dependency_text(package, type_name)
     try:
-        return msg_texts()[f'{package}/msg/{type_name}']
+        return _texts(legacy)[f'{package}/msg/{type_name}']
     except KeyError:
         raise MessageDefinitionError(f'no .msg definition for {name!r}') from None
 
 
 @functools.lru_cache(maxsize=None)
-def full_definition(msgtype):
+def full_definition(msgtype, legacy=False):
     """Return the ``ros2msg`` schema text of ``msgtype`` exactly as rosbag2 writes it.
 
     The top-level .msg text comes first, verbatim; each dependency follows once, depth-first in
     sorted order, as a newline, a line of 80 ``=``, a line ``MSG: pkg/Type`` (the dependency named
-    relative to its package, as the .msg spells it) and its .msg text.
+    relative to its package, as the .msg spells it) and its .msg text. ``legacy=True``: the
+    text of the interface-version-2 definition (:data:`LEGACY_MSG_TEXTS`).
     """
     seen = set()
 
     def append(name):
         package, _ = _split_type_name(name)
-        text = _text_of(name)
+        text = _text_of(name, legacy)
         parts = [text]
         for dependency in _dependencies(text, package):
             if dependency not in seen:
@@ -182,6 +234,9 @@ def full_definition(msgtype):
 
 
 @functools.lru_cache(maxsize=None)
-def type_hash(msgtype):
-    """Return the RIHS01 type description hash of ``msgtype`` (``RIHS01_<hex>``)."""
-    return typestore().hash_rihs01(msgtype)
+def type_hash(msgtype, legacy=False):
+    """Return the RIHS01 type description hash of ``msgtype`` (``RIHS01_<hex>``).
+
+    ``legacy=True``: the hash of its interface-version-2 definition (:data:`LEGACY_MSG_TEXTS`).
+    """
+    return typestore(legacy).hash_rihs01(msgtype)

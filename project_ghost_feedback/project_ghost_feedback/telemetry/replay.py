@@ -21,7 +21,7 @@ from collections import deque
 from typing import NamedTuple
 
 from ..core._validation import ContractViolation
-from ..core.feedback import coerce_parameters
+from ..core.feedback import coerce_parameters, HISTORY_SCHEMA_SQUARED_DISTANCES
 from ..core.loop import CONFIGURATION, DERIVED_CAUSES, FeedbackLoop, LoopConfig
 from .bag_reader import BagError, normalize_type_name, one_line, OpenBag, ORDERS
 from .channels import (
@@ -31,7 +31,7 @@ from .channels import (
     TYPE_FEEDBACK_EVENT,
     TYPE_PREDICTION_OUTCOME,
 )
-from .codecs import _DECODERS, decode
+from .codecs import _DECODERS, decode, decoder_for
 from .config import recorded_config
 from .report import Difference, first_field_difference, ReplayReport, summary_line
 
@@ -69,8 +69,11 @@ def read_bag(path, *, order='recorded', topics=None, skip_unknown=True):
     """
     with OpenBag(path) as bag:
         bag.check_definitions(set(_DECODERS))
+        definitions = {t.name: t.definition for t in bag.info.topics}
         for index, message in enumerate(bag.messages(order, topics)):
             decoder = _DECODERS.get(message.msgtype)
+            if decoder is not None:
+                decoder = decoder_for(message.msgtype, definitions.get(message.topic, 'same'))
             if decoder is None:
                 if skip_unknown:
                     continue
@@ -86,13 +89,14 @@ def read_bag(path, *, order='recorded', topics=None, skip_unknown=True):
 
 def _first_recorded_calibrated(bag):
     """Return the first recorded calibrated assessment (log-time order), or None."""
-    topics = [t.name for t in bag.info.topics if t.msgtype == TYPE_CALIBRATED_SELF_ASSESSMENT]
+    topics = {t.name: t.definition for t in bag.info.topics
+              if t.msgtype == TYPE_CALIBRATED_SELF_ASSESSMENT}
     connections = [c for c in bag.reader.connections if c.topic in topics and c.msgcount]
     if not connections:
         return None
     try:
-        for _, _, payload in bag.reader.messages(connections=connections):
-            return decode(TYPE_CALIBRATED_SELF_ASSESSMENT, payload)
+        for connection, _, payload in bag.reader.messages(connections=connections):
+            return decode(TYPE_CALIBRATED_SELF_ASSESSMENT, payload, topics[connection.topic])
     except Exception:  # noqa: BLE001
         return None  # the full read reports the problem
     return None
@@ -166,8 +170,9 @@ def _replay(bag, overrides, order):
         raise BagError(f'{info.path}: no {TYPE_BELIEF_SELF_ASSESSMENT} topic to replay')
     bag.check_definitions(set(topics))
     events_topic = topics.get(TYPE_FEEDBACK_EVENT)
+    first = _first_recorded_calibrated(bag)
     base, source, config_warnings = recorded_config(
-        info, _first_recorded_calibrated(bag), events_recorded=events_topic is not None)
+        info, first, events_recorded=events_topic is not None)
     warnings.extend(config_warnings)
     if events_topic is None and source != 'recorded':
         warnings.append(NO_EVENTS_WARNING)
@@ -175,7 +180,11 @@ def _replay(bag, overrides, order):
     report = ReplayReport(
         bag=info.path, order=order, mode='verify' if config == base else 'compare',
         recorded_config=base, config_source=source, replay_config=config, warnings=warnings)
-    _run(bag, topics, FeedbackLoop(config), overrides, report, order)
+    # Rebuild the histories in the schema the bag recorded (schema 1 before ADR-0026a).
+    history_schema = (HISTORY_SCHEMA_SQUARED_DISTANCES if first is None
+                      else first.calibration_history.schema_version)
+    loop = FeedbackLoop(config, history_schema_version=history_schema)
+    _run(bag, topics, loop, overrides, report, order)
     return report
 
 
@@ -184,13 +193,14 @@ def _run(bag, topics, loop, overrides, report, order):
     decode_outcome = _DECODERS[TYPE_PREDICTION_OUTCOME]
     decode_raw = _DECODERS[TYPE_BELIEF_SELF_ASSESSMENT]
     decode_event = _DECODERS[TYPE_FEEDBACK_EVENT]
-    comparer = _Comparer(report)
+    calibrated_topic = topics.get(TYPE_CALIBRATED_SELF_ASSESSMENT)
+    comparer = _Comparer(report, definition=next(
+        (t.definition for t in bag.info.topics if t.name == calibrated_topic), 'same'))
     recomputed_queue = deque()
     recorded_queue = deque()
     recomputed_summary = report.recomputed
     outcome_topic = topics.get(TYPE_PREDICTION_OUTCOME)
     raw_topic = topics[TYPE_BELIEF_SELF_ASSESSMENT]
-    calibrated_topic = topics.get(TYPE_CALIBRATED_SELF_ASSESSMENT)
     events_topic = topics.get(TYPE_FEEDBACK_EVENT)
     wanted = [t for t in (outcome_topic, raw_topic, calibrated_topic, events_topic)
               if t is not None]
@@ -284,12 +294,13 @@ class _Comparer:
     nothing is decoded. Otherwise the payload is decoded and compared field by field.
     """
 
-    def __init__(self, report):
+    def __init__(self, report, definition='same'):
         from .adapters import CalibratedSelfAssessmentToTelemetryAdapter
 
         self.report = report
-        self.encode = CalibratedSelfAssessmentToTelemetryAdapter().encode
-        self.decoder = _DECODERS[TYPE_CALIBRATED_SELF_ASSESSMENT]
+        legacy = definition == 'legacy'  # never byte-identical to our current encoding
+        self.encode = None if legacy else CalibratedSelfAssessmentToTelemetryAdapter().encode
+        self.decoder = decoder_for(TYPE_CALIBRATED_SELF_ASSESSMENT, definition)
         self.index = 0
 
     def decode(self, index, log_time, payload, topic):
@@ -305,7 +316,7 @@ class _Comparer:
         index = self.index
         self.index += 1
         report.compared += 1
-        if self.encode(recomputed) == recorded_item[2]:
+        if self.encode is not None and self.encode(recomputed) == recorded_item[2]:
             report.recorded.add(recomputed)
             return
         recorded = self.decode(*recorded_item, topic)

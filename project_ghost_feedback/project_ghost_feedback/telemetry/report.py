@@ -5,22 +5,30 @@ import dataclasses
 import math
 
 from ..core import SelfAssessmentLevel
+from ..core.feedback import overconfidence_as_dict
 from ..core.loop import LoopConfig
 
 
 @dataclasses.dataclass
 class LevelSummary:
-    """Calibrated levels of a sequence of assessments: counts, downgrades, first downgrade."""
+    """Calibrated levels of a sequence of assessments: counts, downgrades, first downgrade.
+
+    ``to_dict`` adds ``final_overconfidence``: the continuous estimate of how overconfident each
+    vec3 is (ADR-0026a, :func:`~project_ghost_feedback.core.feedback.estimate_overconfidence`)
+    from the history of the last assessment; None for a schema-1 history or no assessment.
+    """
 
     assessments: int = 0
     levels: dict = dataclasses.field(
         default_factory=lambda: {level.name: 0 for level in SelfAssessmentLevel})
     downgrades: int = 0
     first_downgrade_stamp_sim_ns: int | None = None
+    last_history: object = dataclasses.field(default=None, repr=False, compare=False)
 
     def add(self, calibrated):
         """Count one calibrated assessment."""
         self.assessments += 1
+        self.last_history = calibrated.calibration_history
         adjusted = calibrated.adjusted_overall_level
         raw = calibrated.raw_assessment.overall_level
         self.levels[adjusted.name] += 1
@@ -31,7 +39,13 @@ class LevelSummary:
 
     def to_dict(self):
         """Return a JSON-ready dict."""
-        return dataclasses.asdict(self)
+        last = self.last_history
+        return {
+            'assessments': self.assessments, 'levels': dict(self.levels),
+            'downgrades': self.downgrades,
+            'first_downgrade_stamp_sim_ns': self.first_downgrade_stamp_sim_ns,
+            'final_overconfidence': None if last is None else overconfidence_as_dict(last),
+        }
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,6 +15,13 @@ from .graded_policy import (
     REASON_UNDERCONFIDENT_CALIBRATION,
 )
 from .orchestration import assess_with_feedback, build_calibration_history, DEFAULT_MAX_HISTORY
+from .overconfidence import (
+    chi2_quantile,
+    estimate_overconfidence,
+    format_overconfidence,
+    OverconfidenceEstimate,
+    overconfidence_as_dict,
+)
 from .protocols import CalibrationAdjustmentPolicy, HysteresisPolicy
 from .registry import (
     coerce_parameters,
@@ -32,7 +39,12 @@ from .reference_policy import (
     REASON_DOWNGRADE_FROM_CALIBRATION,
     REASON_NO_OUTCOMES_YET,
 )
-from .types import CalibratedSelfAssessment, CalibrationHistory
+from .types import (
+    CalibratedSelfAssessment,
+    CalibrationHistory,
+    HISTORY_SCHEMA_COUNTS,
+    HISTORY_SCHEMA_SQUARED_DISTANCES,
+)
 
 __all__ = [
     'BucketLikelihoodRatioPolicy',
@@ -63,4 +75,11 @@ __all__ = [
     'MahalanobisDowngradePolicy',
     'assess_with_feedback',
     'build_calibration_history',
+    'chi2_quantile',
+    'estimate_overconfidence',
+    'format_overconfidence',
+    'HISTORY_SCHEMA_COUNTS',
+    'HISTORY_SCHEMA_SQUARED_DISTANCES',
+    'OverconfidenceEstimate',
+    'overconfidence_as_dict',
 ]

@@ -3,10 +3,17 @@
 
 from collections import deque
 from collections.abc import Sequence
+import sys
 
 from .._validation import require_instance, type_error, value_error
 from ..contracts import BeliefSelfAssessment, PredictionOutcome
-from .types import CalibratedSelfAssessment, CalibrationHistory
+from .types import (
+    CalibratedSelfAssessment,
+    CalibrationHistory,
+    HISTORY_SCHEMA_COUNTS,
+    HISTORY_SCHEMA_SQUARED_DISTANCES,
+    HISTORY_SCHEMA_VERSIONS,
+)
 
 DEFAULT_MAX_HISTORY = 32
 
@@ -32,7 +39,9 @@ def _window(outcomes, max_n):
     if isinstance(outcomes, (str, bytes)) or not hasattr(outcomes, '__iter__'):
         raise type_error(
             'build_calibration_history', 'outcomes', 'an iterable of PredictionOutcome', outcomes)
-    return deque(outcomes, maxlen=max_n)
+    # deque's maxlen must fit a Py_ssize_t: a larger window keeps every item (no iterable held in
+    # memory can have more than sys.maxsize of them).
+    return deque(outcomes, maxlen=max_n if max_n <= sys.maxsize else None)
 
 
 def _reject_item(window, item):
@@ -44,8 +53,17 @@ def _reject_item(window, item):
         'build_calibration_history', f'outcomes (window item {index})', item, PredictionOutcome)
 
 
-def build_calibration_history(outcomes, max_n):
-    """Fold the last ``max_n`` outcomes into a CalibrationHistory.
+def _require_schema_version(value):
+    if type(value) is not int:
+        raise type_error('build_calibration_history', 'schema_version', 'an int (1 or 2)', value)
+    if value not in HISTORY_SCHEMA_VERSIONS:
+        raise value_error(
+            'build_calibration_history', 'schema_version', 'unsupported_schema_version',
+            f'must be one of {HISTORY_SCHEMA_VERSIONS}, got {value!r}')
+
+
+def build_calibration_history(outcomes, max_n, *, schema_version=HISTORY_SCHEMA_SQUARED_DISTANCES):
+    """Fold the last ``max_n`` outcomes into a CalibrationHistory (schema 2 by default).
 
     ``outcomes`` is any iterable of PredictionOutcome, assumed in chronological order (the caller's
     responsibility, ADR-0026); the window is its last ``max_n`` items in iteration order.
@@ -55,41 +73,63 @@ def build_calibration_history(outcomes, max_n):
     ``most_recent_observed_stamp_sim_ns`` is the largest observed stamp in the window: for an
     ordered input that is the last outcome's stamp, and a misordered input cannot make it go back.
 
-    ``max_n`` must be an ``int >= 1`` (``bool`` is not an int): TypeError for another type,
-    ValueError below 1. An empty window gives :meth:`CalibrationHistory.empty`.
+    ``max_n`` must be an ``int >= 1`` (``bool`` is not an int), however large, with any iterable:
+    TypeError for another type, ValueError below 1. An empty window gives
+    :meth:`CalibrationHistory.empty` (of the requested schema).
+
+    ``schema_version`` 2 (ADR-0026a) also carries the window's squared distances per vec3, oldest
+    first (``d * d`` of each outcome's distances); 1 gives the schema-1 history of the same window
+    (the same counts, worsts and stamp), which is what replay rebuilds for a bag recorded with
+    schema-1 histories.
     """
     _require_max_n('max_n', max_n)
+    if schema_version != HISTORY_SCHEMA_SQUARED_DISTANCES or type(schema_version) is not int:
+        _require_schema_version(schema_version)
     window = _window(outcomes, max_n)
     counts = [0, 0, 0, 0]
     worst_position = 0.0
     worst_orientation = 0.0
     most_recent = None
+    position_squared = []
+    orientation_squared = []
+    add_position = position_squared.append
+    add_orientation = orientation_squared.append
     outcome_type = PredictionOutcome
     for outcome in window:
         if type(outcome) is not outcome_type:
             _reject_item(window, outcome)
         counts[outcome._bucket] += 1
-        if outcome.position_mahalanobis > worst_position:
-            worst_position = outcome.position_mahalanobis
-        if outcome.orientation_mahalanobis > worst_orientation:
-            worst_orientation = outcome.orientation_mahalanobis
+        position = outcome.position_mahalanobis
+        orientation = outcome.orientation_mahalanobis
+        add_position(position * position)
+        add_orientation(orientation * orientation)
+        if position > worst_position:
+            worst_position = position
+        if orientation > worst_orientation:
+            worst_orientation = orientation
         stamp = outcome.observed_stamp_sim_ns
         if most_recent is None or stamp > most_recent:
             most_recent = stamp
-    return CalibrationHistory(
-        outcomes_considered=counts[0] + counts[1] + counts[2] + counts[3],
-        count_within_1_std=counts[0],
-        count_beyond_1_std=counts[1],
-        count_beyond_3_std=counts[2],
-        count_beyond_5_std=counts[3],
-        worst_position_mahalanobis=worst_position,
-        worst_orientation_mahalanobis=worst_orientation,
-        most_recent_observed_stamp_sim_ns=most_recent,
-    )
+    if schema_version == HISTORY_SCHEMA_COUNTS or most_recent is None:
+        return CalibrationHistory(
+            outcomes_considered=counts[0] + counts[1] + counts[2] + counts[3],
+            count_within_1_std=counts[0],
+            count_beyond_1_std=counts[1],
+            count_beyond_3_std=counts[2],
+            count_beyond_5_std=counts[3],
+            worst_position_mahalanobis=worst_position,
+            worst_orientation_mahalanobis=worst_orientation,
+            most_recent_observed_stamp_sim_ns=most_recent,
+            schema_version=schema_version,
+        )
+    # Valid by construction (ADR-0026a): skips the O(n) re-check of the public constructor.
+    return CalibrationHistory._from_fold(
+        counts, worst_position, worst_orientation, most_recent,
+        tuple(position_squared), tuple(orientation_squared))
 
 
 def assess_with_feedback(raw, outcomes, adjustment_policy, max_history=DEFAULT_MAX_HISTORY,
-                         previous=None):
+                         previous=None, *, history_schema_version=HISTORY_SCHEMA_SQUARED_DISTANCES):
     """Return ``adjustment_policy.adjust(raw, build_calibration_history(outcomes, max_history))``.
 
     A policy with hysteresis also implements ``adjust_following(raw, history, previous)``
@@ -105,6 +145,7 @@ def assess_with_feedback(raw, outcomes, adjustment_policy, max_history=DEFAULT_M
     not implement CalibrationAdjustmentPolicy, or the policy returns something that is not a
     CalibratedSelfAssessment; ValueError when the returned envelope is foreign: it does not carry
     this very ``raw`` and history, or its ``adjustment_policy_id`` is not the policy's own.
+    ``history_schema_version`` is passed to :func:`build_calibration_history` (2 by default).
     """
     require_instance('assess_with_feedback', 'raw', raw, BeliefSelfAssessment)
     # The same structural check as isinstance(policy, CalibrationAdjustmentPolicy), which costs
@@ -115,7 +156,8 @@ def assess_with_feedback(raw, outcomes, adjustment_policy, max_history=DEFAULT_M
             'assess_with_feedback', 'adjustment_policy',
             'a CalibrationAdjustmentPolicy (policy_id, adjust)', adjustment_policy)
     _require_max_n('max_history', max_history)
-    history = build_calibration_history(outcomes, max_history)
+    history = build_calibration_history(
+        outcomes, max_history, schema_version=history_schema_version)
     following = getattr(adjustment_policy, 'adjust_following', None)
     if following is None:
         calibrated = adjustment_policy.adjust(raw, history)

@@ -4,17 +4,28 @@
 from dataclasses import dataclass
 
 from .._validation import (
-    INT64_MAX,
     is_known_taxonomy,
     require_distance,
     require_instance,
     require_int,
     require_schema_version,
     require_taxonomy,
+    STAMP_MAX_NS,
+    type_error,
     UINT32_MAX,
     value_error,
 )
 from ..contracts import BeliefSelfAssessment, SCHEMA_VERSION, SelfAssessmentLevel
+
+HISTORY_SCHEMA_COUNTS = 1
+"""Schema 1 of CalibrationHistory (ADR-0026): bucket counts, worst distances, stamp."""
+HISTORY_SCHEMA_SQUARED_DISTANCES = 2
+"""Schema 2 (ADR-0026a): schema 1 plus the window's squared distances per vec3."""
+HISTORY_SCHEMA_VERSIONS = (HISTORY_SCHEMA_COUNTS, HISTORY_SCHEMA_SQUARED_DISTANCES)
+
+# Bucket limits on the squared scale: for a float d >= 0, d <= t iff fl(d * d) <= t * t for
+# t in (1, 3, 5) (t * t is exact and the rounding of d * d is monotone; see ADR-0026a).
+_SQUARED_LIMITS = (1.0, 9.0, 25.0)
 
 _COUNT_FIELDS = (
     'count_within_1_std',
@@ -22,6 +33,7 @@ _COUNT_FIELDS = (
     'count_beyond_3_std',
     'count_beyond_5_std',
 )
+_SQUARED_FIELDS = ('position_squared_distances', 'orientation_squared_distances')
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +48,18 @@ class CalibrationHistory:
     Invariants (``__post_init__``): counts are ints ``>= 0`` (and fit uint32); their sum equals
     ``outcomes_considered``; worst distances are ``>= 0``, not NaN, ``+inf`` legal; with zero
     outcomes both worsts are ``0.0`` and the stamp is ``None``; otherwise the stamp is an int
-    ``>= 0``; ``schema_version == 1``.
+    in ``[0, STAMP_MAX_NS]`` (an observed stamp of an outcome: it fits a builtin_interfaces/Time,
+    ADR-0026a).
+
+    Schema 2 (ADR-0026a, ``schema_version == 2``) adds ``position_squared_distances`` and
+    ``orientation_squared_distances``: the squares ``d * d`` (float products) of the window's
+    unsquared distances per vec3, oldest first, ``+inf`` legal. Invariants: both are tuples of
+    floats of length ``outcomes_considered``, ``>= 0``, not NaN; ``max(position_squared_distances)
+    == worst_position_mahalanobis * worst_position_mahalanobis`` (float product, so rounding cannot
+    break it: squaring is monotone), likewise for orientation; the bucket counts are those implied,
+    outcome by outcome, by ``max(p2, o2)`` against ``1, 9, 25`` (the squares of the limits, the
+    same buckets as ``max(dp, do)`` against ``1, 3, 5``). Schema 1 (``schema_version == 1``, the
+    default) has both tuples empty.
     """
 
     outcomes_considered: int
@@ -47,7 +70,9 @@ class CalibrationHistory:
     worst_position_mahalanobis: float
     worst_orientation_mahalanobis: float
     most_recent_observed_stamp_sim_ns: int | None
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = HISTORY_SCHEMA_COUNTS
+    position_squared_distances: tuple[float, ...] = ()
+    orientation_squared_distances: tuple[float, ...] = ()
 
     def __post_init__(self):
         total = self.outcomes_considered
@@ -64,8 +89,11 @@ class CalibrationHistory:
                 and c2 >= 0 and c3 >= 0 and c0 + c1 + c2 + c3 == total
                 and type(worst_position) is float and worst_position >= 0.0
                 and type(worst_orientation) is float and worst_orientation >= 0.0
-                and type(stamp) is int and 0 <= stamp <= INT64_MAX
-                and type(self.schema_version) is int and self.schema_version == SCHEMA_VERSION):
+                and type(stamp) is int and 0 <= stamp <= STAMP_MAX_NS
+                and type(self.schema_version) is int
+                and self.schema_version == HISTORY_SCHEMA_COUNTS
+                and self.position_squared_distances == ()
+                and self.orientation_squared_distances == ()):
             return
         self._validate_slowly(counts)
 
@@ -102,13 +130,90 @@ class CalibrationHistory:
                 owner, 'most_recent_observed_stamp_sim_ns', 'missing_stamp',
                 f'must be an int >= 0 when outcomes_considered == {total}, got None')
         else:
-            require_int(owner, 'most_recent_observed_stamp_sim_ns', stamp)
-        require_schema_version(owner, self.schema_version, SCHEMA_VERSION)
+            require_int(owner, 'most_recent_observed_stamp_sim_ns', stamp, maximum=STAMP_MAX_NS)
+        version = self.schema_version
+        if type(version) is not int:
+            raise type_error(owner, 'schema_version', 'an int', version)
+        if version not in HISTORY_SCHEMA_VERSIONS:
+            raise value_error(
+                owner, 'schema_version', 'unsupported_schema_version',
+                f'{version!r} is not supported (this build reads {HISTORY_SCHEMA_VERSIONS})')
+        if version == HISTORY_SCHEMA_COUNTS:
+            for name in _SQUARED_FIELDS:
+                value = getattr(self, name)
+                if not isinstance(value, (tuple, list)):
+                    raise type_error(owner, name, 'an empty tuple (schema 1)', value)
+                if len(value):
+                    raise value_error(
+                        owner, name, 'schema_mismatch',
+                        f'must be empty with schema_version 1, got {len(value)} values')
+                object.__setattr__(self, name, ())
+            return
+        self._validate_squared(total, counts, worst_position, worst_orientation)
+
+    def _validate_squared(self, total, counts, worst_position, worst_orientation):
+        """Check the schema-2 fields (slow path: one loop, naming the first bad value)."""
+        owner = 'CalibrationHistory'
+        squared = []
+        for name, worst in zip(_SQUARED_FIELDS, (worst_position, worst_orientation)):
+            value = getattr(self, name)
+            if not isinstance(value, (tuple, list)):
+                raise type_error(owner, name, 'a tuple of floats', value)
+            if len(value) != total:
+                raise value_error(
+                    owner, name, 'wrong_length',
+                    f'must have outcomes_considered ({total}) values, got {len(value)}')
+            values = tuple(
+                require_distance(owner, f'{name}[{i}]', v) for i, v in enumerate(value))
+            largest = max(values, default=0.0)
+            if largest != worst * worst:
+                raise value_error(
+                    owner, name, 'inconsistent_worst',
+                    f'max ({largest!r}) must equal the square of its worst distance '
+                    f'({worst!r} * {worst!r} = {worst * worst!r})')
+            object.__setattr__(self, name, values)
+            squared.append(values)
+        implied = [0, 0, 0, 0]
+        one, nine, twenty_five = _SQUARED_LIMITS
+        for p2, o2 in zip(*squared):
+            m = p2 if p2 > o2 else o2
+            implied[0 if m <= one else 1 if m <= nine else 2 if m <= twenty_five else 3] += 1
+        if implied != list(counts):
+            raise value_error(
+                owner, 'position_squared_distances', 'inconsistent_counts',
+                f'and orientation_squared_distances imply the bucket counts {tuple(implied)}, '
+                f'the history says {tuple(counts)}')
 
     @classmethod
-    def empty(cls):
-        """Return the history of zero outcomes."""
-        return cls(0, 0, 0, 0, 0, 0.0, 0.0, None)
+    def empty(cls, schema_version=HISTORY_SCHEMA_COUNTS):
+        """Return the history of zero outcomes (schema 1 unless ``schema_version`` says 2)."""
+        return cls(0, 0, 0, 0, 0, 0.0, 0.0, None, schema_version)
+
+    @classmethod
+    def _from_fold(cls, counts, worst_position, worst_orientation, stamp, position_squared,
+                   orientation_squared):
+        """Return a schema-2 history of a non-empty window folded from valid outcomes.
+
+        Private to :func:`~.orchestration.build_calibration_history`, the node's hot path: every
+        value derives from validated PredictionOutcomes in one pass (the squares are ``d * d``,
+        the worsts the maxima of ``d``, the counts the outcomes' buckets), so the invariants hold
+        by construction and the O(n) re-check of ``__post_init__`` is skipped. Tests rebuild the
+        result through the validating constructor and assert equality.
+        """
+        self = object.__new__(cls)
+        setattr_ = object.__setattr__
+        setattr_(self, 'outcomes_considered', counts[0] + counts[1] + counts[2] + counts[3])
+        setattr_(self, 'count_within_1_std', counts[0])
+        setattr_(self, 'count_beyond_1_std', counts[1])
+        setattr_(self, 'count_beyond_3_std', counts[2])
+        setattr_(self, 'count_beyond_5_std', counts[3])
+        setattr_(self, 'worst_position_mahalanobis', worst_position)
+        setattr_(self, 'worst_orientation_mahalanobis', worst_orientation)
+        setattr_(self, 'most_recent_observed_stamp_sim_ns', stamp)
+        setattr_(self, 'schema_version', HISTORY_SCHEMA_SQUARED_DISTANCES)
+        setattr_(self, 'position_squared_distances', position_squared)
+        setattr_(self, 'orientation_squared_distances', orientation_squared)
+        return self
 
 
 @dataclass(frozen=True, slots=True)
