@@ -33,6 +33,13 @@ from .reference_policy import (
     REASON_NO_OUTCOMES_YET,
 )
 from .types import CalibratedSelfAssessment, CalibrationHistory
+from .vec3_scale_policy import (
+    REASON_GROSSLY_OVERCONFIDENT_ORIENTATION,
+    REASON_GROSSLY_OVERCONFIDENT_POSITION,
+    REASON_OVERCONFIDENT_ORIENTATION,
+    REASON_OVERCONFIDENT_POSITION,
+    Vec3ScalePolicy,
+)
 
 __all__ = [
     'BucketLikelihoodRatioPolicy',
@@ -63,4 +70,9 @@ __all__ = [
     'MahalanobisDowngradePolicy',
     'assess_with_feedback',
     'build_calibration_history',
+    'REASON_GROSSLY_OVERCONFIDENT_ORIENTATION',
+    'REASON_GROSSLY_OVERCONFIDENT_POSITION',
+    'REASON_OVERCONFIDENT_ORIENTATION',
+    'REASON_OVERCONFIDENT_POSITION',
+    'Vec3ScalePolicy',
 ]

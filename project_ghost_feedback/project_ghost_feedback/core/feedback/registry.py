@@ -14,12 +14,14 @@ import dataclasses
 from .calibrated_policies import BucketLikelihoodRatioPolicy, CalibratedExceedancePolicy
 from .graded_policy import OverconfidenceScalePolicy
 from .reference_policy import MahalanobisDowngradePolicy
+from .vec3_scale_policy import Vec3ScalePolicy
 
 POLICIES = {
     'mahalanobis_downgrade': MahalanobisDowngradePolicy,
     'calibrated_exceedance': CalibratedExceedancePolicy,
     'bucket_likelihood_ratio': BucketLikelihoodRatioPolicy,
     'overconfidence_scale': OverconfidenceScalePolicy,
+    'vec3_scale': Vec3ScalePolicy,
 }
 """Policy name -> policy class. The name equals the class's ``policy_id``."""
 
