@@ -82,7 +82,7 @@ def statistics(policy, xp, xo, window):
     a1, b1 = policy.llr_coefficients
     n = np.minimum(np.arange(1, xp.shape[1] + 1), window)
     rows = np.array([policy.thresholds(int(m)) for m in range(window + 1)])
-    gross_in, gross_out, joint_out = rows[n, 0], rows[n, 1], rows[n, 2]
+    gross_in, gross_out, joint_out, under = rows[n, 0], rows[n, 1], rows[n, 2], rows[n, 3]
     cusum = _suffix_max(a1 * (xp + xo) - b1, window)
     a2, b2 = policy.gross_llr_coefficients
     gross_cusum = _suffix_max(a2 * (xp + xo) - b2, window)
@@ -91,12 +91,16 @@ def statistics(policy, xp, xo, window):
     return {
         'cusum': cusum, 'block': np.maximum(sp, so), 'joint': sp + so,
         'gross_in': gross_in, 'gross_out': gross_out, 'joint_out': joint_out,
+        'under': (sp + so) <= under,
         'gross': (gross_count > 0.5) | (gross_cusum >= policy.gross_cusum_threshold),
     }
 
 
-def levels(policy, xp, xo, window=32, start_previous=None):
-    """Return the ``(streams, length)`` levels (0 UNKNOWN, 1 UNCERTAIN, 2 KNOWN) of the stream."""
+def levels(policy, xp, xo, window=32, start_previous=None, underconfident=None):
+    """Return the ``(streams, length)`` levels (0 UNKNOWN, 1 UNCERTAIN, 2 KNOWN) of the stream.
+
+    ``underconfident``, a list, receives the boolean array "reason underconfident_calibration".
+    """
     st = statistics(policy, xp, xo, window)
     h_in = policy.significant_threshold
     h_out = policy.significant_exit_threshold
@@ -113,6 +117,8 @@ def levels(policy, xp, xo, window=32, start_previous=None):
         level = np.where(unknown, UNKNOWN, np.where(uncertain, UNCERTAIN, KNOWN)).astype(np.int8)
         out[:, t] = level
         prev = level
+    if underconfident is not None:
+        underconfident.append(st['under'] & (out == KNOWN))
     return out
 
 
@@ -135,7 +141,9 @@ def _median_se(values, rng):
 def calibrated_stream_figures(policy, rng, streams, length, window=32, **model):
     """Return false downgrade / UNKNOWN fractions per full window and the entry rate, with s.e."""
     xp, xo = squared_distances(rng, streams, length, **model)
-    lv = levels(policy, xp, xo, window)[:, window - 1:]
+    under = []
+    lv = levels(policy, xp, xo, window, underconfident=under)[:, window - 1:]
+    under = under[0][:, window - 1:].mean(axis=1)
     down = (lv != KNOWN).mean(axis=1)
     unknown = (lv == UNKNOWN).mean(axis=1)
     changes = (np.diff(lv, axis=1) != 0).sum(axis=1) / (lv.shape[1] - 1) * 1000
@@ -143,6 +151,7 @@ def calibrated_stream_figures(policy, rng, streams, length, window=32, **model):
         'false': (down.mean(), down.std(ddof=1) / math.sqrt(streams)),
         'unknown': (unknown.mean(), unknown.std(ddof=1) / math.sqrt(streams)),
         'changes': (changes.mean(), changes.std(ddof=1) / math.sqrt(streams)),
+        'under': (under.mean(), under.std(ddof=1) / math.sqrt(streams)),
     }
 
 
@@ -204,10 +213,20 @@ def detection(policy, rng, streams, factor_model, window=32, cap=128, burn=96):
     return np.array(firsts[:streams]), np.array(unknowns[:streams])
 
 
+def _levels_of(policy, xp, xo, window):
+    """Return the levels of ``policy``: a stateful mirrored policy, or a level table (array)."""
+    if isinstance(policy, np.ndarray):
+        return count_policy_levels(policy, xp, xo, window)
+    return levels(policy, xp, xo, window)
+
+
 def steady_state(policy, rng, streams, length, window=32, burn=256, **model):
-    """Return per-level fractions and level changes per 1000 outcomes, each (mean, s.e.)."""
+    """Return per-level fractions and level changes per 1000 outcomes, each (mean, s.e.).
+
+    ``policy`` is a mirrored policy or the level table of a count-based one (:func:`level_table`).
+    """
     xp, xo = squared_distances(rng, streams, burn + length, **model)
-    lv = levels(policy, xp, xo, window)[:, burn:]
+    lv = _levels_of(policy, xp, xo, window)[:, burn:]
     out = {}
     for name, code in (('known', KNOWN), ('uncertain', UNCERTAIN), ('unknown', UNKNOWN)):
         f = (lv == code).mean(axis=1)
@@ -221,7 +240,7 @@ def drift(policy, rng, streams, length=2000, window=32, burn=64):
     """Return per-run (level changes, k at first downgrade, k at first UNKNOWN), k 1 -> 3."""
     k = np.concatenate([np.ones(burn), 1.0 + 2.0 * np.arange(1, length + 1) / length])
     xp, xo = squared_distances(rng, streams, burn + length, scale=k)
-    lv = levels(policy, xp, xo, window)
+    lv = _levels_of(policy, xp, xo, window)
     changes = (np.diff(lv[:, burn - 1:], axis=1) != 0).sum(axis=1)
     after = lv[:, burn:]
     kk = k[burn:]
@@ -230,3 +249,27 @@ def drift(policy, rng, streams, length=2000, window=32, burn=64):
     k_first = np.where(down.any(1), kk[down.argmax(1)], np.inf)
     k_unknown = np.where(unk.any(1), kk[unk.argmax(1)], np.inf)
     return changes, k_first, k_unknown
+
+
+# -- the count-based policies on the same streams ------------------------------------------------
+
+_EDGES = np.array([1.0, 9.0, 25.0])
+
+
+def level_table(policy, window, raw, histories):
+    """Return ``table[n, c1, c2, c3]``: the level value ``policy.adjust`` gives that window."""
+    size = window + 1
+    table = np.full((size, size, size, size), KNOWN, dtype=np.int8)
+    for n in range(1, size):
+        for counts, history in histories(n):
+            table[(n,) + counts] = policy.adjust(raw, history).adjusted_overall_level.value
+    return table
+
+
+def count_policy_levels(table, xp, xo, window=32):
+    """Return the levels of a stateless count-based policy (``table``) on the streams."""
+    buckets = np.searchsorted(_EDGES, np.maximum(xp, xo), side='left')
+    streams, length = buckets.shape
+    n = np.minimum(np.arange(1, length + 1), window)
+    counts = [_window_sum((buckets == b).astype(np.int64), window) for b in (1, 2, 3)]
+    return table[n[None, :], counts[0], counts[1], counts[2]]
