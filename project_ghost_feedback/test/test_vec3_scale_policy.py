@@ -238,3 +238,25 @@ def test_winsorized_policy_ignores_one_heavy_tail_outcome():
     assert _level(history, policy=robust) is KNOWN
     assert _level(history) is not KNOWN
     assert _level(schema2_history([27.0] * 32, CALM), policy=robust) is UNKNOWN
+
+
+def test_bench_mirror_matches_adjust_following():
+    """The numpy mirror the bench measures gives the policy's own levels (seeded, 3 x 300)."""
+    np = pytest.importorskip('numpy')
+    spec = importlib.util.spec_from_file_location('vec3_sim', _HELPER.parent / 'vec3_sim.py')
+    vec3_sim = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vec3_sim)
+    rng = np.random.default_rng(20)
+    scale = np.concatenate([np.ones(80), np.linspace(1.0, 3.0, 160), np.full(30, 12.0),
+                            np.ones(30)])
+    for policy in (POLICY, Vec3ScalePolicy(winsorize_distance=4.0)):
+        for model in ({'scale': scale}, {'position_scale': scale, 'scale': 1.0},
+                      {'scale': 1.0, 'axis_scale': 5.0}):
+            xp, xo = vec3_sim.squared_distances(rng, 1, len(scale), **model)
+            mirror = vec3_sim.levels(policy, xp, xo, 32)[0]
+            previous = None
+            for t in range(len(scale)):
+                low = max(0, t - 31)
+                history = schema2_history(xp[0, low:t + 1], xo[0, low:t + 1], t)
+                previous = policy.adjust_following(RAW, history, previous)
+                assert previous.adjusted_overall_level.value == mirror[t]
