@@ -15,6 +15,8 @@ policy would stay at its stated rate), under:
 - ``planar``: the true error is 2-D (z, roll, pitch not estimated, d^2 chi-square(2)) while the
   policy assumes ``degrees_of_freedom`` 3 (its default) or is set to 2.
 
+``mahalanobis_downgrade`` has no ``degrees_of_freedom`` (its rule does not depend on it).
+``vec3_scale`` (stateful, on squared distances) is measured by ``bench/honesty_bench.py``.
 Each policy decides a window by its own ``adjust()`` (a lookup table over every bucket-count
 vector, bench/arl_chain.py). Standard errors from the spread across independent streams. Also
 printed: for ``overconfidence_scale``, the fraction of full windows with the reason
@@ -35,10 +37,12 @@ if str(_BENCH_DIR) not in sys.path:
 import arl_chain  # noqa: E402
 from project_ghost_feedback.core.feedback import (  # noqa: E402
     make_policy,
+    policy_parameters,
     REASON_UNDERCONFIDENT_CALIBRATION,
 )
 
-POLICIES = ('calibrated_exceedance', 'bucket_likelihood_ratio', 'overconfidence_scale')
+POLICIES = ('mahalanobis_downgrade', 'calibrated_exceedance', 'bucket_likelihood_ratio',
+            'overconfidence_scale')
 WINDOW = 32
 
 
@@ -81,7 +85,9 @@ def _is_underconfident(calibrated):
 
 def measure(scenario, streams, length, seed, dof=3, index=0):
     """Return {policy: (rate, standard error)} and the underconfident fraction for a scenario."""
-    policies = [make_policy(name, {'degrees_of_freedom': dof}) for name in POLICIES]
+    policies = [make_policy(name, {'degrees_of_freedom': dof}
+                            if 'degrees_of_freedom' in policy_parameters(name) else {})
+                for name in POLICIES]
     tables = [arl_chain.decision_table(p, WINDOW)[WINDOW] for p in policies]
     under = arl_chain.decision_table(policies[-1], WINDOW, _is_underconfident)[WINDOW]
     rates = np.zeros((len(policies), streams))

@@ -20,6 +20,14 @@ pure core only (no ROS). For each policy (with its default parameters) it report
 Windows hold the last ``--window`` outcomes (32, the ADR's ``max_history``); histories are folded
 incrementally and checked against ``build_calibration_history`` at start-up. Prints a markdown
 table. Run ``python3 bench/honesty_bench.py --quick`` for a short run.
+
+Stateful policies (``MIRRORED``: ``vec3_scale``, whose level depends on the loop's previous output
+and on the window's squared distances) are measured through a vectorised numpy mirror
+(``bench/vec3_sim.py``) that is checked outcome by outcome against the policy's own
+``adjust_following`` at start-up; the bench then prints the issue-20 targets with standard errors
+(first-passage Monte Carlo for the mean run, bootstrap for medians, spread across streams for
+fractions), the effect of broken assumptions on it, and, for every registered policy, the level
+changes per 1000 outcomes at each constant overconfidence and on a drift of k from 1 to 3.
 """
 
 import argparse
@@ -57,8 +65,12 @@ from project_ghost_feedback.core.feedback.calibration_math import (  # noqa: E40
     bucket_probabilities,
 )
 from project_ghost_feedback.sim import OutcomeModel  # noqa: E402
+import vec3_sim  # noqa: E402
+from schema2_history import schema2_history  # noqa: E402
 
 OVERCONFIDENCE_FACTORS = (1.5, 2.0, 10.0, 50.0)
+MIRRORED = ('vec3_scale',)
+"""Stateful policies measured through their numpy mirror (bench/vec3_sim.py, self-checked)."""
 RAW = BeliefSelfAssessment(belief_stamp_sim_ns=0, overall_level=SelfAssessmentLevel.KNOWN)
 MODEL = OutcomeModel()
 
@@ -211,6 +223,9 @@ def run(args):
     """Run the bench and return the markdown report (str)."""
     names = args.policy or policy_names()
     self_check(args.window)
+    mirrored = [name for name in names if name in MIRRORED]
+    names = [name for name in names if name not in MIRRORED]
+    v3 = issue20_measure(mirrored, args) if mirrored else {}
     base = args.seed << 32
     calibrated_seeds = [base + i for i in range(args.runs)]
     tasks = [(names, chunk, args.window, args.stream_length)
@@ -266,14 +281,27 @@ def run(args):
         lines.append(
             f'| `{name}` | {100 * exact:.4f}% | {100 * downgraded / max(full, 1):.4f}% '
             f'| {100 * unknown / max(full, 1):.4f}% | {mean_first} {detect}| {to_unknown} |')
+    for name in mirrored:
+        m = v3[name]
+        detect = ''.join(f'| {_median(m["delays"][f][0])} ' for f in OVERCONFIDENCE_FACTORS)
+        to_unknown = ' / '.join(_median(m['delays'][f][1]) for f in (2.0, 10.0, 50.0))
+        lines.append(
+            f'| `{name}` | - (stateful; MC) | {100 * m["false"][0]:.4f}% '
+            f'| {100 * m["unknown"][0]:.4f}% | {m["arl"][0]:.0f} +- {m["arl"][1]:.0f} (first '
+            f'passage MC) {detect}| {to_unknown} |')
     lines += [
         '',
         'Detection delays count overconfident outcomes after the switch, from a full calibrated '
         'window the policy does not downgrade; "never" means not within '
         f'{4 * args.window} outcomes in at least half the runs.',
     ]
-    lines += issue12_report(names, args.window)
-    lines += run_length_report(names, args, delays)
+    own = {name: v3[name] for name in mirrored}
+    lines += issue12_report(names, args.window, own)
+    for name in mirrored:
+        for factor in OVERCONFIDENCE_FACTORS:
+            delays[name, factor] = list(zip(*v3[name]['delays'][factor]))
+    lines += run_length_report(names, args, delays, own)
+    lines += issue20_report(names, mirrored, v3, args)
     return '\n'.join(lines)
 
 
@@ -307,8 +335,8 @@ def exact_grading(policy, factor, n):
             shares[SelfAssessmentLevel.UNKNOWN])
 
 
-def issue12_report(names, window):
-    """Return the markdown lines of the exact grading table (issue 12)."""
+def issue12_report(names, window, v3=None):
+    """Return the markdown lines of the exact grading table (issue 12); MC rows for ``v3``."""
     lines = ['', f'Grading at constant overconfidence k (exact enumeration of a full window of '
              f'{window}, i.i.d. Gaussian, 3 dof x 2 vectors): % of time KNOWN / UNCERTAIN / '
              'UNKNOWN.', '',
@@ -319,6 +347,12 @@ def issue12_report(names, window):
         cells = ''.join('| {:.1f} / {:.1f} / {:.1f} '.format(
             *(100 * p for p in exact_grading(policy, f, window))) for f in GRADING_FACTORS)
         lines.append(f'| `{name}` {cells}|')
+    for name, m in (v3 or {}).items():
+        cells = ''.join('| {:.1f} / {:.1f} / {:.1f} '.format(
+            *(100 * m['steady'][f][level][0] for level in ('known', 'uncertain', 'unknown')))
+            for f in GRADING_FACTORS)
+        lines.append(f'| `{name}` (stateful: steady-state MC, s.e. <= '
+                     f'{100 * m["steady_se"]:.1f}) {cells}|')
     return lines
 
 
@@ -332,8 +366,9 @@ NO_CHAIN = {
 }
 
 
-def run_length_report(names, args, delays):
+def run_length_report(names, args, delays, v3=None):
     """Return the markdown lines of the run-length and CUSUM-limit tables (issue 12)."""
+    v3 = v3 or {}
     import arl_chain
     import cusum_limits
 
@@ -370,6 +405,10 @@ def run_length_report(names, args, delays):
             cell = f'- ({reason}) | -'
             targets[name] = (mean, 'MC')
         lines.append(f'| `{name}` | {cell} | {mean:.1f} +- {error:.1f} |')
+    for name, m in v3.items():
+        targets[name] = (m['arl'][0], 'MC')
+        lines.append(f'| `{name}` | - (stateful: the state is the window of squared distances) '
+                     f'| - | {m["arl"][0]:.1f} +- {m["arl"][1]:.1f} ({m["arl_runs"]} runs) |')
     lines += ['', "CUSUM limits at the same in-control ARL (bench/cusum_limits.py: Page's CUSUM on "
               'the per-outcome log-likelihood ratio of scale k vs 1, threshold set so that its ARL '
               "from W = 0 equals the policy's ARL above; full information = the two squared "
@@ -383,7 +422,7 @@ def run_length_report(names, args, delays):
               '| bucket CUSUM median (ARL1, its ARL0) | policy / full | policy / bucket |',
               '|---|---|---|---|---|---|---|']
     cache = {}
-    for name in names:
+    for name in list(names) + list(v3):
         target, how = targets[name]
         for factor in CUSUM_FACTORS:
             key = (round(target, 6), factor)
@@ -401,6 +440,239 @@ def run_length_report(names, args, delays):
                 f'| `{name}` ({target:.0f}, {how}) | {factor:g} | {policy_median} '
                 f'| {full["median"]} ({full["arl1"]:.2f}) '
                 f'| {bucket["median"]} ({bucket["arl1"]:.2f}, {bucket["arl0"]:.0f}) | {ratios} |')
+    return lines
+
+
+# -- issue 20: the stateful policy v3 against its targets, and where every policy flaps -----------
+
+V3_VARIANTS = {'': {}, 'robust: winsorize_distance 4': {'winsorize_distance': 4.0}}
+"""Parameter sets of each mirrored policy measured against the issue-20 targets."""
+ASSUMPTIONS = (
+    ('AR(1) phi = 0.3', {'ar1': 0.3}, {}), ('AR(1) phi = 0.6', {'ar1': 0.6}, {}),
+    ('AR(1) phi = 0.9', {'ar1': 0.9}, {}),
+    ('Student-t nu = 5 (covariance = claim)', {'student_nu': 5.0}, {}),
+    ('planar (true dim 2), degrees_of_freedom = 3', {'dim': 2}, {}),
+    ('planar (true dim 2), degrees_of_freedom = 2', {'dim': 2}, {'degrees_of_freedom': 2}),
+)
+
+
+def self_check_vec3(name, window, seed):
+    """Assert that the numpy mirror gives the levels of the policy's own adjust_following."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    policy = make_policy(name)
+    scale = np.concatenate([np.full(150, 1.0), np.linspace(1.0, 3.2, 300), np.full(60, 12.0),
+                            np.full(90, 1.0)])
+    for model in ({'scale': scale}, {'position_scale': scale, 'scale': 1.0},
+                  {'scale': 1.0, 'axis_scale': 5.0}):
+        xp, xo = vec3_sim.squared_distances(rng, 2, len(scale), **model)
+        mirror = vec3_sim.levels(policy, xp, xo, window)
+        for s in range(xp.shape[0]):
+            previous = None
+            for t in range(xp.shape[1]):
+                low = max(0, t + 1 - window)
+                history = schema2_history(xp[s, low:t + 1], xo[s, low:t + 1], t)
+                previous = policy.adjust_following(RAW, history, previous)
+                assert previous.adjusted_overall_level.value == mirror[s, t], (
+                    f'{name}: mirror differs from adjust_following at outcome {t}')
+
+
+def issue20_measure(mirrored, args):
+    """Return ``{name: figures}`` for every mirrored policy (and ``name (variant)``)."""
+    import numpy as np
+    quick = args.runs < 200
+    sizes = {'streams': 16 if quick else 100, 'length': 10_000 if quick else 20_000,
+             'arl': 400 if quick else 4000, 'detect': args.detection_runs,
+             'steady': (8, 2000) if quick else (20, 5000), 'drift': 60 if quick else 400,
+             'assume': (6, 10_000) if quick else (20, 25_000)}
+    result = {}
+    for index, name in enumerate(mirrored):
+        self_check_vec3(name, args.window, args.seed)
+        for variant, parameters in V3_VARIANTS.items():
+            key = f'{name} ({variant})' if variant else name
+            policy = make_policy(name, parameters)
+            rng = np.random.default_rng((args.seed, 20, index, len(result)))
+            m = {'sizes': sizes}
+            calibrated = vec3_sim.calibrated_stream_figures(
+                policy, rng, sizes['streams'], sizes['length'], args.window)
+            m.update(calibrated)
+            mean, error, censored = vec3_sim.first_passage(policy, rng, sizes['arl'], args.window)
+            m['arl'], m['arl_runs'], m['arl_censored'] = (mean, error), sizes['arl'], censored
+            m['delays'] = {f: vec3_sim.detection(policy, rng, sizes['detect'], {'scale': f},
+                                                 args.window)
+                           for f in OVERCONFIDENCE_FACTORS + (3.0,)}
+            m['delays']['position 3'] = vec3_sim.detection(
+                policy, rng, sizes['detect'], {'position_scale': 3.0}, args.window)
+            streams, length = sizes['steady']
+            m['steady'] = {f: vec3_sim.steady_state(policy, rng, streams, length, args.window,
+                                                    scale=f)
+                           for f in sorted(set(vec3_sim.FLAP_FACTORS + GRADING_FACTORS))}
+            m['steady_se'] = max(v[level][1] for v in m['steady'].values()
+                                 for level in ('known', 'uncertain', 'unknown'))
+            m['steady']['position 3'] = vec3_sim.steady_state(
+                policy, rng, streams, length, args.window, position_scale=3.0)
+            m['steady']['axis 5'] = vec3_sim.steady_state(
+                policy, rng, streams, length, args.window, axis_scale=5.0)
+            m['drift'] = vec3_sim.drift(policy, rng, sizes['drift'], window=args.window)
+            streams, length = sizes['assume']
+            m['assumptions'] = {}
+            for label, model, extra in ASSUMPTIONS:
+                variant_policy = make_policy(name, {**parameters, **extra})
+                m['assumptions'][label] = vec3_sim.calibrated_stream_figures(
+                    variant_policy, rng, streams, length, args.window, **model)
+            m['assumptions']['underconfident k = 0.5'] = vec3_sim.calibrated_stream_figures(
+                policy, rng, streams, length, args.window, scale=0.5)
+            result[key] = m
+    return result
+
+
+def _median_se(values, seed=0):
+    """Return ``(median, bootstrap s.e.)`` of ``values`` (``inf`` allowed)."""
+    import numpy as np
+    values = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    boots = np.median(rng.choice(values, (200, len(values))), axis=1)
+    finite = boots[np.isfinite(boots)]
+    return float(np.median(values)), (float(np.std(finite)) if len(finite) == len(boots)
+                                      else math.inf)
+
+
+def _fmt(value, error, pct=False, digits=2):
+    scale = 100.0 if pct else 1.0
+    unit = '%' if pct else ''
+    if value == math.inf:
+        return 'never'
+    return f'{scale * value:.{digits}f}{unit} +- {scale * error:.{digits}f}'
+
+
+def _target_rows(m):
+    """Return ``(target, measured, met)`` rows of one mirrored policy's figures."""
+    import numpy as np
+    rows = [('false downgrades per full window <= 0.30%', _fmt(*m['false'], pct=True, digits=3),
+             m['false'][0] <= 0.003),
+            ('mean outcomes to the first false downgrade >= 3398 (from an empty window)',
+             f'{m["arl"][0]:.0f} +- {m["arl"][1]:.0f}', m['arl'][0] >= 3398)]
+    for factor, limit in ((1.5, 6), (2.0, 3), (10.0, 1)):
+        med, se = _median_se(m['delays'][factor][0])
+        rows.append((f'median outcomes to the first downgrade at {factor:g}x <= {limit}',
+                     _fmt(med, se, digits=1), med <= limit))
+    for factor, limit in ((10.0, 2), (50.0, 2), (3.0, 8)):
+        med, se = _median_se(m['delays'][factor][1])
+        rows.append((f'median outcomes to UNKNOWN at {factor:g}x <= {limit}',
+                     _fmt(med, se, digits=1), med <= limit))
+    worst = max((v['changes'][0], f) for f, v in m['steady'].items()
+                if isinstance(f, float) and f in vec3_sim.FLAP_FACTORS)
+    error = m['steady'][worst[1]]['changes'][1]
+    rows.append(('level changes per 1000 outcomes at steady state <= 10 at every k in '
+                 '{1.0, 1.1, ..., 3.0, 4, 5, 10} (worst k)',
+                 f'{worst[0]:.1f} +- {error:.1f} (k = {worst[1]:g})', worst[0] <= 10))
+    for label, key, level, limit in (('1.5x: UNCERTAIN', 1.5, 'uncertain', 0.90),
+                                     ('3x: UNKNOWN', 3.0, 'unknown', 0.95),
+                                     ('position 3x, orientation calibrated: UNKNOWN',
+                                      'position 3', 'unknown', 0.95),
+                                     ('one axis 5x inside a vec3: UNKNOWN', 'axis 5', 'unknown',
+                                      0.90)):
+        value, error = m['steady'][key][level]
+        rows.append((f'{label} >= {100 * limit:.0f}% of the time', _fmt(value, error, pct=True,
+                                                                         digits=1),
+                     value >= limit))
+    changes, k_first, k_unknown = m['drift']
+    runs = len(changes)
+    rows.append(('drift k 1 -> 3 over 2000 outcomes: <= 6 level changes per run '
+                 '(mean; 90th percentile; max)',
+                 f'{changes.mean():.2f} +- {changes.std(ddof=1) / math.sqrt(runs):.2f}; '
+                 f'{np.quantile(changes, 0.9):g}; {changes.max()}', changes.max() <= 6))
+    rows.append(('drift: first downgrade before k = 1.3 (median; 90th percentile; share of runs)',
+                 f'{np.median(k_first):.3f}; {np.quantile(k_first, 0.9):.3f}; '
+                 f'{100 * (k_first < 1.3).mean():.1f}%', (k_first < 1.3).all()))
+    rows.append(('drift: UNKNOWN before k = 2.6 (median; 90th percentile; share of runs)',
+                 f'{np.median(k_unknown):.3f}; {np.quantile(k_unknown, 0.9):.3f}; '
+                 f'{100 * (k_unknown < 2.6).mean():.1f}%', (k_unknown < 2.6).all()))
+    return rows
+
+
+def issue20_report(names, mirrored, v3, args):
+    """Return the markdown lines of the issue-20 targets, flapping and assumptions tables."""
+    import arl_chain
+    import numpy as np
+    lines = []
+    for name in mirrored:
+        keys = [key for key in v3 if key == name or key.startswith(name + ' (')]
+        sizes = v3[name]['sizes']
+        lines += ['', f'Issue-20 targets of `{name}` (numpy mirror of the policy, checked outcome '
+                  'by outcome against its own adjust_following; i.i.d. Gaussian, W = '
+                  f'{args.window}, 3 dof x 2 vec3; +- one standard error: across '
+                  f'{sizes["streams"]} calibrated streams of {sizes["length"]}, '
+                  f'{sizes["arl"]} first-passage runs, bootstrap of {sizes["detect"]} '
+                  f'detection runs, {sizes["steady"][0]} steady-state streams of '
+                  f'{sizes["steady"][1]} per k, {sizes["drift"]} drift runs).', '',
+                  '| target | ' + ' | '.join(f'`{k}`' for k in keys) + ' |',
+                  '|---' * (1 + len(keys)) + '|']
+        table = {key: _target_rows(v3[key]) for key in keys}
+        for i, (target, _, _) in enumerate(table[keys[0]]):
+            cells = ' | '.join(f'{table[k][i][1]} {"(met)" if table[k][i][2] else "(**not met**)"}'
+                               for k in keys)
+            lines.append(f'| {target} | {cells} |')
+        lines += ['', f'`{name}` when its assumptions break (% of full windows downgraded / '
+                  'sent to UNKNOWN, +- s.e. across '
+                  f'{sizes["assume"][0]} streams of {sizes["assume"][1]}; errors with the '
+                  'claimed covariance unless stated):', '',
+                  '| errors | ' + ' | '.join(f'`{k}`' for k in keys) + ' |',
+                  '|---' * (1 + len(keys)) + '|']
+        labels = ['i.i.d. Gaussian (null model)'] + list(v3[name]['assumptions'])
+        for label in labels:
+            cells = []
+            for k in keys:
+                f = v3[k] if label.startswith('i.i.d.') else v3[k]['assumptions'][label]
+                cell = (f'{_fmt(*f["false"], pct=True, digits=3)} / '
+                        f'{100 * f["unknown"][0]:.3f}%')
+                if label.startswith('underconfident'):
+                    cell += f'; reason underconfident_calibration {100 * f["under"][0]:.1f}%'
+                cells.append(cell)
+            lines.append(f'| {label} | {" | ".join(cells)} |')
+
+    # Where each policy flaps: every registered policy on the same kind of streams.
+    rng = np.random.default_rng((args.seed, 21))
+    streams, length = (8, 2000) if args.runs < 200 else (20, 5000)
+    drift_runs = 60 if args.runs < 200 else 400
+    flaps = {}
+    drifts = {}
+    for name in names:
+        table = vec3_sim.level_table(make_policy(name), args.window, RAW,
+                                     arl_chain.window_histories)
+        flaps[name] = {f: vec3_sim.steady_state(table, rng, streams, length, args.window,
+                                                scale=f)['changes']
+                       for f in vec3_sim.FLAP_FACTORS}
+        drifts[name] = vec3_sim.drift(table, rng, drift_runs, window=args.window)
+    for name in v3:
+        if name in mirrored:
+            flaps[name] = {f: v3[name]['steady'][f]['changes'] for f in vec3_sim.FLAP_FACTORS}
+            drifts[name] = v3[name]['drift']
+    order = list(names) + [n for n in v3 if n in mirrored]
+    lines += ['', 'Where each policy flaps: level changes per 1000 outcomes at steady state at '
+              f'constant k (i.i.d. Gaussian, W = {args.window}; mean of {streams} streams of '
+              f'{length} after a burn-in of 256; the s.e. is at most about a third of the '
+              'mean, more where it is small). Bold: above 10.', '',
+              '| k | ' + ' | '.join(f'`{n}`' for n in order) + ' |',
+              '|---' * (1 + len(order)) + '|']
+    for f in vec3_sim.FLAP_FACTORS:
+        cells = []
+        for n in order:
+            value = flaps[n][f][0]
+            cells.append(f'**{value:.1f}**' if value > 10 else f'{value:.1f}')
+        lines.append(f'| {f:g} | {" | ".join(cells)} |')
+    lines += ['', f'Drift of k from 1 to 3 over 2000 outcomes ({drift_runs} runs each): level '
+              'changes per run and the k at the first downgrade / first UNKNOWN (medians; '
+              '"never" when most runs never get there).', '',
+              '| policy | level changes per run, mean +- s.e. (max) | k at first downgrade '
+              '| k at first UNKNOWN |', '|---|---|---|---|']
+    for n in order:
+        changes, k_first, k_unknown = drifts[n]
+        med_u = np.median(k_unknown)
+        lines.append(
+            f'| `{n}` | {changes.mean():.1f} +- {changes.std(ddof=1) / math.sqrt(len(changes)):.1f}'
+            f' ({changes.max()}) | {np.median(k_first):.3f} | '
+            f'{"never" if med_u == math.inf else f"{med_u:.3f}"} |')
     return lines
 
 
@@ -423,7 +695,8 @@ def main(argv=None):
     parser.add_argument('--policy', action='append', choices=policy_names(),
                         help='bench only this policy (repeatable; default: all registered)')
     parser.add_argument('--quick', action='store_true',
-                        help='a short run (about 10 s on 2 cores; the full run ~2 minutes)')
+                        help='a short run (about a minute on 2 cores; '
+                        'the full run: ~7 min of CPU, 14 min wall on 2 busy cores)')
     args = parser.parse_args(argv)
     if args.quick:
         defaults = {'runs': 200, 'stream_length': 20_000, 'detection_runs': 2000,

@@ -14,12 +14,14 @@ import dataclasses
 from .calibrated_policies import BucketLikelihoodRatioPolicy, CalibratedExceedancePolicy
 from .graded_policy import OverconfidenceScalePolicy
 from .reference_policy import MahalanobisDowngradePolicy
+from .vec3_scale_policy import Vec3ScalePolicy
 
 POLICIES = {
     'mahalanobis_downgrade': MahalanobisDowngradePolicy,
     'calibrated_exceedance': CalibratedExceedancePolicy,
     'bucket_likelihood_ratio': BucketLikelihoodRatioPolicy,
     'overconfidence_scale': OverconfidenceScalePolicy,
+    'vec3_scale': Vec3ScalePolicy,
 }
 """Policy name -> policy class. The name equals the class's ``policy_id``."""
 
@@ -31,6 +33,9 @@ window of 32 and the same exact mean run length, 3398 outcomes, to the first fal
 it adds a level that means something (UNCERTAIN: somewhat overconfident, UNKNOWN: about 2.5x or
 worse) and reports underconfidence. The ADR reference (``mahalanobis_downgrade``) downgrades
 55.8% of a calibrated estimator's full windows; it stays one parameter away (docs/policies.md).
+``vec3_scale`` (graded policy v3, issue 20) is registered beside it: it grades each vec3 on the
+squared distances of a schema-2 history, with hysteresis, and answers as ``overconfidence_scale``
+on a schema-1 history; whether it becomes the default is the lead's decision (docs/policies.md).
 """
 
 

@@ -1,0 +1,415 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Graded policy v3 (issue 20): each vec3 graded on its squared distances, with hysteresis.
+
+:class:`Vec3ScalePolicy` reads the window's squared (unsquared-Mahalanobis) distances per vec3
+that a CalibrationHistory of schema 2 carries (``position_squared_distances``,
+``orientation_squared_distances``, oldest first, ``+inf`` legal). Model: the true errors of a vec3
+are ``k`` times the claimed ones, so ``x = d**2`` is ``k**2`` times a chi-square with
+``degrees_of_freedom``. With ``x_p``, ``x_o`` the squared distances of an outcome:
+
+- **one step** (UNCERTAIN; reason ``overconfident_position`` or ``overconfident_orientation``,
+  the vec3 with the larger window sum): a window-limited CUSUM of the log-likelihood ratio of
+  ``design_overconfidence`` (``k1``) against calibration, ``C = max(0, max over the window's
+  suffixes of sum(a * (x_p + x_o) - b))``, ``a = (1 - 1 / k1**2) / 2``, ``b = 2 dof ln k1``,
+  reaches ``significant_threshold``. It is stateless (a function of the window) and, within the
+  window, equals Page's CUSUM restarted at the window's start, the detector that is fastest at
+  a given mean run to a false alarm (``docs/policies.md``);
+- **two steps** (UNKNOWN; ``grossly_overconfident_position`` / ``..._orientation``): the window
+  sum ``S`` of one vec3 exceeds ``gross_overconfidence**2 * q(dof n, gross_confidence)`` (the exact
+  lower confidence bound of that vec3's ``k`` from the chi-square law with ``dof * n`` degrees of
+  freedom exceeds ``gross_overconfidence``: each vec3 on its own, so a position-only fault is not
+  diluted by a calibrated orientation), or one outcome in the window has a distance beyond
+  ``gross_distance`` (10: a calibrated Gaussian estimator gives one in about 1e21 outcomes);
+- **hysteresis** (only through ``previous``, the assessment the feedback loop published last,
+  :class:`~.protocols.HysteresisPolicy`): after UNKNOWN the level stays UNKNOWN while the larger
+  vec3 sum exceeds ``gross_exit_overconfidence**2 * q(dof n, gross_confidence)``; after UNCERTAIN
+  or UNKNOWN it stays at least UNCERTAIN while ``C > significant_exit_threshold`` or the joint
+  window sum exceeds ``calibrated_overconfidence**2 * q(2 dof n, gross_confidence)``. The level
+  of ``previous`` is read from its reason (so a raw level that changes does not matter) and only
+  when ``previous`` came from this policy.
+
+Rules, in order: zero outcomes -> ``no_outcomes_yet``; an infinite distance -> UNKNOWN,
+``infinite_mahalanobis``; a schema-1 history (no squared distances) -> the answer of
+:class:`~.graded_policy.OverconfidenceScalePolicy` with its defaults and this policy's
+``degrees_of_freedom`` (level and reason, stateless; the fallback until every history is schema
+2); two steps; one step; the joint window sum at or below its ``underconfidence_probability``
+chi-square quantile -> passthrough ``underconfident_calibration``; else
+``calibration_within_tolerance``.
+
+``winsorize_distance`` (0: off) is the robust option for heavy-tailed errors: every distance is
+capped at it before squaring, and the two-step and exit sums are compared with ``n`` times the
+*capped* mean of a Gaussian vec3 at the factor concerned (point estimate, no confidence bound).
+Capping can only lower the CUSUM, so the Gaussian false-alarm rate can only fall; it costs
+detection speed and, at a low cap, the two-step grade (``docs/policies.md``).
+
+The default thresholds were set numerically against the issue-20 targets with the bench's
+vectorised mirror of this policy (``bench/vec3_sim.py``, how: ``docs/policies.md``); the figures
+``bench/honesty_bench.py`` measures for them are in ``docs/policies.md``. Assumptions:
+independent outcomes, Gaussian errors, ``degrees_of_freedom`` per vec3, two vec3 per outcome.
+"""
+
+from dataclasses import dataclass
+import functools
+import math
+
+from .._validation import require_instance, type_error, value_error
+from ..contracts import BeliefSelfAssessment, SelfAssessmentLevel
+from .calibrated_policies import _check_inputs, MAX_DOF, MAX_WINDOW, REASON_INFINITE_MAHALANOBIS
+from .calibration_math import chi_survival
+from .graded_policy import OverconfidenceScalePolicy, REASON_UNDERCONFIDENT_CALIBRATION
+from .reference_policy import REASON_CALIBRATION_WITHIN_TOLERANCE, REASON_NO_OUTCOMES_YET
+from .types import CalibratedSelfAssessment, HISTORY_SCHEMA_SQUARED_DISTANCES
+
+REASON_OVERCONFIDENT_POSITION = 'overconfident_position'
+REASON_OVERCONFIDENT_ORIENTATION = 'overconfident_orientation'
+REASON_GROSSLY_OVERCONFIDENT_POSITION = 'grossly_overconfident_position'
+REASON_GROSSLY_OVERCONFIDENT_ORIENTATION = 'grossly_overconfident_orientation'
+
+_STEPS_OF_REASON = {
+    REASON_OVERCONFIDENT_POSITION: 1,
+    REASON_OVERCONFIDENT_ORIENTATION: 1,
+    REASON_GROSSLY_OVERCONFIDENT_POSITION: 2,
+    REASON_GROSSLY_OVERCONFIDENT_ORIENTATION: 2,
+    REASON_INFINITE_MAHALANOBIS: 2,
+}
+
+
+def chi_square_cdf(x, dof):
+    """Return ``P(X <= x)`` for ``X`` chi-square with an integer ``dof >= 1`` (log-space series)."""
+    if x <= 0.0:
+        return 0.0
+    if math.isinf(x):
+        return 1.0
+    a = 0.5 * dof
+    h = 0.5 * x
+    if h > a + 1.0:
+        return 1.0 - chi_square_survival(x, dof)
+    # P(a, h) = h^a e^-h / Gamma(a + 1) * sum_j h^j / ((a + 1) ... (a + j))
+    term = total = 1.0
+    j = 1
+    while term > 1e-17 * total:
+        term *= h / (a + j)
+        total += term
+        j += 1
+    return math.exp(a * math.log(h) - h - math.lgamma(a + 1.0)) * total
+
+
+def chi_square_survival(x, dof):
+    """Return ``P(X > x)`` for ``X`` chi-square with an integer ``dof >= 1`` (continued frac.)."""
+    if x <= 0.0:
+        return 1.0
+    if math.isinf(x):
+        return 0.0
+    a = 0.5 * dof
+    h = 0.5 * x
+    if h <= a + 1.0:
+        return 1.0 - chi_square_cdf(x, dof)
+    # Lentz's continued fraction for Q(a, h) (Numerical Recipes, gcf).
+    tiny = 1e-300
+    b = h + 1.0 - a
+    c = 1.0 / tiny
+    d = 1.0 / b
+    f = d
+    for i in range(1, 10_000):
+        an = -i * (i - a)
+        b += 2.0
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1.0 / d
+        delta = d * c
+        f *= delta
+        if abs(delta - 1.0) < 1e-16:
+            break
+    return math.exp(a * math.log(h) - h - math.lgamma(a)) * f
+
+
+@functools.lru_cache(maxsize=8192)
+def chi_square_quantile(probability, dof):
+    """Return ``x`` with ``P(X <= x) = probability`` for ``X`` chi-square(``dof``) (bisection)."""
+    low, high = 0.0, dof + 40.0 * math.sqrt(2.0 * dof) + 100.0
+    for _ in range(200):
+        mid = 0.5 * (low + high)
+        if chi_square_cdf(mid, dof) < probability:
+            low = mid
+        else:
+            high = mid
+        if high - low <= 1e-12 * high:
+            break
+    return 0.5 * (low + high)
+
+
+def capped_mean(overconfidence, dof, cap_squared):
+    """Return ``E[min(k**2 X, c)]``, ``X`` chi-square(``dof``), ``k = overconfidence``."""
+    k2 = overconfidence * overconfidence
+    t = cap_squared / k2
+    # E[X; X <= t] = dof * P(chi-square(dof + 2) <= t)
+    below = k2 * dof * (1.0 - chi_survival(math.sqrt(t), dof + 2))
+    return below + cap_squared * chi_survival(math.sqrt(t), dof)
+
+
+def _require_float(owner, field, value, low, high, low_open=False, zero_ok=False):
+    """Return ``value`` as a float in ``[low, high]`` (``(low, high]``; or exactly 0 if allowed)."""
+    bounds = f'{"(" if low_open else "["}{low}, {high}]' + (' or 0 (off)' if zero_ok else '')
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise type_error(owner, field, f'a float in {bounds}', value)
+    value = float(value)
+    if zero_ok and value == 0.0:
+        return value
+    if not ((low < value if low_open else low <= value) and value <= high):
+        raise value_error(owner, field, 'out_of_range', f'must be in {bounds}, got {value!r}')
+    return value
+
+
+@functools.lru_cache(maxsize=64)
+def _threshold_table(key, max_n):
+    """Return per-``n`` ``(gross_in, gross_out, joint_out, under)`` window-sum thresholds."""
+    (dof, gross, gross_exit, calibrated, confidence, under_p, cap) = key
+    rows = [(math.inf, math.inf, math.inf, -1.0)]
+    for n in range(1, max_n + 1):
+        under = chi_square_quantile(under_p, 2 * dof * n)
+        if cap > 0.0:
+            c2 = cap * cap
+            rows.append((n * capped_mean(gross, dof, c2), n * capped_mean(gross_exit, dof, c2),
+                         2 * n * capped_mean(calibrated, dof, c2), -1.0))
+            continue
+        q = chi_square_quantile(confidence, dof * n)
+        q_joint = chi_square_quantile(confidence, 2 * dof * n)
+        rows.append((gross * gross * q, gross_exit * gross_exit * q,
+                     calibrated * calibrated * q_joint, under))
+    return tuple(rows)
+
+
+@dataclass(frozen=True)
+class Vec3ScalePolicy:
+    """Grade each vec3 by its squared distances, with hysteresis (module docstring).
+
+    Parameters (defaults; the node's ``vec3_scale.<field>`` parameters): see ``PARAMETER_RANGES``.
+    """
+
+    HISTORY_SCHEMA = HISTORY_SCHEMA_SQUARED_DISTANCES
+    """It reads the squared distances of a schema-2 history (ADR-0026a)."""
+
+    design_overconfidence: float = 1.5
+    significant_threshold: float = 7.5
+    significant_exit_threshold: float = 1.5
+    calibrated_overconfidence: float = 1.08
+    gross_overconfidence: float = 2.4
+    gross_exit_overconfidence: float = 1.9
+    gross_confidence: float = 0.5
+    gross_reference_overconfidence: float = 2.1
+    gross_design_overconfidence: float = 3.0
+    gross_cusum_threshold: float = 6.0
+    gross_distance: float = 10.0
+    winsorize_distance: float = 0.0
+    underconfidence_probability: float = 0.001
+    degrees_of_freedom: int = 3
+    max_window: int = 64
+
+    PARAMETER_RANGES = {
+        'design_overconfidence': ((1.0, 10.0), 'Overconfidence factor k1 the one-step CUSUM is '
+                                  'tuned to (log-likelihood ratio of k1 against 1), in (1, 10].'),
+        'significant_threshold': ((0.0, 100.0), 'One step down when the window CUSUM reaches '
+                                  'this many nats, in (0, 100].'),
+        'significant_exit_threshold': ((0.0, 100.0), 'After a downgrade the level stays at '
+                                       'least UNCERTAIN while the CUSUM is above this, in [0, '
+                                       'significant_threshold].'),
+        'calibrated_overconfidence': ((1.0, 10.0), '...or while the joint window estimate of k '
+                                      'is above this, in [1, 10].'),
+        'gross_overconfidence': ((1.0, 100.0), 'UNKNOWN when the lower confidence bound of one '
+                                 "vec3's k exceeds this, in (1, 100]."),
+        'gross_exit_overconfidence': ((1.0, 100.0), 'After UNKNOWN the level stays UNKNOWN while '
+                                      "the larger vec3's bound exceeds this, in [1, "
+                                      'gross_overconfidence].'),
+        'gross_confidence': ((0.5, 0.999), 'Confidence of those bounds, in [0.5, 0.999].'),
+        'gross_reference_overconfidence': ((1.0, 100.0), 'Null of the fast UNKNOWN CUSUM, in '
+                                           '[1, 100].'),
+        'gross_design_overconfidence': ((1.0, 100.0), 'Alternative of the fast UNKNOWN CUSUM '
+                                        '(log-likelihood ratio of it against '
+                                        'gross_reference_overconfidence), in (gross_reference_'
+                                        'overconfidence, 100].'),
+        'gross_cusum_threshold': ((0.0, 1000.0), 'UNKNOWN when that CUSUM reaches this many '
+                                  'nats, in (0, 1000].'),
+        'gross_distance': ((0.0, 1000.0), 'UNKNOWN while an outcome in the window has a '
+                           'distance beyond this, in [3, 1000], or 0 (off).'),
+        'winsorize_distance': ((0.0, 1000.0), 'Robust option: cap every distance at this before '
+                               'squaring, in [1, 1000], or 0 (off).'),
+        'underconfidence_probability': ((1e-9, 0.5), 'Level of the underconfident_calibration '
+                                        'reason (level kept), in [1e-9, 0.5].'),
+        'degrees_of_freedom': ((1, MAX_DOF), 'Dimension of each error vector (3 per vec3; 2 '
+                               'for a planar robot), in 1..3.'),
+        'max_window': ((1, MAX_WINDOW), 'Thresholds are tabulated at construction up to this '
+                       'window size (computed on demand beyond), in 1..128.'),
+    }
+    """Field -> ((low, high), description) for the node's parameter descriptors."""
+
+    def __post_init__(self):
+        owner = 'Vec3ScalePolicy'
+        checked = {
+            'design_overconfidence': _require_float(
+                owner, 'design_overconfidence', self.design_overconfidence, 1.0, 10.0, True),
+            'significant_threshold': _require_float(
+                owner, 'significant_threshold', self.significant_threshold, 0.0, 100.0, True),
+            'calibrated_overconfidence': _require_float(
+                owner, 'calibrated_overconfidence', self.calibrated_overconfidence, 1.0, 10.0),
+            'gross_overconfidence': _require_float(
+                owner, 'gross_overconfidence', self.gross_overconfidence, 1.0, 100.0, True),
+            'gross_confidence': _require_float(
+                owner, 'gross_confidence', self.gross_confidence, 0.5, 0.999),
+            'gross_cusum_threshold': _require_float(
+                owner, 'gross_cusum_threshold', self.gross_cusum_threshold, 0.0, 1000.0, True),
+            'gross_distance': _require_float(
+                owner, 'gross_distance', self.gross_distance, 3.0, 1000.0, zero_ok=True),
+            'winsorize_distance': _require_float(
+                owner, 'winsorize_distance', self.winsorize_distance, 1.0, 1000.0, zero_ok=True),
+            'underconfidence_probability': _require_float(
+                owner, 'underconfidence_probability', self.underconfidence_probability, 1e-9,
+                0.5),
+        }
+        checked['significant_exit_threshold'] = _require_float(
+            owner, 'significant_exit_threshold', self.significant_exit_threshold, 0.0,
+            checked['significant_threshold'])
+        checked['gross_exit_overconfidence'] = _require_float(
+            owner, 'gross_exit_overconfidence', self.gross_exit_overconfidence, 1.0,
+            checked['gross_overconfidence'])
+        for field, (low, high) in (('degrees_of_freedom', (1, MAX_DOF)),
+                                   ('max_window', (1, MAX_WINDOW))):
+            value = getattr(self, field)
+            if type(value) is not int:
+                raise type_error(owner, field, f'an int in {low}..{high}', value)
+            if not low <= value <= high:
+                raise value_error(owner, field, 'out_of_range',
+                                  f'must be in {low}..{high}, got {value!r}')
+        checked['gross_reference_overconfidence'] = _require_float(
+            owner, 'gross_reference_overconfidence', self.gross_reference_overconfidence, 1.0,
+            100.0)
+        checked['gross_design_overconfidence'] = _require_float(
+            owner, 'gross_design_overconfidence', self.gross_design_overconfidence,
+            checked['gross_reference_overconfidence'], 100.0, True)
+        setattr_ = object.__setattr__
+        for field, value in checked.items():
+            setattr_(self, field, value)
+        k1 = self.design_overconfidence
+        setattr_(self, '_llr', ((1.0 - 1.0 / (k1 * k1)) / 2.0,
+                                2.0 * self.degrees_of_freedom * math.log(k1)))
+        ka = self.gross_reference_overconfidence
+        kb = self.gross_design_overconfidence
+        setattr_(self, '_gross_llr', ((1.0 / (ka * ka) - 1.0 / (kb * kb)) / 2.0,
+                                      2.0 * self.degrees_of_freedom * math.log(kb / ka)))
+        setattr_(self, '_key', (
+            self.degrees_of_freedom, self.gross_overconfidence, self.gross_exit_overconfidence,
+            self.calibrated_overconfidence, self.gross_confidence,
+            self.underconfidence_probability, self.winsorize_distance))
+        setattr_(self, '_rows', _threshold_table(self._key, self.max_window))
+        setattr_(self, '_fallback', OverconfidenceScalePolicy(
+            degrees_of_freedom=self.degrees_of_freedom))
+
+    @property
+    def policy_id(self):
+        """Return ``vec3_scale``."""
+        return 'vec3_scale'
+
+    @property
+    def llr_coefficients(self):
+        """Return ``(a, b)``: the CUSUM increment of an outcome is ``a * (x_p + x_o) - b``."""
+        return self._llr
+
+    @property
+    def gross_llr_coefficients(self):
+        """Return ``(a, b)`` of the UNKNOWN CUSUM (the same form)."""
+        return self._gross_llr
+
+    def thresholds(self, n):
+        """Return the window-sum thresholds ``(gross_in, gross_out, joint_out, under)`` at ``n``."""
+        if n <= self.max_window:
+            return self._rows[n]
+        return _threshold_table(self._key, 1 << (n - 1).bit_length())[n]
+
+    def adjust(self, raw, history):
+        """Return ``adjust_following(raw, history, None)`` (no hysteresis state)."""
+        return self.adjust_following(raw, history, None)
+
+    def adjust_following(self, raw, history, previous):
+        """Return ``raw`` graded on ``history``, with hysteresis from ``previous`` (module doc)."""
+        _check_inputs('Vec3ScalePolicy.adjust_following', raw, history)
+        if previous is not None and type(previous) is not CalibratedSelfAssessment:
+            _check_previous(previous)
+        steps, reason = self._grade(history, self._previous_steps(previous))
+        level = raw.overall_level.downgraded(steps) if steps else raw.overall_level
+        return CalibratedSelfAssessment(raw, history, level, self.policy_id, reason)
+
+    def _previous_steps(self, previous):
+        if previous is None or previous.adjustment_policy_id != self.policy_id:
+            return 0
+        return _STEPS_OF_REASON.get(previous.adjustment_reason, 0)
+
+    def _grade(self, history, previous_steps):
+        n = history.outcomes_considered
+        if n == 0:
+            return 0, REASON_NO_OUTCOMES_YET
+        if (history.worst_position_mahalanobis == math.inf
+                or history.worst_orientation_mahalanobis == math.inf):
+            return 2, REASON_INFINITE_MAHALANOBIS
+        if history.schema_version != HISTORY_SCHEMA_SQUARED_DISTANCES:
+            fallback = self._fallback.adjust(_RAW_KNOWN, history)
+            return 2 - fallback.adjusted_overall_level.value, fallback.adjustment_reason
+        # The history's own invariants hold one squared distance per outcome and vec3.
+        xp = history.position_squared_distances
+        xo = history.orientation_squared_distances
+        if math.inf in xp or math.inf in xo:
+            return 2, REASON_INFINITE_MAHALANOBIS
+        cap = self.winsorize_distance
+        gross_d2 = self.gross_distance * self.gross_distance
+        gross = gross_d2 > 0.0 and (max(xp) > gross_d2 or max(xo) > gross_d2)
+        if cap > 0.0:
+            cap2 = cap * cap
+            xp = [x if x < cap2 else cap2 for x in xp]
+            xo = [x if x < cap2 else cap2 for x in xo]
+        sp = math.fsum(xp)
+        so = math.fsum(xo)
+        gross_in, gross_out, joint_out, under = self.thresholds(n)
+        block = sp if sp >= so else so
+        worse = (REASON_GROSSLY_OVERCONFIDENT_POSITION if sp >= so
+                 else REASON_GROSSLY_OVERCONFIDENT_ORIENTATION)
+        if gross:
+            reach = xp if max(xp) >= max(xo) else xo
+            worse = (REASON_GROSSLY_OVERCONFIDENT_POSITION if reach is xp
+                     else REASON_GROSSLY_OVERCONFIDENT_ORIENTATION)
+            return 2, worse
+        best, gross_best = _window_cusums(xp, xo, self._llr, self._gross_llr)
+        if (block >= gross_in or gross_best >= self.gross_cusum_threshold
+                or (previous_steps == 2 and block > gross_out)):
+            return 2, worse
+        joint = sp + so
+        if best >= self.significant_threshold or (previous_steps and (
+                best > self.significant_exit_threshold or joint > joint_out)):
+            return 1, (REASON_OVERCONFIDENT_POSITION if sp >= so
+                       else REASON_OVERCONFIDENT_ORIENTATION)
+        if joint <= under:
+            return 0, REASON_UNDERCONFIDENT_CALIBRATION
+        return 0, REASON_CALIBRATION_WITHIN_TOLERANCE
+
+
+def _window_cusums(xp, xo, llr, gross_llr):
+    """Return both window CUSUMs: max(0, max over suffixes of the summed increments)."""
+    a, b = llr
+    ga, gb = gross_llr
+    total = best = gross_total = gross_best = 0.0
+    for p, o in zip(reversed(xp), reversed(xo)):
+        x = p + o
+        total += a * x - b
+        gross_total += ga * x - gb
+        if total > best:
+            best = total
+        if gross_total > gross_best:
+            gross_best = gross_total
+    return best, gross_best
+
+
+def _check_previous(previous):
+    require_instance('Vec3ScalePolicy.adjust_following', 'previous', previous,
+                     CalibratedSelfAssessment)
+
+
+_RAW_KNOWN = BeliefSelfAssessment(belief_stamp_sim_ns=0, overall_level=SelfAssessmentLevel.KNOWN)
