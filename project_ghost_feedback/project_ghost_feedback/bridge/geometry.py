@@ -33,6 +33,76 @@ REL_EIGEN_TOL = 1e-12
 DEFAULT_NULL_TOLERANCE = 1e-9
 # Eigenvalues more negative than this (relative to the largest) make a covariance invalid.
 NEGATIVE_EIGEN_TOL = 1e-9
+# An input quaternion whose norm differs from 1 by more than this is refused (not normalised).
+QUATERNION_NORM_TOLERANCE = 1e-3
+
+# Reasons :func:`quaternion_refusal` and :func:`covariance_refusal` give (counted by the bridge).
+QUATERNION_ZERO = 'quaternion_zero'
+QUATERNION_NOT_FINITE = 'quaternion_not_finite'
+QUATERNION_NOT_UNIT = 'quaternion_not_unit'
+POSITION_NOT_FINITE = 'position_not_finite'
+COVARIANCE_NOT_FINITE = 'covariance_not_finite'
+COVARIANCE_NEGATIVE_VARIANCE = 'covariance_negative_variance'
+COVARIANCE_NOT_PSD = 'covariance_not_psd'
+COVARIANCE_ALL_ZERO = 'covariance_all_zero'
+
+
+def position_refusal(position):
+    """Return ``(reason, detail)`` when a position ``(x, y, z)`` is unusable, else None."""
+    if not all(math.isfinite(v) for v in position):
+        return POSITION_NOT_FINITE, f'position {list(position)!r}'
+    return None
+
+
+def quaternion_refusal(quaternion, tolerance=QUATERNION_NORM_TOLERANCE):
+    """Return ``(reason, detail)`` when an input quaternion ``(x, y, z, w)`` is unusable, else None.
+
+    Checked in plain Python before any math: every component finite, not all zero, and a norm
+    within ``tolerance`` of 1 (a quaternion far from unit norm is a producer bug, not noise).
+    """
+    if not all(math.isfinite(v) for v in quaternion):
+        return QUATERNION_NOT_FINITE, f'quaternion {list(quaternion)!r}'
+    squared = sum(v * v for v in quaternion)
+    if squared == 0.0:
+        return QUATERNION_ZERO, f'quaternion {list(quaternion)!r}'
+    norm = math.sqrt(squared)
+    if not math.isfinite(norm) or abs(norm - 1.0) > tolerance:
+        return QUATERNION_NOT_UNIT, (f'quaternion norm {norm!r} differs from 1 by more than '
+                                     f'{tolerance:g}')
+    return None
+
+
+def covariance_refusal(values, allow_all_zero=False):
+    """Return ``(matrix, None)`` for a usable 6x6 covariance, or ``(None, (reason, detail))``.
+
+    Refused, in this order: a non-finite value; a negative variance (diagonal below
+    ``-NEGATIVE_EIGEN_TOL`` times the largest variance); not positive semi-definite (an eigenvalue
+    below ``-NEGATIVE_EIGEN_TOL * max|eigenvalue|``); all zero (an estimator claiming no error at
+    all; with ``allow_all_zero`` it is returned as ``None``, i.e. "no covariance", for a
+    reference). A slightly asymmetric input is symmetrised.
+    """
+    flat = np.asarray(values, dtype=float).reshape(-1)
+    if flat.size != 36:
+        return None, (COVARIANCE_NOT_FINITE, f'covariance has {flat.size} values, not 36')
+    if not np.isfinite(flat).all():
+        return None, (COVARIANCE_NOT_FINITE, 'covariance has a non-finite value')
+    if not flat.any():
+        if allow_all_zero:
+            return None, None
+        return None, (COVARIANCE_ALL_ZERO, 'covariance is all zero (no uncertainty claimed)')
+    diagonal = flat[::7]
+    if diagonal.min() < -NEGATIVE_EIGEN_TOL * max(float(diagonal.max()), ABS_EIGEN_TOL):
+        return None, (COVARIANCE_NEGATIVE_VARIANCE, f'variances {diagonal.tolist()!r}')
+    matrix = flat.reshape(6, 6)
+    matrix = 0.5 * (matrix + matrix.T)
+    eigenvalues = np.linalg.eigvalsh(matrix)
+    if not np.isfinite(eigenvalues).all():
+        return None, (COVARIANCE_NOT_FINITE, 'covariance eigenvalues overflow')
+    scale = max(float(np.max(np.abs(eigenvalues))), ABS_EIGEN_TOL)
+    if eigenvalues[0] < -NEGATIVE_EIGEN_TOL * scale:
+        return None, (COVARIANCE_NOT_PSD, f'eigenvalue {eigenvalues[0]:.3g} below '
+                                          f'-{NEGATIVE_EIGEN_TOL:g} x {scale:.3g}')
+    return matrix, None
 
 
 def unit_quaternion(quaternion):
