@@ -18,7 +18,6 @@ from rclpy.qos import (
     QoSProfile,
     ReliabilityPolicy,
 )
-from rosgraph_msgs.msg import Clock
 from test_outcome_bridge_node import (
     COVARIANCE,
     harnesses,
@@ -153,23 +152,7 @@ def test_sim_reset_resumes_pairing_whatever_the_order(harness, order):
     it) never blocks the new timeline.
     """
     h = harness(use_sim_time=True, **UNPACED)
-    clock = h.client.create_publisher(Clock, '/clock', 10)
-
-    def set_clock(seconds):
-        msg = Clock()
-        msg.clock.sec = seconds
-        last = [0.0]
-
-        def reads():
-            if h.node.get_clock().now().nanoseconds == seconds * SECOND_NS:
-                return True
-            if time.monotonic() - last[0] > 0.05:
-                clock.publish(msg)
-                last[0] = time.monotonic()
-            return False
-
-        h.spin_until(reads, f'the node clock to read {seconds} s')
-
+    set_clock = h.set_clock
     set_clock(1000)
     _pairs(h, 990, 5)
     before = h.node.paired

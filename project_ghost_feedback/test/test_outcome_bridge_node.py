@@ -77,6 +77,7 @@ class Harness:
         self.estimate_publisher = self.client.create_publisher(estimate_type, 'estimate', QOS)
         self.reference_publisher = self.client.create_publisher(reference_type, 'reference', QOS)
         self.outcomes, self.assessments, self.diagnostics = [], [], []
+        self._clock_publisher = None
         self.client.create_subscription(
             PredictionOutcomeMsg, 'prediction_outcome', self.outcomes.append, QOS)
         self.client.create_subscription(
@@ -116,6 +117,24 @@ class Harness:
         self.estimate_publisher.publish(
             set_pose(self.estimate_type(), stamp_ns, frame_id, covariance=covariance, **pose))
         self.spin_until(lambda: self.node.received['estimate'] > received, 'an estimate')
+
+    def set_clock(self, seconds):
+        """Publish /clock = ``seconds`` until the bridge's clock reads it (use_sim_time)."""
+        if self._clock_publisher is None:
+            self._clock_publisher = self.client.create_publisher(Clock, '/clock', 10)
+        msg = Clock()
+        msg.clock.sec = seconds
+        last = [0.0]
+
+        def reads():
+            if self.node.get_clock().now().nanoseconds == seconds * SECOND_NS:
+                return True
+            if time.monotonic() - last[0] > 0.05:
+                self._clock_publisher.publish(msg)
+                last[0] = time.monotonic()
+            return False
+
+        self.spin_until(reads, f'the node clock to read {seconds} s')
 
     def wait_assessments(self, count):
         self.spin_until(lambda: len(self.assessments) >= count, f'{count} assessments')
@@ -329,23 +348,7 @@ def test_parameters_validated_on_set(harness):
 def test_backward_clock_jump_resets_time_ordered_state(harness):
     """Sim time jumps back (simulator reset): estimates with the old stamps pair again."""
     h = harness(use_sim_time=True, **UNPACED)
-    clock = h.client.create_publisher(Clock, '/clock', 10)
-
-    def set_clock(seconds):
-        msg = Clock()
-        msg.clock.sec = seconds
-        last = [0.0]
-
-        def reads():
-            if h.node.get_clock().now().nanoseconds == seconds * SECOND_NS:
-                return True
-            if time.monotonic() - last[0] > 0.05:
-                clock.publish(msg)
-                last[0] = time.monotonic()
-            return False
-
-        h.spin_until(reads, f'the node clock to read {seconds} s')
-
+    set_clock = h.set_clock
     set_clock(100)
     h.reference(10 * SECOND_NS)
     h.reference(12 * SECOND_NS)
