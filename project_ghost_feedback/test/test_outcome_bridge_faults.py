@@ -290,3 +290,21 @@ def test_parameter_names_and_reasons_are_checked(harness):
     (ok,) = node.set_parameters([Parameter('time_jump_tolerance_s', value=2.0)])
     assert ok.successful
     assert node._config['time_jump_tolerance_ns'] == 2 * SECOND_NS
+
+
+def test_an_exception_in_a_callback_is_counted_and_the_estimate_accounted(harness):
+    """A fault inside the data path: counted under callback_errors, ERROR, the bridge runs on."""
+    h = harness(**UNPACED)
+    h.reference(0)
+    h.reference(SECOND_NS)
+    pacer = h.node._pacer
+    h.node._pacer = None            # the next pairing raises AttributeError
+    h.estimate(SECOND_NS // 2)
+    assert dict(h.node.callback_errors) == {'AttributeError': 1}
+    assert h.node.accounting() == {'estimate': 0, 'reference': 0}
+    assert h.node.paired == 1 and not h.outcomes   # paired, then the pacer failed
+    h.node._pacer = pacer
+    h.spin_until(lambda: any(s.level == DiagnosticStatus.ERROR and 'AttributeError' in s.message
+                             for s in h.diagnostics), 'the error on /diagnostics')
+    h.estimate(SECOND_NS * 3 // 4)
+    h.spin_until(lambda: h.outcomes, 'an outcome after the fault')
