@@ -187,6 +187,31 @@ def covariance_6x6(values):
     return matrix
 
 
+# The closed-form 3x3 path of :func:`mahalanobis` is taken only when the smallest eigenvalue is
+# provably above this fraction of the largest (1 / trace(S^-1) <= l_min, l_max <= trace(S)):
+# far from the null-space threshold, so it gives what the eigen path gives (to rounding).
+FAST_PATH_MIN_RATIO = 1e-6
+
+
+def _mahalanobis3(e, s):
+    """Return ``sqrt(e^T S^-1 e)`` for a well-conditioned 3x3 ``S`` (lists), else None."""
+    a, b, c = s[0][0], 0.5 * (s[0][1] + s[1][0]), 0.5 * (s[0][2] + s[2][0])
+    d, f, g = s[1][1], 0.5 * (s[1][2] + s[2][1]), s[2][2]
+    ca, cb, cc = d * g - f * f, c * f - b * g, b * f - c * d     # cofactors (adjugate)
+    cd, ce, cf = a * g - c * c, b * c - a * f, a * d - b * b
+    det = a * ca + b * cb + c * cc
+    trace = a + d + g
+    if not (det > 0.0 and trace > 0.0 and math.isfinite(det)):
+        return None
+    trace_inverse = (ca + cd + cf) / det
+    if not trace_inverse > 0.0 or 1.0 / trace_inverse <= FAST_PATH_MIN_RATIO * trace:
+        return None
+    x, y, z = e
+    squared = (ca * x * x + cd * y * y + cf * z * z
+               + 2.0 * (cb * x * y + cc * x * z + ce * y * z)) / det
+    return math.sqrt(squared) if squared > 0.0 else 0.0
+
+
 def mahalanobis(error, covariance, null_tolerance=DEFAULT_NULL_TOLERANCE):
     """Return the UNSQUARED Mahalanobis distance ``sqrt(e^T S^+ e)`` of ``error`` under ``S``.
 
@@ -198,8 +223,14 @@ def mahalanobis(error, covariance, null_tolerance=DEFAULT_NULL_TOLERANCE):
     - otherwise that component counts 0 and the distance is taken over the other directions
       (a zero covariance and an error within ``null_tolerance`` of zero give 0.0).
 
-    Negative eigenvalues within the tolerance count as zero.
+    Negative eigenvalues within the tolerance count as zero. A 3x3 ``S`` whose smallest
+    eigenvalue is provably far from that threshold takes a closed form (no decomposition).
     """
+    if len(error) == 3:
+        rows = covariance.tolist() if hasattr(covariance, 'tolist') else covariance
+        fast = _mahalanobis3([float(v) for v in error], rows)
+        if fast is not None:
+            return fast
     e = np.asarray(error, dtype=float).reshape(-1)
     s = np.asarray(covariance, dtype=float).reshape(e.size, e.size)
     eigenvalues, vectors = np.linalg.eigh(0.5 * (s + s.T))
@@ -283,6 +314,10 @@ def pose_error(estimate_position, estimate_quaternion, estimate_covariance,
     error vectors stay whole), e.g. ``('z', 'roll', 'pitch')`` for a planar estimator compared
     with a 3-D ground truth.
     """
+    if not ignored_axes:
+        return _pose_error_all_axes(
+            estimate_position, estimate_quaternion, estimate_covariance, reference_position,
+            reference_quaternion, reference_covariance, null_tolerance)
     position_error = (np.asarray(reference_position, dtype=float)
                       - np.asarray(estimate_position, dtype=float))
     q_est = unit_quaternion(estimate_quaternion)
@@ -300,3 +335,44 @@ def pose_error(estimate_position, estimate_quaternion, estimate_covariance,
     return PoseError(
         tuple(float(v) for v in position_error), tuple(float(v) for v in orientation_error),
         position_distance, orientation_distance)
+
+
+def _unit(q):
+    x, y, z, w = (float(v) for v in q)
+    norm = math.sqrt(x * x + y * y + z * z + w * w)
+    if not math.isfinite(norm) or norm < 1e-9:
+        raise ValueError(f'quaternion must be finite and non-zero, got {[x, y, z, w]!r}')
+    return x / norm, y / norm, z / norm, w / norm
+
+
+def _pose_error_all_axes(estimate_position, estimate_quaternion, estimate_covariance,
+                         reference_position, reference_quaternion, reference_covariance,
+                         null_tolerance):
+    """:func:`pose_error` with no ignored axis, in plain floats (the bridge's hot path)."""
+    position_error = tuple(float(r) - float(e)
+                           for r, e in zip(reference_position, estimate_position))
+    ex, ey, ez, ew = _unit(estimate_quaternion)
+    rx, ry, rz, rw = _unit(reference_quaternion)
+    # q = q_ref * conj(q_est), then its rotation vector (the shorter way).
+    qx = -rw * ex + rx * ew - ry * ez + rz * ey
+    qy = -rw * ey + rx * ez + ry * ew - rz * ex
+    qz = -rw * ez - rx * ey + ry * ex + rz * ew
+    qw = rw * ew + rx * ex + ry * ey + rz * ez
+    if qw < 0.0:
+        qx, qy, qz, qw = -qx, -qy, -qz, -qw
+    sin_half = math.sqrt(qx * qx + qy * qy + qz * qz)
+    if sin_half < 1e-12:
+        orientation_error = (2.0 * qx, 2.0 * qy, 2.0 * qz)
+    else:
+        scale = 2.0 * math.atan2(sin_half, qw) / sin_half
+        orientation_error = (qx * scale, qy * scale, qz * scale)
+    covariance = np.asarray(estimate_covariance, dtype=float)
+    if reference_covariance is not None:
+        covariance = covariance + np.asarray(reference_covariance, dtype=float)
+    rows = covariance.tolist()
+    position_block = [row[:3] for row in rows[:3]]
+    orientation_block = [row[3:] for row in rows[3:]]
+    return PoseError(
+        position_error, orientation_error,
+        mahalanobis(position_error, position_block, null_tolerance),
+        mahalanobis(orientation_error, orientation_block, null_tolerance))

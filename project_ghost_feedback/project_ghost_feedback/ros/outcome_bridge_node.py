@@ -42,6 +42,7 @@ import sys
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
+import numpy as np
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
@@ -67,7 +68,7 @@ from ..bridge.geometry import (
 from ..bridge.reference_buffer import AFTER_BUFFER, EMPTY, ReferenceBuffer, ReferenceSample
 from ..core import BeliefSelfAssessment, NamedLevel, PredictionOutcome
 from .calibration_status import ERROR, OK, PeriodStatus, STALE, WARN
-from .conversions import belief_to_msg, outcome_to_msg
+from .conversions import fill_belief_msg, fill_outcome_msg, NamedLevelMessages
 from .input_accounting import is_negative_time_error, LogGate, SequenceGaps
 from .node_kit import (
     cap_text,
@@ -324,6 +325,11 @@ class OutcomeBridge(Node):
         output_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST,
                                 depth=self._param('output_qos_depth'),
                                 reliability=ReliabilityPolicy.RELIABLE)
+        # One message per output, refilled per estimate: publish() serializes synchronously.
+        self._outcome_msg = PredictionOutcomeMsg()
+        self._assessment_msg = BeliefSelfAssessmentMsg()
+        self._named_level_msgs = NamedLevelMessages()
+        self._covariances = {ESTIMATE: (None, None), REFERENCE: (None, None)}
         self._outcome_publisher = self.create_publisher(
             PredictionOutcomeMsg, 'prediction_outcome', output_qos)
         self._assessment_publisher = self.create_publisher(
@@ -505,7 +511,14 @@ class OutcomeBridge(Node):
         if not use_covariance:
             covariance = None
         if covariance is not None:
-            covariance, refused = covariance_refusal(covariance, allow_all_zero=covariance_optional)
+            # Many producers repeat one covariance (a ground truth's, a converged filter's):
+            # the same 36 values are checked once.
+            key = np.asarray(covariance, dtype=float).tobytes()
+            last_key, checked = self._covariances[kind]
+            if key != last_key:
+                checked = covariance_refusal(covariance, allow_all_zero=covariance_optional)
+                self._covariances[kind] = (key, checked)
+            covariance, refused = checked
             if refused is not None:
                 raise _Refused(*refused)
         now_ns = self.get_clock().now().nanoseconds
@@ -688,7 +701,7 @@ class OutcomeBridge(Node):
                                  error.orientation_mahalanobis):
             self.paced_out += 1
             return
-        self._outcome_publisher.publish(outcome_to_msg(outcome))
+        self._outcome_publisher.publish(fill_outcome_msg(self._outcome_msg, outcome))
         self.outcomes_published += 1
 
     def _publish_assessment(self, estimate):
@@ -705,7 +718,8 @@ class OutcomeBridge(Node):
             self.last_callback_error = cap_text(f'invalid_assessment: {invalid}')
             self._period.note(ERROR, 'an assessment failed its contract')
             return
-        self._assessment_publisher.publish(belief_to_msg(belief))
+        self._assessment_publisher.publish(
+            fill_belief_msg(self._assessment_msg, belief, self._named_level_msgs))
         self.assessments_published += 1
 
     # -- diagnostics --------------------------------------------------------------------------
