@@ -51,13 +51,14 @@ def _odometry(msg_type, stamp_ns, x, yaw):
     return msg
 
 
-def serve_relay(namespace):
+def serve_relay(namespace, executor_name):
     """Run the bare relay until SIGINT (``--serve-relay``): the bridge's QoS, none of its work."""
     import rclpy
     from nav_msgs.msg import Odometry
     from project_ghost_feedback_msgs.msg import BeliefSelfAssessment, PredictionOutcome
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    from project_ghost_feedback.ros.node_kit import make_executor
 
     rclpy.init()
     node = rclpy.create_node('bare_relay', namespace=namespace)
@@ -77,7 +78,7 @@ def serve_relay(namespace):
 
     node.create_subscription(Odometry, 'reference', lambda msg: None, inputs)
     node.create_subscription(Odometry, 'estimate', on_estimate, inputs)
-    executor = SingleThreadedExecutor()
+    executor = make_executor(executor_name)
     executor.add_node(node)
     try:
         executor.spin()
@@ -94,10 +95,12 @@ class Process:
     """A node under test as its own process (the relay or the bridge), in ``namespace``."""
 
     def __init__(self, kind, namespace, executor='single_threaded'):
+        python = [sys.executable]
         if kind == 'relay':
-            command = [sys.executable, os.path.abspath(__file__), '--serve-relay', namespace]
+            command = python + [os.path.abspath(__file__), '--serve-relay', namespace,
+                                '--relay-executor', executor]
         else:
-            command = [sys.executable, '-m', 'project_ghost_feedback.ros.outcome_bridge_node',
+            command = python + ['-m', 'project_ghost_feedback.ros.outcome_bridge_node',
                        '--ros-args', '-r', f'__ns:={namespace}',
                        '-p', 'decorrelation.adaptive:=false',
                        '-p', 'decorrelation.min_interval_s:=0.0',
@@ -144,13 +147,14 @@ class Driver:
         from nav_msgs.msg import Odometry
         from project_ghost_feedback_msgs.msg import BeliefSelfAssessment, PredictionOutcome
         import rclpy
-        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.experimental import EventsExecutor
         from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
         self.namespace, self.target = namespace, target
         self.node = rclpy.create_node('bridge_dds_bench_driver', namespace=namespace,
                                       context=context)
-        self.executor = SingleThreadedExecutor(context=context)
+        # The driver shares the 2 cores with the node under test: the cheapest executor.
+        self.executor = EventsExecutor(context=context)
         self.executor.add_node(self.node)
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                          reliability=ReliabilityPolicy.RELIABLE)
@@ -227,6 +231,8 @@ class Driver:
 
     def fixed_rate(self, rate_hz, duration_s):
         """Send pairs open loop at ``rate_hz`` for ``duration_s``; return the figures."""
+        quiet_until = time.monotonic() + 2.0   # > 3 diagnostics periods: a status after the flow
+        self.spin_until(lambda: time.monotonic() > quiet_until, 'a quiet status')
         sent0 = int(self.status.get('estimates_received', 0))
         missed0 = int(self.status.get('estimate_messages_missed', 0))
         received0 = dict(self.received)
@@ -307,29 +313,31 @@ def main(argv=None):
     parser.add_argument('--executors', default='single_threaded,events',
                         help='bridge executors to measure (comma-separated)')
     parser.add_argument('--serve-relay', metavar='NAMESPACE', help=argparse.SUPPRESS)
+    parser.add_argument('--relay-executor', default='single_threaded', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_relay:
-        return serve_relay(args.serve_relay)
+        return serve_relay(args.serve_relay, args.relay_executor)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from bridge_bench import _bench_pairs
 
     pure = _bench_pairs(60.0)
-    relay = run('relay', args)
     executors = args.executors.split(',')
+    relays = {name: run('relay', args, name) for name in executors}
     bridges = {name: run('bridge', args, name, fixed_rate=(name == executors[0]))
                for name in executors}
     load = os.getloadavg()[0]
     print(f'bridge over DDS: {args.pairs} pairs flow-controlled, at most {args.in_flight} in '
           f'flight; {os.cpu_count()} CPUs, load {load:.1f}')
     print(f'  pure bridge path (this process):    {pure:>8,.0f} pairs/s ({1e6 / pure:.0f} us/pair)')
-    print(f'  bare rclpy relay (single_threaded): {relay["rate"]:>8,.0f} pairs/s, '
-          f'CPU {relay["cpu_us"]:.0f} us/pair')
-    ok = relay['exit_code'] == 0
-    for name, figures in bridges.items():
-        print(f'  outcome_bridge ({name + "):":<17} {figures["rate"]:>8,.0f} pairs/s = '
-              f'{figures["rate"] / relay["rate"]:.2f}x the relay, CPU {figures["cpu_us"]:.0f} '
-              f'us/pair; exit code {figures["exit_code"]}')
-        ok = ok and figures['exit_code'] == 0
+    ok = True
+    for name in executors:
+        relay, bridge = relays[name], bridges[name]
+        print(f'  bare rclpy relay ({name + "):":<17} {relay["rate"]:>8,.0f} pairs/s, CPU '
+              f'{relay["cpu_us"]:.0f} us/pair')
+        print(f'  outcome_bridge ({name + "):":<18} {bridge["rate"]:>8,.0f} pairs/s = '
+              f'{bridge["rate"] / relay["rate"]:.2f}x the relay, CPU {bridge["cpu_us"]:.0f} '
+              f'us/pair; exit code {bridge["exit_code"]}')
+        ok = ok and relay['exit_code'] == 0 and bridge['exit_code'] == 0
     fixed = bridges[executors[0]]['fixed']
     print(f'  at {args.rate_hz} Hz for {args.duration_s:g} s ({executors[0]}): sent '
           f'{fixed["sent"]} in {fixed["elapsed_s"]:.1f} s ({fixed["late_sends"]} sends >10 '
