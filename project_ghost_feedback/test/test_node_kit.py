@@ -17,24 +17,13 @@ from project_ghost_feedback.ros.node_kit import (
 from project_ghost_feedback.ros.outcome_bridge_node import OutcomeBridge
 
 
-@pytest.fixture
-def context():
-    """Return a private, initialised rclpy context (shut down afterwards)."""
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    try:
-        yield context
-    finally:
-        context.try_shutdown()
-
-
 @pytest.mark.parametrize(('node_type', 'huge'), [
     (FeedbackNode, Parameter('policy', value='p' * 1_000_000)),
     (OutcomeBridge, Parameter('ignored_axes', value=['a' * 1_000_000])),
 ])
-def test_both_nodes_refuse_undeclared_names_and_cap_reasons(context, node_type, huge):
+def test_both_nodes_refuse_undeclared_names_and_cap_reasons(rclpy_context, node_type, huge):
     """The empty name and an unknown one are refused; a 1 MB bad value gives a short reason."""
-    node = node_type(context=context, namespace='/node_kit')
+    node = node_type(context=rclpy_context, namespace='/node_kit')
     try:
         (empty,) = node.set_parameters([Parameter('', value=1.0)])
         assert not empty.successful and 'not a parameter' in empty.reason
@@ -62,9 +51,9 @@ def test_one_stamp_rule_both_ways():
         stamp_to_ns(Time(sec=1, nanosec=1_000_000_000))
 
 
-def test_diagnostic_status_names_the_task_and_caps_values(context):
+def test_diagnostic_status_names_the_task_and_caps_values(rclpy_context):
     """``<node fully qualified name>: <task>``, hardware_id the node, long values capped."""
-    node = rclpy.create_node('kit', namespace='/node_kit', context=context)
+    node = rclpy.create_node('kit', namespace='/node_kit', context=rclpy_context)
     try:
         status = diagnostic_status(node, 'task', 1, 'm' * 5000, {'key': 'v' * 5000, 'n': 3})
         assert status.name == '/node_kit/kit: task' and status.hardware_id == '/node_kit/kit'
