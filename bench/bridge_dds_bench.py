@@ -81,7 +81,8 @@ def serve_relay(namespace, executor_name):
     executor = make_executor(executor_name)
     executor.add_node(node)
     try:
-        executor.spin()
+        while rclpy.ok():   # as run_node() spins (EventsExecutor.spin() never answered here)
+            executor.spin_once(timeout_sec=0.1)
     except KeyboardInterrupt:
         pass
     finally:
