@@ -1,18 +1,28 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Bridge over DDS: pairs/s the outcome_bridge node sustains, and its CPU per pair.
+"""Bridge over DDS: pairs/s beside a bare rclpy relay, CPU per pair, and accounting at 1 kHz.
 
-The bridge runs as its own process (``python -m project_ghost_feedback.ros.outcome_bridge_node``,
-loopback DDS, decorrelation off so every pair gives an outcome). This process publishes
-``nav_msgs/Odometry`` references and estimates with the same stamps (no interpolation work
-skipped: the lookup still runs), at most ``--in-flight`` estimates ahead of the assessments
-that came back, and counts the bridge's outputs. Flow control makes the figure the bridge's
-sustained rate, never a queue overflow. Beside it, the pure bridge path (pose error + pacer +
-claim, ``bench/bridge_bench.py``'s loop) in this process, and the ratio of the two.
+One run, three parts, each against its own process over loopback DDS:
 
-    python3 bench/bridge_dds_bench.py [--pairs N] [--in-flight W]
+1. **Relay**: a bare rclpy node (this file, ``--serve-relay``) with the bridge's QoS: two
+   BEST_EFFORT Odometry subscriptions, and for every estimate one PredictionOutcome and one
+   BeliefSelfAssessment (prebuilt, only the stamp set) on the bridge's reliable outputs. The
+   ceiling of a Python node that takes two messages and publishes two.
+2. **Bridge**: the outcome_bridge node
+   (``python -m project_ghost_feedback.ros.outcome_bridge_node``, decorrelation off, so every pair
+   gives an outcome), with each of ``--executors``.
 
-Figures, not a gate: a 2-CPU machine shares its cores between the driver and the bridge.
+   Both driven alike: references and estimates with the same stamps (the lookup still runs), at
+   most ``--in-flight`` estimates ahead of the assessments that came back (flow control, so the
+   figure is the sustained rate, never a queue overflow); pairs/s and the process's CPU per pair.
+3. **Accounting at a fixed rate**: the bridge fed ``--rate-hz`` pairs/s open loop for
+   ``--duration-s``; afterwards its /diagnostics must account for every input sent:
+   ``sent = received + messages_missed`` (sequence gaps: losses before the bridge took them) and
+   ``received = paired + dropped + pending`` (``estimates_unaccounted``).
+
+    python3 bench/bridge_dds_bench.py [--pairs N] [--in-flight W] [--rate-hz R] [--duration-s S]
+
+Figures, not a gate: a 2-CPU machine shares its cores between the driver and the node.
 """
 
 import argparse
@@ -28,6 +38,7 @@ NS_PER_S = 1_000_000_000
 COVARIANCE = [0.0] * 36
 for _i in range(6):
     COVARIANCE[_i * 7] = 0.01
+INPUT_DEPTH = 1000
 
 
 def _odometry(msg_type, stamp_ns, x, yaw):
@@ -40,31 +51,79 @@ def _odometry(msg_type, stamp_ns, x, yaw):
     return msg
 
 
-class Bridge:
-    """The outcome bridge as its own process, in namespace ``namespace``."""
+def serve_relay(namespace, executor_name):
+    """Run the bare relay until SIGINT (``--serve-relay``): the bridge's QoS, none of its work."""
+    import rclpy
+    from nav_msgs.msg import Odometry
+    from project_ghost_feedback_msgs.msg import BeliefSelfAssessment, PredictionOutcome
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-    def __init__(self, namespace):
-        command = [sys.executable, '-m', 'project_ghost_feedback.ros.outcome_bridge_node',
-                   '--ros-args', '-r', f'__ns:={namespace}',
-                   '-p', 'decorrelation.adaptive:=false',
-                   '-p', 'decorrelation.min_interval_s:=0.0']
-        self.log = tempfile.NamedTemporaryFile('w+', prefix='bridge_dds_bench_', suffix='.log',
-                                               delete=False)
+    from project_ghost_feedback.ros.node_kit import make_executor
+
+    rclpy.init()
+    node = rclpy.create_node('bare_relay', namespace=namespace)
+    inputs = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=INPUT_DEPTH,
+                        reliability=ReliabilityPolicy.BEST_EFFORT)
+    outputs = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                         reliability=ReliabilityPolicy.RELIABLE)
+    outcomes = node.create_publisher(PredictionOutcome, 'prediction_outcome', outputs)
+    assessments = node.create_publisher(BeliefSelfAssessment, 'self_assessment/raw', outputs)
+    outcome, assessment = PredictionOutcome(), BeliefSelfAssessment()
+    outcome.schema_version = assessment.schema_version = PredictionOutcome.SCHEMA_VERSION
+
+    def on_estimate(msg):
+        outcome.header = assessment.header = msg.header
+        outcomes.publish(outcome)
+        assessments.publish(assessment)
+
+    node.create_subscription(Odometry, 'reference', lambda msg: None, inputs)
+    node.create_subscription(Odometry, 'estimate', on_estimate, inputs)
+    executor = make_executor(executor_name)
+    executor.add_node(node)
+    try:
+        while rclpy.ok():   # as run_node() spins (EventsExecutor.spin() never answered here)
+            executor.spin_once(timeout_sec=0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+class Process:
+    """A node under test as its own process (the relay or the bridge), in ``namespace``."""
+
+    def __init__(self, kind, namespace, executor='single_threaded'):
+        python = [sys.executable]
+        if kind == 'relay':
+            command = python + [os.path.abspath(__file__), '--serve-relay', namespace,
+                                '--relay-executor', executor]
+        else:
+            command = python + ['-m', 'project_ghost_feedback.ros.outcome_bridge_node',
+                       '--ros-args', '-r', f'__ns:={namespace}',
+                       '-p', 'decorrelation.adaptive:=false',
+                       '-p', 'decorrelation.min_interval_s:=0.0',
+                       '-p', f'executor:={executor}',
+                       '-p', 'diagnostics_period_s:=0.5']
+        self.log = tempfile.NamedTemporaryFile('w+', prefix=f'bridge_dds_bench_{kind}_',
+                                               suffix='.log', delete=False)
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
         import psutil
         self.ps = psutil.Process(self.process.pid)
 
     def cpu_s(self):
-        """Return the bridge's user + system CPU seconds so far."""
+        """Return the process's user + system CPU seconds so far."""
         times = self.ps.cpu_times()
         return times.user + times.system
 
     def check_alive(self):
-        """Raise RuntimeError with the log tail when the bridge exited."""
+        """Raise RuntimeError with the log tail when the process exited."""
         if self.process.poll() is not None:
             self.log.flush()
             with open(self.log.name) as log:
-                raise RuntimeError(f'bridge exited {self.process.returncode}: {log.read()[-2000:]}')
+                raise RuntimeError(f'exited {self.process.returncode}: {log.read()[-2000:]}')
 
     def stop(self):
         """SIGINT (by PID), as ros2 launch does; return the exit code."""
@@ -81,80 +140,167 @@ class Bridge:
         return self.process.returncode
 
 
-def run_dds(pairs, in_flight):
-    """Return (pairs/s wall, bridge CPU us per pair, outcomes received, exit code)."""
-    import rclpy
-    from nav_msgs.msg import Odometry
-    from project_ghost_feedback_msgs.msg import BeliefSelfAssessment, PredictionOutcome
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+class Driver:
+    """This process's side: publishes the two inputs, counts the outputs and /diagnostics."""
 
-    namespace = f'/bridge_dds_bench_{os.getpid()}'
-    bridge = Bridge(namespace)
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = rclpy.create_node('bridge_dds_bench_driver', namespace=namespace, context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
-                     reliability=ReliabilityPolicy.RELIABLE)
-    estimates = node.create_publisher(Odometry, 'estimate', qos)
-    references = node.create_publisher(Odometry, 'reference', qos)
-    received = {'assessments': 0, 'outcomes': 0}
-    node.create_subscription(BeliefSelfAssessment, 'self_assessment/raw',
-                             lambda _: received.__setitem__('assessments',
-                                                            received['assessments'] + 1), qos)
-    node.create_subscription(PredictionOutcome, 'prediction_outcome',
-                             lambda _: received.__setitem__('outcomes', received['outcomes'] + 1),
-                             qos)
+    def __init__(self, context, namespace, target):
+        from diagnostic_msgs.msg import DiagnosticArray
+        from nav_msgs.msg import Odometry
+        from project_ghost_feedback_msgs.msg import BeliefSelfAssessment, PredictionOutcome
+        import rclpy
+        from rclpy.experimental import EventsExecutor
+        from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-    def spin_until(condition, what, timeout=60.0):
+        self.namespace, self.target = namespace, target
+        self.node = rclpy.create_node('bridge_dds_bench_driver', namespace=namespace,
+                                      context=context)
+        # The driver shares the 2 cores with the node under test: the cheapest executor.
+        self.executor = EventsExecutor(context=context)
+        self.executor.add_node(self.node)
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                         reliability=ReliabilityPolicy.RELIABLE)
+        self.estimates = self.node.create_publisher(Odometry, 'estimate', qos)
+        self.references = self.node.create_publisher(Odometry, 'reference', qos)
+        self.received = {'assessments': 0, 'outcomes': 0}
+        self.status = {}
+        self.node.create_subscription(BeliefSelfAssessment, 'self_assessment/raw',
+                                      lambda _: self._count('assessments'), qos)
+        self.node.create_subscription(PredictionOutcome, 'prediction_outcome',
+                                      lambda _: self._count('outcomes'), qos)
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
+        self.reference = _odometry(Odometry, 0, 0.0, 0.0)
+        self.estimate = _odometry(Odometry, 0, 0.05, 0.01)
+        self.stamp_ns = NS_PER_S
+
+    def _count(self, key):
+        self.received[key] += 1
+
+    def _on_diagnostics(self, array):
+        for status in array.status:
+            if status.hardware_id == f'{self.namespace}/outcome_bridge':
+                self.status = {kv.key: kv.value for kv in status.values}
+
+    def spin_until(self, condition, what, timeout=120.0):
         deadline = time.monotonic() + timeout
         while not condition():
-            bridge.check_alive()
+            self.target.check_alive()
             if time.monotonic() > deadline:
-                raise RuntimeError(f'timed out waiting for {what}: {received}')
-            executor.spin_once(timeout_sec=0.001)
+                raise RuntimeError(f'timed out waiting for {what}: {self.received}')
+            self.executor.spin_once(timeout_sec=0.001)
 
-    try:
-        spin_until(lambda: (estimates.get_subscription_count() >= 1
-                            and references.get_subscription_count() >= 1
-                            and node.count_publishers(f'{namespace}/self_assessment/raw') >= 1
-                            and node.count_publishers(f'{namespace}/prediction_outcome') >= 1),
-                   'the bridge to match', timeout=30.0)
-        stamp_ns = NS_PER_S
-        step_ns = NS_PER_S // 100   # 100 Hz stamps; the rate itself is set by flow control
-        # Warm-up (also proves the data path): 200 pairs, one at a time.
-        for _ in range(200):
-            references.publish(_odometry(Odometry, stamp_ns, 0.0, 0.0))
-            estimates.publish(_odometry(Odometry, stamp_ns, 0.05, 0.01))
-            stamp_ns += step_ns
-            sent = received['assessments'] + 1
-            spin_until(lambda: received['assessments'] >= sent, 'a warm-up assessment')
-        base_assessments, base_outcomes = received['assessments'], received['outcomes']
-        reference = _odometry(Odometry, 0, 0.0, 0.0)
-        estimate = _odometry(Odometry, 0, 0.05, 0.01)
-        cpu0, start = bridge.cpu_s(), time.perf_counter()
+    def send_pair(self):
+        for msg in (self.reference, self.estimate):
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(self.stamp_ns, NS_PER_S)
+        self.references.publish(self.reference)
+        self.estimates.publish(self.estimate)
+        self.stamp_ns += NS_PER_S // 1000
+
+    def connect(self):
+        """Wait for the match, then send pairs until one comes back (best-effort inputs)."""
+        self.spin_until(lambda: (self.estimates.get_subscription_count() >= 1
+                                 and self.references.get_subscription_count() >= 1
+                                 and self.node.count_publishers(
+                                     f'{self.namespace}/self_assessment/raw') >= 1),
+                        'the match', timeout=60.0)
+        last = 0.0
+
+        def answered():
+            nonlocal last
+            if time.monotonic() - last > 0.1:
+                self.send_pair()
+                last = time.monotonic()
+            return self.received['assessments'] > 0
+
+        self.spin_until(answered, 'a first answer', timeout=60.0)
+
+    def flow(self, pairs, in_flight):
+        """Send ``pairs`` pairs, at most ``in_flight`` ahead; return (pairs/s, CPU us/pair)."""
+        for _ in range(200):   # warm-up, one at a time
+            sent = self.received['assessments'] + 1
+            self.send_pair()
+            self.spin_until(lambda: self.received['assessments'] >= sent, 'a warm-up answer')
+        base = self.received['assessments']
+        cpu0, start = self.target.cpu_s(), time.perf_counter()
         for index in range(pairs):
-            for msg in (reference, estimate):
-                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, NS_PER_S)
-            references.publish(reference)
-            estimates.publish(estimate)
-            stamp_ns += step_ns
-            executor.spin_once(timeout_sec=0)
-            while index + 1 - (received['assessments'] - base_assessments) > in_flight:
-                executor.spin_once(timeout_sec=0.001)
-        spin_until(lambda: received['assessments'] - base_assessments >= pairs, 'the last output')
-        elapsed, cpu = time.perf_counter() - start, bridge.cpu_s() - cpu0
-        spin_until(lambda: received['outcomes'] - base_outcomes >= pairs, 'the last outcome',
-                   timeout=10.0)
-        outcomes = received['outcomes'] - base_outcomes
+            self.send_pair()
+            self.executor.spin_once(timeout_sec=0)
+            while index + 1 - (self.received['assessments'] - base) > in_flight:
+                self.executor.spin_once(timeout_sec=0.001)
+        self.spin_until(lambda: self.received['assessments'] - base >= pairs, 'the last answer')
+        elapsed, cpu = time.perf_counter() - start, self.target.cpu_s() - cpu0
+        return pairs / elapsed, cpu / pairs * 1e6
+
+    def fixed_rate(self, rate_hz, duration_s):
+        """Send pairs open loop at ``rate_hz`` for ``duration_s``; return the figures."""
+        quiet_until = time.monotonic() + 2.0   # > 3 diagnostics periods: a status after the flow
+        self.spin_until(lambda: time.monotonic() > quiet_until, 'a quiet status')
+        sent0 = int(self.status.get('estimates_received', 0))
+        missed0 = int(self.status.get('estimate_messages_missed', 0))
+        received0 = dict(self.received)
+        period_ns = NS_PER_S // rate_hz
+        count = int(rate_hz * duration_s)
+        cpu0 = self.target.cpu_s()
+        start_ns = time.monotonic_ns()
+        late = 0
+        for index in range(count):
+            due = start_ns + index * period_ns
+            while time.monotonic_ns() < due:
+                self.executor.spin_once(timeout_sec=0)
+            if time.monotonic_ns() - due > 10 * period_ns:
+                late += 1
+            self.send_pair()
+        elapsed = (time.monotonic_ns() - start_ns) / NS_PER_S
+        cpu = self.target.cpu_s() - cpu0
+
+        def settled():
+            status = self.status
+            taken = (int(status.get('estimates_received', 0))
+                     + int(status.get('estimate_messages_missed', 0)))
+            return taken - sent0 - missed0 >= count and status.get('pending') == '0'
+
+        try:
+            self.spin_until(settled, 'the bridge to report every input', timeout=60.0)
+        except RuntimeError:
+            pass   # reported below as unaccounted
+        status = self.status
+        received = int(status.get('estimates_received', 0)) - sent0
+        missed = int(status.get('estimate_messages_missed', 0)) - missed0
+        return {
+            'sent': count, 'elapsed_s': elapsed, 'late_sends': late,
+            'received': received, 'missed': missed,
+            'lost_events': int(status.get('estimate_messages_lost', 0)),
+            'unaccounted_in_bridge': int(status.get('estimates_unaccounted', -1)),
+            'unaccounted': count - received - missed,
+            'dropped': int(status.get('dropped_total', 0)),
+            'outputs': self.received['assessments'] - received0['assessments'],
+            'cpu_us': cpu / count * 1e6,
+        }
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+
+
+def run(kind, args, executor='single_threaded', fixed_rate=False):
+    """Return the figures of one process under test."""
+    import rclpy
+
+    namespace = f'/bridge_dds_bench_{kind}_{executor}_{os.getpid()}'
+    target = Process(kind, namespace, executor)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    driver = Driver(context, namespace, target)
+    figures = {}
+    try:
+        driver.connect()
+        figures['rate'], figures['cpu_us'] = driver.flow(args.pairs, args.in_flight)
+        if fixed_rate:
+            figures['fixed'] = driver.fixed_rate(args.rate_hz, args.duration_s)
     finally:
-        executor.shutdown()
-        node.destroy_node()
+        driver.close()
         context.try_shutdown()
-        code = bridge.stop()
-    return pairs / elapsed, cpu / pairs * 1e6, outcomes, code
+        figures['exit_code'] = target.stop()
+    return figures
 
 
 def main(argv=None):
@@ -163,20 +309,47 @@ def main(argv=None):
     parser.add_argument('--pairs', type=int, default=20_000)
     parser.add_argument('--in-flight', type=int, default=50,
                         help='estimates sent ahead of the returned assessments (default 50)')
+    parser.add_argument('--rate-hz', type=int, default=1000)
+    parser.add_argument('--duration-s', type=float, default=60.0)
+    parser.add_argument('--executors', default='single_threaded,events',
+                        help='bridge executors to measure (comma-separated)')
+    parser.add_argument('--serve-relay', metavar='NAMESPACE', help=argparse.SUPPRESS)
+    parser.add_argument('--relay-executor', default='single_threaded', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.serve_relay:
+        return serve_relay(args.serve_relay, args.relay_executor)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from bridge_bench import _bench_pairs
 
     pure = _bench_pairs(60.0)
-    rate, cpu_us, outcomes, code = run_dds(args.pairs, args.in_flight)
+    executors = args.executors.split(',')
+    relays = {name: run('relay', args, name) for name in executors}
+    bridges = {name: run('bridge', args, name, fixed_rate=(name == executors[0]))
+               for name in executors}
     load = os.getloadavg()[0]
-    print(f'bridge over DDS: {args.pairs} pairs, at most {args.in_flight} in flight, '
-          f'{os.cpu_count()} CPUs, load {load:.1f}')
-    print(f'  pure bridge path (this process):  {pure:>10,.0f} pairs/s ({1e6 / pure:.0f} us/pair)')
-    print(f'  outcome_bridge node over DDS:     {rate:>10,.0f} pairs/s = {rate / pure:.2f}x the '
-          f'pure path; bridge CPU {cpu_us:.0f} us/pair')
-    print(f'  outputs: {args.pairs} assessments, {outcomes} outcomes; bridge exit code {code}')
-    return 0 if code == 0 and outcomes == args.pairs else 1
+    print(f'bridge over DDS: {args.pairs} pairs flow-controlled, at most {args.in_flight} in '
+          f'flight; {os.cpu_count()} CPUs, load {load:.1f}')
+    print(f'  pure bridge path (this process):    {pure:>8,.0f} pairs/s ({1e6 / pure:.0f} us/pair)')
+    ok = True
+    for name in executors:
+        relay, bridge = relays[name], bridges[name]
+        print(f'  bare rclpy relay ({name + "):":<17} {relay["rate"]:>8,.0f} pairs/s, CPU '
+              f'{relay["cpu_us"]:.0f} us/pair')
+        print(f'  outcome_bridge ({name + "):":<18} {bridge["rate"]:>8,.0f} pairs/s = '
+              f'{bridge["rate"] / relay["rate"]:.2f}x the relay, CPU {bridge["cpu_us"]:.0f} '
+              f'us/pair; exit code {bridge["exit_code"]}')
+        ok = ok and relay['exit_code'] == 0 and bridge['exit_code'] == 0
+    fixed = bridges[executors[0]]['fixed']
+    print(f'  at {args.rate_hz} Hz for {args.duration_s:g} s ({executors[0]}): sent '
+          f'{fixed["sent"]} in {fixed["elapsed_s"]:.1f} s ({fixed["late_sends"]} sends >10 '
+          f'periods late), received {fixed["received"]}, missed (sequence gaps) '
+          f'{fixed["missed"]}, message_lost events {fixed["lost_events"]}, dropped '
+          f'{fixed["dropped"]}, assessments out {fixed["outputs"]}; unaccounted: '
+          f'{fixed["unaccounted"]} (sent - received - missed), '
+          f'{fixed["unaccounted_in_bridge"]} (received - paired - dropped - pending); bridge '
+          f'CPU {fixed["cpu_us"]:.0f} us/pair')
+    ok = ok and fixed['unaccounted'] == 0 and fixed['unaccounted_in_bridge'] == 0
+    return 0 if ok else 1
 
 
 if __name__ == '__main__':

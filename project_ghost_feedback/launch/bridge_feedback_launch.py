@@ -6,7 +6,8 @@ Usage (a ROS 2 install with this workspace sourced)::
     ros2 launch project_ghost_feedback bridge_feedback_launch.py \\
         estimate_topic:=/odometry/filtered reference_topic:=/ground_truth/odom
     ros2 launch project_ghost_feedback bridge_feedback_launch.py namespace:=robot1 \\
-        estimate_type:=pose_with_covariance reference_type:=pose use_sim_time:=true
+        estimate_type:=pose_with_covariance reference_type:=pose use_sim_time:=true \\
+        bridge_params_file:=my_bridge.yaml record:=true log_level:=debug
 
 Launch arguments:
 - ``estimate_topic`` (default ``/odometry/filtered``): the estimate, remapped onto the bridge's
@@ -16,59 +17,48 @@ Launch arguments:
 - ``namespace`` (default ``''``): both nodes' namespace. The bridge's outputs
   (``prediction_outcome``, ``self_assessment/raw``) are the feedback node's inputs by their
   relative names, so they meet in the namespace with no remapping.
-- ``bridge_params_file`` (default: none, the bridge's own defaults), ``params_file`` (default
-  the package's ``config/feedback.yaml``): the two nodes' parameters.
+- ``bridge_params_file`` (default the package's ``config/outcome_bridge.yaml``: every bridge
+  parameter, ``ignored_axes`` and ``transform.*`` included), ``params_file`` (default the
+  package's ``config/feedback.yaml``): the two nodes' parameters. ``estimate_type`` and
+  ``reference_type`` given here win over the file.
 - ``use_sim_time`` (default ``false``).
+- ``respawn`` (default ``false``): restart a node when it exits (both nodes).
+- ``log_level`` (default ``info``): both nodes' ROS log level.
+- ``record`` (default ``false``), ``bag_output``: record with ``ros2 bag record -s mcap`` the
+  feedback node's topics (the bridge's outputs and the calibrated output), as
+  ``feedback_launch.py`` does, which this file includes for the feedback node.
 
-Tested statically (``test/test_bridge_launch_static.py``): launch and launch_ros have no PyPI
-wheels, so this file is parsed, never imported.
+Tested statically (``test/test_bridge_launch_static.py``): parsed, never imported; and with the
+real ``ros2 launch`` by ``test/test_ros2_cli.py`` where launch / launch_ros are installed.
 """
 
 import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 PACKAGE = 'project_ghost_feedback'
 BRIDGE_EXECUTABLE = 'outcome_bridge'
 FEEDBACK_EXECUTABLE = 'feedback_node'
-CONFIG_FILE = os.path.join('config', 'feedback.yaml')
+BRIDGE_CONFIG_FILE = os.path.join('config', 'outcome_bridge.yaml')
+"""The bridge's parameters file, relative to the package's share directory."""
+FEEDBACK_LAUNCH = os.path.join('launch', 'feedback_launch.py')
+"""The feedback node's launch file (included: the node, its parameters, record)."""
 BRIDGE_INPUTS = ('estimate', 'reference')
 """The bridge's relative input names, remapped to estimate_topic and reference_topic."""
-
-
-def _nodes(context):
-    """Return the two nodes (OpaqueFunction: the bridge's parameters file is optional)."""
-    sim_time = {'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'),
-                                               value_type=bool)}
-    bridge_parameters = [{
-        'estimate_type': LaunchConfiguration('estimate_type'),
-        'reference_type': LaunchConfiguration('reference_type'),
-    }, sim_time]
-    bridge_params_file = LaunchConfiguration('bridge_params_file').perform(context)
-    if bridge_params_file:
-        bridge_parameters.insert(0, bridge_params_file)
-    return [
-        Node(
-            package=PACKAGE, executable=BRIDGE_EXECUTABLE, name='outcome_bridge',
-            namespace=LaunchConfiguration('namespace'), parameters=bridge_parameters,
-            remappings=[('estimate', LaunchConfiguration('estimate_topic')),
-                        ('reference', LaunchConfiguration('reference_topic'))],
-            output='screen'),
-        Node(
-            package=PACKAGE, executable=FEEDBACK_EXECUTABLE, name='feedback_node',
-            namespace=LaunchConfiguration('namespace'),
-            parameters=[LaunchConfiguration('params_file'), sim_time], output='screen'),
-    ]
+SHARED_ARGUMENTS = ('namespace', 'params_file', 'use_sim_time', 'respawn', 'record',
+                    'bag_output', 'log_level')
+"""Arguments passed on to feedback_launch.py as they are."""
 
 
 def generate_launch_description():
-    """Return the launch description: arguments, then the bridge and the feedback node."""
-    default_params_file = os.path.join(get_package_share_directory(PACKAGE), CONFIG_FILE)
+    """Return the launch description: arguments, the bridge, and feedback_launch.py."""
+    share = get_package_share_directory(PACKAGE)
     return LaunchDescription([
         DeclareLaunchArgument('estimate_topic', default_value='/odometry/filtered',
                               description='Estimate topic (remapped onto the bridge).'),
@@ -82,11 +72,41 @@ def generate_launch_description():
                               description='Reference message type.'),
         DeclareLaunchArgument('namespace', default_value='',
                               description='Namespace of both nodes.'),
-        DeclareLaunchArgument('bridge_params_file', default_value='',
-                              description="ROS parameters file of the bridge ('' for none)."),
-        DeclareLaunchArgument('params_file', default_value=default_params_file,
+        DeclareLaunchArgument('bridge_params_file',
+                              default_value=os.path.join(share, BRIDGE_CONFIG_FILE),
+                              description='ROS parameters file of the bridge.'),
+        DeclareLaunchArgument('params_file',
+                              default_value=os.path.join(share, 'config', 'feedback.yaml'),
                               description='ROS parameters file of the feedback node.'),
         DeclareLaunchArgument('use_sim_time', default_value='false', choices=['true', 'false'],
                               description='Use /clock as the node clocks.'),
-        OpaqueFunction(function=_nodes),
+        DeclareLaunchArgument('respawn', default_value='false', choices=['true', 'false'],
+                              description='Restart a node when it exits.'),
+        DeclareLaunchArgument('log_level', default_value='info',
+                              choices=['debug', 'info', 'warn', 'error', 'fatal'],
+                              description='ROS log level of both nodes.'),
+        DeclareLaunchArgument('record', default_value='false', choices=['true', 'false'],
+                              description="Also record the feedback node's topics with ros2 bag "
+                              '(MCAP).'),
+        DeclareLaunchArgument('bag_output', default_value='',
+                              description="Bag directory for record:=true ('' lets ros2 bag "
+                              'name it).'),
+        Node(
+            package=PACKAGE, executable=BRIDGE_EXECUTABLE, name='outcome_bridge',
+            namespace=LaunchConfiguration('namespace'),
+            parameters=[
+                LaunchConfiguration('bridge_params_file'),
+                {'estimate_type': LaunchConfiguration('estimate_type'),
+                 'reference_type': LaunchConfiguration('reference_type'),
+                 'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'),
+                                                value_type=bool)},
+            ],
+            remappings=[(name, LaunchConfiguration(f'{name}_topic')) for name in BRIDGE_INPUTS],
+            respawn=PythonExpression(["'", LaunchConfiguration('respawn'), "' == 'true'"]),
+            respawn_delay=1.0,
+            ros_arguments=['--log-level', LaunchConfiguration('log_level')],
+            output='screen'),
+        IncludeLaunchDescription(
+            PythonLaunchDescriptionSource(os.path.join(share, FEEDBACK_LAUNCH)),
+            launch_arguments=[(name, LaunchConfiguration(name)) for name in SHARED_ARGUMENTS]),
     ])

@@ -17,6 +17,7 @@ Launch arguments:
 - ``use_sim_time`` (default ``false``): take time from ``/clock``.
 - ``respawn`` (default ``false``): restart the node when it exits; set ``telemetry_dir`` in the
   params file so each run records a new timestamped bag.
+- ``log_level`` (default ``info``): the node's ROS log level.
 - ``record`` (default ``false``): ``true`` also starts ``ros2 bag record -s mcap`` of the node's
   two inputs and its output, resolved in ``namespace``, with ``--topics`` (rosbag2 0.26.4 or later
   on Jazzy). Without rosbag2 installed it logs one error line; the node runs on.
@@ -115,6 +116,9 @@ def generate_launch_description():
             description='Restart the node when it exits (with telemetry_dir it records a new '
             'timestamped bag each time).'),
         DeclareLaunchArgument(
+            'log_level', default_value='info', choices=['debug', 'info', 'warn', 'error', 'fatal'],
+            description="The node's ROS log level."),
+        DeclareLaunchArgument(
             'record', default_value='false', choices=['true', 'false'],
             description='Also record the node inputs and output with ros2 bag (MCAP).'),
         DeclareLaunchArgument(
@@ -129,6 +133,7 @@ def generate_launch_description():
                 (topic, LaunchConfiguration(argument)) for argument, topic in TOPICS.items()],
             respawn=PythonExpression(["'", LaunchConfiguration('respawn'), "' == 'true'"]),
             respawn_delay=1.0,
+            ros_arguments=['--log-level', LaunchConfiguration('log_level')],
             parameters=[
                 LaunchConfiguration('params_file'),
                 {'use_sim_time': ParameterValue(

@@ -8,7 +8,7 @@ every test that needs neither DDS nor a subprocess: a test that initialises rclp
 process is skipped at that call, with the reason, so the fast tier can never silently include
 one. ``make test`` runs everything (CI).
 
-Fixtures: ``ros_context`` (a private, initialised ``rclpy.Context``, shut down after the test) and
+Fixtures: ``rclpy_context`` (a private, initialised ``rclpy.Context``, shut down afterwards) and
 the contract factories ``outcome`` and ``raw`` (valid contracts from a stamp and a distance).
 """
 
@@ -76,7 +76,7 @@ def _fast_tier_guard(monkeypatch):
 
 
 @pytest.fixture
-def ros_context():
+def rclpy_context():
     """Return a private, initialised rclpy Context; shut down after the test."""
     import rclpy
 

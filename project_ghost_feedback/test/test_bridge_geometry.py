@@ -6,14 +6,21 @@ import math
 import numpy as np
 import pytest
 
-from project_ghost_feedback.bridge.belief_claim import claim_levels, ClaimThresholds
+from project_ghost_feedback.bridge.belief_claim import (
+    claim_levels,
+    ClaimThresholds,
+    largest_eigenvalue3,
+)
 from project_ghost_feedback.bridge.decorrelation import OutcomePacer
 from project_ghost_feedback.bridge.geometry import (
     covariance_6x6,
     FixedTransform,
+    covariance_refusal,
     mahalanobis,
     pose_error,
     quaternion_from_rotation_vector,
+    quaternion_multiply,
+    quaternion_refusal,
     quaternion_to_matrix,
     rotation_vector,
 )
@@ -252,3 +259,61 @@ def test_pacer_white_noise_emits_nearly_everything():
     pacer = OutcomePacer(min_interval_ns=0, alpha=0.005)
     emitted = sum(pacer.offer(i * 10, float(rng.chisquare(3)), 0.0) for i in range(5000))
     assert emitted > 5000 * 0.6
+
+
+def _eigen_distance(error, covariance):
+    """Return the eigen-decomposition distance (no fast path), for comparison."""
+    eigenvalues, vectors = np.linalg.eigh(covariance)
+    return math.sqrt(float(np.sum((vectors.T @ error) ** 2 / eigenvalues)))
+
+
+def test_closed_form_paths_agree_with_the_eigen_decomposition():
+    """The bridge's plain-float paths (distance, largest eigenvalue, pose error) equal numpy's."""
+    rng = np.random.default_rng(20261204)
+    for _ in range(2000):
+        root = rng.normal(size=(3, 3)) * rng.choice([1e-4, 1e-2, 1.0, 1e3])
+        covariance = root @ root.T + 1e-9 * np.eye(3)
+        error = rng.normal(size=3)
+        expected = _eigen_distance(error, covariance)
+        assert mahalanobis(error, covariance) == pytest.approx(expected, rel=1e-6)
+        largest = np.linalg.eigvalsh(covariance)[-1]
+        assert largest_eigenvalue3(covariance.tolist()) == pytest.approx(largest, rel=1e-9)
+    for _ in range(500):
+        q_est = rng.normal(size=4)
+        q_ref = rng.normal(size=4)
+        six = np.diag(rng.uniform(0.001, 1.0, size=6))
+        fast = pose_error((0, 0, 0), q_est, six, (1, 2, 3), q_ref)
+        q_est, q_ref = q_est / np.linalg.norm(q_est), q_ref / np.linalg.norm(q_ref)
+        expected = rotation_vector(quaternion_multiply(q_ref, [-q_est[0], -q_est[1], -q_est[2],
+                                                               q_est[3]]))
+        assert fast.orientation_error_rad == pytest.approx(tuple(expected), abs=1e-9)
+
+
+@pytest.mark.parametrize(('quaternion', 'reason'), [
+    ((0.0, 0.0, 0.0, 0.0), 'quaternion_zero'),
+    ((0.0, 0.0, 0.0, 5e-324), 'quaternion_zero'),
+    ((math.nan, 0.0, 0.0, 1.0), 'quaternion_not_finite'),
+    ((0.0, 0.0, 1e200, 1e200), 'quaternion_not_unit'),
+    ((0.0, 0.0, 0.0, 1.01), 'quaternion_not_unit'),
+])
+def test_quaternion_refusals(quaternion, reason):
+    """Zero, non-finite and far-from-unit quaternions are refused with their reason."""
+    assert quaternion_refusal(quaternion)[0] == reason
+    assert quaternion_refusal((0.0, 0.0, 0.0, 1.0005)) is None
+
+
+def test_covariance_refusals():
+    """Non-finite, negative variance, not PSD, all zero (unless allowed): refused by reason."""
+    good = np.diag([0.01] * 6)
+    assert covariance_refusal(good.reshape(-1))[1] is None
+    negative = good.copy()
+    negative[2, 2] = -0.01
+    not_psd = good.copy()
+    not_psd[0, 1] = not_psd[1, 0] = 0.05
+    nan = good.copy()
+    nan[5, 5] = math.nan
+    for matrix, reason in ((negative, 'covariance_negative_variance'),
+                           (not_psd, 'covariance_not_psd'), (nan, 'covariance_not_finite'),
+                           (np.zeros((6, 6)), 'covariance_all_zero')):
+        assert covariance_refusal(matrix.reshape(-1))[1][0] == reason
+    assert covariance_refusal([0.0] * 36, allow_all_zero=True) == (None, None)

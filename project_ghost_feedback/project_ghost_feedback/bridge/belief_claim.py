@@ -56,8 +56,31 @@ def worst(levels):
     return min(levels, default=SelfAssessmentLevel.UNKNOWN)  # levels order by confidence
 
 
+def largest_eigenvalue3(m):
+    """Return the largest eigenvalue of a symmetric 3x3 matrix (lists), in closed form.
+
+    The trigonometric solution of the characteristic cubic (Smith 1961), as numpy's eigvalsh
+    would give it to rounding; plain floats, no decomposition.
+    """
+    a, b, c = m[0][0], m[0][1], m[0][2]
+    d, f, g = m[1][1], m[1][2], m[2][2]
+    off = b * b + c * c + f * f
+    if off == 0.0:
+        return max(a, d, g)
+    q = (a + d + g) / 3.0
+    p = math.sqrt(((a - q) ** 2 + (d - q) ** 2 + (g - q) ** 2 + 2.0 * off) / 6.0)
+    ba, bd, bg = (a - q) / p, (d - q) / p, (g - q) / p
+    bb, bc, bf = b / p, c / p, f / p
+    r = 0.5 * (ba * (bd * bg - bf * bf) - bb * (bb * bg - bf * bc) + bc * (bb * bf - bd * bc))
+    phi = math.acos(min(max(r, -1.0), 1.0)) / 3.0
+    return q + 2.0 * p * math.cos(phi)
+
+
 def claim_levels(covariance, thresholds, ignored_axes=()):
     """Return ``(overall, {axis: level}, {block: level})`` for a 6x6 covariance."""
+    if not ignored_axes:
+        return _claim_levels_all_axes(
+            covariance.tolist() if hasattr(covariance, 'tolist') else covariance, thresholds)
     covariance = np.asarray(covariance, dtype=float).reshape(6, 6)
     axis_levels = {}
     block_levels = {}
@@ -71,4 +94,19 @@ def claim_levels(covariance, thresholds, ignored_axes=()):
             largest = float(np.linalg.eigvalsh(covariance[np.ix_(kept, kept)])[-1])
             block_levels[block] = level_of_std(
                 math.sqrt(max(largest, 0.0)), known_max, uncertain_max)
+    return worst(block_levels.values()), axis_levels, block_levels
+
+
+def _claim_levels_all_axes(rows, thresholds):
+    """:func:`claim_levels` with no ignored axis, in plain floats (the bridge's hot path)."""
+    axis_levels = {}
+    block_levels = {}
+    for block, offset in ((POSITION, 0), (ORIENTATION, 3)):
+        known_max, uncertain_max = thresholds.by_block[block]
+        for i in range(offset, offset + 3):
+            std = math.sqrt(max(float(rows[i][i]), 0.0))
+            axis_levels[AXES[i]] = level_of_std(std, known_max, uncertain_max)
+        sub = [row[offset:offset + 3] for row in rows[offset:offset + 3]]
+        largest = largest_eigenvalue3(sub)
+        block_levels[block] = level_of_std(math.sqrt(max(largest, 0.0)), known_max, uncertain_max)
     return worst(block_levels.values()), axis_levels, block_levels

@@ -33,6 +33,76 @@ REL_EIGEN_TOL = 1e-12
 DEFAULT_NULL_TOLERANCE = 1e-9
 # Eigenvalues more negative than this (relative to the largest) make a covariance invalid.
 NEGATIVE_EIGEN_TOL = 1e-9
+# An input quaternion whose norm differs from 1 by more than this is refused (not normalised).
+QUATERNION_NORM_TOLERANCE = 1e-3
+
+# Reasons :func:`quaternion_refusal` and :func:`covariance_refusal` give (counted by the bridge).
+QUATERNION_ZERO = 'quaternion_zero'
+QUATERNION_NOT_FINITE = 'quaternion_not_finite'
+QUATERNION_NOT_UNIT = 'quaternion_not_unit'
+POSITION_NOT_FINITE = 'position_not_finite'
+COVARIANCE_NOT_FINITE = 'covariance_not_finite'
+COVARIANCE_NEGATIVE_VARIANCE = 'covariance_negative_variance'
+COVARIANCE_NOT_PSD = 'covariance_not_psd'
+COVARIANCE_ALL_ZERO = 'covariance_all_zero'
+
+
+def position_refusal(position):
+    """Return ``(reason, detail)`` when a position ``(x, y, z)`` is unusable, else None."""
+    if not all(math.isfinite(v) for v in position):
+        return POSITION_NOT_FINITE, f'position {list(position)!r}'
+    return None
+
+
+def quaternion_refusal(quaternion, tolerance=QUATERNION_NORM_TOLERANCE):
+    """Return ``(reason, detail)`` when an input quaternion ``(x, y, z, w)`` is unusable, else None.
+
+    Checked in plain Python before any math: every component finite, not all zero, and a norm
+    within ``tolerance`` of 1 (a quaternion far from unit norm is a producer bug, not noise).
+    """
+    if not all(math.isfinite(v) for v in quaternion):
+        return QUATERNION_NOT_FINITE, f'quaternion {list(quaternion)!r}'
+    squared = sum(v * v for v in quaternion)
+    if squared == 0.0:
+        return QUATERNION_ZERO, f'quaternion {list(quaternion)!r}'
+    norm = math.sqrt(squared)
+    if not math.isfinite(norm) or abs(norm - 1.0) > tolerance:
+        return QUATERNION_NOT_UNIT, (f'quaternion norm {norm!r} differs from 1 by more than '
+                                     f'{tolerance:g}')
+    return None
+
+
+def covariance_refusal(values, allow_all_zero=False):
+    """Return ``(matrix, None)`` for a usable 6x6 covariance, or ``(None, (reason, detail))``.
+
+    Refused, in this order: a non-finite value; a negative variance (diagonal below
+    ``-NEGATIVE_EIGEN_TOL`` times the largest variance); not positive semi-definite (an eigenvalue
+    below ``-NEGATIVE_EIGEN_TOL * max|eigenvalue|``); all zero (an estimator claiming no error at
+    all; with ``allow_all_zero`` it is returned as ``None``, i.e. "no covariance", for a
+    reference). A slightly asymmetric input is symmetrised.
+    """
+    flat = np.asarray(values, dtype=float).reshape(-1)
+    if flat.size != 36:
+        return None, (COVARIANCE_NOT_FINITE, f'covariance has {flat.size} values, not 36')
+    if not np.isfinite(flat).all():
+        return None, (COVARIANCE_NOT_FINITE, 'covariance has a non-finite value')
+    if not flat.any():
+        if allow_all_zero:
+            return None, None
+        return None, (COVARIANCE_ALL_ZERO, 'covariance is all zero (no uncertainty claimed)')
+    diagonal = flat[::7]
+    if diagonal.min() < -NEGATIVE_EIGEN_TOL * max(float(diagonal.max()), ABS_EIGEN_TOL):
+        return None, (COVARIANCE_NEGATIVE_VARIANCE, f'variances {diagonal.tolist()!r}')
+    matrix = flat.reshape(6, 6)
+    matrix = 0.5 * (matrix + matrix.T)
+    eigenvalues = np.linalg.eigvalsh(matrix)
+    if not np.isfinite(eigenvalues).all():
+        return None, (COVARIANCE_NOT_FINITE, 'covariance eigenvalues overflow')
+    scale = max(float(np.max(np.abs(eigenvalues))), ABS_EIGEN_TOL)
+    if eigenvalues[0] < -NEGATIVE_EIGEN_TOL * scale:
+        return None, (COVARIANCE_NOT_PSD, f'eigenvalue {eigenvalues[0]:.3g} below '
+                                          f'-{NEGATIVE_EIGEN_TOL:g} x {scale:.3g}')
+    return matrix, None
 
 
 def unit_quaternion(quaternion):
@@ -117,6 +187,31 @@ def covariance_6x6(values):
     return matrix
 
 
+# The closed-form 3x3 path of :func:`mahalanobis` is taken only when the smallest eigenvalue is
+# provably above this fraction of the largest (1 / trace(S^-1) <= l_min, l_max <= trace(S)):
+# far from the null-space threshold, so it gives what the eigen path gives (to rounding).
+FAST_PATH_MIN_RATIO = 1e-6
+
+
+def _mahalanobis3(e, s):
+    """Return ``sqrt(e^T S^-1 e)`` for a well-conditioned 3x3 ``S`` (lists), else None."""
+    a, b, c = s[0][0], 0.5 * (s[0][1] + s[1][0]), 0.5 * (s[0][2] + s[2][0])
+    d, f, g = s[1][1], 0.5 * (s[1][2] + s[2][1]), s[2][2]
+    ca, cb, cc = d * g - f * f, c * f - b * g, b * f - c * d     # cofactors (adjugate)
+    cd, ce, cf = a * g - c * c, b * c - a * f, a * d - b * b
+    det = a * ca + b * cb + c * cc
+    trace = a + d + g
+    if not (det > 0.0 and trace > 0.0 and math.isfinite(det)):
+        return None
+    trace_inverse = (ca + cd + cf) / det
+    if not trace_inverse > 0.0 or 1.0 / trace_inverse <= FAST_PATH_MIN_RATIO * trace:
+        return None
+    x, y, z = e
+    squared = (ca * x * x + cd * y * y + cf * z * z
+               + 2.0 * (cb * x * y + cc * x * z + ce * y * z)) / det
+    return math.sqrt(squared) if squared > 0.0 else 0.0
+
+
 def mahalanobis(error, covariance, null_tolerance=DEFAULT_NULL_TOLERANCE):
     """Return the UNSQUARED Mahalanobis distance ``sqrt(e^T S^+ e)`` of ``error`` under ``S``.
 
@@ -128,8 +223,14 @@ def mahalanobis(error, covariance, null_tolerance=DEFAULT_NULL_TOLERANCE):
     - otherwise that component counts 0 and the distance is taken over the other directions
       (a zero covariance and an error within ``null_tolerance`` of zero give 0.0).
 
-    Negative eigenvalues within the tolerance count as zero.
+    Negative eigenvalues within the tolerance count as zero. A 3x3 ``S`` whose smallest
+    eigenvalue is provably far from that threshold takes a closed form (no decomposition).
     """
+    if len(error) == 3:
+        rows = covariance.tolist() if hasattr(covariance, 'tolist') else covariance
+        fast = _mahalanobis3([float(v) for v in error], rows)
+        if fast is not None:
+            return fast
     e = np.asarray(error, dtype=float).reshape(-1)
     s = np.asarray(covariance, dtype=float).reshape(e.size, e.size)
     eigenvalues, vectors = np.linalg.eigh(0.5 * (s + s.T))
@@ -213,6 +314,10 @@ def pose_error(estimate_position, estimate_quaternion, estimate_covariance,
     error vectors stay whole), e.g. ``('z', 'roll', 'pitch')`` for a planar estimator compared
     with a 3-D ground truth.
     """
+    if not ignored_axes:
+        return _pose_error_all_axes(
+            estimate_position, estimate_quaternion, estimate_covariance, reference_position,
+            reference_quaternion, reference_covariance, null_tolerance)
     position_error = (np.asarray(reference_position, dtype=float)
                       - np.asarray(estimate_position, dtype=float))
     q_est = unit_quaternion(estimate_quaternion)
@@ -230,3 +335,44 @@ def pose_error(estimate_position, estimate_quaternion, estimate_covariance,
     return PoseError(
         tuple(float(v) for v in position_error), tuple(float(v) for v in orientation_error),
         position_distance, orientation_distance)
+
+
+def _unit(q):
+    x, y, z, w = (float(v) for v in q)
+    norm = math.sqrt(x * x + y * y + z * z + w * w)
+    if not math.isfinite(norm) or norm < 1e-9:
+        raise ValueError(f'quaternion must be finite and non-zero, got {[x, y, z, w]!r}')
+    return x / norm, y / norm, z / norm, w / norm
+
+
+def _pose_error_all_axes(estimate_position, estimate_quaternion, estimate_covariance,
+                         reference_position, reference_quaternion, reference_covariance,
+                         null_tolerance):
+    """:func:`pose_error` with no ignored axis, in plain floats (the bridge's hot path)."""
+    position_error = tuple(float(r) - float(e)
+                           for r, e in zip(reference_position, estimate_position))
+    ex, ey, ez, ew = _unit(estimate_quaternion)
+    rx, ry, rz, rw = _unit(reference_quaternion)
+    # q = q_ref * conj(q_est), then its rotation vector (the shorter way).
+    qx = -rw * ex + rx * ew - ry * ez + rz * ey
+    qy = -rw * ey + rx * ez + ry * ew - rz * ex
+    qz = -rw * ez - rx * ey + ry * ex + rz * ew
+    qw = rw * ew + rx * ex + ry * ey + rz * ez
+    if qw < 0.0:
+        qx, qy, qz, qw = -qx, -qy, -qz, -qw
+    sin_half = math.sqrt(qx * qx + qy * qy + qz * qz)
+    if sin_half < 1e-12:
+        orientation_error = (2.0 * qx, 2.0 * qy, 2.0 * qz)
+    else:
+        scale = 2.0 * math.atan2(sin_half, qw) / sin_half
+        orientation_error = (qx * scale, qy * scale, qz * scale)
+    covariance = np.asarray(estimate_covariance, dtype=float)
+    if reference_covariance is not None:
+        covariance = covariance + np.asarray(reference_covariance, dtype=float)
+    rows = covariance.tolist()
+    position_block = [row[:3] for row in rows[:3]]
+    orientation_block = [row[3:] for row in rows[3:]]
+    return PoseError(
+        position_error, orientation_error,
+        mahalanobis(position_error, position_block, null_tolerance),
+        mahalanobis(orientation_error, orientation_block, null_tolerance))

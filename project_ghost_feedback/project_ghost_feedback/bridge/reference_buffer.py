@@ -81,6 +81,14 @@ class ReferenceBuffer:
         self._stamps.clear()
         self._samples.clear()
 
+    def drop_newer_than(self, stamp_ns):
+        """Drop every sample stamped after ``stamp_ns`` (a timeline reset); return how many."""
+        index = bisect.bisect_right(self._stamps, stamp_ns)
+        dropped = len(self._stamps) - index
+        del self._stamps[index:]
+        del self._samples[index:]
+        return dropped
+
     def add(self, sample):
         """Insert ``sample`` in stamp order; a sample with an existing stamp replaces it.
 

@@ -66,27 +66,52 @@ def named_level_to_msg(named):
 
 def belief_to_msg(belief):
     """Return a BeliefSelfAssessment message for a BeliefSelfAssessment."""
-    msg = BeliefSelfAssessmentMsg(
-        overall_level=level_to_msg(belief.overall_level),
-        axis_levels=[named_level_to_msg(n) for n in belief.axis_levels],
-        block_levels=[named_level_to_msg(n) for n in belief.block_levels],
-        schema_version=MSG_SCHEMA_VERSION,
-    )
+    return fill_belief_msg(BeliefSelfAssessmentMsg(), belief)
+
+
+def fill_belief_msg(msg, belief, named_level_msg=named_level_to_msg):
+    """Set every field of the BeliefSelfAssessment message ``msg`` from ``belief``; return it.
+
+    ``named_level_msg(named)`` makes the NamedLevel messages; a caller publishing many messages
+    may pass one that returns cached messages (:class:`NamedLevelMessages`).
+    """
+    msg.overall_level = level_to_msg(belief.overall_level)
+    msg.axis_levels = [named_level_msg(n) for n in belief.axis_levels]
+    msg.block_levels = [named_level_msg(n) for n in belief.block_levels]
+    msg.schema_version = MSG_SCHEMA_VERSION
     fill_stamp(msg.header.stamp, belief.belief_stamp_sim_ns)
     msg.header.frame_id = belief.frame_id
     return msg
 
 
+class NamedLevelMessages:
+    """NamedLevel messages made once per (name, level) and reused (never mutated after)."""
+
+    def __init__(self):
+        self._made = {}
+
+    def __call__(self, named):
+        """Return the NamedLevel message of ``named``."""
+        key = (named.name, named.level)
+        msg = self._made.get(key)
+        if msg is None:
+            msg = self._made[key] = named_level_to_msg(named)
+        return msg
+
+
 def outcome_to_msg(outcome):
     """Return a PredictionOutcome message for a PredictionOutcome."""
-    msg = PredictionOutcomeMsg(
-        prediction_stamp=ns_to_stamp(outcome.prediction_stamp_sim_ns),
-        position_error_m=list(outcome.position_error_m),
-        orientation_error_rad=list(outcome.orientation_error_rad),
-        position_mahalanobis=outcome.position_mahalanobis,
-        orientation_mahalanobis=outcome.orientation_mahalanobis,
-        schema_version=MSG_SCHEMA_VERSION,
-    )
+    return fill_outcome_msg(PredictionOutcomeMsg(), outcome)
+
+
+def fill_outcome_msg(msg, outcome):
+    """Set every field of the PredictionOutcome message ``msg`` from ``outcome``; return it."""
+    fill_stamp(msg.prediction_stamp, outcome.prediction_stamp_sim_ns)
+    msg.position_error_m = outcome.position_error_m
+    msg.orientation_error_rad = outcome.orientation_error_rad
+    msg.position_mahalanobis = outcome.position_mahalanobis
+    msg.orientation_mahalanobis = outcome.orientation_mahalanobis
+    msg.schema_version = MSG_SCHEMA_VERSION
     fill_stamp(msg.header.stamp, outcome.observed_stamp_sim_ns)
     msg.header.frame_id = outcome.frame_id
     return msg

@@ -28,7 +28,7 @@ import datetime
 import pathlib
 import sys
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
@@ -39,7 +39,6 @@ from rclpy.clock import Clock, ClockType, JumpThreshold
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rcl_interfaces.msg import SetParametersResult
@@ -74,6 +73,13 @@ from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for mai
     validate,
 )
 from .input_accounting import is_negative_time_error, LogGate, SequenceGaps
+from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s users
+    cap_text,
+    diagnostic_array,
+    diagnostic_status,
+    make_executor,
+    refusal,
+)
 
 NODE_NAME = 'feedback_node'
 DIAGNOSTIC_TASK = 'calibration'
@@ -261,13 +267,13 @@ class FeedbackNode(Node):
     def _check_parameters(self, parameters):
         """On-set: validate the whole resulting set; apply nothing (see _apply_parameters)."""
         values = self._parameter_values()
-        for parameter in parameters:
-            if parameter.name in self._read_only:
-                return SetParametersResult(
-                    successful=False, reason=f'{parameter.name} is read-only (set it at start)')
-            values[parameter.name] = parameter.value
+        refused = refusal(self, parameters, values, self._read_only)
+        if refused is not None:
+            return SetParametersResult(successful=False, reason=refused)
+        values.update((p.name, p.value) for p in parameters if p.name in values)
         config = validate(values, self._policy_specs)
         if isinstance(config, str):
+            config = cap_text(config)
             self.get_logger().warning(f'parameter change refused: {config}')
             return SetParametersResult(successful=False, reason=config)
         self._pending_config = config
@@ -568,10 +574,7 @@ class FeedbackNode(Node):
             values[f'resets[{cause}]'] = count
         for reason, count in sorted(self.rejected.items()):
             values[f'rejected[{reason}]'] = count
-        return DiagnosticStatus(
-            level=level, name=self.diagnostic_name, message=message,
-            hardware_id=self.get_fully_qualified_name(),
-            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+        return diagnostic_status(self, DIAGNOSTIC_TASK, level, message, values)
 
     def _window_outcomes(self):
         """Return how many outcomes the last assessment was judged on, of max_history."""
@@ -581,9 +584,7 @@ class FeedbackNode(Node):
 
     def publish_diagnostics(self):
         """Publish one DiagnosticArray on /diagnostics."""
-        array = DiagnosticArray(status=[self.diagnostic_status()])
-        array.header.stamp = self.get_clock().now().to_msg()
-        self._diagnostics_publisher.publish(array)
+        self._diagnostics_publisher.publish(diagnostic_array(self, self.diagnostic_status()))
 
     def close(self):
         """Finish the telemetry bag, if recording (idempotent; main() calls it on shutdown)."""
@@ -620,18 +621,6 @@ def level_change(previous, calibrated):
                               f'{calibrated.adjustment_reason}')
     return levels, (OK, f'back to the raw level {levels[0].name} {at}: '
                         f'{calibrated.adjustment_reason}')
-
-
-def make_executor(name, context=None):
-    """Return the executor called ``name`` (see EXECUTORS) bound to ``context``.
-
-    A FeedbackNode must run on the executor its ``executor`` parameter names: it subscribes
-    with message-info callbacks except for ``events`` (which cannot call them on rclpy 7.1).
-    """
-    if name == 'events':
-        from rclpy.experimental import EventsExecutor
-        return EventsExecutor(context=context)
-    return SingleThreadedExecutor(context=context)
 
 
 def main(args=None):

@@ -13,13 +13,6 @@ Topic names are not parameters: remap ``prediction_outcome``, ``self_assessment/
 
 from dataclasses import dataclass
 
-from rcl_interfaces.msg import (
-    FloatingPointRange,
-    IntegerRange,
-    ParameterDescriptor,
-    ParameterType,
-)
-
 from ..core.feedback import (
     DEFAULT_MAX_HISTORY,
     DEFAULT_POLICY,
@@ -31,22 +24,9 @@ from ..core.feedback import (
 from ..core.feedback.parameter_docs import parameter_doc
 from ..core.loop import LoopConfig
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
+from .node_kit import descriptor, EXECUTORS, ParameterSpec  # noqa: F401 - re-exported
 
-EXECUTORS = ('single_threaded', 'events')
 DEFAULT_EXECUTOR = 'single_threaded'
-_MAX_INT = 2**31 - 1
-
-
-@dataclass(frozen=True)
-class ParameterSpec:
-    """One node parameter: default, meaning, and the rule its descriptor advertises."""
-
-    default: object
-    description: str
-    read_only: bool = False
-    integer_range: tuple = None
-    float_range: tuple = None
-    choices: tuple = None
 
 
 NODE_PARAMETERS = {
@@ -123,35 +103,6 @@ def policy_parameter_specs():
                 spec = ParameterSpec(default, spec.description, float_range=bounds)
             specs[f'{policy}.{field}'] = (policy, field, spec)
     return specs
-
-
-def _kind(default):
-    if isinstance(default, bool):
-        return ParameterType.PARAMETER_BOOL
-    if isinstance(default, int):
-        return ParameterType.PARAMETER_INTEGER
-    if isinstance(default, float):
-        return ParameterType.PARAMETER_DOUBLE
-    return ParameterType.PARAMETER_STRING
-
-
-def descriptor(name, spec):
-    """Return the ParameterDescriptor of a parameter: type, meaning, read-only, range, choices."""
-    result = ParameterDescriptor(
-        name=name, type=_kind(spec.default), description=spec.description,
-        read_only=spec.read_only)
-    if spec.integer_range is not None:
-        low, high = spec.integer_range
-        result.integer_range = [IntegerRange(from_value=low, to_value=min(high, _MAX_INT), step=1)]
-        result.additional_constraints = f'integer in [{low}, {high}]'
-    elif spec.float_range is not None:
-        low, high = spec.float_range
-        result.floating_point_range = [
-            FloatingPointRange(from_value=float(low), to_value=float(high), step=0.0)]
-        result.additional_constraints = f'in [{low}, {high}]'
-    if spec.choices is not None:
-        result.additional_constraints = f'one of: {", ".join(spec.choices)}'
-    return result
 
 
 @dataclass(frozen=True)

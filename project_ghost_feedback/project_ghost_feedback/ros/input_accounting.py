@@ -50,10 +50,11 @@ class SequenceGaps:
     late joiner with volatile durability was never owed it.
     """
 
-    __slots__ = ('missed', '_publisher_count', '_last')
+    __slots__ = ('missed', 'restarts', '_publisher_count', '_last')
 
     def __init__(self, publisher_count):
         self.missed = 0
+        self.restarts = 0   # numbers that did not go up: a new writer, or several interleaving
         self._publisher_count = publisher_count
         self._last = None
 
@@ -61,8 +62,11 @@ class SequenceGaps:
         """Take one message's info; return how many messages are missing before it."""
         number = info.get('publication_sequence_number') if info else None
         last, self._last = self._last, number
-        if number is None or last is None or number <= last + 1:
-            return 0   # no number, the first message, no gap, or a new writer
+        if number is None or last is None or number == last + 1:
+            return 0   # no number, the first message, or no gap
+        if number <= last:
+            self.restarts += 1
+            return 0   # a new writer (numbering restarts), or several writers interleaving
         if self._publisher_count() != 1:
             return 0   # numbers of several writers interleave: a gap means nothing
         missed = number - last - 1

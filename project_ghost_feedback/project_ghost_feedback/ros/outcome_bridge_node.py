@@ -14,7 +14,24 @@ bridge/geometry.py and docs/bridge.md.
 Estimates newer than the newest reference wait for a reference after them: while references
 keep arriving (a backlog being worked through, or a reference with latency) up to
 ``pending_capacity`` of them; once references stop, at most ``max_estimate_wait_s`` of estimate
-time. Nothing is paired with a stale reference. Drops are counted per reason on /diagnostics.
+time. Nothing is paired with a stale reference.
+
+Hardened for what real publishers send (docs/bridge.md):
+
+- every input is checked before any math: stamp, finite position, quaternion (zero, non-finite,
+  norm off 1 by more than 1e-3), covariance (non-finite, negative variance, not PSD within
+  1e-9 of its scale, all zero); refused inputs are counted by reason and publish nothing;
+- stamps further than ``time_jump_tolerance_s`` ahead of the node clock are refused
+  (``future_stamp``); stamps going back by more than it (a restarted estimator, a sim reset), or
+  a backward jump of the node clock, reset what is time-ordered beyond the new time;
+- every input is accounted for (received = paired or used + dropped by reason + pending), losses
+  in the middleware are counted (message_lost events, sequence gaps in the message info);
+- callback errors (also a message whose CDR does not deserialize) are counted and logged
+  throttled, and the bridge runs on;
+- inputs are BEST_EFFORT by default (they match reliable and best-effort publishers), with the
+  standard ``qos_overrides./<topic>.subscription.*`` parameters;
+- /diagnostics reports the worst of each period: publishers per input (none or several: WARN),
+  silence longer than ``stale_after_s`` (STALE), drops, resets, losses, incompatible QoS.
 
 Run it with ``ros2 run project_ghost_feedback outcome_bridge`` or ``outcome_bridge`` (venv).
 """
@@ -22,44 +39,63 @@ Run it with ``ros2 run project_ghost_feedback outcome_bridge`` or ``outcome_brid
 import collections
 import sys
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
+import numpy as np
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
 from rclpy.clock import Clock, ClockType, JumpThreshold
 from rclpy.duration import Duration
-from rclpy.exceptions import ParameterException
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rcl_interfaces.msg import (
-    FloatingPointRange,
-    IntegerRange,
-    ParameterDescriptor,
-    ParameterType,
-    SetParametersResult,
-)
+from rclpy.qos_overriding_options import QoSOverridingOptions
 
 from ..bridge.belief_claim import claim_levels, ClaimThresholds
 from ..bridge.decorrelation import OutcomePacer
-from ..bridge.geometry import AXES, axis_mask, covariance_6x6, FixedTransform, pose_error
+from ..bridge.geometry import (
+    AXES,
+    axis_mask,
+    covariance_refusal,
+    FixedTransform,
+    pose_error,
+    position_refusal,
+    quaternion_refusal,
+)
 from ..bridge.reference_buffer import AFTER_BUFFER, EMPTY, ReferenceBuffer, ReferenceSample
 from ..core import BeliefSelfAssessment, NamedLevel, PredictionOutcome
-from .conversions import belief_to_msg, outcome_to_msg
+from .calibration_status import ERROR, OK, PeriodStatus, STALE, WARN
+from .conversions import fill_belief_msg, fill_outcome_msg, NamedLevelMessages
+from .input_accounting import is_negative_time_error, LogGate, SequenceGaps
+from .node_kit import (
+    cap_text,
+    diagnostic_array,
+    diagnostic_status,
+    EXECUTORS,
+    make_executor,
+    NS_PER_S,
+    ParameterSet,
+    ParameterSpec,
+    stamp_to_ns,
+)
 from .node_main import run_node
 
 NODE_NAME = 'outcome_bridge'
 DIAGNOSTIC_TASK = 'outcome_bridge'
+ESTIMATE, REFERENCE = 'estimate', 'reference'
 ESTIMATE_TYPES = {'odometry': Odometry, 'pose_with_covariance': PoseWithCovarianceStamped}
 REFERENCE_TYPES = {
     'odometry': Odometry, 'pose': PoseStamped, 'pose_with_covariance': PoseWithCovarianceStamped}
-NS_PER_S = 1_000_000_000
 
-# Drop reasons (keys of ``dropped`` and of the /diagnostics values ``dropped[<reason>]``).
-DROP_INVALID_ESTIMATE = 'invalid_estimate'
-DROP_INVALID_REFERENCE = 'invalid_reference'
+# Drop reasons of estimates (keys of ``dropped``, /diagnostics ``dropped[<reason>]``) and of
+# references (``references_dropped``, ``references_dropped[<reason>]``). Refusals at intake
+# (bad stamp, pose or covariance, future stamp, not newer) publish nothing; an estimate dropped
+# later (no reference, gap, frame, overflow) still gets its assessment.
+DROP_BAD_STAMP = 'bad_stamp'
+DROP_FUTURE_STAMP = 'future_stamp'
 DROP_NOT_NEWER = 'estimate_not_newer'
 DROP_FRAME_MISMATCH = 'frame_mismatch'
 DROP_BEFORE_BUFFER = 'before_reference_buffer'
@@ -67,108 +103,96 @@ DROP_NO_REFERENCE_AFTER = 'no_reference_after'
 DROP_GAP = 'reference_gap'
 DROP_PENDING_OVERFLOW = 'pending_overflow'
 DROP_INVALID_OUTCOME = 'invalid_outcome'
-DROP_CLOCK_JUMP = 'clock_jump'
+DROP_TIME_RESET = 'time_reset'
+DROP_CALLBACK_ERROR = 'callback_error'
+DROP_TOO_OLD = 'older_than_full_buffer'
 _LOOKUP_DROPS = {'before_buffer': DROP_BEFORE_BUFFER, 'gap': DROP_GAP}
 
-_F = ParameterType.PARAMETER_DOUBLE
-_I = ParameterType.PARAMETER_INTEGER
-_B = ParameterType.PARAMETER_BOOL
-_S = ParameterType.PARAMETER_STRING
-_SA = ParameterType.PARAMETER_STRING_ARRAY
-_FA = ParameterType.PARAMETER_DOUBLE_ARRAY
-_MAX_INT = 2**31 - 1
+# Causes of a timeline reset (``resets[<cause>]``).
+RESET_CLOCK_JUMP = 'clock_jump'
+RESET_ESTIMATE_STAMPS = 'estimate_stamp_jump'
+RESET_REFERENCE_STAMPS = 'reference_stamp_jump'
 
-# name -> (default, type, range or None, read_only, description)
 PARAMETERS = {
-    'estimate_type': ('odometry', _S, None, True,
-                      f'Estimate message type: one of {sorted(ESTIMATE_TYPES)} (read-only).'),
-    'reference_type': ('odometry', _S, None, True,
-                       f'Reference message type: one of {sorted(REFERENCE_TYPES)} (read-only).'),
-    'input_qos_depth': (
-        1000, _I, (1, _MAX_INT), True,
-        'keep_last depth of the reliable input subscriptions, deep enough for a fast replay '
-        '(read-only).'),
-    'output_qos_depth': (1000, _I, (1, _MAX_INT), True,
-                         'keep_last depth of the reliable output publishers (read-only).'),
-    'reference_buffer_size': (
-        1000, _I, (2, 1_000_000), True,
-        'Reference samples kept for interpolation (read-only; at 100 Hz, 1000 is 10 s).'),
-    'pending_capacity': (
-        1000, _I, (1, 1_000_000), True,
-        'Estimates waiting for a reference after their stamp, at most (read-only).'),
-    'max_reference_gap_s': (
-        0.5, _F, (1e-6, 3600.0), False,
-        'Estimates between two references further apart than this are dropped (gap).'),
-    'max_estimate_wait_s': (
-        5.0, _F, (0.0, 3600.0), False,
-        'An estimate newer than every reference is dropped once estimates this much newer '
-        'arrived with no newer reference in between (estimate time).'),
-    'use_reference_covariance': (
-        True, _B, None, False, 'Add the reference covariance (if its type has one).'),
-    'ignored_axes': (
-        [''], _SA, None, False,
-        f'Axes left out of distances and claims, from {list(AXES)} (e.g. z, roll, pitch for a '
-        'planar estimator; [""] or [] for none).'),
-    'null_tolerance': (
-        1e-9, _F, (0.0, 1.0), False,
-        'An error component along a zero-variance direction above this gives distance +inf.'),
-    'position_known_max_std_m': (0.2, _F, (1e-9, 1e6), False,
-                                 'Position std at or below this: KNOWN.'),
-    'position_uncertain_max_std_m': (1.0, _F, (1e-9, 1e6), False,
-                                     'Position std at or below this: UNCERTAIN (else UNKNOWN).'),
-    'orientation_known_max_std_rad': (0.05, _F, (1e-9, 10.0), False,
-                                      'Orientation std at or below this: KNOWN.'),
-    'orientation_uncertain_max_std_rad': (
-        0.2, _F, (1e-9, 10.0), False, 'Orientation std at or below this: UNCERTAIN.'),
-    'decorrelation.adaptive': (
-        True, _B, None, False,
-        'Space outcomes by the online decorrelation time of d^2 (see docs/bridge.md).'),
-    'decorrelation.min_interval_s': (
-        0.0, _F, (0.0, 3600.0), False, 'Minimum estimate time between two emitted outcomes.'),
-    'decorrelation.max_interval_s': (
-        10.0, _F, (0.0, 3600.0), False, 'Upper bound of the adaptive interval.'),
-    'decorrelation.target_autocorrelation': (
-        0.1, _F, (1e-6, 0.999), False,
-        'Adaptive: emitted outcomes are spaced so their d^2 autocorrelation is about this.'),
-    'decorrelation.alpha': (
-        0.01, _F, (1e-6, 1.0), False,
-        'Forgetting factor of the autocorrelation estimate (horizon ~ 1/alpha samples).'),
-    'transform.enabled': (
-        False, _B, None, False,
-        'Map references in transform.from_frame_id into transform.to_frame_id first.'),
-    'transform.from_frame_id': ('', _S, None, False, 'Reference frame of the fixed transform.'),
-    'transform.to_frame_id': ('', _S, None, False, 'Estimate frame of the fixed transform.'),
-    'transform.translation_m': (
-        [0.0, 0.0, 0.0], _FA, None, False, 'p_to = R p_from + t: t, metres.'),
-    'transform.rotation_xyzw': (
-        [0.0, 0.0, 0.0, 1.0], _FA, None, False, 'p_to = R p_from + t: R as quaternion x y z w.'),
-    'diagnostics_period_s': (1.0, _F, (1e-3, 3600.0), False,
-                             'Period of /diagnostics, steady-clock seconds.'),
+    'estimate_type': ParameterSpec(
+        'odometry', 'Estimate message type (read-only).', read_only=True,
+        choices=tuple(sorted(ESTIMATE_TYPES))),
+    'reference_type': ParameterSpec(
+        'odometry', 'Reference message type (read-only).', read_only=True,
+        choices=tuple(sorted(REFERENCE_TYPES))),
+    'executor': ParameterSpec(
+        'single_threaded', "Executor used by main() (read-only): single_threaded is rclpy's "
+        'SingleThreadedExecutor; events is rclpy.experimental.EventsExecutor (faster; on Jazzy '
+        'it passes no message info, so no sequence-gap counting).', read_only=True,
+        choices=EXECUTORS),
+    'input_qos_depth': ParameterSpec(
+        1000, 'keep_last depth of the BEST_EFFORT input subscriptions (they match reliable and '
+        'best-effort publishers); qos_overrides./<topic>.subscription.{reliability,depth,history} '
+        'override it (read-only).', read_only=True, integer_range=(1, 100_000)),
+    'output_qos_depth': ParameterSpec(
+        1000, 'keep_last depth of the reliable output publishers (read-only).', read_only=True,
+        integer_range=(1, 100_000)),
+    'reference_buffer_size': ParameterSpec(
+        1000, 'Reference samples kept for interpolation (read-only; at 100 Hz, 1000 is 10 s).',
+        read_only=True, integer_range=(2, 1_000_000)),
+    'pending_capacity': ParameterSpec(
+        1000, 'Estimates waiting for a reference after their stamp, at most (read-only).',
+        read_only=True, integer_range=(1, 1_000_000)),
+    'max_reference_gap_s': ParameterSpec(
+        0.5, 'Estimates between two references further apart than this are dropped (gap).',
+        float_range=(1e-6, 3600.0)),
+    'max_estimate_wait_s': ParameterSpec(
+        5.0, 'An estimate newer than every reference is dropped once estimates this much newer '
+        'arrived with no newer reference in between (estimate time).', float_range=(0.0, 3600.0)),
+    'time_jump_tolerance_s': ParameterSpec(
+        5.0, 'Input stamps further than this ahead of the node clock are refused (future_stamp); '
+        'stamps going back by more than this (a restarted producer, a sim reset) reset the '
+        'pending estimates and the reference buffer. Seconds.', float_range=(0.001, 3600.0)),
+    'use_reference_covariance': ParameterSpec(
+        True, 'Add the reference covariance (if its type has one; all zero counts as none).'),
+    'ignored_axes': ParameterSpec(
+        [''], f'Axes left out of distances and claims, from {list(AXES)} (e.g. z, roll, pitch '
+        'for a planar estimator; [""] or [] for none).'),
+    'null_tolerance': ParameterSpec(
+        1e-9, 'An error component along a zero-variance direction above this gives distance '
+        '+inf.', float_range=(0.0, 1.0)),
+    'position_known_max_std_m': ParameterSpec(
+        0.2, 'Position std at or below this: KNOWN.', float_range=(1e-9, 1e6)),
+    'position_uncertain_max_std_m': ParameterSpec(
+        1.0, 'Position std at or below this: UNCERTAIN (else UNKNOWN).', float_range=(1e-9, 1e6)),
+    'orientation_known_max_std_rad': ParameterSpec(
+        0.05, 'Orientation std at or below this: KNOWN.', float_range=(1e-9, 10.0)),
+    'orientation_uncertain_max_std_rad': ParameterSpec(
+        0.2, 'Orientation std at or below this: UNCERTAIN.', float_range=(1e-9, 10.0)),
+    'decorrelation.adaptive': ParameterSpec(
+        True, 'Space outcomes by the online decorrelation time of d^2 (see docs/bridge.md).'),
+    'decorrelation.min_interval_s': ParameterSpec(
+        0.0, 'Minimum estimate time between two emitted outcomes.', float_range=(0.0, 3600.0)),
+    'decorrelation.max_interval_s': ParameterSpec(
+        10.0, 'Upper bound of the adaptive interval.', float_range=(0.0, 3600.0)),
+    'decorrelation.target_autocorrelation': ParameterSpec(
+        0.1, 'Adaptive: emitted outcomes are spaced so their d^2 autocorrelation is about this.',
+        float_range=(1e-6, 0.999)),
+    'decorrelation.alpha': ParameterSpec(
+        0.01, 'Forgetting factor of the autocorrelation estimate (horizon ~ 1/alpha samples).',
+        float_range=(1e-6, 1.0)),
+    'transform.enabled': ParameterSpec(
+        False, 'Map references in transform.from_frame_id into transform.to_frame_id first.'),
+    'transform.from_frame_id': ParameterSpec('', 'Reference frame of the fixed transform.'),
+    'transform.to_frame_id': ParameterSpec('', 'Estimate frame of the fixed transform.'),
+    'transform.translation_m': ParameterSpec(
+        [0.0, 0.0, 0.0], 'p_to = R p_from + t: t, metres.'),
+    'transform.rotation_xyzw': ParameterSpec(
+        [0.0, 0.0, 0.0, 1.0], 'p_to = R p_from + t: R as quaternion x y z w.'),
+    'diagnostics_period_s': ParameterSpec(
+        1.0, 'Period of /diagnostics, steady-clock seconds.', float_range=(1e-3, 3600.0)),
+    'stale_after_s': ParameterSpec(
+        5.0, 'STALE when an input brought no message for this long (steady time); WARN at once '
+        'when an input has no matched publisher, or more than one.', float_range=(0.01, 86_400.0)),
+    'reject_log_throttle_s': ParameterSpec(
+        1.0, 'Minimum seconds between two log lines of one kind (drops, resets, callback '
+        'errors).', float_range=(0.0, 3600.0)),
 }
-_READ_ONLY = frozenset(name for name, spec in PARAMETERS.items() if spec[3])
-
-
-def _descriptor(name):
-    default, kind, bounds, read_only, description = PARAMETERS[name]
-    descriptor = ParameterDescriptor(
-        name=name, type=kind, description=description, read_only=read_only)
-    if bounds is not None and kind == _I:
-        descriptor.integer_range = [IntegerRange(from_value=bounds[0], to_value=bounds[1],
-                                                 step=1)]
-    elif bounds is not None:
-        descriptor.floating_point_range = [
-            FloatingPointRange(from_value=bounds[0], to_value=bounds[1], step=0.0)]
-    return descriptor
-
-
-def stamp_ns(stamp):
-    """Return a builtin_interfaces/Time as integer nanoseconds (sec * 1e9 + nanosec)."""
-    return stamp.sec * NS_PER_S + stamp.nanosec
-
-
-def _pose_parts(pose):
-    p, q = pose.position, pose.orientation
-    return (p.x, p.y, p.z), (q.x, q.y, q.z, q.w)
 
 
 def _pose_with_covariance(msg):
@@ -180,12 +204,15 @@ def _pose_with_covariance(msg):
 
 def config_from(values):
     """Return a validated config dict from parameter values, or a reason string."""
-    if values['estimate_type'] not in ESTIMATE_TYPES:
-        return (f'estimate_type {values["estimate_type"]!r} is not one of '
-                f'{sorted(ESTIMATE_TYPES)}')
-    if values['reference_type'] not in REFERENCE_TYPES:
-        return (f'reference_type {values["reference_type"]!r} is not one of '
-                f'{sorted(REFERENCE_TYPES)}')
+    for name, types in (('estimate_type', ESTIMATE_TYPES), ('reference_type', REFERENCE_TYPES)):
+        if values[name] not in types:
+            return f'{name} {cap_text(repr(values[name]), 80)} is not one of {sorted(types)}'
+    if values['executor'] not in EXECUTORS:
+        return f'executor {cap_text(repr(values["executor"]), 80)} is not one of {EXECUTORS}'
+    for name, spec in PARAMETERS.items():
+        bounds = spec.integer_range or spec.float_range
+        if bounds is not None and not bounds[0] <= values[name] <= bounds[1]:
+            return f'{name} must be in [{bounds[0]}, {bounds[1]}], got {values[name]!r}'
     ignored = tuple(axis for axis in values['ignored_axes'] if axis)
     try:
         axis_mask(ignored)
@@ -206,10 +233,13 @@ def config_from(values):
                 return 'transform.translation_m must have 3 values'
             if len(values['transform.rotation_xyzw']) != 4:
                 return 'transform.rotation_xyzw must have 4 values'
+            refused = quaternion_refusal(values['transform.rotation_xyzw'])
+            if refused is not None:
+                return f'transform.rotation_xyzw: {refused[0]} ({refused[1]})'
             transform = FixedTransform(
                 values['transform.translation_m'], values['transform.rotation_xyzw'])
     except ValueError as error:
-        return str(error)
+        return cap_text(error)
     return {
         'ignored_axes': ignored, 'thresholds': thresholds, 'pacer': pacer,
         'transform': transform,
@@ -217,9 +247,12 @@ def config_from(values):
         'to_frame_id': values['transform.to_frame_id'],
         'max_reference_gap_ns': int(values['max_reference_gap_s'] * NS_PER_S),
         'max_estimate_wait_ns': int(values['max_estimate_wait_s'] * NS_PER_S),
+        'time_jump_tolerance_ns': int(values['time_jump_tolerance_s'] * NS_PER_S),
         'use_reference_covariance': values['use_reference_covariance'],
         'null_tolerance': values['null_tolerance'],
         'diagnostics_period_s': values['diagnostics_period_s'],
+        'stale_after_s': values['stale_after_s'],
+        'reject_log_throttle_s': values['reject_log_throttle_s'],
     }
 
 
@@ -234,37 +267,49 @@ class _Estimate:
         self.covariance = covariance
 
 
+class _Refused(Exception):
+    """An input refused at intake: ``reason`` (counted) and ``detail`` (logged, capped)."""
+
+    def __init__(self, reason, detail=''):
+        super().__init__(reason)
+        self.reason, self.detail = reason, detail
+
+
 class OutcomeBridge(Node):
     """Turn (estimate with covariance, reference) into PredictionOutcome + BeliefSelfAssessment."""
 
     def __init__(self, node_name=NODE_NAME, **kwargs):
         super().__init__(node_name, **kwargs)
         try:
-            for name, spec in PARAMETERS.items():
-                self.declare_parameter(name, spec[0], _descriptor(name))
-        except ParameterException as error:
+            self._parameter_set = ParameterSet(self, PARAMETERS, config_from, self._apply_config)
+        except ValueError:
             self.destroy_node()
-            raise ValueError(f'invalid parameters: {error}') from None
-        config = config_from(self._values())
-        if isinstance(config, str):
-            self.destroy_node()
-            raise ValueError(f'invalid parameters: {config}')
-        self._config = None
-        self._pacer = None
+            raise
+        config = self._config = self._parameter_set.config
+        self._pacer = config['pacer']
         self._buffer = ReferenceBuffer(
             self._param('reference_buffer_size'), config['max_reference_gap_ns'])
-        self._apply_config(config)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
-        self.add_post_set_parameters_callback(self._on_parameters_set)
 
         self.received = collections.Counter()
-        self.dropped = collections.Counter()
+        self.dropped = collections.Counter()             # estimates, by reason
+        self.references_dropped = collections.Counter()  # references, by reason
+        self.references_used = 0
         self.paired = 0
         self.paced_out = 0
         self.outcomes_published = 0
         self.assessments_published = 0
+        self.resets = collections.Counter()
+        self.callback_errors = collections.Counter()
+        self.messages_lost = collections.Counter()       # the RMW's message_lost events
+        self.incompatible_qos = collections.Counter()
+        self.clock_rejected = 0
         self.last_drop_reason = ''
-        self._logged_once = set()
+        self.last_reset_reason = ''
+        self.last_callback_error = ''
+        self._resolved = 0    # estimates paired or dropped (accounting; see _on_estimate)
+        self._log_gates = collections.defaultdict(LogGate)
+        self._period = PeriodStatus()
+        self._period_counts = collections.Counter()
         self._pending = collections.deque()
         self._pending_capacity = self._param('pending_capacity')
         self._last_estimate_ns = None
@@ -274,34 +319,56 @@ class OutcomeBridge(Node):
         self._no_reference_since_ns = None
         self._reference_frame_id = None
 
-        input_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST,
-                               depth=self._param('input_qos_depth'),
-                               reliability=ReliabilityPolicy.RELIABLE)
+        depth = self._param('input_qos_depth')
+        input_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
+                               reliability=ReliabilityPolicy.BEST_EFFORT)
         output_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST,
                                 depth=self._param('output_qos_depth'),
                                 reliability=ReliabilityPolicy.RELIABLE)
+        # One message per output, refilled per estimate: publish() serializes synchronously.
+        self._outcome_msg = PredictionOutcomeMsg()
+        self._assessment_msg = BeliefSelfAssessmentMsg()
+        self._named_level_msgs = NamedLevelMessages()
+        self._covariances = {ESTIMATE: (None, None), REFERENCE: (None, None)}
         self._outcome_publisher = self.create_publisher(
             PredictionOutcomeMsg, 'prediction_outcome', output_qos)
         self._assessment_publisher = self.create_publisher(
             BeliefSelfAssessmentMsg, 'self_assessment/raw', output_qos)
         self._diagnostics_publisher = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self._reference_subscription = self.create_subscription(
-            REFERENCE_TYPES[self._param('reference_type')], 'reference', self._on_reference,
-            input_qos)
-        self._estimate_subscription = self.create_subscription(
-            ESTIMATE_TYPES[self._param('estimate_type')], 'estimate', self._on_estimate,
-            input_qos)
-        self.clock_resets = 0
+        # rclpy 7.1's EventsExecutor cannot call a callback taking the message info.
+        self.message_info = self._param('executor') != 'events'
+        callbacks = {
+            REFERENCE: (self._on_reference_with_info, self._on_reference),
+            ESTIMATE: (self._on_estimate_with_info, self._on_estimate)}
+        types = {REFERENCE: REFERENCE_TYPES[self._param('reference_type')],
+                 ESTIMATE: ESTIMATE_TYPES[self._param('estimate_type')]}
+        self._input_subscriptions = {}
+        self._gaps = {}
+        for kind in (REFERENCE, ESTIMATE):
+            self._input_subscriptions[kind] = self.create_subscription(
+                types[kind], kind, callbacks[kind][0 if self.message_info else 1], input_qos,
+                event_callbacks=SubscriptionEventCallbacks(
+                    message_lost=lambda status, kind=kind: self._on_message_lost(kind, status),
+                    incompatible_qos=lambda status, kind=kind: self._on_incompatible_qos(
+                        kind, status)),
+                qos_overriding_options=QoSOverridingOptions.with_default_policies())
+            self._gaps[kind] = SequenceGaps(self._input_subscriptions[kind].get_publisher_count)
+        self._reference_subscription = self._input_subscriptions[REFERENCE]
+        self._estimate_subscription = self._input_subscriptions[ESTIMATE]
+        self._steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
+        start = self._steady_clock.now().nanoseconds
+        self._last_input_steady_ns = {REFERENCE: start, ESTIMATE: start}
+        self._received_at_tick = collections.Counter()
+        self._estimates_at_last_status = 0
         # A backward jump of the node clock (a simulator reset, a bag replayed again) restarts
-        # the stamps: forget everything time-ordered, or every new estimate is "not newer".
+        # the stamps: forget what is time-ordered and now lies in the future.
         self._jump_handle = self.get_clock().create_jump_callback(
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
                           on_clock_change=False),
             post_callback=self._on_clock_jump)
-        self._steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         self._diagnostics_timer = self.create_timer(
-            self._config['diagnostics_period_s'], self.publish_diagnostics,
-            clock=self._steady_clock)
+            config['diagnostics_period_s'], self.publish_diagnostics, clock=self._steady_clock)
+        self._parameter_set.watch()
         self.get_logger().info(
             f'outcome bridge ready: {self._estimate_subscription.topic_name} '
             f'({self._param("estimate_type")}) + {self._reference_subscription.topic_name} '
@@ -313,17 +380,17 @@ class OutcomeBridge(Node):
     def _param(self, name):
         return self.get_parameter(name).value
 
-    def _values(self):
-        return {name: self.get_parameter(name).value for name in PARAMETERS}
+    @property
+    def clock_resets(self):
+        """Timeline resets caused by a backward jump of the node clock."""
+        return self.resets[RESET_CLOCK_JUMP]
 
-    def _apply_config(self, config):
-        previous = self._config
+    def _apply_config(self, previous, config, parameters=()):
         self._config = config
-        if previous is None or self._pacer_settings(previous) != self._pacer_settings(config):
+        if self._pacer_settings(previous) != self._pacer_settings(config):
             self._pacer = config['pacer']
         self._buffer.max_gap_ns = config['max_reference_gap_ns']
-        if previous is not None and (
-                previous['diagnostics_period_s'] != config['diagnostics_period_s']):
+        if previous['diagnostics_period_s'] != config['diagnostics_period_s']:
             self.destroy_timer(self._diagnostics_timer)
             self._diagnostics_timer = self.create_timer(
                 config['diagnostics_period_s'], self.publish_diagnostics,
@@ -335,99 +402,235 @@ class OutcomeBridge(Node):
         return (pacer.min_interval_ns, pacer.max_interval_ns, pacer.adaptive,
                 pacer.target_autocorrelation, pacer.alpha)
 
-    def _on_set_parameters(self, parameters):
-        """Validate a change as a whole (read-only refused); applied after it is set."""
-        values = self._values()
-        for parameter in parameters:
-            if parameter.name in _READ_ONLY:
-                return SetParametersResult(
-                    successful=False, reason=f'{parameter.name} is read-only (set it at start)')
-            values[parameter.name] = parameter.value
-        config = config_from(values)
-        if isinstance(config, str):
-            self.get_logger().warning(f'parameter change rejected: {config}')
-            return SetParametersResult(successful=False, reason=config)
-        return SetParametersResult(successful=True)
+    # -- faults, losses, resets ---------------------------------------------------------------
 
-    def _on_parameters_set(self, parameters):
-        config = config_from(self._values())
-        if not isinstance(config, str):  # validated by _on_set_parameters already
-            self._apply_config(config)
-        self.get_logger().info(
-            'parameters changed: ' + ', '.join(f'{p.name}={p.value!r}' for p in parameters))
+    def _log(self, kind, level, text):
+        """Log ``text`` (capped) at most once per ``reject_log_throttle_s`` for each ``kind``."""
+        if self._log_gates[kind].open(self._config['reject_log_throttle_s']):
+            getattr(self.get_logger(), level)(cap_text(text, 400))
+
+    def note_callback_error(self, error):
+        """Count and log (throttled) an exception a callback or a take raised; run on.
+
+        run_node() hands it what the executor raises (e.g. a message whose CDR does not
+        deserialize); the bridge's own callbacks call it for anything they raise. A /clock
+        message with a negative time (rclpy's TimeSource raises) counts as a rejected clock.
+        """
+        if is_negative_time_error(error):
+            self.clock_rejected += 1
+            self._period.note(WARN, 'rejecting /clock messages with a negative time')
+            self._log('clock', 'warning', f'/clock message with a negative time rejected '
+                                          f'({self.clock_rejected} so far): {error}')
+            return
+        key = type(error).__name__
+        self.callback_errors[key] += 1
+        self.last_callback_error = cap_text(f'{key}: {error}')
+        self._period.note(ERROR, f'a callback raised {self.last_callback_error}')
+        self._log('callback_error', 'error',
+                  f'callback raised {key} ({sum(self.callback_errors.values())} so far), the '
+                  f'bridge runs on: {error}')
+
+    def _on_message_lost(self, kind, status):
+        self.messages_lost[kind] += status.total_count_change
+        self._period.note(WARN, f'{kind} messages lost in the middleware')
+
+    def _on_incompatible_qos(self, kind, status):
+        first = not self.incompatible_qos[kind]
+        self.incompatible_qos[kind] += status.total_count_change
+        self._period.note(WARN, f'a publisher on {kind} offers an incompatible QoS')
+        if first:
+            self.get_logger().warning(
+                f'{self._input_subscriptions[kind].topic_name}: a publisher offers a QoS '
+                f'incompatible with this subscription (policy {status.last_policy_kind}); its '
+                'messages never arrive. Match it, or set qos_overrides.<topic>.subscription.* '
+                '(logged once; counted as incompatible_qos on /diagnostics)')
+
+    def _note_gap(self, kind, info):
+        missed = self._gaps[kind].note(info)
+        if missed:
+            self._period.note(WARN, f'{kind} messages missing from the publication sequence '
+                                    '(input queue overflow or middleware loss)')
+
+    def _reset_timeline(self, cause, stamp_ns, detail):
+        """Forget what is time-ordered beyond ``stamp_ns`` + tolerance; count and log it."""
+        horizon = stamp_ns + self._config['time_jump_tolerance_ns']
+        kept = collections.deque()
+        for estimate in self._pending:
+            if estimate.stamp_ns > horizon:
+                self._drop(DROP_TIME_RESET, f'pending at the {cause} reset')
+            else:
+                kept.append(estimate)
+        self._pending = kept
+        self._buffer.drop_newer_than(horizon)
+        if self._last_estimate_ns is not None and self._last_estimate_ns > horizon:
+            self._last_estimate_ns = kept[-1].stamp_ns if kept else None
+        self._pacer.reset()
+        self._no_reference_since_ns = None
+        self.resets[cause] += 1
+        self.last_reset_reason = f'{cause}: {detail}'
+        self._period.note(WARN, f'time-ordered state reset ({cause}: {detail})')
+        self._log('reset', 'warning', f'reset ({cause}): {detail}; pending estimates and '
+                                      'reference samples beyond it dropped')
 
     def _on_clock_jump(self, jump):
-        """Reset the reference buffer, waiting estimates and the pacer on a backward jump."""
-        for estimate in self._pending:
-            self._drop(DROP_CLOCK_JUMP, f'pending at the jump ({estimate.stamp_ns} ns)')
-        self._pending.clear()
-        self._buffer.clear()
-        self._pacer.reset()
-        self._last_estimate_ns = None
-        self._no_reference_since_ns = None
-        self._reference_frame_id = None
-        self.clock_resets += 1
-        self.get_logger().warning(
-            f'clock jumped back by {-jump.delta.nanoseconds / NS_PER_S:.3f} s: reference buffer, '
-            'waiting estimates and decorrelation state reset')
+        """On a backward jump, reset if the state holds stamps now in the future.
+
+        When the inputs' stamps went back first (their reset already happened), the state holds
+        only stamps of the new timeline and nothing is reset twice.
+        """
+        if jump.delta.nanoseconds >= 0:
+            return
+        now_ns = self.get_clock().now().nanoseconds
+        horizon = now_ns + self._config['time_jump_tolerance_ns']
+        stamps = (self._buffer.newest_stamp_ns, self._last_estimate_ns,
+                  self._pending[-1].stamp_ns if self._pending else None)
+        if any(stamp is not None and stamp > horizon for stamp in stamps):
+            self._reset_timeline(
+                RESET_CLOCK_JUMP, now_ns,
+                f'node clock went back by {-jump.delta.nanoseconds / NS_PER_S:.3f} s')
+
+    def _intake(self, kind, msg, covariance_optional, use_covariance=True):
+        """Return ``(stamp_ns, position, quaternion, covariance)`` of an input, or _Refused.
+
+        Checked in this order, before any math: the stamp (normalised, not negative), the
+        position (finite), the quaternion, the covariance (when used; all zero is "none" when
+        ``covariance_optional``), then the stamp against the node clock (future_stamp).
+        """
+        try:
+            stamp = stamp_to_ns(msg.header.stamp, kind)
+        except ValueError as error:
+            raise _Refused(DROP_BAD_STAMP, str(error)) from None
+        if stamp < 0:
+            raise _Refused(DROP_BAD_STAMP, f'negative stamp {stamp} ns')
+        pose, covariance = _pose_with_covariance(msg)
+        p, q = pose.position, pose.orientation
+        position, quaternion = (p.x, p.y, p.z), (q.x, q.y, q.z, q.w)
+        refused = position_refusal(position) or quaternion_refusal(quaternion)
+        if refused is not None:
+            raise _Refused(*refused)
+        if not use_covariance:
+            covariance = None
+        if covariance is not None:
+            # Many producers repeat one covariance (a ground truth's, a converged filter's):
+            # the same 36 values are checked once.
+            key = np.asarray(covariance, dtype=float).tobytes()
+            last_key, checked = self._covariances[kind]
+            if key != last_key:
+                checked = covariance_refusal(covariance, allow_all_zero=covariance_optional)
+                self._covariances[kind] = (key, checked)
+            covariance, refused = checked
+            if refused is not None:
+                raise _Refused(*refused)
+        now_ns = self.get_clock().now().nanoseconds
+        tolerance = self._config['time_jump_tolerance_ns']
+        if now_ns > 0 and stamp > now_ns + tolerance:
+            raise _Refused(DROP_FUTURE_STAMP, f'{kind} stamp {stamp} ns is '
+                                              f'{(stamp - now_ns) / NS_PER_S:.3f} s ahead of the '
+                                              f'node clock (tolerance {tolerance / NS_PER_S:g} s)')
+        return stamp, position, quaternion, covariance
 
     # -- data path ----------------------------------------------------------------------------
 
     def _drop(self, reason, detail=''):
         self.dropped[reason] += 1
-        self.last_drop_reason = f'{reason}: {detail}' if detail else reason
-        if reason not in self._logged_once:
-            self._logged_once.add(reason)
-            self.get_logger().warning(
-                f'dropped an estimate ({reason}{": " + detail if detail else ""}); further '
-                f'drops of this kind are only counted (/diagnostics)')
+        self._resolved += 1
+        self.last_drop_reason = cap_text(f'{reason}: {detail}' if detail else reason)
+        self._period_counts[reason] += 1
+        self._period.note(WARN, f'estimates dropped ({reason})')
+        self._log('drop', 'warning',
+                  f'dropped an estimate ({self.last_drop_reason}); {sum(self.dropped.values())} '
+                  'dropped so far, by reason on /diagnostics')
+
+    def _drop_reference(self, reason, detail=''):
+        self.references_dropped[reason] += 1
+        self.last_drop_reason = cap_text(f'reference {reason}: {detail}' if detail else reason)
+        self._period.note(WARN, f'references dropped ({reason})')
+        self._log('drop_reference', 'warning',
+                  f'dropped a reference ({self.last_drop_reason}); '
+                  f'{sum(self.references_dropped.values())} dropped so far')
+
+    def _on_reference_with_info(self, msg, info):
+        self._note_gap(REFERENCE, info)
+        self._on_reference(msg)
 
     def _on_reference(self, msg):
-        self.received['reference'] += 1
-        pose, covariance = _pose_with_covariance(msg)
-        frame_id = msg.header.frame_id
+        self.received[REFERENCE] += 1
+        accounted = self.references_used + sum(self.references_dropped.values())
         try:
-            position, quaternion = _pose_parts(pose)
-            if covariance is not None and self._config['use_reference_covariance']:
-                covariance = covariance_6x6(covariance)
-            else:
-                covariance = None
-            transform = self._config['transform']
-            if transform is not None and frame_id == self._config['from_frame_id']:
-                position, quaternion, covariance = transform.apply(
-                    position, quaternion, covariance)
-                frame_id = self._config['to_frame_id']
-            sample = ReferenceSample(stamp_ns(msg.header.stamp), position, quaternion,
-                                     covariance)
-        except ValueError as error:
-            self.dropped[DROP_INVALID_REFERENCE] += 1
-            self.last_drop_reason = f'{DROP_INVALID_REFERENCE}: {error}'
+            self._take_reference(msg)
+        except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
+            self.note_callback_error(error)
+            if self.references_used + sum(self.references_dropped.values()) == accounted:
+                self._drop_reference(DROP_CALLBACK_ERROR, type(error).__name__)
+
+    def _take_reference(self, msg):
+        config = self._config
+        try:
+            stamp, position, quaternion, covariance = self._intake(
+                REFERENCE, msg, covariance_optional=True,
+                use_covariance=config['use_reference_covariance'])
+        except _Refused as refused:
+            self._drop_reference(refused.reason, refused.detail)
             return
+        newest = self._buffer.newest_stamp_ns
+        if newest is not None and stamp < newest - config['time_jump_tolerance_ns']:
+            self._reset_timeline(RESET_REFERENCE_STAMPS, stamp,
+                                 f'reference stamp went back by {(newest - stamp) / NS_PER_S:.3f}'
+                                 ' s (a restarted producer or a sim reset?)')
+            newest = self._buffer.newest_stamp_ns
+        frame_id = msg.header.frame_id
+        transform = config['transform']
+        if transform is not None and frame_id == config['from_frame_id']:
+            position, quaternion, covariance = transform.apply(position, quaternion, covariance)
+            frame_id = config['to_frame_id']
+        sample = ReferenceSample(stamp, position, quaternion, covariance)
         if self._reference_frame_id != frame_id:
             if self._reference_frame_id is not None:
                 self._buffer.clear()  # never interpolate across frames
+                newest = None
             self._reference_frame_id = frame_id
-        newest = self._buffer.newest_stamp_ns
-        if self._buffer.add(sample) and (newest is None or sample.stamp_ns > newest):
+        if not self._buffer.add(sample):
+            self._drop_reference(DROP_TOO_OLD, f'{stamp} ns')
+            return
+        self.references_used += 1
+        if newest is None or stamp > newest:
             self._no_reference_since_ns = None  # references are moving: estimates may wait
         self._resolve_pending()
 
+    def _on_estimate_with_info(self, msg, info):
+        self._note_gap(ESTIMATE, info)
+        self._on_estimate(msg)
+
     def _on_estimate(self, msg):
-        self.received['estimate'] += 1
-        pose, covariance = _pose_with_covariance(msg)
+        self.received[ESTIMATE] += 1
+        accounted = self._resolved + len(self._pending)
         try:
-            position, quaternion = _pose_parts(pose)
-            estimate = _Estimate(stamp_ns(msg.header.stamp), msg.header.frame_id, position,
-                                 quaternion, covariance_6x6(covariance))
-        except ValueError as error:
-            self._drop(DROP_INVALID_ESTIMATE, str(error))
+            self._take_estimate(msg)
+        except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
+            self.note_callback_error(error)
+            if self._resolved + len(self._pending) == accounted:
+                self._drop(DROP_CALLBACK_ERROR, type(error).__name__)
+
+    def _take_estimate(self, msg):
+        try:
+            stamp, position, quaternion, covariance = self._intake(
+                ESTIMATE, msg, covariance_optional=False)
+        except _Refused as refused:
+            self._drop(refused.reason, refused.detail)
             return
-        if self._last_estimate_ns is not None and estimate.stamp_ns <= self._last_estimate_ns:
-            self._drop(DROP_NOT_NEWER, f'{estimate.stamp_ns} <= {self._last_estimate_ns} ns')
-            return
-        self._last_estimate_ns = estimate.stamp_ns
+        last = self._last_estimate_ns
+        if last is not None and stamp <= last:
+            tolerance = self._config['time_jump_tolerance_ns']
+            if stamp >= last - tolerance:
+                self._drop(DROP_NOT_NEWER, f'{stamp} <= {last} ns')
+                return
+            self._reset_timeline(RESET_ESTIMATE_STAMPS, stamp,
+                                 f'estimate stamp went back by {(last - stamp) / NS_PER_S:.3f} s '
+                                 '(a restarted estimator or a sim reset?)')
+        estimate = _Estimate(stamp, msg.header.frame_id, position, quaternion, covariance)
+        self._last_estimate_ns = stamp
         if self._no_reference_since_ns is None:
-            self._no_reference_since_ns = estimate.stamp_ns
+            self._no_reference_since_ns = stamp
         if len(self._pending) >= self._pending_capacity:
             self._finish(self._pending.popleft(), None, DROP_PENDING_OVERFLOW)
         self._pending.append(estimate)
@@ -479,11 +682,6 @@ class OutcomeBridge(Node):
             estimate.position, estimate.quaternion, estimate.covariance,
             reference.position, reference.quaternion, reference.covariance,
             ignored_axes=config['ignored_axes'], null_tolerance=config['null_tolerance'])
-        self.paired += 1
-        if not self._pacer.offer(estimate.stamp_ns, error.position_mahalanobis,
-                                 error.orientation_mahalanobis):
-            self.paced_out += 1
-            return
         try:
             outcome = PredictionOutcome(
                 prediction_stamp_sim_ns=estimate.stamp_ns,
@@ -496,7 +694,14 @@ class OutcomeBridge(Node):
         except (TypeError, ValueError) as invalid:
             self._drop(DROP_INVALID_OUTCOME, str(invalid))
             return
-        self._outcome_publisher.publish(outcome_to_msg(outcome))
+        self.paired += 1
+        self._resolved += 1
+        self._period_counts['paired'] += 1
+        if not self._pacer.offer(estimate.stamp_ns, error.position_mahalanobis,
+                                 error.orientation_mahalanobis):
+            self.paced_out += 1
+            return
+        self._outcome_publisher.publish(fill_outcome_msg(self._outcome_msg, outcome))
         self.outcomes_published += 1
 
     def _publish_assessment(self, estimate):
@@ -509,57 +714,129 @@ class OutcomeBridge(Node):
                 block_levels=tuple(NamedLevel(name, level) for name, level in blocks.items()),
                 frame_id=estimate.frame_id)
         except (TypeError, ValueError) as invalid:
-            self.dropped['invalid_assessment'] += 1
-            self.last_drop_reason = f'invalid_assessment: {invalid}'
+            self.callback_errors['invalid_assessment'] += 1
+            self.last_callback_error = cap_text(f'invalid_assessment: {invalid}')
+            self._period.note(ERROR, 'an assessment failed its contract')
             return
-        self._assessment_publisher.publish(belief_to_msg(belief))
+        self._assessment_publisher.publish(
+            fill_belief_msg(self._assessment_msg, belief, self._named_level_msgs))
         self.assessments_published += 1
 
     # -- diagnostics --------------------------------------------------------------------------
 
+    def accounting(self):
+        """Return ``{input: messages received but in no bucket}`` (always 0 unless a bug).
+
+        Estimates: received = paired + dropped (by reason) + pending. References: received =
+        used (put in the buffer) + dropped (by reason).
+        """
+        return {
+            ESTIMATE: (self.received[ESTIMATE] - self.paired - sum(self.dropped.values())
+                       - len(self._pending)),
+            REFERENCE: (self.received[REFERENCE] - self.references_used
+                        - sum(self.references_dropped.values())),
+        }
+
+    def _note_inputs(self, steady_ns):
+        """Note the inputs' state this period: publishers matched, silence."""
+        publishers = {}
+        for kind, subscription in self._input_subscriptions.items():
+            count = publishers[kind] = subscription.get_publisher_count()
+            if self.received[kind] != self._received_at_tick[kind]:
+                self._received_at_tick[kind] = self.received[kind]
+                self._last_input_steady_ns[kind] = steady_ns
+            silent_s = (steady_ns - self._last_input_steady_ns[kind]) / NS_PER_S
+            if silent_s > self._config['stale_after_s']:
+                self._period.note(STALE, f'no {kind} received for {silent_s:.1f} s'
+                                         + (' (no publisher matched)' if count == 0 else ''))
+            if count == 0:
+                self._period.note(WARN, f'no publisher matched on {subscription.topic_name}')
+            elif not self.received[kind]:
+                self._period.note(WARN, f'no {kind} received yet')
+            elif count > 1:
+                self._period.note(WARN, f'{count} publishers on {subscription.topic_name}: '
+                                        'their streams mix')
+        return publishers
+
     def diagnostic_status(self):
-        """Return the bridge's DiagnosticStatus (ERROR on frame mismatch, WARN on other drops)."""
-        if self.dropped[DROP_FRAME_MISMATCH] and not self.paired:
-            level, message = DiagnosticStatus.ERROR, 'estimate and reference frames differ'
-        elif self.received['estimate'] and not self.paired:
-            level, message = DiagnosticStatus.WARN, 'no estimate paired with a reference yet'
-        elif sum(self.dropped.values()):
-            level, message = DiagnosticStatus.WARN, f'estimates dropped: {self.last_drop_reason}'
-        else:
-            level, message = DiagnosticStatus.OK, 'pairing estimates with references'
+        """Return the DiagnosticStatus of the period since the last call, and start a new one.
+
+        The worst of the period: STALE when an input brought nothing for ``stale_after_s``;
+        ERROR on a callback error, or when every estimate of the period met a frame mismatch;
+        WARN on drops, resets, losses, incompatible QoS, no publisher or several on an input, or
+        estimates received but none paired; else OK.
+        """
+        steady_ns = self._steady_clock.now().nanoseconds
+        publishers = self._note_inputs(steady_ns)
+        counts, self._period_counts = self._period_counts, collections.Counter()
+        if counts[DROP_FRAME_MISMATCH] and not counts['paired']:
+            self._period.note(ERROR, 'estimate and reference frames differ')
+        received = self.received[ESTIMATE] - self._estimates_at_last_status
+        self._estimates_at_last_status = self.received[ESTIMATE]
+        if received and not counts['paired']:
+            self._period.note(WARN, 'no estimate paired with a reference this period')
+        self._period.note(OK, 'pairing estimates with references')
+        level, message = self._period.take()
+        unaccounted = self.accounting()
         values = {
-            'estimates_received': self.received['estimate'],
-            'references_received': self.received['reference'],
+            'estimates_received': self.received[ESTIMATE],
+            'references_received': self.received[REFERENCE],
             'paired': self.paired,
             'outcomes_published': self.outcomes_published,
             'outcomes_paced_out': self.paced_out,
             'assessments_published': self.assessments_published,
             'dropped_total': sum(self.dropped.values()),
+            'references_used': self.references_used,
+            'references_dropped_total': sum(self.references_dropped.values()),
             'pending': len(self._pending),
+            'estimates_unaccounted': unaccounted[ESTIMATE],
+            'references_unaccounted': unaccounted[REFERENCE],
+            'estimate_publishers': publishers[ESTIMATE],
+            'reference_publishers': publishers[REFERENCE],
+            'estimate_messages_missed': self._gaps[ESTIMATE].missed,
+            'reference_messages_missed': self._gaps[REFERENCE].missed,
+            'estimate_messages_lost': self.messages_lost[ESTIMATE],
+            'reference_messages_lost': self.messages_lost[REFERENCE],
+            'estimate_sequence_restarts': self._gaps[ESTIMATE].restarts,
+            'reference_sequence_restarts': self._gaps[REFERENCE].restarts,
+            'estimate_incompatible_qos': self.incompatible_qos[ESTIMATE],
+            'reference_incompatible_qos': self.incompatible_qos[REFERENCE],
+            'message_info': self.message_info,
+            'resets_total': sum(self.resets.values()),
             'clock_resets': self.clock_resets,
+            'last_reset_reason': self.last_reset_reason,
+            'clock_rejected': self.clock_rejected,
+            'callback_errors_total': sum(self.callback_errors.values()),
+            'last_callback_error': self.last_callback_error,
             'reference_buffer_fill': f'{len(self._buffer)}/{self._buffer.capacity}',
             'reference_frame_id': self._reference_frame_id or '',
             'decorrelation_interval_s': f'{self._pacer.interval_ns / NS_PER_S:.3f}',
             'd2_lag1_autocorrelation': f'{self._pacer.autocorrelation:.3f}',
             'last_drop_reason': self.last_drop_reason,
         }
-        for reason, count in sorted(self.dropped.items()):
-            values[f'dropped[{reason}]'] = count
-        name = self.get_fully_qualified_name()
-        return DiagnosticStatus(
-            level=level, name=f'{name}: {DIAGNOSTIC_TASK}', message=message, hardware_id=name,
-            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+        for prefix, counter in (('dropped', self.dropped),
+                                ('references_dropped', self.references_dropped),
+                                ('resets', self.resets),
+                                ('callback_errors', self.callback_errors)):
+            for key, count in sorted(counter.items()):
+                values[f'{prefix}[{key}]'] = count
+        return diagnostic_status(self, DIAGNOSTIC_TASK, level, message, values)
 
     def publish_diagnostics(self):
         """Publish one DiagnosticArray on /diagnostics."""
-        array = DiagnosticArray(status=[self.diagnostic_status()])
-        array.header.stamp = self.get_clock().now().to_msg()
-        self._diagnostics_publisher.publish(array)
+        self._diagnostics_publisher.publish(diagnostic_array(self, self.diagnostic_status()))
 
 
 def main(args=None):
-    """Run the bridge until SIGINT or SIGTERM: exit 0; invalid start-up configuration: exit 2."""
-    return run_node(OutcomeBridge, NODE_NAME, args=args)
+    """Run the bridge until SIGINT or SIGTERM: exit 0; invalid start-up configuration: exit 2.
+
+    An exception raised while spinning (a message that does not deserialize, a bad /clock) is
+    counted on /diagnostics and the bridge runs on.
+    """
+    return run_node(
+        OutcomeBridge, NODE_NAME, args=args,
+        make_executor=lambda node: make_executor(node.get_parameter('executor').value),
+        on_error=lambda node, error: node.note_callback_error(error))
 
 
 if __name__ == '__main__':

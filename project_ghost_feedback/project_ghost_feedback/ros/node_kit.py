@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The plumbing both project nodes share: parameters, /diagnostics, stamps, capped text, executors.
+
+- :class:`ParameterSpec` + :func:`descriptor`: every parameter declared with a descriptor that
+  states its type, meaning, read-only flag and range or choices;
+- :class:`ParameterSet`: declares the specs, validates a change as a whole in the on-set callback
+  (undeclared names, the empty name included, and read-only ones refused; the reason and its log
+  line capped to :data:`MAX_TEXT` characters), applies the validated configuration in the
+  post-set callback;
+- :func:`diagnostic_status`: one DiagnosticStatus named ``<node fully qualified name>: <task>``
+  (diagnostic_updater's convention), hardware_id the node name, message and values capped;
+  :func:`diagnostic_array` wraps it with the node clock's stamp;
+- :func:`stamp_to_ns` / :func:`ns_to_stamp` / :func:`fill_stamp`: the one conversion between
+  integer nanoseconds and builtin_interfaces/Time, with one rule: ``nanosec`` must be below 10**9
+  (a ValueError otherwise, never silently carried into the next second);
+- :func:`cap_text`; :func:`make_executor` (the ``executor`` parameter's choices).
+"""
+
+from dataclasses import dataclass
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.exceptions import ParameterException
+from rclpy.executors import SingleThreadedExecutor
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    ParameterType,
+    SetParametersResult,
+)
+
+from ..msg_decoding import NS_PER_S, stamp_to_ns as _contract_stamp_to_ns
+from .conversions import fill_stamp, ns_to_stamp  # noqa: F401 - the kit's stamp conversion
+
+MAX_TEXT = 300
+"""Characters of a refusal reason, log line or /diagnostics value quoting a bad input, at most."""
+MAX_INT = 2**31 - 1
+EXECUTORS = ('single_threaded', 'events')
+
+
+def cap_text(text, limit=MAX_TEXT):
+    """Return ``str(text)`` cut to ``limit`` characters, saying how long it was when cut."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f'{text[:limit]}... ({len(text)} characters)'
+
+
+def stamp_to_ns(stamp, owner='message', field='header.stamp'):
+    """Return ``sec * 10**9 + nanosec`` of a Time message (nanosec >= 10**9: ValueError)."""
+    return _contract_stamp_to_ns(stamp, owner, field)
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """One node parameter: default, meaning, and the rule its descriptor advertises."""
+
+    default: object
+    description: str
+    read_only: bool = False
+    integer_range: tuple = None
+    float_range: tuple = None
+    choices: tuple = None
+
+
+def _kind(default):
+    if isinstance(default, bool):
+        return ParameterType.PARAMETER_BOOL
+    if isinstance(default, int):
+        return ParameterType.PARAMETER_INTEGER
+    if isinstance(default, float):
+        return ParameterType.PARAMETER_DOUBLE
+    if isinstance(default, (list, tuple)) and default and isinstance(default[0], float):
+        return ParameterType.PARAMETER_DOUBLE_ARRAY
+    if isinstance(default, (list, tuple)):
+        return ParameterType.PARAMETER_STRING_ARRAY
+    return ParameterType.PARAMETER_STRING
+
+
+def descriptor(name, spec):
+    """Return the ParameterDescriptor of a parameter: type, meaning, read-only, range, choices."""
+    result = ParameterDescriptor(
+        name=name, type=_kind(spec.default), description=spec.description,
+        read_only=spec.read_only)
+    if spec.integer_range is not None:
+        low, high = spec.integer_range
+        result.integer_range = [IntegerRange(from_value=low, to_value=min(high, MAX_INT), step=1)]
+        result.additional_constraints = f'integer in [{low}, {high}]'
+    elif spec.float_range is not None:
+        low, high = spec.float_range
+        result.floating_point_range = [
+            FloatingPointRange(from_value=float(low), to_value=float(high), step=0.0)]
+        result.additional_constraints = f'in [{low}, {high}]'
+    if spec.choices is not None:
+        result.additional_constraints = f'one of: {", ".join(spec.choices)}'
+    return result
+
+
+def refusal(node, parameters, names, read_only):
+    """Return why a change of ``parameters`` is refused by name, or None.
+
+    Refused: a name the node has not declared (the empty name included: rclpy lets it through to
+    the callbacks), and a name in ``read_only``. ``names`` are the specs' names; the node's other
+    declared parameters (``use_sim_time``, ``qos_overrides.*``) pass.
+    """
+    for parameter in parameters:
+        name = parameter.name
+        if not name or (name not in names and not node.has_parameter(name)):
+            return f'{cap_text(repr(name), 80)} is not a parameter of this node'
+        if name in read_only:
+            return f'{name} is read-only (set it at start)'
+    return None
+
+
+class ParameterSet:
+    """A node's parameters from specs: declared, validated as a whole on set, applied after set.
+
+    Call :meth:`watch` once the node has declared everything.
+    ``validate(values)`` returns a configuration object or a one-line reason (a str);
+    ``apply(old, new, parameters)`` is called in the post-set callback with the configuration the
+    on-set callback validated (never for a change that leaves it equal). ``error_type`` is raised
+    at construction for an invalid start-up set (run_node() exits 2 for a ValueError).
+    """
+
+    def __init__(self, node, specs, validate, apply, error_type=ValueError):
+        self._node = node
+        self._specs = dict(specs)
+        self._validate = validate
+        self._apply = apply
+        self.read_only = frozenset(n for n, s in self._specs.items() if s.read_only)
+        self._pending = None
+        try:
+            for name, spec in self._specs.items():
+                node.declare_parameter(name, spec.default, descriptor(name, spec))
+        except ParameterException as error:  # out of range or of the wrong type
+            raise error_type(f'invalid parameters: {cap_text(error)}') from None
+        config = validate(self.values())
+        if isinstance(config, str):
+            raise error_type(f'invalid parameters: {cap_text(config)}')
+        self.config = config
+
+    def watch(self):
+        """Install the on-set and post-set callbacks (after the node declared all it declares).
+
+        rclpy runs on-set callbacks for declarations too: a node that declares more after this
+        (``qos_overrides.*`` with a subscription) would see them refused as undeclared.
+        """
+        self._node.add_on_set_parameters_callback(self._check)
+        self._node.add_post_set_parameters_callback(self._applied)
+
+    def value(self, name):
+        """Return the current value of one parameter."""
+        return self._node.get_parameter(name).value
+
+    def values(self):
+        """Return ``{name: value}`` of every spec'd parameter."""
+        return {name: self._node.get_parameter(name).value for name in self._specs}
+
+    def _check(self, parameters):
+        """On-set: refuse by name, then validate the whole resulting set; apply nothing."""
+        reason = refusal(self._node, parameters, self._specs, self.read_only)
+        if reason is None:
+            values = self.values()
+            values.update((p.name, p.value) for p in parameters if p.name in values)
+            config = self._validate(values)
+            if isinstance(config, str):
+                reason = cap_text(config)
+            else:
+                self._pending = config
+        if reason is not None:
+            self._pending = None
+            self._node.get_logger().warning(f'parameter change refused: {reason}')
+            return SetParametersResult(successful=False, reason=reason)
+        return SetParametersResult(successful=True)
+
+    def _applied(self, parameters):
+        """Post-set: apply the configuration the on-set callback validated."""
+        config, self._pending = self._pending, None
+        if config is None or config == self.config:
+            return
+        old, self.config = self.config, config
+        self._apply(old, config, parameters)
+        self._node.get_logger().info(cap_text(
+            'parameters changed: ' + ', '.join(f'{p.name}={p.value!r}' for p in parameters)))
+
+
+def diagnostic_status(node, task, level, message, values):
+    """Return the DiagnosticStatus ``<node fully qualified name>: <task>`` (text capped)."""
+    name = node.get_fully_qualified_name()
+    return DiagnosticStatus(
+        level=level, name=f'{name}: {task}', message=cap_text(message), hardware_id=name,
+        values=[KeyValue(key=key, value=cap_text(value)) for key, value in values.items()])
+
+
+def diagnostic_array(node, *statuses):
+    """Return a DiagnosticArray of ``statuses`` stamped with the node clock."""
+    array = DiagnosticArray(status=list(statuses))
+    array.header.stamp = node.get_clock().now().to_msg()
+    return array
+
+
+def make_executor(name, context=None):
+    """Return the executor called ``name`` (one of EXECUTORS) bound to ``context``.
+
+    ``events`` is rclpy.experimental.EventsExecutor: faster, but on rclpy 7.1 it cannot call a
+    subscription callback that takes the message info (no sequence-gap counting with it).
+    """
+    if name == 'events':
+        from rclpy.experimental import EventsExecutor
+        return EventsExecutor(context=context)
+    return SingleThreadedExecutor(context=context)
+
+
+__all__ = [
+    'cap_text', 'descriptor', 'diagnostic_array', 'diagnostic_status', 'EXECUTORS',
+    'fill_stamp', 'make_executor', 'MAX_TEXT', 'NS_PER_S', 'ns_to_stamp', 'ParameterSet',
+    'ParameterSpec', 'refusal', 'stamp_to_ns',
+]
