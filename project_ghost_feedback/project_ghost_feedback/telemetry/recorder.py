@@ -17,7 +17,7 @@ from .adapters import (
     CalibratedSelfAssessmentToTelemetryAdapter,
     PredictionOutcomeToTelemetryAdapter,
 )
-from .bag_reader import readable_message_counts
+from .bag_limits import readable_message_counts
 from .msgdefs import MessageDefinitionError
 from .replay import (
     CUSTOM_CONFIG_CHANGES,
