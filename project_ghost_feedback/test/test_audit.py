@@ -134,7 +134,8 @@ def test_results_through_scheduler_address_equal_embedded(client, fleet):
     _, bags = fleet
     specs = _specs(POLICIES[:2])
     via_address = run_audit(bags[:2], specs, max_history=16,
-                            scheduler=client.scheduler.address, progress=False)
+                            scheduler=client.scheduler.address, progress=False,
+                            security=client.security)
     direct = [audit_bag(bag, specs, max_history=16) for bag in bags[:2]]
     assert via_address == direct
 
@@ -302,11 +303,12 @@ def test_cli_writes_json_and_report(client, fleet, tmp_path):
     (broken / 'broken.mcap').write_bytes(b'not an mcap file')
     out = tmp_path / 'audit.json'
     report = tmp_path / 'report'
+    assert client.scheduler.address.startswith('tls://')
     result = subprocess.run(
         CLI + ['audit', str(root), str(broken), '--policy', 'calibrated_exceedance',
                '--policy', 'mahalanobis_downgrade:downgrade_threshold=3',
                '--scheduler', client.scheduler.address, '--inject', '10@random', '--seed', '3',
-               '--json', str(out), '--report', str(report)],
+               '--json', str(out), '--report', str(report)] + _tls_options(client, tmp_path),
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 1, result.stderr  # one bag failed, the others were audited
     assert 'Traceback' not in result.stderr
@@ -331,6 +333,19 @@ def test_cli_writes_json_and_report(client, fleet, tmp_path):
     assert 'calibrated_exceedance' in page and str(broken) in page
     assert '<td>robot_faulty</td>' in page
     assert not re.search(r'(src|href)="(?!data:)', page)  # self-contained: nothing to fetch
+
+
+def _tls_options(client, directory):
+    """Write the cluster's temporary credentials to PEM files; return the --tls-* options."""
+    security = client.security
+    options = []
+    for option, pem in (('--tls-ca-file', security.tls_ca_file),
+                        ('--tls-cert', security.tls_client_cert),
+                        ('--tls-key', security.tls_client_key)):
+        path = directory / f'{option[2:]}.pem'
+        path.write_text(pem)
+        options += [option, str(path)]
+    return options
 
 
 def test_cli_usage_errors_are_one_line(tmp_path):
