@@ -212,17 +212,22 @@ def check_storage(path, metadata, limits=DEFAULT_LIMITS):
     storage = metadata['storage_identifier']
     for file_path in storage_paths(path, metadata):
         what = f'{path}: {file_path.name}'
-        with open(file_path, 'rb') as raw:
-            if mode == 'file':
-                stream = _file_stream(raw, limits, what)
-                if storage == 'mcap':
-                    _check_mcap(stream, mode, limits, what)
-                else:
-                    _drain(stream)
-            elif storage == 'mcap':
-                _check_mcap(raw, mode, limits, what)
-        if storage == 'sqlite3' and mode != 'file':
-            _check_sqlite(file_path, mode, limits, what)
+        try:
+            with open(file_path, 'rb') as raw:
+                if mode == 'file':
+                    stream = _file_stream(raw, limits, what)
+                    if storage == 'mcap':
+                        _check_mcap(stream, mode, limits, what)
+                    else:
+                        _drain(stream)
+                elif storage == 'mcap':
+                    _check_mcap(raw, mode, limits, what)
+            if storage == 'sqlite3' and mode != 'file':
+                _check_sqlite(file_path, mode, limits, what)
+        except BagError:
+            raise
+        except Exception as error:  # noqa: BLE001 - a corrupt compressed stream, an I/O error
+            raise BagError(f'{what}: corrupt or unreadable: {one_line(error)}') from None
 
 
 def _file_stream(raw, limits, what):
