@@ -11,7 +11,10 @@ the three registered policies:
   ``ghost-feedback replay`` does, bag by bag);
 - loop audit_bag: the audit's per-bag task in a plain loop, one process (no dask);
 - dask 1 / 2 workers: ``run_audit`` on an embedded LocalCluster already started (its start-up
-  is printed apart).
+  is printed apart), TLS with temporary credentials as the audit runs it;
+- dask 2 workers, plain TCP: the same cluster without TLS, to measure what the security costs
+  (issue 22: TLS <= 10% slower than plain TCP at 2 workers). The 2-worker TLS and TCP runs
+  alternate ``--pairs`` times (default 2) and the best of each is compared.
 
 Rates are bag-assessments per second (each replayed under every policy). Peak RSS: the client
 (this process, after the dask runs and before the in-process loops) and each worker
@@ -60,6 +63,8 @@ def main(argv=None):
     parser.add_argument('--bags', type=int, default=200)
     parser.add_argument('--assessments', type=int, default=3000)
     parser.add_argument('--quick', action='store_true', help='24 bags x 1000 assessments')
+    parser.add_argument('--pairs', type=int, default=2,
+                        help='alternating 2-worker TLS / TCP runs (best of each is compared)')
     args = parser.parse_args(argv)
     if args.quick:
         args.bags, args.assessments = 24, 1000
@@ -73,11 +78,13 @@ def main(argv=None):
               f'load {os.getloadavg()[0]:.1f}; generated in {seconds:.1f} s')
         rates = {}
         worker_rss = {}
-        for workers in (1, 2):
-            start, cluster = _timed(lambda: local_cluster(workers))  # noqa: B023
+        runs = [(1, True)] + [(2, secure) for _ in range(args.pairs) for secure in (True, False)]
+        for workers, secure in runs:
+            start, cluster = _timed(lambda: local_cluster(workers, secure=secure))  # noqa: B023
             from dask.distributed import Client
 
             client = Client(cluster)
+            name = f'dask {workers} worker(s)' + ('' if secure else ' tcp')
             try:
                 warm = bags[0]
                 start += _timed(lambda: client.run(  # noqa: B023 - imports, typestore, codecs
@@ -85,10 +92,10 @@ def main(argv=None):
                 seconds, results = _timed(lambda: run_audit(  # noqa: B023
                     bags, specs, max_history=32, client=client, progress=False))
                 assert all(r['ok'] for r in results), [r for r in results if not r['ok']][:1]
-                rates[f'dask {workers} worker(s)'] = total / seconds
+                rates[name] = max(rates.get(name, 0.0), total / seconds)
                 worker_rss[workers] = max(client.run(_rss_mib).values())
-                print(f'  dask {workers} worker(s): {total / seconds:10,.0f} assessments/s '
-                      f'({seconds:.1f} s; cluster start + warm-up {start:.1f} s)')
+                print(f'  {name + (" tls" if secure else ""):22} {total / seconds:10,.0f} '
+                      f'assessments/s ({seconds:.1f} s; cluster start + warm-up {start:.1f} s)')
             finally:
                 client.close()
                 cluster.close()
@@ -102,6 +109,9 @@ def main(argv=None):
         print(f'  loop replay_bag:      {total / seconds:10,.0f} assessments/s ({seconds:.1f} s)')
         one, two = rates['dask 1 worker(s)'], rates['dask 2 worker(s)']
         print(f'2 workers / 1 worker: {two / one:.2f}x (target >= 1.7x)')
+        tcp = rates['dask 2 worker(s) tcp']
+        print(f'TLS vs plain TCP at 2 workers (best of {args.pairs}): {tcp / two - 1:+.1%} time '
+              '(target <= +10%)')
         print(f'dask 1 worker vs loop replay_bag: {rates["loop replay_bag"] / one - 1:+.1%} time '
               f'(target <= +15%); vs loop audit_bag: {rates["loop audit_bag"] / one - 1:+.1%}')
         print(f'peak RSS: client {client_rss:.0f} MiB (after the dask runs); worker '

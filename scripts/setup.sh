@@ -97,15 +97,18 @@ if [[ "${want_hash}" != "${have_hash}" ]]; then
         -r "${REQUIREMENTS}" 2>&1; then status=0; else status=$?; fi
     echo "${status}" >"${pip_status}"
   } | tee "${pip_log}" | {
-    collected=0
+    seen=0 collected=0
     while IFS= read -r line; do
       case "${line}" in
+        Requirement\ already\ satisfied:*)
+          seen=$((seen + 1)) ;;
         Collecting\ *)
-          collected=$((collected + 1))
+          seen=$((seen + 1)) collected=$((collected + 1))
           name="${line#Collecting }"
-          log "pip ${collected}/${pinned} ${name%% *}" ;;
+          log "pip ${seen}/${pinned} ${name%% *}" ;;
         Installing\ collected\ packages:*)
-          log "pip: installing the ${collected} collected packages (the longest step, no output)" ;;
+          log "pip: ${seen} of ${pinned} resolved, ${collected} to install; installing (the" \
+            "longest step, no output)" ;;
       esac
     done
   }

@@ -51,6 +51,7 @@ TOP_LEVEL=(
   mcap-ros2-support
   matplotlib
   'dask[distributed]'
+  cryptography # dask's TLS (Security.temporary) for the audit's embedded cluster
   tqdm
   numpy
   scipy

@@ -60,9 +60,10 @@ class _ArgumentParser(argparse.ArgumentParser):
 
 
 def _fail(message, status=2):
-    """Print ``ghost-feedback: error: <message>`` (one line) on stderr and return ``status``."""
-    text = ' '.join(str(message).split())
-    print(f'{PROG}: error: {text}', file=sys.stderr)
+    """Print ``ghost-feedback: error: <message>`` (one line, escaped) on stderr; return status."""
+    from .safe_io import print_error
+
+    print_error(PROG, message)
     return status
 
 
@@ -430,12 +431,20 @@ def main(argv=None):
         args = argparse.Namespace(handler=_command_demo, demo_args=argv[1:])
     else:
         args = parser.parse_args(argv)
+    stdout = sys.stdout
+    if args.handler is not _command_demo and args.handler is not _command_echo:
+        from .safe_io import TerminalStream
+
+        sys.stdout = TerminalStream(stdout)  # text from bags: no control characters
     try:
         return args.handler(args)
     except KeyboardInterrupt:
+        _fail('interrupted')
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == '__main__':

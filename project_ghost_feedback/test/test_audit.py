@@ -20,10 +20,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
-from dask.distributed import Client
+from dask.distributed import Client, Security
 from project_ghost_feedback.audit import (
     AUDIT_SCHEMA_VERSION,
     audit_bag,
@@ -137,7 +139,8 @@ def test_results_through_scheduler_address_equal_embedded(client, fleet):
     _, bags = fleet
     specs = _specs(POLICIES[:2])
     via_address = run_audit(bags[:2], specs, max_history=16,
-                            scheduler=client.scheduler.address, progress=False)
+                            scheduler=client.scheduler.address, progress=False,
+                            security=client.security)
     direct = [audit_bag(bag, specs, max_history=16) for bag in bags[:2]]
     assert via_address == direct
 
@@ -305,11 +308,12 @@ def test_cli_writes_json_and_report(client, fleet, tmp_path):
     (broken / 'broken.mcap').write_bytes(b'not an mcap file')
     out = tmp_path / 'audit.json'
     report = tmp_path / 'report'
+    assert client.scheduler.address.startswith('tls://')
     result = subprocess.run(
         CLI + ['audit', str(root), str(broken), '--policy', 'calibrated_exceedance',
                '--policy', 'mahalanobis_downgrade:downgrade_threshold=3',
                '--scheduler', client.scheduler.address, '--inject', '10@random', '--seed', '3',
-               '--json', str(out), '--report', str(report)],
+               '--json', str(out), '--report', str(report)] + _tls_options(client, tmp_path),
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 1, result.stderr  # one bag failed, the others were audited
     assert 'Traceback' not in result.stderr
@@ -336,10 +340,32 @@ def test_cli_writes_json_and_report(client, fleet, tmp_path):
     assert not re.search(r'(src|href)="(?!data:)', page)  # self-contained: nothing to fetch
 
 
+def _tls_options(client, directory):
+    """Write the cluster's temporary credentials to PEM files; return the --tls-* options."""
+    security = client.security
+    options = []
+    for option, pem in (('--tls-ca-file', security.tls_ca_file),
+                        ('--tls-cert', security.tls_client_cert),
+                        ('--tls-key', security.tls_client_key)):
+        path = directory / f'{option[2:]}.pem'
+        path.write_text(pem)
+        options += [option, str(path)]
+    return options
+
+
 def test_cli_usage_errors_are_one_line(tmp_path):
+    (tmp_path / 'file').write_text('x')
     for args, text in ((['--policy', 'nope'], 'unknown policy'),
                        (['--inject', '2@random'], '--seed'),
                        (['--scheduler', 'localhost'], 'tcp://HOST:PORT'),
+                       (['--inject', '10@1e300'], 'range of a nanosecond stamp'),
+                       (['--inject', '1e300'], 'K must be'),
+                       (['--workers', '100000'], '--no-worker-limit'),
+                       (['--report', str(tmp_path / 'file')], 'not a directory'),
+                       (['--json', str(tmp_path / 'missing' / 'a.json')], 'does not exist'),
+                       (['--json', str(tmp_path)], 'is a directory'),
+                       (['--tls-cert', 'c.pem'], 'goes with --scheduler tls://'),
+                       (['--scheduler', 'tls://127.0.0.1:1'], 'needs --tls-ca-file'),
                        ([], 'no bag to audit')):
         result = subprocess.run(CLI + ['audit', str(tmp_path)] + args, capture_output=True,
                                 text=True, timeout=60)
@@ -369,3 +395,153 @@ def test_cli_help_lists_the_options_and_imports_no_engine():
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                             timeout=60)
     assert result.stdout.strip() == '[]', result.stderr  # the other commands stay light
+
+
+def _copies(fleet, directory, count):
+    """``count`` copies of the fleet's bags under ``directory`` (a longer audit)."""
+    _, bags = fleet
+    for index in range(count):
+        shutil.copytree(bags[index % len(bags)], directory / f'robot_{index:03d}')
+    return directory
+
+
+def _listening_ports(pid):
+    try:
+        processes = [psutil.Process(pid)] + psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return set()
+    pids = {p.pid for p in processes}
+    return {c.laddr.port for c in psutil.net_connections(kind='inet')
+            if c.status == psutil.CONN_LISTEN and c.pid in pids}
+
+
+def _start_audit(arguments, tmp_path):
+    """Start the CLI audit in its own session with TMPDIR in tmp_path; wait for its ports."""
+    scratch = tmp_path / 'tmp'
+    scratch.mkdir()
+    env = dict(os.environ, TMPDIR=str(scratch))
+    process = subprocess.Popen(CLI + ['audit'] + arguments, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    ports = set()
+    while not ports and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        ports = _listening_ports(process.pid)
+    return process, ports, scratch
+
+
+def _session_alive(session):
+    alive = []
+    for process in psutil.process_iter(['pid', 'status']):
+        try:
+            if (os.getsid(process.pid) == session
+                    and process.info['status'] != psutil.STATUS_ZOMBIE):
+                alive.append(process.pid)
+        except (ProcessLookupError, psutil.Error):
+            pass
+    return alive
+
+
+def _touch(path):
+    with open(path, 'w') as stream:
+        stream.write('ran')
+    return True
+
+
+def test_a_client_without_the_credentials_is_refused(fleet, tmp_path):
+    """The audit's own cluster: a client without its credentials cannot connect or run a task.
+
+    The cluster is the one ``run_audit`` starts (``local_cluster``); an intruder tries the
+    scheduler's address over plain TCP, over TLS without credentials and with credentials of its
+    own, then the audit runs through the legitimate client.
+    """
+    _, bags = fleet
+    marker = tmp_path / 'marker'
+    cluster = local_cluster(1)
+    owner = Client(cluster)
+    try:
+        address = cluster.scheduler_address
+        assert address.startswith('tls://127.0.0.1:')
+        port = address.rsplit(':', 1)[1]
+        for target, security in ((f'tcp://127.0.0.1:{port}', None), (address, None),
+                                 (address, Security.temporary())):
+            with pytest.raises(Exception):  # noqa: B017 - refused: reset, no TLS context, cert
+                intruder = Client(target, timeout=5, security=security)
+                try:
+                    intruder.submit(_touch, str(marker), pure=False).result(timeout=10)
+                finally:
+                    intruder.close()
+        results = run_audit(bags[:1], _specs(POLICIES[:1]), max_history=MAX_HISTORY,
+                            client=owner, progress=False)
+        assert results[0]['ok']
+    finally:
+        owner.close()
+        cluster.close()
+    assert not marker.exists()
+
+
+def test_ctrl_c_exits_130_and_leaves_nothing(fleet, tmp_path):
+    """SIGINT to the process group (a Ctrl-C) after start-up: 130, one line, nothing left."""
+    root = _copies(fleet, tmp_path / 'fleet', 40)
+    process, ports, scratch = _start_audit([str(root), '--workers', '1'], tmp_path)
+    assert ports and process.poll() is None
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    lines = [line for line in err.splitlines() if not line.startswith('audit:')]  # tqdm
+    assert lines == ['ghost-feedback: error: interrupted'], err
+    assert list(scratch.iterdir()) == []  # no scratch directory of the cluster
+    time.sleep(1)
+    assert _session_alive(process.pid) == []  # no worker process
+
+
+def test_write_errors_at_the_end_are_one_line(fleet, tmp_path):
+    _, bags = fleet
+    result = subprocess.run(CLI + ['audit', bags[0], '--workers', '1', '--no-progress',
+                                   '--json', '/dev/full'],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        'ghost-feedback: error: cannot write the results: [Errno 28] No space left on device']
+
+
+def test_robot_names_are_plain_text_in_the_report(client, fleet, tmp_path):
+    """Directory names with $...$ and escape sequences: the report is written, no mathtext."""
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    import matplotlib.text
+
+    from project_ghost_feedback.audit.report import timelines_png
+
+    _, bags = fleet
+    names = ['r$\\foo$', 'a$x$', 'e\x1b]0;T\x07']
+    copies = []
+    for name, bag in zip(names, bags):
+        copies.append(str(shutil.copytree(bag, tmp_path / 'fleet' / name)))
+    results = run_audit(copies, _specs(POLICIES[:1]), max_history=MAX_HISTORY, client=client,
+                        progress=False)
+    document = build_document(results, policies=_specs(POLICIES[:1]), max_history=MAX_HISTORY)
+    assert sorted(b['robot'] for b in document['bags']) == sorted(names)
+    write_report(document, tmp_path / 'report')
+    assert (tmp_path / 'report' / 'index.html').exists()
+    figures = []
+
+    class KeepFigures:
+        def __getattr__(self, name):
+            return getattr(plt, name)
+
+        def subplots(self, *args, **kwargs):
+            figure, axes = plt.subplots(*args, **kwargs)
+            figures.append(figure)
+            return figure, axes
+
+        def close(self, figure):
+            pass
+
+    timelines_png(document, KeepFigures())
+    titles = [text for text in figures[0].findobj(matplotlib.text.Text)
+              if text.get_text() in ('r$\\foo$', 'a$x$', 'e\\x1b]0;T\\x07')]
+    assert len(titles) == 3 and not any(text.get_parse_math() for text in titles)
+    plt.close(figures[0])

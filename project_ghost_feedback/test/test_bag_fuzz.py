@@ -3,7 +3,8 @@
 
 A small telemetry bag is recorded the way the node records one (core window and policy, the
 node's recorder custom data); then corrupted copies of it (metadata.yaml edits of many classes,
-byte damage of the MCAP, FIFOs in place of files) are given to the real CLI. Every case must end
+byte damage of the MCAP, FIFOs in place of files, decompression bombs and size lies in the MCAP
+chunks, control characters in names and custom data) are given to the real CLI. Every case must end
 in exit 0 with the pristine bag's figures, exit 1 with a replay MISMATCH report, or exit 2 with
 exactly one ``ghost-feedback: error:`` line on stderr and nothing on stdout; never a traceback.
 All cases run in one child process bounded by a subprocess timeout (a hang fails the test);
@@ -15,8 +16,10 @@ import json
 import os
 import random
 import shutil
+import struct
 import subprocess
 import sys
+import zlib
 
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
 from project_ghost_feedback.core import BeliefSelfAssessment, NamedLevel, SelfAssessmentLevel
@@ -24,6 +27,7 @@ from project_ghost_feedback.sim.outcome_model import OutcomeModel
 from project_ghost_feedback.telemetry.recorder import TelemetryRecorder
 import pytest
 import yaml
+import zstandard
 
 SEED = 20261203
 CASES = 320
@@ -172,6 +176,109 @@ def _yaml_damage(mode):
     return apply
 
 
+MCAP_MAGIC = b'\x89MCAP0\r\n'
+BOMB_BYTES = 256 << 20
+"""A bomb's padding: over every default limit, a few hundred kB compressed."""
+RSS_CEILING_MB = 300
+"""The memory ceiling of info / replay / audit on any bag of at most 1 MB (issue 22)."""
+TERMINAL_PAYLOAD = '\x1b]0;TITLE\x07\x1b[31m'
+
+
+def _record_bytes(opcode, body):
+    return struct.pack('<BQ', opcode, len(body)) + body
+
+
+def _mcap_records(data):
+    position = len(MCAP_MAGIC)
+    while position + 9 <= len(data) - len(MCAP_MAGIC):
+        opcode, length = struct.unpack_from('<BQ', data, position)
+        yield opcode, data[position + 9:position + 9 + length]
+        position += 9 + length
+
+
+def _rewrite_chunks(bag, edit):
+    """Rewrite the bag's MCAP: every chunk's (size, crc, compression, data) from ``edit``.
+
+    ``edit(records)`` gets the chunk's uncompressed records. The summary is dropped (readers
+    scan the data section), the data-end CRC is 0 (not checked).
+    """
+    path = _mcap(bag)
+    out = [MCAP_MAGIC]
+    for opcode, body in _mcap_records(path.read_bytes()):
+        if opcode == 0x06:
+            start, end = struct.unpack_from('<QQ', body)
+            name_length, = struct.unpack_from('<I', body, 28)
+            compression = body[32:32 + name_length].decode()
+            data_length, = struct.unpack_from('<Q', body, 32 + name_length)
+            content = body[40 + name_length:40 + name_length + data_length]
+            if compression == 'zstd':
+                content = zstandard.decompress(content)
+            size, crc, compression, stored = edit(content)
+            name = compression.encode()
+            body = (struct.pack('<QQQII', start, end, size, crc, len(name)) + name
+                    + struct.pack('<Q', len(stored)) + stored)
+        elif opcode == 0x0F:  # data end: no summary after it
+            out += [_record_bytes(0x0F, struct.pack('<I', 0)),
+                    _record_bytes(0x02, struct.pack('<QQI', 0, 0, 0))]
+            break
+        elif opcode not in (0x01, 0x03, 0x04, 0x05, 0x0C):
+            continue
+        out.append(_record_bytes(opcode, body))
+    out.append(MCAP_MAGIC)
+    path.write_bytes(b''.join(out))
+
+
+def _zstd_padded(content, padding, content_size=True):
+    """Return ``content`` + an unknown record of ``padding`` zero bytes, zstd (streamed)."""
+    head = content + struct.pack('<BQ', 0x80, padding)
+    compressor = zstandard.ZstdCompressor(write_content_size=content_size)
+    if content_size:  # one-shot needs the whole input: give the size, stream the zeros
+        writer = compressor.compressobj(size=len(head) + padding)
+    else:
+        writer = compressor.compressobj()
+    parts = [writer.compress(head)]
+    piece = bytes(1 << 20)
+    for _ in range(padding // len(piece)):
+        parts.append(writer.compress(piece))
+    parts.append(writer.compress(bytes(padding % len(piece))))
+    parts.append(writer.flush())
+    return len(head) + padding, b''.join(parts)
+
+
+def _bomb(padding=BOMB_BYTES, declared='true', content_size=True):
+    """Return an edit: the chunk expands to its records + ``padding`` bytes (declared or not)."""
+    def edit(content):
+        size, stored = _zstd_padded(content, padding, content_size)
+        return (size if declared == 'true' else len(content)), 0, 'zstd', stored
+
+    return _chunk_edit(edit)
+
+
+def _chunk_edit(edit):
+    def apply(bag, rng):
+        _rewrite_chunks(bag, edit)
+    return apply
+
+
+def _big_message(content):
+    body = struct.pack('<HIQQ', 1, 0, 0, 0) + b'x' * (2 << 20)  # 2 MiB on channel 1
+    padded = content + _record_bytes(0x05, body)
+    return len(padded), zlib.crc32(padded), '', padded
+
+
+def _huge_record_length(bag, rng):
+    """Make the chunk record declare 2**40 bytes (the file holds far fewer)."""
+    path = _mcap(bag)
+    data = bytearray(path.read_bytes())
+    position = len(MCAP_MAGIC)
+    for opcode, body in _mcap_records(bytes(data)):
+        if opcode == 0x06:
+            data[position + 1:position + 9] = struct.pack('<Q', 1 << 40)
+            break
+        position += 9 + len(body)
+    path.write_bytes(bytes(data))
+
+
 def _custom(key, value):
     def edit(info, rng):
         info['custom_data'][key] = value
@@ -226,7 +333,20 @@ CLASSES = {
     'mcap_zero_range': _damage('zero_range'),
     'mcap_random_range': _damage('random_range'),
     'mcap_append': _damage('append'),
+    'zstd_bomb': _bomb(),
+    'zstd_bomb_size_lie': _bomb(declared='lie'),
+    'zstd_bomb_size_lie_no_frame_size': _bomb(declared='lie', content_size=False),
+    'zstd_small_size_lie': _chunk_edit(lambda c: (len(c) + 5, 0, 'zstd',
+                                                  zstandard.ZstdCompressor().compress(c))),
+    'chunk_crc': _chunk_edit(lambda c: (len(c), zlib.crc32(c) ^ 1, '', c)),
+    'message_too_large': _chunk_edit(_big_message),
+    'record_length_huge': _huge_record_length,
+    'text_custom_data': _meta_edit(_custom('note', TERMINAL_PAYLOAD)),
+    'text_topic_name': _meta_edit(_topic_edit('name', '/x' + TERMINAL_PAYLOAD)),
 }
+REFUSED = ('zstd_bomb', 'zstd_bomb_size_lie', 'zstd_bomb_size_lie_no_frame_size',
+           'zstd_small_size_lie', 'chunk_crc', 'message_too_large', 'record_length_huge')
+"""Bombs, size lies, a bad CRC: always refused."""
 
 
 @pytest.fixture(scope='module')
@@ -285,6 +405,7 @@ def _check(result, expected):
         lines = result['stderr'].splitlines()
         assert len(lines) == 1 and lines[0].startswith('ghost-feedback: error: '), (
             f'{where}: {result["stderr"]!r}')
+        assert '\x1b' not in result['stderr'] and '\x07' not in result['stderr'], where
         assert result['stdout'] == '', where
 
 
@@ -311,6 +432,8 @@ def test_corrupted_copies_end_in_figures_or_one_line(pristine, tmp_path):
     for name in ('empty_type', 'zstd_file', 'zstd_message', 'custom_data_list', 'version_0',
                  'version_negative', 'version_10', 'negative_duration', 'topic_count_up',
                  'topic_count_down', 'total_count', 'yaml_huge', 'missing_file', 'yaml_deep'):
+        assert outcomes[name] == {('info', 2), ('replay', 2)}, (name, outcomes[name])
+    for name in REFUSED:
         assert outcomes[name] == {('info', 2), ('replay', 2)}, (name, outcomes[name])
     assert ('info', 2) in outcomes['altered_duration'], outcomes['altered_duration']
     # Unusable recorded configuration never verifies OK; a different definition is refused.
@@ -386,3 +509,54 @@ def test_a_recorded_invalid_input_is_skipped_and_counted(pristine, tmp_path):
     assert sum(report['rejected'].values()) == 1, report['rejected']
     assert next(iter(report['rejected'])).startswith('outcome:')
     assert report['outcomes'] == 59
+
+
+RSS_WRAPPER = r"""
+import resource, subprocess, sys
+result = subprocess.run(sys.argv[1:], capture_output=True, text=True, timeout=300)
+peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(result.returncode, round(peak_mb), repr(result.stderr[-500:]))
+"""
+
+
+@pytest.mark.parametrize('lie', ['declared', 'size_lie'])
+def test_a_bomb_stays_under_the_memory_ceiling(pristine, tmp_path, lie):
+    """A < 1 MB bag whose chunk expands to 1 GiB: refused, peak RSS (children) < 300 MB."""
+    bag, _ = pristine
+    copy = tmp_path / 'bomb'
+    shutil.copytree(bag, copy)
+    _bomb(1 << 30, declared='true' if lie == 'declared' else 'lie')(copy, None)
+    assert _mcap(copy).stat().st_size < 1 << 20
+    commands = {'info': ['info', str(copy)], 'replay': ['replay', str(copy)],
+                'audit': ['audit', str(copy), '--workers', '1', '--no-progress']}
+    for name, arguments in commands.items():
+        # The wrapper's RUSAGE_CHILDREN covers the CLI and the audit's worker processes only.
+        result = subprocess.run(
+            [sys.executable, '-c', RSS_WRAPPER, sys.executable, '-m',
+             'project_ghost_feedback.cli'] + arguments,
+            capture_output=True, text=True, timeout=400, env=_cli_env())
+        code, peak_mb, stderr = result.stdout.split(' ', 2)
+        assert int(code) == (1 if name == 'audit' else 2), (name, result.stdout)
+        assert 'Traceback' not in stderr, (name, stderr)
+        assert 'limit' in stderr or 'more than' in stderr, (name, stderr)
+        assert int(peak_mb) < RSS_CEILING_MB, (name, peak_mb)
+
+
+def test_text_from_a_bag_reaches_the_terminal_escaped(pristine, tmp_path):
+    """Escape sequences in the directory name and custom data: printed escaped, never raw."""
+    bag, _ = pristine
+    copy = tmp_path / ('run' + TERMINAL_PAYLOAD)
+    shutil.copytree(bag, copy)
+    loaded = _metadata(copy)
+    _info_of(loaded)['custom_data']['note'] = TERMINAL_PAYLOAD + '\u202e'
+    _write_metadata(copy, loaded)
+    missing = tmp_path / ('gone' + TERMINAL_PAYLOAD)
+    for arguments, code in ((['info', str(copy)], 0), (['replay', str(copy)], 0),
+                            (['info', str(missing)], 2)):
+        result = subprocess.run(
+            [sys.executable, '-m', 'project_ghost_feedback.cli'] + arguments,
+            capture_output=True, text=True, timeout=120, env=_cli_env())
+        assert result.returncode == code, result
+        for text in (result.stdout, result.stderr):
+            assert not any(c in text for c in '\x1b\x07\u202e'), (arguments, text)
+        assert '\\x1b]0;TITLE\\x07' in result.stdout + result.stderr

@@ -107,6 +107,19 @@ def test_demo_rejects_bad_options(tmp_path):
     assert not (tmp_path / 'summary.json').exists()
 
 
+@pytest.mark.parametrize('scenario', [[], ['--scenario', 'synthetic']])
+def test_demo_output_dir_is_checked_before_it_starts(tmp_path, scenario):
+    """An --output-dir that is a file: one line and exit 2, before any process starts."""
+    (tmp_path / 'file').write_text('x')
+    process = subprocess.run(
+        CLI + ['demo'] + scenario + ['--output-dir', str(tmp_path / 'file' / 'out')],
+        capture_output=True, text=True, timeout=60)
+    assert process.returncode == 2
+    assert process.stderr.splitlines() == [
+        f'ghost-feedback demo: error: --output-dir {tmp_path / "file" / "out"}: '
+        f'{tmp_path / "file"} is not a directory']
+
+
 def _outcome(predicted_ns, distance):
     return PredictionOutcome(predicted_ns, predicted_ns, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0),
                              distance, 0.0)

@@ -32,6 +32,7 @@ ROSDEP_KEYS = {
     'hypothesis': 'python3-hypothesis',
     'launch': 'launch',
     'launch_ros': 'launch_ros',
+    'lz4': 'python3-lz4',
     'matplotlib': 'python3-matplotlib',
     'mcap_ros2': 'mcap-ros2-support',
     'nav_msgs': 'nav_msgs',
@@ -49,6 +50,7 @@ ROSDEP_KEYS = {
     'std_srvs': 'std_srvs',
     'tqdm': 'python3-tqdm',
     'yaml': 'python3-yaml',
+    'zstandard': 'python3-zstandard',
 }
 """Top-level module -> rosdep key."""
 

@@ -598,11 +598,12 @@ def test_legacy_bag_is_recognised_by_its_recorded_definition():
         assert type_hash(msgtype, legacy=True) == digest
         assert type_hash(msgtype) != digest
     info = bag_info(LEGACY_BAG)
-    topic = info.topic(CHANNEL_CALIBRATED_SELF_ASSESSMENT)
+    topics = {t.name: t for t in info.topics}
+    topic = topics[CHANNEL_CALIBRATED_SELF_ASSESSMENT]
     assert topic.definition == 'legacy'
     assert topic.type_description_hash == LEGACY_HASHES[
         'project_ghost_feedback_msgs/msg/CalibratedSelfAssessment']
-    assert info.topic(CHANNEL_RAW_SELF_ASSESSMENT).definition == 'same'
+    assert topics[CHANNEL_RAW_SELF_ASSESSMENT].definition == 'same'
 
 
 def test_legacy_bag_is_read_by_independent_readers_as_the_old_layout():

@@ -2,11 +2,16 @@
 """``ghost-feedback audit PATH... [options]``: the command-line glue of the fleet audit.
 
 Exit status: 0 every bag audited; 1 the audit ran but some bags failed (each with its one-line
-reason on stderr and in the JSON); 2 usage error or no bag to audit.
+reason on stderr and in the JSON); 2 usage error, no bag to audit, or an output that cannot be
+written; 130 interrupted (Ctrl-C; SIGTERM likewise): the cluster is closed, its worker processes
+ended and its scratch directory removed.
 """
 
 import argparse
+import os
 import re
+import shutil
+import signal
 import sys
 
 DESCRIPTION = """\
@@ -16,9 +21,17 @@ cluster at --scheduler, whose workers must see the same paths), and report per b
 assessments, time per level, downgrades, first downgrade, level transitions; with --inject, the
 detection delay of a fault injected into the recorded outcomes, and the false-downgrade rate on
 the untouched stretch. A bag that fails is reported with its reason; the audit goes on.
+
+Trust: dask exchanges pickles, so whoever can talk to a scheduler can run code on its workers
+(and a scheduler on its clients). The embedded cluster accepts only this process (TLS with a key
+made for it, in memory). With --scheduler use only schedulers and workers you trust: tls:// with
+--tls-ca-file/--tls-cert/--tls-key; a tcp:// scheduler off this host is open to anyone who can
+reach it.
 """
 
 _SCHEDULER = re.compile(r'^(tcp|tls)://[^/\s]+:\d+$')
+WORKERS_PER_CORE = 4
+"""--workers above this many per core is refused unless --no-worker-limit."""
 DEFAULT_POLICIES = ('mahalanobis_downgrade', 'calibrated_exceedance', 'bucket_likelihood_ratio',
                     'overconfidence_scale')
 """Every registered policy (the node's default, ``overconfidence_scale``, included)."""
@@ -34,10 +47,19 @@ def add_arguments(parser, positive_int):
         'e.g. calibrated_exceedance:false_alarm_probability=0.01)')
     parser.add_argument('--max-history', metavar='N', type=positive_int, default=None,
                         help='outcomes per calibration window (default 32)')
-    parser.add_argument('--scheduler', metavar='tcp://HOST:PORT',
-                        help='an existing dask scheduler (default: an embedded LocalCluster)')
+    parser.add_argument('--scheduler', metavar='tls://HOST:PORT',
+                        help='an existing dask scheduler, tls:// (with the three --tls-* files) '
+                        'or tcp:// (unauthenticated: anyone who can reach it can run code); '
+                        'default: an embedded LocalCluster that accepts only this process')
+    parser.add_argument('--tls-ca-file', metavar='PEM',
+                        help='CA certificate the tls:// scheduler must be signed by')
+    parser.add_argument('--tls-cert', metavar='PEM', help='client certificate for tls://')
+    parser.add_argument('--tls-key', metavar='PEM', help='client private key for tls://')
     parser.add_argument('--workers', metavar='N', type=positive_int,
-                        help='LocalCluster worker processes (default: the number of cores)')
+                        help='LocalCluster worker processes (default: the number of cores; at '
+                        f'most {WORKERS_PER_CORE} per core unless --no-worker-limit)')
+    parser.add_argument('--no-worker-limit', action='store_true',
+                        help=f'allow --workers above {WORKERS_PER_CORE} per core')
     parser.add_argument(
         '--inject', metavar='K[@T]',
         help='multiply recorded distances and errors by K from T s after each bag start '
@@ -55,46 +77,114 @@ def run(args, fail):
     from .discovery import find_bags
     from .driver import run_audit
     from .injection import parse_injection
+    from ..safe_io import check_output_dir, check_output_file
     from .report import build_document, dumps, write_report
     from .task import parse_policy
 
     try:
         policies = [parse_policy(text) for text in (args.policies or DEFAULT_POLICIES)]
         injection = parse_injection(args.inject, args.seed) if args.inject else None
+        security = _check_engine(args)
+        if args.json:
+            check_output_file(args.json, '--json')
+        if args.report:
+            check_output_dir(args.report, '--report')
     except (TypeError, ValueError) as error:
         return fail(error, 2)
-    if args.scheduler and not _SCHEDULER.match(args.scheduler):
-        return fail(f'--scheduler {args.scheduler!r}: expected tcp://HOST:PORT', 2)
     labels = [spec.label for spec in policies]
     if len(set(labels)) != len(labels):
         return fail('the same --policy is given twice', 2)
     max_history = args.max_history or DEFAULT_MAX_HISTORY
     bags, problems = find_bags(args.paths)
     for problem in problems:
-        print(f'ghost-feedback: audit: {problem}', file=sys.stderr)
+        _note(problem)
     if not bags:
         return fail('no bag to audit', 2)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM cleans up as Ctrl-C does
     try:
         results = run_audit(bags, policies, max_history=max_history, injection=injection,
                             scheduler=args.scheduler, workers=args.workers,
-                            progress=not args.no_progress)
-    except (OSError, ValueError) as error:  # e.g. the scheduler cannot be reached
-        return fail(f'dask: {error}', 2)
-    engine = {'scheduler': args.scheduler or 'LocalCluster', 'workers': args.workers}
+                            progress=not args.no_progress, security=security)
+    except Exception as error:  # noqa: BLE001 - the scheduler cannot be reached, or answers junk
+        return fail(f'dask: {type(error).__name__}: {error}', 2)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    engine = {'scheduler': args.scheduler or 'LocalCluster', 'workers': args.workers,
+              'security': 'tls' if security is not None or not args.scheduler else 'none'}
     document = build_document(results, policies=policies, max_history=max_history,
                               injection=injection, problems=problems, engine=engine)
     for item in document['failed']:
-        print(f'ghost-feedback: audit: {item["bag"]}: failed: {item["error"]}', file=sys.stderr)
+        _note(f'{item["bag"]}: failed: {item["error"]}')
     _print_summary(document, sys.stderr if args.json == '-' else sys.stdout)
+    try:
+        _write_outputs(args, document, dumps, write_report)
+    except (OSError, ValueError) as error:
+        return fail(f'cannot write the results: {error}', 2)
+    return 1 if document['failed'] or problems else 0
+
+
+def _note(text):
+    """Print ``ghost-feedback: audit: <text>`` on one line (escaped) on stderr."""
+    from ..safe_io import terminal_text
+
+    print(f'ghost-feedback: audit: {" ".join(terminal_text(text).split())}', file=sys.stderr)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _check_engine(args):
+    """Check --scheduler, --tls-* and --workers; return the dask Security for tls:// or None."""
+    tls = {'--tls-ca-file': args.tls_ca_file, '--tls-cert': args.tls_cert,
+           '--tls-key': args.tls_key}
+    given = [name for name, value in tls.items() if value]
+    scheduler = args.scheduler
+    if scheduler and not _SCHEDULER.match(scheduler):
+        raise ValueError(f'--scheduler {scheduler!r}: expected tls://HOST:PORT or tcp://HOST:PORT')
+    if given and not (scheduler or '').startswith('tls://'):
+        raise ValueError(f'{given[0]} goes with --scheduler tls://HOST:PORT')
+    cores = os.cpu_count() or 1
+    if args.workers and args.workers > WORKERS_PER_CORE * cores and not args.no_worker_limit:
+        raise ValueError(f'--workers {args.workers}: more than {WORKERS_PER_CORE} per core '
+                         f'({cores} cores); add --no-worker-limit to run them anyway')
+    if not scheduler:
+        return None
+    if scheduler.startswith('tls://'):
+        missing = [name for name, value in tls.items() if not value]
+        if missing:
+            raise ValueError(f'--scheduler tls:// needs {", ".join(missing)}')
+        for name, value in tls.items():
+            if not os.path.isfile(value) or not os.access(value, os.R_OK):
+                raise ValueError(f'{name} {value}: not a readable file')
+        from .driver import scheduler_security
+
+        return scheduler_security(args.tls_ca_file, args.tls_cert, args.tls_key)
+    from .driver import is_loopback
+
+    if not is_loopback(scheduler):
+        _note(f'warning: {scheduler} is plain tcp: anyone who can reach the scheduler can run '
+              'code on its workers and in this process; use tls:// with --tls-* files')
+    return None
+
+
+def _write_outputs(args, document, dumps, write_report):
+    """Write --json and --report (OSError / ValueError on a write error)."""
     if args.json == '-':
         print(dumps(document))
+        sys.stdout.flush()
     elif args.json:
         with open(args.json, 'w', encoding='utf-8') as stream:
             stream.write(dumps(document) + '\n')
     if args.report:
-        page = write_report(document, args.report)[0]
+        existed = os.path.exists(args.report)
+        try:
+            page = write_report(document, args.report)[0]
+        except BaseException:
+            if not existed:  # no half-written report left behind
+                shutil.rmtree(args.report, ignore_errors=True)
+            raise
         print(f'report: {page}', file=sys.stderr)
-    return 1 if document['failed'] or problems else 0
 
 
 def _print_summary(document, stream):

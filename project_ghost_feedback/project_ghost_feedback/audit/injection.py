@@ -15,6 +15,10 @@ import random
 RANDOM = 'random'
 RANDOM_SPAN = (0.25, 0.75)
 """A random injection instant is drawn uniformly in this fraction of the bag's time range."""
+MAX_AT_S = (2**63 - 1) / 1e9
+"""Largest T: the stamps are signed 64-bit nanoseconds (about 292 years)."""
+MAX_FACTOR = 1e6
+"""Largest K: scaled errors and distances must stay finite whatever the recorded values."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,8 +66,8 @@ def parse_injection(text, seed=None):
         factor = float(factor_text)
     except ValueError:
         raise ValueError(f'--inject {text!r}: K must be a number') from None
-    if not math.isfinite(factor) or factor <= 0:
-        raise ValueError(f'--inject {text!r}: K must be finite and > 0')
+    if not math.isfinite(factor) or factor <= 0 or factor > MAX_FACTOR:
+        raise ValueError(f'--inject {text!r}: K must be > 0 and <= {MAX_FACTOR:g}')
     if at_text.strip().lower() == RANDOM:
         if seed is None:
             raise ValueError(f'--inject {text!r}: random injection points need --seed S')
@@ -74,8 +78,9 @@ def parse_injection(text, seed=None):
             at_s = float(at_text.rstrip('s'))
         except ValueError:
             raise ValueError(f'--inject {text!r}: T must be seconds or "random"') from None
-        if not math.isfinite(at_s) or at_s < 0:
-            raise ValueError(f'--inject {text!r}: T must be finite and >= 0')
+        if not math.isfinite(at_s) or at_s < 0 or at_s > MAX_AT_S:
+            raise ValueError(f'--inject {text!r}: T must be >= 0 and <= {MAX_AT_S:.6g} s '
+                             '(the range of a nanosecond stamp)')
     return Injection(factor, at_s, seed)
 
 

@@ -14,6 +14,8 @@ import math
 import os
 import statistics
 
+from ..safe_io import terminal_text
+
 AUDIT_SCHEMA_VERSION = 1
 TIMELINE_ROBOTS = 8
 ROBOT_ROWS = 50
@@ -147,9 +149,11 @@ def timelines_png(document, plt):
                          linestyle='--', linewidth=1)
         axis.set_yticks([0, 1, 2], ['UNKNOWN', 'UNCERTAIN', 'KNOWN'], fontsize=7)
         axis.set_ylim(-0.6, 2.4)
-        axis.set_title(bag['robot'], fontsize=8, loc='left')
+        # A robot is a directory name: plain text, never mathtext (``r$\\foo$`` would raise).
+        axis.set_title(terminal_text(bag['robot']), fontsize=8, loc='left', parse_math=False)
         axis.tick_params(axis='x', labelsize=7)
-    axes[0, 0].legend(fontsize=6, loc='lower left', ncol=4)
+    for text in axes[0, 0].legend(fontsize=6, loc='lower left', ncol=4).get_texts():
+        text.set_parse_math(False)
     axes[-1, 0].set_xlabel('sim time since the bag start [s]', fontsize=8)
     figure.tight_layout()
     data = _png(figure)
@@ -311,6 +315,7 @@ def write_report(document, directory):
             stream.write(data)
         paths.append(path)
     page = os.path.join(directory, 'index.html')
-    with open(page, 'w', encoding='utf-8') as stream:
+    # backslashreplace: a path that is not UTF-8 (a surrogate escape) must not stop the page.
+    with open(page, 'w', encoding='utf-8', errors='backslashreplace') as stream:
         stream.write(render_html(document, images))
     return [page] + paths

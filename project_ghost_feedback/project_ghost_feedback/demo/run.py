@@ -251,6 +251,13 @@ def run(args):
 def main(argv=None):
     """Entry point of ``ghost-feedback demo``."""
     args = build_parser().parse_args(argv)
+    from ..safe_io import check_output_dir, print_error
+
+    try:  # before the run starts, not after it
+        check_output_dir(args.output_dir, '--output-dir')
+    except ValueError as error:
+        print_error('ghost-feedback demo', error)
+        return 2
     try:
         return run(args)
     except (TypeError, ValueError) as error:

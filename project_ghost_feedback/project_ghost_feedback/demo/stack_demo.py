@@ -358,6 +358,13 @@ def main(argv=None):
         from .run import main as synthetic_main
         return synthetic_main([a for a in argv if a != '--scenario=synthetic'])
     args = build_parser().parse_args(argv)
+    from ..safe_io import check_output_dir, print_error
+
+    try:  # before the run starts, not after it
+        check_output_dir(args.output_dir, '--output-dir')
+    except ValueError as error:
+        print_error('ghost-feedback demo', error)
+        return 2
     try:
         return run(args)
     except KeyboardInterrupt:

@@ -2,15 +2,16 @@
 """Open rosbag2 bag directories defensively and yield their raw messages.
 
 Everything here uses only the public APIs of ``rosbags`` (``rosbags.rosbag2.Reader``) and
-``mcap`` (``mcap.reader.make_reader``). Before any library opens a file, this module:
+``mcap`` (``mcap.reader.SeekingReader``). Before any library opens a file, this module:
 
 - refuses a path that is not a directory, a ``metadata.yaml`` or storage file that is not a
-  regular file (a FIFO would block a reader forever), and a ``metadata.yaml`` above
-  :data:`METADATA_MAX_BYTES`;
+  regular file (a FIFO would block a reader forever), a ``metadata.yaml`` over 1 MiB;
 - validates metadata.yaml: every key rosbag2 needs, with its type; ``version`` in
   :data:`SUPPORTED_VERSIONS`; non-empty topic names and types; non-negative counts and duration;
   ``custom_data`` a mapping of strings; the compression fields consistent with the files' magic
   bytes;
+- checks every storage file against the size limits of :mod:`.bag_limits` (chunks, messages,
+  bounded decompression, chunk CRCs) in one streaming pass;
 - compares each recorded type of ours (RIHS01 hash in metadata.yaml, schema text in the MCAP)
   with our definition and reports a *different definition* instead of decoding with ours.
 
@@ -25,8 +26,7 @@ import pathlib
 import stat
 from typing import NamedTuple
 
-from .channels import CHANNEL_BY_TYPE
-from .msgdefs import full_definition, LEGACY_TYPES, type_hash
+from .msgdefs import recorded_definition, type_hash
 
 ORDERS = ('recorded', 'stamp')
 
@@ -103,10 +103,6 @@ class BagInfo:
             return 0
         return self.end_time_ns - self.start_time_ns
 
-    def topic(self, name):
-        """Return the TopicInfo called ``name``, or None."""
-        return next((t for t in self.topics if t.name == name), None)
-
 
 class BagMessage(NamedTuple):
     """One raw message of a bag."""
@@ -155,12 +151,8 @@ def _read_metadata_text(path):
 
 
 def _parse_yaml(text):
-    try:
-        import yaml
-    except ImportError:
-        from ruamel.yaml import YAML
+    import yaml
 
-        return YAML(typ='safe').load(text)
     return yaml.load(text, Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader))
 
 
@@ -314,31 +306,13 @@ def load_metadata(path):
         raise BagError(f'{path}: metadata.yaml is not valid YAML: {one_line(error)}') from None
     metadata = validate_metadata(path, loaded)
     _check_storage_files(path, metadata)
+    from .bag_limits import check_storage  # bag_limits imports this module
+
+    check_storage(path, metadata)
     return path, metadata
 
 
 # -- the open bag -------------------------------------------------------------------------------
-
-def _definition(connection):
-    """Return ``'same'``/``'legacy'``/``'different'`` for a type of ours, ``''`` otherwise."""
-    msgtype = normalize_type_name(connection.msgtype)
-    if msgtype not in CHANNEL_BY_TYPE:
-        return ''
-    digest = connection.digest or ''
-    text = (connection.msgdef.data or '').strip()
-    if _matches(msgtype, digest, text, legacy=False):
-        return 'same'
-    if msgtype in LEGACY_TYPES and (digest or text) and _matches(msgtype, digest, text, True):
-        return 'legacy'
-    return 'different'
-
-
-def _matches(msgtype, digest, text, legacy):
-    """Return True when the recorded hash and schema text (either may be empty) are ours."""
-    if digest and digest != type_hash(msgtype, legacy):
-        return False
-    return not text or text == full_definition(msgtype, legacy).strip()
-
 
 def _qos_profiles(topic_metadata):
     """Return the offered QoS profiles of a topic as metadata.yaml holds them (a tuple)."""
@@ -372,14 +346,15 @@ class OpenBag:
             raise BagError(f'{self.path}: invalid bag metadata: {one_line(error)}') from None
 
     def _info(self):
-        reader = self.reader
-        metadata = self.metadata
+        reader, metadata = self.reader, self.metadata
         # rosbags numbers the connections 1.. in the order of topics_with_message_count.
         entries = metadata['topics_with_message_count']
         connections = sorted(reader.connections, key=lambda c: c.id)
         topics = tuple(
             TopicInfo(c.topic, normalize_type_name(c.msgtype), c.msgcount, c.digest or '',
-                      _qos_profiles(entries[c.id - 1]['topic_metadata']), _definition(c))
+                      _qos_profiles(entries[c.id - 1]['topic_metadata']),
+                      recorded_definition(normalize_type_name(c.msgtype), c.digest or '',
+                                          c.msgdef.data or ''))
             for c in connections)
         count = metadata['message_count']
         start = metadata['starting_time']['nanoseconds_since_epoch']
@@ -461,36 +436,16 @@ class OpenBag:
                 connection.topic, normalize_type_name(connection.msgtype), log_time, payload)
 
 
-def readable_message_counts(file_path):
-    """Return ``{topic: messages}`` readable from the start of an MCAP file, however it ends.
-
-    For a file a failed write left without summary or footer (a full disk): mcap's stream
-    reader reads records in file order and stops at the first incomplete one, so this counts the
-    messages of every complete chunk, what any reader can recover.
-    """
-    from mcap.records import Channel, Message
-    from mcap.stream_reader import StreamReader
-
-    topics, counts = {}, Counter()
-    with open(file_path, 'rb') as stream:
-        try:
-            for record in StreamReader(stream, skip_magic=False).records:
-                if isinstance(record, Channel):
-                    topics[record.id] = record.topic
-                elif isinstance(record, Message):
-                    counts[topics[record.channel_id]] += 1
-        except Exception:  # noqa: BLE001,S110 - any reader error ends the readable prefix
-            pass
-    return dict(counts)
-
-
 def _iter_mcap_file_order(file_path, wanted):
     """Yield BagMessage from one MCAP file in file order (mcap's public reader, CRCs checked)."""
-    from mcap.reader import make_reader
+    from mcap.reader import SeekingReader
+
+    from .bag_limits import DEFAULT_LIMITS
 
     names = {}
     with open(file_path, 'rb') as stream:
-        reader = make_reader(stream, validate_crcs=True)
+        reader = SeekingReader(stream, validate_crcs=True,
+                               record_size_limit=DEFAULT_LIMITS.record_bytes)
         for schema, channel, message in reader.iter_messages(
                 topics=None if wanted is None else sorted(wanted), log_time_order=False):
             name = names.get(channel.id)
@@ -507,10 +462,8 @@ def count_messages(bag):
     for message in bag.messages():
         counts[message.topic] += 1
         log_time = message.log_time
-        if first is None or log_time < first:
-            first = log_time
-        if last is None or log_time > last:
-            last = log_time
+        first = log_time if first is None else min(first, log_time)
+        last = log_time if last is None else max(last, log_time)
     return counts, first, last
 
 

@@ -18,7 +18,7 @@ import os
 import pathlib
 import re
 
-from .channels import MSGS_PACKAGE
+from .channels import CHANNEL_BY_TYPE, MSGS_PACKAGE
 
 DELIMITER = '=' * 80 + '\n'
 
@@ -240,3 +240,28 @@ def type_hash(msgtype, legacy=False):
     ``legacy=True``: the hash of its interface-version-2 definition (:data:`LEGACY_MSG_TEXTS`).
     """
     return typestore(legacy).hash_rihs01(msgtype)
+
+
+def recorded_definition(msgtype, digest, text):
+    """Return how a bag's recorded definition of ``msgtype`` compares with ours.
+
+    ``'same'``, ``'legacy'`` (an earlier definition this build still reads), ``'different'``, or
+    ``''`` for a type that is not one of this package's channel types. ``digest`` (RIHS01 hash in
+    metadata.yaml) and ``text`` (the MCAP schema) may be empty.
+    """
+    if msgtype not in CHANNEL_BY_TYPE:
+        return ''
+    text = text.strip()
+    if _recorded_matches(msgtype, digest, text, legacy=False):
+        return 'same'
+    if msgtype in LEGACY_TYPES and (digest or text) and _recorded_matches(
+            msgtype, digest, text, legacy=True):
+        return 'legacy'
+    return 'different'
+
+
+def _recorded_matches(msgtype, digest, text, legacy):
+    """Return True when the recorded hash and schema text (either may be empty) are ours."""
+    if digest and digest != type_hash(msgtype, legacy):
+        return False
+    return not text or text == full_definition(msgtype, legacy).strip()

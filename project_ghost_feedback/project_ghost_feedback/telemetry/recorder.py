@@ -19,7 +19,7 @@ from .adapters import (
     PredictionOutcomeToTelemetryAdapter,
     TelemetryRecord,
 )
-from .bag_reader import readable_message_counts
+from .bag_limits import readable_message_counts
 from .channels import CHANNELS
 from .msgdefs import MessageDefinitionError
 from .config import CUSTOM_CONFIG_CHANGES, CUSTOM_RECORDER, custom_data_for_config

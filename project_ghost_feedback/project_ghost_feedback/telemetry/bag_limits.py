@@ -1,0 +1,263 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Ceilings on everything read from a bag, checked in one bounded pass before any library reads it.
+
+rosbags and mcap decompress a chunk (rosbags also a message) in one call whose output is as large
+as the compressed *data* says (a zstd frame header's content size, or every frame of the data),
+whatever the record declared: a 65 kB file can demand a GiB. :func:`check_storage` reads every
+storage file once, as a stream, and refuses the bag with a one-line :class:`BagLimitError`
+(a :class:`~.bag_reader.BagError`) when
+
+- a record declares more than :attr:`BagLimits.chunk_bytes` (mcap's ``record_size_limit``), or a
+  record inside a chunk more than :attr:`BagLimits.message_bytes`;
+- a chunk declares more than ``chunk_bytes`` uncompressed, its zstd / lz4 frame header claims more
+  than the chunk declares, or its data decompress to another size than declared (decompressed in a
+  stream capped at the declared size: zstandard's ``stream_reader``, ``lz4.frame.open``), or its
+  CRC (when not 0) does not match; mcap's data-section CRC is checked as well;
+- a message is larger than ``message_bytes`` (declared and actual; with ``compression_mode:
+  message``, after a decompression capped the same way);
+- with ``compression_mode: file``, the decompressed file is larger than ``file_bytes``.
+
+A truncated file is left to the readers (they report it); only what is complete is checked.
+A bag that passes is then read by the libraries within these bounds: ``info``, ``replay`` and
+``audit`` stay within a few times ``chunk_bytes`` above their own footprint whatever a bag claims.
+"""
+
+import contextlib
+import dataclasses
+import io
+import sqlite3
+import struct
+import zlib
+
+from .bag_reader import BagError, compression_mode, one_line, storage_paths
+
+MCAP_MESSAGE = 0x05
+MCAP_MESSAGE_HEADER = 22
+"""channel_id (2), sequence (4), log_time (8), publish_time (8) before a message's data."""
+READ_PIECE = 1 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class BagLimits:
+    """Largest sizes read from a bag, in bytes.
+
+    The project's messages are below 5 kB (schemas included) and its writers' chunks about 1 MiB:
+    the defaults leave a margin of 30x and more.
+    """
+
+    chunk_bytes: int = 32 << 20
+    message_bytes: int = 1 << 20
+    file_bytes: int = 2 << 30
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f'BagLimits.{field.name} must be an integer >= 1, got {value!r}')
+
+    @property
+    def record_bytes(self):
+        """Return the largest MCAP record read (a chunk and its header)."""
+        return self.chunk_bytes + 64
+
+
+DEFAULT_LIMITS = BagLimits()
+
+
+class BagLimitError(BagError):
+    """A bag declares or holds more than a limit of :class:`BagLimits`."""
+
+
+class _Capped:
+    """A read-only stream that refuses a read above ``read_limit`` or a total above ``cap``."""
+
+    def __init__(self, raw, cap, what, read_limit=None):
+        self.raw, self.cap, self.what, self.read_limit = raw, cap, what, read_limit
+        self.count = 0
+        self.crc = 0
+
+    def read(self, size=-1):
+        if size is None or size < 0 or (self.read_limit is not None and size > self.read_limit):
+            raise BagLimitError(f'{self.what}: a record declares {size} bytes, over the limit of '
+                                f'{self.read_limit}')
+        data = self.raw.read(size)
+        self.count += len(data)
+        if self.count > self.cap:
+            raise BagLimitError(f'{self.what}: decompresses to more than {self.cap} bytes')
+        self.crc = zlib.crc32(data, self.crc)
+        return data
+
+
+def _decompressed(data, compression, cap, what):
+    """Return a capped stream of ``data`` decompressed (zstd or lz4), after checking its header."""
+    if compression == 'zstd':
+        import zstandard
+
+        try:
+            claimed = zstandard.frame_content_size(data)
+        except zstandard.ZstdError as error:
+            raise BagError(f'{what}: invalid zstd data: {one_line(error)}') from None
+        raw = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
+    elif compression == 'lz4':
+        import lz4.frame
+
+        try:
+            claimed = lz4.frame.get_frame_info(data)['content_size'] or -1
+        except RuntimeError as error:
+            raise BagError(f'{what}: invalid lz4 data: {one_line(error)}') from None
+        raw = lz4.frame.open(io.BytesIO(data), 'rb')
+    else:
+        raise BagError(f'{what}: unknown compression {compression!r:.40}')
+    if claimed > cap:
+        raise BagLimitError(f'{what}: its {compression} frame claims {claimed} bytes, over the '
+                            f'limit of {cap}')
+    return _Capped(raw, cap, what, READ_PIECE)
+
+
+def _drain(stream):
+    """Read ``stream`` to its end in pieces (the cap of a :class:`_Capped` applies)."""
+    while stream.read(READ_PIECE):
+        pass
+
+
+def _check_message(data, mode, limits, what):
+    if len(data) > limits.message_bytes:
+        raise BagLimitError(f'{what}: a message of {len(data)} bytes, over the limit of '
+                            f'{limits.message_bytes}')
+    if mode == 'message':
+        _drain(_decompressed(data, 'zstd', limits.message_bytes, f'{what}: a message'))
+
+
+def _check_chunk(chunk, mode, limits, what):
+    declared = chunk.uncompressed_size
+    if declared > limits.chunk_bytes or len(chunk.data) > limits.chunk_bytes:
+        raise BagLimitError(f'{what}: a chunk declares {max(declared, len(chunk.data))} bytes, '
+                            f'over the limit of {limits.chunk_bytes}')
+    if chunk.compression:
+        stream = _decompressed(chunk.data, chunk.compression, declared, f'{what}: a chunk')
+    else:
+        stream = _Capped(io.BytesIO(chunk.data), declared, f'{what}: a chunk')
+    record_limit = limits.message_bytes + MCAP_MESSAGE_HEADER
+    try:
+        while True:
+            head = stream.read(9)
+            if len(head) < 9:
+                break
+            opcode, length = struct.unpack('<BQ', head)
+            if length > record_limit:
+                raise BagLimitError(f'{what}: a record in a chunk declares {length} bytes, over '
+                                    f'the limit of {record_limit}')
+            body = stream.read(length)
+            if opcode == MCAP_MESSAGE and len(body) == length:
+                _check_message(body[MCAP_MESSAGE_HEADER:], mode, limits, what)
+        _drain(stream)
+    except BagError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a corrupt compressed stream is one line
+        raise BagError(f'{what}: corrupt chunk: {one_line(error)}') from None
+    if stream.count != declared:
+        raise BagLimitError(f'{what}: a chunk declares {declared} bytes uncompressed and holds '
+                            f'{stream.count}')
+    if chunk.uncompressed_crc and stream.crc != chunk.uncompressed_crc:
+        raise BagError(f'{what}: chunk CRC mismatch (recorded {chunk.uncompressed_crc}, computed '
+                       f'{stream.crc})')
+
+
+def _check_mcap(stream, mode, limits, what):
+    from mcap.exceptions import EndOfFile, RecordLengthLimitExceeded
+    from mcap.records import Chunk, Message
+    from mcap.stream_reader import StreamReader
+
+    reader = StreamReader(stream, skip_magic=False, emit_chunks=True, validate_crcs=True,
+                          record_size_limit=limits.record_bytes)
+    try:
+        for record in reader.records:
+            if isinstance(record, Chunk):
+                _check_chunk(record, mode, limits, what)
+            elif isinstance(record, Message):
+                _check_message(record.data, mode, limits, what)
+    except BagError:
+        raise
+    except RecordLengthLimitExceeded as error:
+        raise BagLimitError(f'{what}: {one_line(error)}') from None
+    except EndOfFile:
+        return  # truncated: the readers say so
+    except Exception as error:  # noqa: BLE001 - every library error is one line
+        raise BagError(f'{what}: corrupt MCAP file: {one_line(error)}') from None
+
+
+def _check_sqlite(file_path, mode, limits, what):
+    uri = file_path.resolve().as_uri() + '?mode=ro'
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as connection:
+            if mode == 'message':
+                for (data,) in connection.execute('SELECT data FROM messages'):
+                    _check_message(bytes(data), mode, limits, what)
+            else:
+                (largest,), = connection.execute('SELECT max(length(data)) FROM messages')
+                if largest and largest > limits.message_bytes:
+                    raise BagLimitError(f'{what}: a message of {largest} bytes, over the limit '
+                                        f'of {limits.message_bytes}')
+    except sqlite3.Error as error:
+        raise BagError(f'{what}: corrupt sqlite3 file: {one_line(error)}') from None
+
+
+def check_storage(path, metadata, limits=DEFAULT_LIMITS):
+    """Check every storage file of the bag ``path`` against ``limits`` (BagLimitError otherwise).
+
+    ``metadata`` is the validated ``rosbag2_bagfile_information``; the files were checked to be
+    regular files with the right magic bytes.
+    """
+    mode = compression_mode(metadata)
+    storage = metadata['storage_identifier']
+    for file_path in storage_paths(path, metadata):
+        what = f'{path}: {file_path.name}'
+        try:
+            with open(file_path, 'rb') as raw:
+                if mode == 'file':
+                    stream = _file_stream(raw, limits, what)
+                    if storage == 'mcap':
+                        _check_mcap(stream, mode, limits, what)
+                    else:
+                        _drain(stream)
+                elif storage == 'mcap':
+                    _check_mcap(raw, mode, limits, what)
+            if storage == 'sqlite3' and mode != 'file':
+                _check_sqlite(file_path, mode, limits, what)
+        except BagError:
+            raise
+        except Exception as error:  # noqa: BLE001 - a corrupt compressed stream, an I/O error
+            raise BagError(f'{what}: corrupt or unreadable: {one_line(error)}') from None
+
+
+def _file_stream(raw, limits, what):
+    import zstandard
+
+    decompressed = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+    return _Capped(decompressed, limits.file_bytes, what, limits.record_bytes)
+
+
+def readable_message_counts(file_path, limits=DEFAULT_LIMITS):
+    """Return ``{topic: messages}`` readable from the start of an MCAP file, however it ends.
+
+    For a file a failed write left without summary or footer (a full disk): mcap's stream
+    reader reads records in file order and stops at the first incomplete one (or one over the
+    limits), so this counts the messages of every complete chunk, what any reader can recover.
+    """
+    from collections import Counter
+
+    from mcap.records import Channel, Message
+    from mcap.stream_reader import StreamReader
+
+    topics, counts = {}, Counter()
+    with open(file_path, 'rb') as stream:
+        try:
+            for record in StreamReader(stream, skip_magic=False,
+                                       record_size_limit=limits.record_bytes).records:
+                if isinstance(record, Channel):
+                    topics[record.id] = record.topic
+                elif isinstance(record, Message):
+                    counts[topics[record.channel_id]] += 1
+        except Exception:  # noqa: BLE001,S110 - any reader error ends the readable prefix
+            pass
+    return dict(counts)
