@@ -14,13 +14,17 @@ import shutil
 import signal
 import sys
 
+from .discovery import ROBOT_NAME_MODES
+
 DESCRIPTION = """\
 Replay every telemetry bag found under PATH... under every --policy, in parallel on
 dask.distributed (an embedded LocalCluster of --workers processes bound to 127.0.0.1, or the
 cluster at --scheduler, whose workers must see the same paths), and report per bag and policy:
 assessments, time per level, downgrades, first downgrade, level transitions; with --inject, the
-detection delay of a fault injected into the recorded outcomes, and the false-downgrade rate on
-the untouched stretch. A bag that fails is reported with its reason; the audit goes on.
+detection delay of a fault injected into the recorded outcomes (a robot already downgraded by a
+real fault at the injection is reported as such and left out of the detection figures), and the
+downgrades before the injection (false downgrades only where that stretch was calibrated). A bag
+that fails is reported with its reason; the audit goes on.
 
 Trust: dask exchanges pickles, so whoever can talk to a scheduler can run code on its workers
 (and a scheduler on its clients). The embedded cluster accepts only this process (TLS with a key
@@ -69,12 +73,16 @@ def add_arguments(parser, positive_int):
     parser.add_argument('--report', metavar='DIR',
                         help='write the HTML report (index.html + PNGs) into DIR')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar on stderr')
+    parser.add_argument('--robot-name-from', choices=ROBOT_NAME_MODES, default='auto',
+                        help='name each robot after its bag folder (bag), the folder holding '
+                             'it (parent), or auto: the parent for timestamped bag folders '
+                             '(rosbag2_YYYY_MM_DD-..., ghost_feedback_...), else the bag folder')
 
 
 def run(args, fail):
     """Run the audit for parsed ``args``; ``fail(message, status)`` prints a one-line error."""
     from ..core.feedback import DEFAULT_MAX_HISTORY
-    from .discovery import find_bags
+    from .discovery import find_bags, robot_name
     from .driver import run_audit
     from .injection import parse_injection
     from ..safe_io import check_output_dir, check_output_file
@@ -109,6 +117,8 @@ def run(args, fail):
         return fail(f'dask: {type(error).__name__}: {error}', 2)
     finally:
         signal.signal(signal.SIGTERM, previous)
+    for result in results:
+        result['robot'] = robot_name(result['bag'], args.robot_name_from)
     engine = {'scheduler': args.scheduler or 'LocalCluster', 'workers': args.workers,
               'security': 'tls' if security is not None or not args.scheduler else 'none'}
     document = build_document(results, policies=policies, max_history=max_history,
@@ -189,16 +199,18 @@ def _write_outputs(args, document, dumps, write_report):
 
 def _print_summary(document, stream):
     lines = [f'audited {document["bags_audited"]} bags ({document["bags_failed"]} failed)']
-    lines.append(f'{"policy":52} {"assessments":>11} {"downgrades":>10} {"false/window":>12} '
-                 f'{"detected":>9} {"median delay":>12}')
+    lines.append(f'{"policy":44} {"assessments":>11} {"downgrades":>10} '
+                 f'{"before inj./window":>18} {"detected":>9} {"fault before":>12} '
+                 f'{"median delay":>12}')
     for label, total in document['totals'].items():
         rate = total['untouched']['false_downgrade_rate']
         injected = total.get('injected')
-        detected = f'{injected["detected"]}/{injected["bags"]}' if injected else '-'
+        detected = f'{injected["detected"]}/{injected["calibrated_bags"]}' if injected else '-'
+        before = str(injected['fault_before_injection']) if injected else '-'
         delay = injected['median_delay_s'] if injected else None
         lines.append(
-            f'{label[:52]:52} {total["assessments"]:>11} {total["downgrades"]:>10} '
-            f'{"-" if rate is None else f"{100 * rate:.2f}%":>12} {detected:>9} '
+            f'{label[:44]:44} {total["assessments"]:>11} {total["downgrades"]:>10} '
+            f'{"-" if rate is None else f"{100 * rate:.2f}%":>18} {detected:>9} {before:>12} '
             f'{"-" if delay is None else f"{delay:.2f} s":>12}')
     print('\n'.join(lines), file=stream)
 

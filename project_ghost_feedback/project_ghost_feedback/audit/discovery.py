@@ -8,6 +8,7 @@ descending into a bag. Only names are looked at here: nothing is opened.
 """
 
 import os
+import re
 
 
 def _is_bag_dir(path):
@@ -61,3 +62,26 @@ def find_bags(paths):
         if not found:
             problems.append(f'{path}: no bag found (no directory holding metadata.yaml or *.mcap)')
     return bags, problems
+
+
+ROBOT_NAME_MODES = ('auto', 'bag', 'parent')
+_TIMESTAMPED_BAG = re.compile(
+    r'^(rosbag2|ghost_feedback)_\d{4}_\d{2}_\d{2}-\d{2}_\d{2}_\d{2}(_\d+)?$')
+
+
+def robot_name(bag, mode='auto'):
+    """Return the robot a bag belongs to, from its folder structure.
+
+    ``bag``: the bag folder's name. ``parent``: the folder holding it (``fleet/robot7/run_3``).
+    ``auto``: the parent when the bag folder has a name rosbag2 or the feedback node generates
+    (``rosbag2_2026_12_04-10_00_00``, ``ghost_feedback_...``: one folder per run under the
+    robot's), else the bag folder's own name.
+    """
+    if mode not in ROBOT_NAME_MODES:
+        raise ValueError(f'--robot-name-from must be one of {", ".join(ROBOT_NAME_MODES)}')
+    path = os.path.normpath(os.fspath(bag))
+    name = os.path.basename(path)
+    parent = os.path.basename(os.path.dirname(path)) or name
+    if mode == 'parent' or (mode == 'auto' and _TIMESTAMPED_BAG.match(name)):
+        return parent
+    return name

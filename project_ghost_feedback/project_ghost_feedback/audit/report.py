@@ -21,13 +21,31 @@ TIMELINE_ROBOTS = 8
 ROBOT_ROWS = 50
 """Robots drawn in the timelines figure: those with the most downgrades under the first policy."""
 _EMPIRICAL_NOTE = (
-    'Detection delays and false-downgrade rates are empirical figures on the recorded traffic: '
-    'the false-downgrade rate is the share of full windows before the injection instant (the '
-    'whole bag without --inject) that a policy downgraded, valid only as far as that stretch was '
-    'calibrated; consecutive windows overlap, so it rests on about "independent_windows" '
-    'independent windows. A delay counts from the injection instant to the first downgrade '
-    'after it (delay_outcomes: injected outcomes received by then); a policy that was already '
-    'downgrading just before the injection is flagged "downgraded_before_injection".')
+    'Detection delays and downgrade rates are empirical figures on the recorded traffic. '
+    '"Downgrades before the injection" is the share of full windows before the injection instant '
+    '(the whole bag without --inject) that a policy downgraded: they are false downgrades only '
+    'as far as that stretch was calibrated (a real fault in the recording counts there too); '
+    'consecutive windows overlap, so it rests on about "independent_windows" independent '
+    'windows. A delay counts from the injection instant to the first downgrade after it '
+    '(delay_outcomes: injected outcomes received by then). A robot whose policy was already '
+    'downgrading just before the injection (a real fault before it) is reported as "fault '
+    'before the injection" and left out of the detection figures.')
+_GLOSSARY = (
+    ('KNOWN / UNCERTAIN / UNKNOWN', 'the self-assessment levels, most to least confident; the '
+     "raw level is the estimator's claim, the calibrated one what the policy made of it"),
+    ('d', 'unsquared Mahalanobis distance of a prediction from what was then observed, per vec3 '
+     '(position, orientation); a calibrated estimator gives d distributed as chi(3)'),
+    ('full window', 'an assessment judged on max_history outcomes'),
+    ('independent windows', 'full windows that share no outcome (overlapping windows are not '
+     'independent evidence)'),
+    ('injection', 'with --inject K@T, every outcome from sim time T on is scaled by K: a known '
+     'fault to detect'),
+    ('delay [s] / [outcomes]', 'from the injection instant to the first downgrade after it, in '
+     'sim seconds and in injected outcomes received'),
+    ('fault before the injection', 'the policy was already downgrading just before the '
+     'injection: a real fault; excluded from the detection figures'),
+)
+LEVEL_COLORS = {'KNOWN': '#4caf50', 'UNCERTAIN': '#ffb300', 'UNKNOWN': '#e53935'}
 
 
 def _median(values):
@@ -54,7 +72,10 @@ def _totals(results, labels):
         untouched['false_downgrade_rate'] = (
             untouched['full_window_downgrades'] / full if full else None)
         injected = [run['injected'] for run in runs if 'injected' in run]
-        detected = [i for i in injected if i['detected']]
+        # A robot already downgraded by a real fault at the injection says nothing about
+        # detecting the injected one: reported apart, left out of the detection figures.
+        calibrated = [i for i in injected if not i['downgraded_before_injection']]
+        detected = [i for i in calibrated if i['detected']]
         total = {
             'bags': len(runs), 'assessments': sum(run['assessments'] for run in runs),
             'levels': levels, 'time_per_level_s': time_per_level,
@@ -67,9 +88,10 @@ def _totals(results, labels):
             delays = [i['delay_s'] for i in detected]
             outcomes = [i['delay_outcomes'] for i in detected]
             total['injected'] = {
-                'bags': len(injected), 'detected': len(detected),
-                'downgraded_before_injection': sum(
-                    1 for i in injected if i['downgraded_before_injection']),
+                'bags': len(injected), 'calibrated_bags': len(calibrated),
+                'detected': len(detected),
+                'fault_before_injection': len(injected) - len(calibrated),
+                'downgraded_before_injection': len(injected) - len(calibrated),
                 'median_delay_s': _median(delays), 'max_delay_s': max(delays, default=None),
                 'median_delay_outcomes': _median(outcomes),
                 'max_delay_outcomes': max(outcomes, default=None),
@@ -123,39 +145,52 @@ def _level_rank(name):
     return {'UNKNOWN': 0, 'UNCERTAIN': 1, 'KNOWN': 2}[name]
 
 
+def _bands(axis, lane, timeline, start, end_s):
+    """Draw one lane of coloured level bands from a timeline of (stamp, level) change points."""
+    for index, (stamp, level) in enumerate(timeline):
+        left = (stamp - start) / 1e9
+        right = ((timeline[index + 1][0] - start) / 1e9 if index + 1 < len(timeline)
+                 else max(end_s, left))
+        axis.broken_barh([(left, max(right - left, 1e-9))], (lane - 0.4, 0.8),
+                         color=LEVEL_COLORS[level], linewidth=0)
+
+
 def timelines_png(document, plt):
-    """Return PNG bytes: raw vs calibrated level over sim time for the most-downgraded robots."""
+    """Return PNG bytes: per robot, one lane per policy (and the raw level) of level bands."""
     bags = document['bags']
     labels = [p['label'] for p in document['config']['policies']]
     first = labels[0] if labels else None
     chosen = sorted(bags, key=lambda b: -b['policies'][first]['downgrades'] if first else 0)
     chosen = chosen[:TIMELINE_ROBOTS]
+    lanes = ['raw'] + labels
     rows = max(len(chosen), 1)
-    figure, axes = plt.subplots(rows, 1, figsize=(9, 1.3 * rows + 0.6), sharex=False,
-                                squeeze=False)
+    figure, axes = plt.subplots(rows, 1, figsize=(9, (0.28 * len(lanes) + 0.5) * rows + 0.9),
+                                sharex=False, squeeze=False)
+    from matplotlib.patches import Patch
+
     for axis, bag in zip(axes[:, 0], chosen):
         start = bag['start_time_ns'] or 0
-        series = [('raw', bag['raw']['timeline'], 3.0)]
-        series += [(label, bag['policies'][label]['timeline'], 1.5) for label in labels]
-        for index, (name, timeline, width) in enumerate(series):
-            if not timeline:
-                continue
-            xs = [(stamp - start) / 1e9 for stamp, _ in timeline]
-            offset = 0.0 if index == 0 else 0.06 * index
-            ys = [_level_rank(level) - offset for _, level in timeline]
-            axis.step(xs, ys, where='post', linewidth=width, label=name)
+        end_s = ((bag.get('end_time_ns') or start) - start) / 1e9
+        series = [bag['raw']['timeline']] + [bag['policies'][label]['timeline']
+                                              for label in labels]
+        for lane, timeline in enumerate(series):
+            _bands(axis, len(lanes) - 1 - lane, timeline, start, end_s)
         if bag.get('injection_stamp_sim_ns') is not None:
-            axis.axvline((bag['injection_stamp_sim_ns'] - start) / 1e9, color='red',
+            axis.axvline((bag['injection_stamp_sim_ns'] - start) / 1e9, color='black',
                          linestyle='--', linewidth=1)
-        axis.set_yticks([0, 1, 2], ['UNKNOWN', 'UNCERTAIN', 'KNOWN'], fontsize=7)
-        axis.set_ylim(-0.6, 2.4)
+        axis.set_yticks(range(len(lanes)), [terminal_text(lane) for lane in reversed(lanes)],
+                        fontsize=7)
+        axis.set_ylim(-0.6, len(lanes) - 0.4)
         # A robot is a directory name: plain text, never mathtext (``r$\\foo$`` would raise).
         axis.set_title(terminal_text(bag['robot']), fontsize=8, loc='left', parse_math=False)
         axis.tick_params(axis='x', labelsize=7)
-    for text in axes[0, 0].legend(fontsize=6, loc='lower left', ncol=4).get_texts():
-        text.set_parse_math(False)
-    axes[-1, 0].set_xlabel('sim time since the bag start [s]', fontsize=8)
-    figure.tight_layout()
+        for tick in axis.get_yticklabels():
+            tick.set_parse_math(False)
+    axes[-1, 0].set_xlabel('sim time since the bag start [s]; dashed: injection instant',
+                           fontsize=8)
+    key = [Patch(color=color, label=level) for level, color in LEVEL_COLORS.items()]
+    figure.legend(handles=key, loc='upper right', ncol=3, fontsize=7, frameon=False)
+    figure.tight_layout(rect=(0, 0, 1, 0.97))
     data = _png(figure)
     plt.close(figure)
     return data
@@ -203,8 +238,10 @@ def _fmt(value, digits=3):
 
 
 def _policy_table(document):
-    header = ('policy', 'bags', 'assessments', 'K / U / X', 'downgrades', 'bags with downgrades',
-              'false downgrades / full window (windows; independent)', 'injected: detected',
+    header = ('policy', 'robots', 'assessments', 'KNOWN / UNCERTAIN / UNKNOWN', 'downgrades',
+              'robots with downgrades',
+              'downgrades before the injection / full window (windows; independent)',
+              'injection detected (of robots calibrated at it)', 'fault before the injection',
               'median / max delay [s]', 'median / max delay [outcomes]')
     rows = []
     for label, total in document['totals'].items():
@@ -218,7 +255,8 @@ def _policy_table(document):
             total['downgrades'], total['bags_with_downgrades'],
             f'{"-" if rate is None else f"{100 * rate:.2f}%"} ({untouched["full_windows"]}; '
             f'~{untouched["independent_windows"]})',
-            f'{injected["detected"]} of {injected["bags"]}' if injected else '-',
+            f'{injected["detected"]} of {injected["calibrated_bags"]}' if injected else '-',
+            injected['fault_before_injection'] if injected else '-',
             f'{_fmt(injected["median_delay_s"])} / {_fmt(injected["max_delay_s"])}'
             if injected else '-',
             f'{_fmt(injected["median_delay_outcomes"])} / {_fmt(injected["max_delay_outcomes"])}'
@@ -235,27 +273,42 @@ def _robot_table(document, limit=ROBOT_ROWS):
     labels = [p['label'] for p in document['config']['policies']]
     bags = sorted(document['bags'], key=lambda b: (
         -b['policies'][labels[0]]['downgrades'] if labels else 0, b['bag']))
-    header = ['robot', 'assessments'] + [
-        f'{label}: downgrades, first [s]' + (', delay [s]' if document['config']['injection']
-                                             else '') for label in labels]
+    header = ['robot', 'bag', 'assessments'] + [
+        f'{label}: downgrades, first [s]; status' for label in labels]
     lines = ['<table><tr>' + ''.join(f'<th>{html.escape(h)}</th>' for h in header) + '</tr>']
     for bag in bags[:limit]:
         start = bag['start_time_ns'] or 0
-        cells = [bag['robot'], bag['assessments']]
+        cells = [bag['robot'], bag['bag'], bag['assessments']]
         for label in labels:
             figures = bag['policies'][label]
             first = figures['first_downgrade_stamp_sim_ns']
             first_s = None if first is None else (first - start) / 1e9
-            text = f'{figures["downgrades"]}, {_fmt(first_s)}'
-            injected = figures.get('injected')
-            if injected is not None:
-                text += f', {_fmt(injected.get("delay_s"))}'
-            cells.append(text)
+            cells.append(f'{figures["downgrades"]}, {_fmt(first_s)}; {robot_status(figures)}')
         lines.append('<tr>' + ''.join(f'<td>{html.escape(str(c))}</td>' for c in cells) + '</tr>')
     lines.append('</table>')
     if len(bags) > limit:
         lines.append(f'<p>... and {len(bags) - limit} more robots (all in the JSON).</p>')
     return '\n'.join(lines)
+
+
+def robot_status(figures):
+    """Return one robot's status under one policy, in words."""
+    injected = figures.get('injected')
+    if injected is None:
+        return 'downgraded' if figures['downgrades'] else 'never downgraded'
+    if injected['downgraded_before_injection']:
+        return 'fault before the injection (excluded)'
+    if injected['detected']:
+        return f'injection detected after {_fmt(injected.get("delay_s"))} s'
+    return 'injection NOT detected'
+
+
+def _glossary():
+    items = ''.join(f'<dt>{html.escape(term)}</dt><dd>{html.escape(text)}</dd>'
+                    for term, text in _GLOSSARY)
+    colors = ', '.join(f'{level} {color}' for level, color in LEVEL_COLORS.items())
+    return (f'<h2>How to read this page</h2><dl>{items}</dl>'
+            f'<p><small>Level colours in the timelines: {html.escape(colors)}.</small></p>')
 
 
 _STYLE = ('body{font-family:sans-serif;max-width:1000px;margin:1em auto}'
@@ -277,6 +330,7 @@ def render_html(document, images):
         f'{html.escape(json.dumps(injection)) if injection else "none"}.</p>',
         '<h2>Policy comparison</h2>', _policy_table(document),
         f'<p><small>{html.escape(document["notes"][0])}</small></p>',
+        _glossary(),
     ]
     if document['failed'] or document['discovery_problems']:
         parts.append('<h2>Bags that failed</h2><ul>')
