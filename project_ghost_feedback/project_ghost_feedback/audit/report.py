@@ -171,8 +171,8 @@ def timelines_png(document, plt):
     for axis, bag in zip(axes[:, 0], chosen):
         start = bag['start_time_ns'] or 0
         end_s = ((bag.get('end_time_ns') or start) - start) / 1e9
-        series = [bag['raw']['timeline']] + [bag['policies'][label]['timeline']
-                                              for label in labels]
+        series = [bag['raw']['timeline']]
+        series += [bag['policies'][label]['timeline'] for label in labels]
         for lane, timeline in enumerate(series):
             _bands(axis, len(lanes) - 1 - lane, timeline, start, end_s)
         if bag.get('injection_stamp_sim_ns') is not None:
