@@ -25,17 +25,11 @@ printed: for ``overconfidence_scale``, the fraction of full windows with the rea
 
 import argparse
 import math
-import pathlib
-import sys
 
 import numpy as np
 
-_BENCH_DIR = pathlib.Path(__file__).resolve().parent
-if str(_BENCH_DIR) not in sys.path:
-    sys.path.insert(0, str(_BENCH_DIR))
-
-import arl_chain  # noqa: E402
-from project_ghost_feedback.core.feedback import (  # noqa: E402
+from project_ghost_feedback.analysis import arl_chain
+from project_ghost_feedback.core.feedback import (
     make_policy,
     policy_parameters,
     REASON_UNDERCONFIDENT_CALIBRATION,

@@ -105,7 +105,7 @@ def _run(seed, phases, policy, evaluate_assessments):
     return results
 
 
-def _bench_pairs(seconds=60.0):
+def bench_pairs(seconds=60.0):
     stack = LocalizationStack(config=CONFIG, phases=(StackPhase('tuned', seconds),), seed=99)
     samples = [s for s in stack.run() if s.is_estimate]
     pacer, thresholds = OutcomePacer(), ClaimThresholds()
@@ -141,7 +141,7 @@ def main(argv=None):
         args.seeds, args.tuned_seeds = 3, 3
     policy = LoopConfig.make(args.policy).make_policy()
     stated = getattr(policy, 'STATED_FULL_WINDOW_FALSE_ALARM_RATE', float('nan'))
-    print(f'pure bridge path: {_bench_pairs():.0f} pairs/s (pose error + pacer + claim)')
+    print(f'pure bridge path: {bench_pairs():.0f} pairs/s (pose error + pacer + claim)')
     runs = [_run(seed, DEFAULT_PHASES, args.policy, True) for seed in range(args.seeds)]
     tuned = (StackPhase('tuned', 600.0),)
     runs += [_run(1000 + seed, tuned, args.policy, False) for seed in range(args.tuned_seeds)]

@@ -15,20 +15,13 @@ import statistics
 import sys
 import time
 
-_PACKAGE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
-                            'project_ghost_feedback')
-try:
-    import project_ghost_feedback.core  # noqa: F401
-except ImportError:
-    sys.path.insert(0, os.path.normpath(_PACKAGE_DIR))
-
-from project_ghost_feedback.core import (  # noqa: E402
+from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     NamedLevel,
     PredictionOutcome,
     SelfAssessmentLevel,
 )
-from project_ghost_feedback.core.feedback import (  # noqa: E402
+from project_ghost_feedback.core.feedback import (
     assess_with_feedback,
     build_calibration_history,
     MahalanobisDowngradePolicy,

@@ -36,37 +36,29 @@ import datetime
 import math
 import multiprocessing
 import os
-import pathlib
 import platform
 import random
 import statistics
-import sys
 import time
 
-_PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[1] / 'project_ghost_feedback'
-if str(_PACKAGE_ROOT) not in sys.path:
-    sys.path.insert(0, str(_PACKAGE_ROOT))
-_BENCH_DIR = str(pathlib.Path(__file__).resolve().parent)
-if _BENCH_DIR not in sys.path:
-    sys.path.insert(0, _BENCH_DIR)
 
-from project_ghost_feedback.core import (  # noqa: E402
+from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     bucket_of_distance,
     SelfAssessmentLevel,
 )
-from project_ghost_feedback.core.feedback import (  # noqa: E402
+from project_ghost_feedback.core.feedback import (
     build_calibration_history,
     CalibrationHistory,
     make_policy,
     policy_names,
 )
-from project_ghost_feedback.core.feedback.calibration_math import (  # noqa: E402
+from project_ghost_feedback.core.feedback.calibration_math import (
     bucket_probabilities,
 )
-from project_ghost_feedback.sim import OutcomeModel  # noqa: E402
-import vec3_sim  # noqa: E402
-from schema2_history import schema2_history  # noqa: E402
+from project_ghost_feedback.sim import OutcomeModel
+from project_ghost_feedback.analysis import vec3_sim
+from project_ghost_feedback.analysis.schema2_history import schema2_history
 
 OVERCONFIDENCE_FACTORS = (1.5, 2.0, 10.0, 50.0)
 MIRRORED = ('vec3_scale',)
@@ -369,8 +361,7 @@ NO_CHAIN = {
 def run_length_report(names, args, delays, v3=None):
     """Return the markdown lines of the run-length and CUSUM-limit tables (issue 12)."""
     v3 = v3 or {}
-    import arl_chain
-    import cusum_limits
+    from project_ghost_feedback.analysis import arl_chain, cusum_limits
 
     policies = [make_policy(name) for name in names]
     started = time.perf_counter()
@@ -593,7 +584,7 @@ def _target_rows(m):
 
 def issue20_report(names, mirrored, v3, args):
     """Return the markdown lines of the issue-20 targets, flapping and assumptions tables."""
-    import arl_chain
+    from project_ghost_feedback.analysis import arl_chain
     import numpy as np
     lines = []
     for name in mirrored:

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The exact run-length chain of bench/arl_chain.py, checked against independent computations.
+"""The exact run-length chain of analysis/arl_chain.py, checked against independent computations.
 
 Small windows with loose false-alarm probabilities make the Monte Carlo discriminating: the
 chain (iterative solve with a verified residual) must equal a dense ``numpy.linalg.solve`` of the
@@ -7,23 +7,10 @@ same system and a first-passage Monte Carlo in which the *policy's own* ``adjust
 window, within 4 standard errors. The full-window figure quoted in the docs (3398) is checked too.
 """
 
-import importlib.util
-import pathlib
-
+from project_ghost_feedback.analysis import arl_chain as chain
 from project_ghost_feedback.core.feedback import make_policy
 import pytest
 
-_BENCH = pathlib.Path(__file__).resolve().parents[2] / 'bench' / 'arl_chain.py'
-
-
-def _load_chain():
-    spec = importlib.util.spec_from_file_location('arl_chain', _BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-chain = _load_chain()
 LOOSE = {'false_alarm_probability': 0.05, 'gross_false_alarm_probability': 0.01}
 
 

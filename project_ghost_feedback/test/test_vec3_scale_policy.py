@@ -2,12 +2,10 @@
 """Vec3ScalePolicy (issue 20): parameters, purity, per-vec3 grading, hysteresis, fallback.
 
 Small deterministic checks only; the rates and delays are measured by bench/honesty_bench.py.
-Schema-2 histories come from bench/schema2_history.py, the one place that builds them.
+Schema-2 histories come from analysis/schema2_history.py, the one place that builds them.
 """
 
-import importlib.util
 import math
-import pathlib
 
 from project_ghost_feedback.core import BeliefSelfAssessment, SelfAssessmentLevel
 from project_ghost_feedback.core.feedback import (
@@ -35,13 +33,9 @@ from project_ghost_feedback.core.feedback.vec3_scale_policy import (
     chi_square_quantile,
     chi_square_survival,
 )
+from project_ghost_feedback.analysis.schema2_history import schema2_history
 import pytest
 
-_HELPER = pathlib.Path(__file__).resolve().parents[2] / 'bench' / 'schema2_history.py'
-_SPEC = importlib.util.spec_from_file_location('schema2_history', _HELPER)
-_MODULE = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(_MODULE)
-schema2_history = _MODULE.schema2_history
 
 KNOWN = SelfAssessmentLevel.KNOWN
 UNCERTAIN = SelfAssessmentLevel.UNCERTAIN
@@ -243,9 +237,7 @@ def test_winsorized_policy_ignores_one_heavy_tail_outcome():
 def test_bench_mirror_matches_adjust_following():
     """The numpy mirror the bench measures gives the policy's own levels (seeded, 3 x 300)."""
     np = pytest.importorskip('numpy')
-    spec = importlib.util.spec_from_file_location('vec3_sim', _HELPER.parent / 'vec3_sim.py')
-    vec3_sim = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(vec3_sim)
+    from project_ghost_feedback.analysis import vec3_sim
     rng = np.random.default_rng(20)
     scale = np.concatenate([np.ones(80), np.linspace(1.0, 3.0, 160), np.full(30, 12.0),
                             np.ones(30)])

@@ -27,21 +27,16 @@ downgrade time.
 """
 
 import math
-import pathlib
-import sys
 
 import numpy as np
 
-_PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[1] / 'project_ghost_feedback'
-if str(_PACKAGE_ROOT) not in sys.path:
-    sys.path.insert(0, str(_PACKAGE_ROOT))
 
-from project_ghost_feedback.core import (  # noqa: E402
+from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     SelfAssessmentLevel,
 )
-from project_ghost_feedback.core.feedback import CalibrationHistory  # noqa: E402
-from project_ghost_feedback.core.feedback.calibration_math import (  # noqa: E402
+from project_ghost_feedback.core.feedback import CalibrationHistory
+from project_ghost_feedback.core.feedback.calibration_math import (
     bucket_probabilities,
 )
 

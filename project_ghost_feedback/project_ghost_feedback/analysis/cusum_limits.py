@@ -21,16 +21,11 @@ the continuous CUSUM checks the in-control ARL (:func:`monte_carlo_arl`).
 """
 
 import math
-import pathlib
-import sys
 
 import numpy as np
 
-_PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[1] / 'project_ghost_feedback'
-if str(_PACKAGE_ROOT) not in sys.path:
-    sys.path.insert(0, str(_PACKAGE_ROOT))
 
-from project_ghost_feedback.core.feedback.calibration_math import (  # noqa: E402
+from project_ghost_feedback.core.feedback.calibration_math import (
     bucket_probabilities,
 )
 

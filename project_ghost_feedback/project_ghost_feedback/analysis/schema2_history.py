@@ -9,15 +9,10 @@ the input).
 """
 
 import math
-import pathlib
-import sys
 
-_PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[1] / 'project_ghost_feedback'
-if str(_PACKAGE_ROOT) not in sys.path:
-    sys.path.insert(0, str(_PACKAGE_ROOT))
 
-from project_ghost_feedback.core import bucket_of_distance  # noqa: E402
-from project_ghost_feedback.core.feedback import (  # noqa: E402
+from project_ghost_feedback.core import bucket_of_distance
+from project_ghost_feedback.core.feedback import (
     CalibrationHistory,
     HISTORY_SCHEMA_SQUARED_DISTANCES,
 )

@@ -1,0 +1,8 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Analysis code the benchmarks and tests share (numpy; never imported by the node or the core).
+
+- :mod:`.arl_chain`: exact run lengths of the window policies by Markov chain, and Monte Carlo.
+- :mod:`.cusum_limits`: the full-information CUSUM limits the policies are compared with.
+- :mod:`.vec3_sim`: a vectorised simulation of ``vec3_scale`` for the honesty benchmarks.
+- :mod:`.schema2_history`: schema-2 histories from given squared distances.
+"""
