@@ -42,7 +42,7 @@ lint: setup
 	@$(ENV); python -m pytest project_ghost_feedback/test/test_lint.py -q -rfEs
 
 bench: setup
-	@$(ENV); shopt -s nullglob; benches=(bench/*.py); \
+	@$(ENV); shopt -s nullglob; benches=(bench/*_bench.py); \
 	if (( $${#benches[@]} == 0 )); then echo '[bench] no benchmarks in bench/ yet'; exit 0; fi; \
 	for bench in "$${benches[@]}"; do echo "[bench] $$bench"; timeout -k 10 1800 python "$$bench"; done
 

@@ -28,11 +28,10 @@ Figures, not a gate: a 2-CPU machine shares its cores between the driver and the
 import argparse
 import math
 import os
-import signal
-import subprocess
 import sys
-import tempfile
 import time
+
+from measured_process import MeasuredProcess
 
 NS_PER_S = 1_000_000_000
 COVARIANCE = [0.0] * 36
@@ -92,7 +91,7 @@ def serve_relay(namespace, executor_name):
     return 0
 
 
-class Process:
+class Process(MeasuredProcess):
     """A node under test as its own process (the relay or the bridge), in ``namespace``."""
 
     def __init__(self, kind, namespace, executor='single_threaded'):
@@ -102,42 +101,12 @@ class Process:
                                 '--relay-executor', executor]
         else:
             command = python + ['-m', 'project_ghost_feedback.ros.outcome_bridge_node',
-                       '--ros-args', '-r', f'__ns:={namespace}',
-                       '-p', 'decorrelation.adaptive:=false',
-                       '-p', 'decorrelation.min_interval_s:=0.0',
-                       '-p', f'executor:={executor}',
-                       '-p', 'diagnostics_period_s:=0.5']
-        self.log = tempfile.NamedTemporaryFile('w+', prefix=f'bridge_dds_bench_{kind}_',
-                                               suffix='.log', delete=False)
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
-        import psutil
-        self.ps = psutil.Process(self.process.pid)
-
-    def cpu_s(self):
-        """Return the process's user + system CPU seconds so far."""
-        times = self.ps.cpu_times()
-        return times.user + times.system
-
-    def check_alive(self):
-        """Raise RuntimeError with the log tail when the process exited."""
-        if self.process.poll() is not None:
-            self.log.flush()
-            with open(self.log.name) as log:
-                raise RuntimeError(f'exited {self.process.returncode}: {log.read()[-2000:]}')
-
-    def stop(self):
-        """SIGINT (by PID), as ros2 launch does; return the exit code."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
-        if self.process.returncode == 0:
-            os.unlink(self.log.name)
-        return self.process.returncode
+                                '--ros-args', '-r', f'__ns:={namespace}',
+                                '-p', 'decorrelation.adaptive:=false',
+                                '-p', 'decorrelation.min_interval_s:=0.0',
+                                '-p', f'executor:={executor}',
+                                '-p', 'diagnostics_period_s:=0.5']
+        super().__init__(command, f'{kind}[{executor}]', log_prefix=f'bridge_dds_bench_{kind}_')
 
 
 class Driver:

@@ -44,13 +44,13 @@ import json
 import math
 import os
 import platform
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+from measured_process import MeasuredProcess
 
 RELAY_NODE_NAME = 'bench_relay'
 OUTCOME_TOPIC = '/prediction_outcome'
@@ -159,7 +159,7 @@ def relay_main(executor_name):
 
 # -- target processes ----------------------------------------------------------------------------
 
-class Target:
+class Target(MeasuredProcess):
     """The node under test or the relay, as its own process."""
 
     def __init__(self, kind, executor, parameters=(), log_dir=None):
@@ -174,51 +174,8 @@ class Target:
         else:
             command = [sys.executable, os.path.abspath(__file__), '--relay',
                        '--executor', executor]
-        self.log = tempfile.NamedTemporaryFile(
-            'w+', prefix=f'node_bench_{kind}_', suffix='.log', dir=log_dir, delete=False)
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
-        import psutil
-        self.ps = psutil.Process(self.process.pid)
-
-    @property
-    def label(self):
-        """Return e.g. ``node[events]``."""
-        return f'{self.kind}[{self.executor}]'
-
-    def check_alive(self):
-        """Raise RuntimeError with the process log when the target has exited."""
-        if self.process.poll() is not None:
-            self.log.flush()
-            with open(self.log.name) as log:
-                text = log.read()[-2000:]
-            raise RuntimeError(f'{self.label} exited with {self.process.returncode}:\n{text}')
-
-    def cpu_s(self):
-        """Return the user + system CPU seconds used so far."""
-        times = self.ps.cpu_times()
-        return times.user + times.system
-
-    def rss_bytes(self):
-        """Return the resident set size in bytes."""
-        return self.ps.memory_info().rss
-
-    def stop(self, timeout=15.0):
-        """Stop with SIGINT (as ros2 launch does); SIGKILL and clean shm if it hangs."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                print(f'  warning: {self.label} ignored SIGINT for {timeout:g} s: killed',
-                      flush=True)
-                self.process.kill()
-                self.process.wait()
-                subprocess.run(['fastdds', 'shm', 'clean'], capture_output=True, check=False)
-        self.log.close()
-        code = self.process.returncode
-        if code == 0:
-            os.unlink(self.log.name)
-        return code
+        super().__init__(command, f'{kind}[{executor}]', log_prefix=f'node_bench_{kind}_',
+                         log_dir=log_dir)
 
 
 # -- the load generator --------------------------------------------------------------------------
