@@ -45,3 +45,17 @@ def test_a_first_downgraded_output_is_logged_and_a_raw_change_too():
     assert change[0] == WARN and 'UNKNOWN' in change[1]
     levels, change = level_change(levels, _calibrated(6, UNCERTAIN, UNKNOWN, 'gross'))
     assert change == (WARN, 'calibrated level UNKNOWN (raw UNCERTAIN) at t=0.000 s: gross')
+
+
+def test_the_window_evidence_is_said_in_words():
+    from project_ghost_feedback.core import PredictionOutcome
+    from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
+    from project_ghost_feedback.ros.feedback_node import window_evidence
+
+    outcomes = [PredictionOutcome(i, i, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), d, 0.5)
+                for i, d in enumerate((0.5, 2.0, 4.0, 7.0, 0.25), start=1)]
+    calibrated = assess_with_feedback(BeliefSelfAssessment(10, KNOWN), outcomes,
+                                      make_policy('overconfidence_scale'), 32)
+    assert window_evidence(calibrated) == (
+        '2 within 1 std, 1 1-3, 1 3-5, 1 beyond 5; worst d position 7.00, orientation 0.50')
+    assert window_evidence(None) == ''

@@ -543,6 +543,7 @@ class FeedbackNode(Node):
             'resets_total': sum(self.resets.values()),
             'last_reset_reason': self.last_reset_reason,
             'window_outcomes': self._window_outcomes(),
+            'window_evidence': window_evidence(calibrated),
             'max_history': self._config.loop.max_history,
             'buffer_fill': '{}/{}'.format(*self._loop.buffer_fill),
             'policy': self._config.loop.policy,
@@ -602,6 +603,17 @@ class FeedbackNode(Node):
         """Finish the telemetry bag, then destroy the node."""
         self.close()
         return super().destroy_node()
+
+
+def window_evidence(calibrated):
+    """Return the evidence of the window a calibrated assessment was judged on, in words."""
+    if calibrated is None:
+        return ''
+    history = calibrated.calibration_history
+    return (f'{history.count_within_1_std} within 1 std, {history.count_beyond_1_std} 1-3, '
+            f'{history.count_beyond_3_std} 3-5, {history.count_beyond_5_std} beyond 5; worst d '
+            f'position {history.worst_position_mahalanobis:.2f}, orientation '
+            f'{history.worst_orientation_mahalanobis:.2f}')
 
 
 def level_change(previous, calibrated):
