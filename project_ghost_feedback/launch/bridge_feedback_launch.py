@@ -25,8 +25,11 @@ Launch arguments:
 - ``respawn`` (default ``false``): restart a node when it exits (both nodes).
 - ``log_level`` (default ``info``): both nodes' ROS log level.
 - ``record`` (default ``false``), ``bag_output``: record with ``ros2 bag record -s mcap`` the
-  feedback node's topics (the bridge's outputs and the calibrated output), as
-  ``feedback_launch.py`` does, which this file includes for the feedback node.
+  feedback node's topics (the bridge's outputs, the calibrated output, ``feedback_events`` and
+  ``/diagnostics``), as ``feedback_launch.py`` does, which this file includes for the feedback
+  node.
+- ``record_inputs`` (default ``false``): with ``record:=true``, the bridge's two inputs go into
+  that bag too (what ``ghost-feedback evaluate`` reads offline).
 
 Tested statically (``test/test_bridge_launch_static.py``): parsed, never imported; and with the
 real ``ros2 launch`` by ``test/test_ros2_cli.py`` where launch / launch_ros are installed.
@@ -91,6 +94,10 @@ def generate_launch_description():
         DeclareLaunchArgument('bag_output', default_value='',
                               description="Bag directory for record:=true ('' lets ros2 bag "
                               'name it).'),
+        DeclareLaunchArgument('record_inputs', default_value='false', choices=['true', 'false'],
+                              description="With record:=true, also record the bridge's inputs "
+                              '(estimate_topic, reference_topic), e.g. for ghost-feedback '
+                              'evaluate.'),
         Node(
             package=PACKAGE, executable=BRIDGE_EXECUTABLE, name='outcome_bridge',
             namespace=LaunchConfiguration('namespace'),
@@ -108,5 +115,9 @@ def generate_launch_description():
             output='screen'),
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(os.path.join(share, FEEDBACK_LAUNCH)),
-            launch_arguments=[(name, LaunchConfiguration(name)) for name in SHARED_ARGUMENTS]),
+            launch_arguments=[(name, LaunchConfiguration(name)) for name in SHARED_ARGUMENTS] + [
+                ('extra_record_topics', PythonExpression([
+                    "'", LaunchConfiguration('estimate_topic'), ',',
+                    LaunchConfiguration('reference_topic'), "' if '",
+                    LaunchConfiguration('record_inputs'), "' == 'true' else ''"]))]),
     ])

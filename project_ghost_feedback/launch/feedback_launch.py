@@ -19,8 +19,11 @@ Launch arguments:
   params file so each run records a new timestamped bag.
 - ``log_level`` (default ``info``): the node's ROS log level.
 - ``record`` (default ``false``): ``true`` also starts ``ros2 bag record -s mcap`` of the node's
-  two inputs and its output, resolved in ``namespace``, with ``--topics`` (rosbag2 0.26.4 or later
-  on Jazzy). Without rosbag2 installed it logs one error line; the node runs on.
+  two inputs and its output, ``feedback_events`` and ``/diagnostics`` (Foxglove-ready:
+  docs/foxglove/), plus ``extra_record_topics`` (comma-separated), resolved in ``namespace``,
+  with ``--topics`` (rosbag2 0.26.4 or later on Jazzy). Without rosbag2 installed it logs one
+  error line; the node runs on.
+- ``extra_record_topics`` (default ``''``): more topics for ``record:=true``, comma-separated.
 - ``bag_output`` (default ``''``: ``ros2 bag`` picks ``rosbag2_<date>``): the bag directory.
 
 Tested statically by ``test/test_launch_static.py`` (parses this file with ``ast``; checks the
@@ -53,6 +56,9 @@ TOPICS = {
     'calibrated_topic': 'self_assessment/calibrated',
 }
 """Launch argument -> the node's topic name it remaps (two inputs, then the output)."""
+
+RECORDED_ALSO = ('feedback_events', '/diagnostics')
+"""Recorded with the node's topics: its events (what replay needs) and /diagnostics (Foxglove)."""
 
 
 RECORD_UNAVAILABLE = (
@@ -89,9 +95,12 @@ def _bag_record(context):
     command = ['ros2', 'bag', 'record', '-s', 'mcap']
     if bag_output:
         command += ['-o', bag_output]
-    command += ['--topics'] + [
-        resolve_topic(namespace, LaunchConfiguration(argument).perform(context))
-        for argument in TOPICS]
+    topics = [resolve_topic(namespace, LaunchConfiguration(argument).perform(context))
+              for argument in TOPICS]
+    topics += [resolve_topic(namespace, topic) for topic in RECORDED_ALSO]
+    extra = LaunchConfiguration('extra_record_topics').perform(context)
+    topics += [resolve_topic(namespace, t.strip()) for t in extra.split(',') if t.strip()]
+    command += ['--topics'] + topics
     return [ExecuteProcess(cmd=command, name='feedback_bag_record', output='screen')]
 
 
@@ -124,6 +133,10 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'bag_output', default_value='',
             description="Bag directory for record:=true ('' lets ros2 bag name it)."),
+        DeclareLaunchArgument(
+            'extra_record_topics', default_value='',
+            description="More topics for record:=true, comma-separated (e.g. the bridge's "
+            'inputs).'),
         Node(
             package=PACKAGE,
             executable=EXECUTABLE,

@@ -33,7 +33,8 @@ RCLPY_OWN_PARAMETERS = frozenset({'start_type_description_service'})
 """Declared by rclpy on every node; not part of the node's configuration."""
 TOPIC_ARGUMENTS = frozenset({'outcome_topic', 'assessment_topic', 'calibrated_topic'})
 LAUNCH_ARGUMENTS = frozenset({
-    'namespace', 'params_file', 'use_sim_time', 'record', 'bag_output', 'respawn', 'log_level'}
+    'namespace', 'params_file', 'use_sim_time', 'record', 'bag_output', 'respawn', 'log_level',
+    'extra_record_topics'}
 ) | TOPIC_ARGUMENTS
 HELPERS = ('resolve_topic',)
 
