@@ -88,13 +88,6 @@ class LoopConfig:
                 raise ValueError(f'{name} must be an int >= 1, got {value!r}')
         return config
 
-    @classmethod
-    def of_policy(cls, policy, max_history, outcome_buffer_size, time_jump_tolerance_ns):
-        """Return the config of a registered policy *object* (its dataclass fields)."""
-        parameters = {name: getattr(policy, name) for name in policy_parameters(policy.policy_id)}
-        return cls.make(policy.policy_id, parameters, max_history, outcome_buffer_size,
-                        time_jump_tolerance_ns)
-
     @property
     def buffer_capacity(self):
         """Return the window's capacity: ``max(outcome_buffer_size, max_history)``."""
