@@ -200,3 +200,25 @@ def test_bad_inputs_give_one_line_and_exit_2(tmp_path, capsys, case, expected):
     assert len(err.splitlines()) == 1 and err.startswith('ghost-feedback: error: ')
     assert expected in err
     assert case != 'wrong_type' or 'expected one of' in err
+
+
+def test_audit_of_an_ordinary_bag_equals_the_audit_of_its_evaluated_telemetry(tmp_path):
+    """Audit with the bridge options: the per-policy results of evaluate's telemetry bag."""
+    from project_ghost_feedback.audit.task import audit_bag, parse_policy
+    from project_ghost_feedback.evaluate.inputs import bridge_parameters
+
+    bag = write_rosbags_bag(tmp_path / 'bag', stack_samples(), POSE, 'sqlite3')
+    assert evaluate(bag, tmp_path / 'out', '--no-plot') == 0
+    policies = (parse_policy('overconfidence_scale'), parse_policy('calibrated_exceedance'))
+    direct = audit_bag(bag, policies, bridge=(ESTIMATE, REFERENCE, bridge_parameters(CONFIG)))
+    recorded = audit_bag(tmp_path / 'out' / 'telemetry', policies)
+    assert direct['ok'] and recorded['ok'], (direct, recorded)
+    for key in ('outcomes', 'assessments', 'raw', 'distances', 'policies', 'overconfidence'):
+        assert direct[key] == recorded[key], key
+    assert direct['policies']['calibrated_exceedance']['downgrades'] > 0
+
+
+def test_audit_cli_refuses_half_the_bridge_options(tmp_path, capsys):
+    """--estimate without --reference: one line, exit 2."""
+    assert main(['audit', str(tmp_path), '--estimate', ESTIMATE]) == 2
+    assert 'go together' in capsys.readouterr().err

@@ -47,6 +47,10 @@ def add_arguments(parser, positive_int):
     parser.add_argument('--report', metavar='DIR',
                         help='write the HTML report (index.html + PNGs) into DIR')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar on stderr')
+    from ..evaluate.command import add_input_arguments
+
+    add_input_arguments(parser, " (ordinary bags: their outcomes come from the bridge's engine, "
+                                'as with evaluate)')
 
 
 def run(args, fail):
@@ -69,6 +73,16 @@ def run(args, fail):
     if len(set(labels)) != len(labels):
         return fail('the same --policy is given twice', 2)
     max_history = args.max_history or DEFAULT_MAX_HISTORY
+    bridge = None
+    if args.estimate or args.reference or args.params_file:
+        from ..evaluate.inputs import bridge_parameters, EvaluateError
+
+        if not (args.estimate and args.reference):
+            return fail('--estimate and --reference go together (ordinary bags)', 2)
+        try:
+            bridge = (args.estimate, args.reference, bridge_parameters(args.params_file))
+        except EvaluateError as error:
+            return fail(error, 2)
     bags, problems = find_bags(args.paths)
     for problem in problems:
         print(f'ghost-feedback: audit: {problem}', file=sys.stderr)
@@ -77,7 +91,7 @@ def run(args, fail):
     try:
         results = run_audit(bags, policies, max_history=max_history, injection=injection,
                             scheduler=args.scheduler, workers=args.workers,
-                            progress=not args.no_progress)
+                            progress=not args.no_progress, bridge=bridge)
     except (OSError, ValueError) as error:  # e.g. the scheduler cannot be reached
         return fail(f'dask: {error}', 2)
     engine = {'scheduler': args.scheduler or 'LocalCluster', 'workers': args.workers}

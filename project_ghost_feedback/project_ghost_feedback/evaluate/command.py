@@ -160,10 +160,11 @@ def summary_text(summary):
     return '\n'.join(lines)
 
 
-def add_input_arguments(parser):
+def add_input_arguments(parser, note=''):
     """Add --estimate, --reference and --params-file (evaluate and audit share them)."""
     parser.add_argument('--estimate', metavar='TOPIC',
-                        help='estimate topic (nav_msgs/Odometry or PoseWithCovarianceStamped)')
+                        help='estimate topic (nav_msgs/Odometry or PoseWithCovarianceStamped)'
+                        + note)
     parser.add_argument('--reference', metavar='TOPIC',
                         help='reference topic (Odometry, PoseStamped or PoseWithCovarianceStamped)')
     parser.add_argument('--params-file', metavar='YAML',
