@@ -44,6 +44,7 @@ from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
+    CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
 from rclpy.clock import Clock, ClockType, JumpThreshold
@@ -53,6 +54,7 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
 
+from ..bridge.calibrated_estimate import inflate_covariance, inflation_factors
 from ..bridge.geometry import AXES
 from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes, re-exported
     DROP_BAD_STAMP,
@@ -76,6 +78,7 @@ from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes
     RESET_ESTIMATE_STAMPS,
     RESET_REFERENCE_STAMPS,
 )
+from ..msg_decoding import history_from_msg
 from .calibration_status import ERROR, OK, PeriodStatus, STALE, WARN
 from .conversions import fill_belief_msg, fill_outcome_msg, NamedLevelMessages
 from .input_accounting import is_negative_time_error, LogGate, SequenceGaps
@@ -160,6 +163,16 @@ PARAMETERS = {
     'decorrelation.alpha': ParameterSpec(
         0.01, 'Forgetting factor of the autocorrelation estimate (horizon ~ 1/alpha samples).',
         float_range=(1e-6, 1.0)),
+    'calibrated_estimate.enabled': ParameterSpec(
+        False, 'Republish every estimate on estimate/calibrated (same type and frame) with its '
+        "pose covariance inflated per vec3 by the upper 95% bound of the feedback node's "
+        'overconfidence factor, read from self_assessment/calibrated (read-only; '
+        'docs/bridge.md).', read_only=True),
+    'calibrated_estimate.allow_deflation': ParameterSpec(
+        False, 'Let a factor below 1 (an underconfident estimator) shrink the covariance.'),
+    'calibrated_estimate.max_factor': ParameterSpec(
+        100.0, 'Largest factor applied per vec3 (a distance of +inf gives an infinite bound).',
+        float_range=(1.0, 1e6)),
     'transform.enabled': ParameterSpec(
         False, 'Map references in transform.from_frame_id into transform.to_frame_id first.'),
     'transform.from_frame_id': ParameterSpec('', 'Reference frame of the fixed transform.'),
@@ -193,7 +206,9 @@ def config_from(values):
     config = engine_config(values)
     if isinstance(config, str):
         return config
-    config.update(diagnostics_period_s=values['diagnostics_period_s'],
+    config.update(calibrated_allow_deflation=values['calibrated_estimate.allow_deflation'],
+                  calibrated_max_factor=values['calibrated_estimate.max_factor'],
+                  diagnostics_period_s=values['diagnostics_period_s'],
                   stale_after_s=values['stale_after_s'],
                   reject_log_throttle_s=values['reject_log_throttle_s'])
     return config
@@ -215,6 +230,8 @@ class _NodeListener(EngineListener):
         node._assessment_publisher.publish(
             fill_belief_msg(node._assessment_msg, belief, node._named_level_msgs))
         node.assessments_published += 1
+        if node._calibrated_publisher is not None:
+            node.publish_calibrated_estimate(estimate.message)
 
     def estimate_dropped(self, reason, detail):
         node = self._node
@@ -261,7 +278,8 @@ class OutcomeBridge(Node):
         self._engine = PairingEngine(
             config, _NodeListener(self),
             reference_buffer_size=self._param('reference_buffer_size'),
-            pending_capacity=self._param('pending_capacity'))
+            pending_capacity=self._param('pending_capacity'),
+            keep_messages=self._param('calibrated_estimate.enabled'))
 
         self.received = collections.Counter()
         self.outcomes_published = 0
@@ -292,6 +310,17 @@ class OutcomeBridge(Node):
         self._assessment_publisher = self.create_publisher(
             BeliefSelfAssessmentMsg, 'self_assessment/raw', output_qos)
         self._diagnostics_publisher = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._calibrated_publisher = None
+        self._calibration_history = None
+        self.calibrated_estimates_published = 0
+        self.calibrated_factors = (1.0, 1.0)
+        if self._param('calibrated_estimate.enabled'):
+            self._calibrated_publisher = self.create_publisher(
+                ESTIMATE_TYPES[self._param('estimate_type')], 'estimate/calibrated', output_qos)
+            self.create_subscription(
+                CalibratedSelfAssessmentMsg, 'self_assessment/calibrated',
+                self._on_calibrated, QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                                                reliability=ReliabilityPolicy.RELIABLE))
         # rclpy 7.1's EventsExecutor cannot call a callback taking the message info.
         self.message_info = self._param('executor') != 'events'
         callbacks = {
@@ -393,11 +422,33 @@ class OutcomeBridge(Node):
     def _apply_config(self, previous, config, parameters=()):
         self._config = config
         self._engine.apply_config(config)
+        self._update_factors()
         if previous['diagnostics_period_s'] != config['diagnostics_period_s']:
             self.destroy_timer(self._diagnostics_timer)
             self._diagnostics_timer = self.create_timer(
                 config['diagnostics_period_s'], self.publish_diagnostics,
                 clock=self._steady_clock)
+
+    # -- the calibrated estimate --------------------------------------------------------------
+
+    def _on_calibrated(self, msg):
+        try:
+            self._calibration_history = history_from_msg(msg.calibration_history)
+            self._update_factors()
+        except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
+            self.note_callback_error(error)
+
+    def _update_factors(self):
+        if self._calibration_history is not None:
+            self.calibrated_factors = inflation_factors(
+                self._calibration_history, self._config['calibrated_allow_deflation'],
+                self._config['calibrated_max_factor'])
+
+    def publish_calibrated_estimate(self, msg):
+        """Publish ``msg`` (an accepted estimate) with its pose covariance inflated, in place."""
+        msg.pose.covariance = inflate_covariance(msg.pose.covariance, *self.calibrated_factors)
+        self._calibrated_publisher.publish(msg)
+        self.calibrated_estimates_published += 1
 
     # -- faults, losses, resets ---------------------------------------------------------------
 
@@ -582,6 +633,11 @@ class OutcomeBridge(Node):
             'd2_lag1_autocorrelation': f'{self._pacer.autocorrelation:.3f}',
             'last_drop_reason': self.last_drop_reason,
         }
+        if self._calibrated_publisher is not None:
+            values['calibrated_estimates_published'] = self.calibrated_estimates_published
+            values['calibrated_estimate_factors'] = (
+                f'position {self.calibrated_factors[0]:.3f}, '
+                f'orientation {self.calibrated_factors[1]:.3f}')
         for prefix, counter in (('dropped', self.dropped),
                                 ('references_dropped', self.references_dropped),
                                 ('resets', self.resets),
