@@ -33,6 +33,8 @@ examples:
   ghost-feedback replay run1 --set downgrade_threshold=3 --json
   ghost-feedback audit fleet/ --inject 10@random --seed 1 --report out/audit
                                            every bag under fleet/, every policy, on dask
+  ghost-feedback evaluate bag1 --estimate /odometry/filtered --reference /ground_truth/odom
+                                           the bridge and the loop over an ordinary bag
   ghost-feedback echo --count 5            print 5 calibrated assessments from the live topic
   ghost-feedback demo --help               the demo's own options
 """
@@ -413,6 +415,10 @@ def build_parser():
     from .audit.command import build as build_audit
 
     build_audit(commands, _positive_int, _fail)
+
+    from .evaluate.command import build as build_evaluate
+
+    build_evaluate(commands, _positive_int, _fail)
 
     demo = commands.add_parser(
         'demo', help='run the demo (arguments after "demo" go to it)', add_help=False,

@@ -77,6 +77,10 @@ def add_arguments(parser, positive_int):
                         help='name each robot after its bag folder (bag), the folder holding '
                              'it (parent), or auto: the parent for timestamped bag folders '
                              '(rosbag2_YYYY_MM_DD-..., ghost_feedback_...), else the bag folder')
+    from ..evaluate.command import add_input_arguments
+
+    add_input_arguments(parser, " (ordinary bags: their outcomes come from the bridge's engine, "
+                                'as with evaluate)')
 
 
 def run(args, fail):
@@ -103,6 +107,16 @@ def run(args, fail):
     if len(set(labels)) != len(labels):
         return fail('the same --policy is given twice', 2)
     max_history = args.max_history or DEFAULT_MAX_HISTORY
+    bridge = None
+    if args.estimate or args.reference or args.params_file:
+        from ..evaluate.inputs import bridge_parameters, EvaluateError
+
+        if not (args.estimate and args.reference):
+            return fail('--estimate and --reference go together (ordinary bags)', 2)
+        try:
+            bridge = (args.estimate, args.reference, bridge_parameters(args.params_file))
+        except EvaluateError as error:
+            return fail(error, 2)
     bags, problems = find_bags(args.paths)
     for problem in problems:
         _note(problem)
@@ -112,7 +126,7 @@ def run(args, fail):
     try:
         results = run_audit(bags, policies, max_history=max_history, injection=injection,
                             scheduler=args.scheduler, workers=args.workers,
-                            progress=not args.no_progress, security=security)
+                            progress=not args.no_progress, security=security, bridge=bridge)
     except Exception as error:  # noqa: BLE001 - the scheduler cannot be reached, or answers junk
         return fail(f'dask: {type(error).__name__}: {error}', 2)
     finally:

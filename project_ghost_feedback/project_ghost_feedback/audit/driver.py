@@ -74,13 +74,14 @@ def _error_result(path, error):
 
 
 def run_audit(bags, policies, *, max_history, injection=None, scheduler=None, workers=None,
-              progress=True, client=None, security=None):
+              progress=True, client=None, security=None, bridge=None):
     """Audit every bag of ``bags`` under ``policies``; return the per-bag results in bag order.
 
     ``client`` (a dask ``Client``) is used as is when given (tests); otherwise one is made for
     ``scheduler`` (with ``security``, a dask Security, for ``tls://``) or for an embedded
     LocalCluster of ``workers`` workers (default: cores), and closed afterwards. A task that
     raises (a worker lost, a bug) becomes that bag's error result.
+    ``bridge``: see :func:`~.task.audit_bag` (ordinary bags through the bridge's engine).
     """
     own_client = own_cluster = scratch = None
     try:
@@ -110,7 +111,8 @@ def run_audit(bags, policies, *, max_history, injection=None, scheduler=None, wo
         for index, path in enumerate(bags):
             future = client.submit(
                 audit_bag, str(path), tuple(policies), max_history=max_history,
-                injection=injection, pure=False)  # a fresh key: never a cached result
+                injection=injection, bridge=bridge,
+                pure=False)  # a fresh key: never a cached result
             futures[future] = index
         results = [None] * len(bags)
         with tqdm(total=len(bags), unit='bag', file=sys.stderr, disable=not progress,

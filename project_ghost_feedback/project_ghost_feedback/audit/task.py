@@ -224,25 +224,35 @@ class _PolicyRun:
 
 
 def audit_bag(path, policies, *, max_history=DEFAULT_MAX_HISTORY,
-              outcome_buffer_size=DEFAULT_OUTCOME_BUFFER_SIZE, injection=None):
+              outcome_buffer_size=DEFAULT_OUTCOME_BUFFER_SIZE, injection=None, bridge=None):
     """Replay the bag ``path`` under every :class:`PolicySpec` of ``policies``; return a dict.
 
     Never raises for a bad bag: the result is then ``{'bag': path, 'ok': False, 'error': one
-    line}``. ``injection`` is an :class:`~.injection.Injection` or None.
+    line}``. ``injection`` is an :class:`~.injection.Injection` or None. ``bridge`` is None (a
+    telemetry bag: its recorded outcomes and assessments) or ``(estimate_topic,
+    reference_topic, bridge parameter values)``: an ordinary bag, whose outcomes and
+    assessments come from the bridge's engine over those two topics, as ``ghost-feedback
+    evaluate`` makes them (:mod:`..evaluate.inputs`).
     """
     from ..telemetry import bag_info, read_bag
 
     path = str(path)
     try:
         info = bag_info(path)
-        return _audit(path, info, read_bag, policies, max_history,
+        if bridge is None:
+            contracts = (item[3] for item in read_bag(path, topics=_select_topics(info)))
+        else:
+            from ..evaluate.inputs import bridge_outputs
+
+            contracts = (contract for _, contract in bridge_outputs(path, *bridge))
+        return _audit(path, info, contracts, policies, max_history,
                       max(outcome_buffer_size, max_history), injection)
     except Exception as error:  # noqa: BLE001 - one line per failing bag, the audit goes on
         text = ' '.join(str(error).split()) or type(error).__name__
         return {'bag': path, 'ok': False, 'error': f'{type(error).__name__}: {text}'[:500]}
 
 
-def _audit(path, info, read_bag, policies, max_history, buffer_size, injection):
+def _audit(path, info, contracts, policies, max_history, buffer_size, injection):
     injection_ns = None
     if injection is not None:
         injection_ns = injection.start_ns(path, info.start_time_ns, info.end_time_ns)
@@ -251,7 +261,7 @@ def _audit(path, info, read_bag, policies, max_history, buffer_size, injection):
     position, orientation = _Histogram(), _Histogram()
     outcomes = untouched_outcomes = injected_outcomes = assessments = resets = 0
     last_stamp = None
-    for _, _, _, contract in read_bag(path, topics=_select_topics(info)):
+    for contract in contracts:
         if isinstance(contract, PredictionOutcome):
             outcomes += 1
             position.add(contract.position_mahalanobis)

@@ -42,9 +42,9 @@ import sys
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
-import numpy as np
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
+    CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
 from rclpy.clock import Clock, ClockType, JumpThreshold
@@ -54,19 +54,31 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
 
-from ..bridge.belief_claim import claim_levels, ClaimThresholds
-from ..bridge.decorrelation import OutcomePacer
-from ..bridge.geometry import (
-    AXES,
-    axis_mask,
-    covariance_refusal,
-    FixedTransform,
-    pose_error,
-    position_refusal,
-    quaternion_refusal,
+from ..bridge.calibrated_estimate import inflate_covariance, inflation_factors
+from ..bridge.geometry import AXES
+from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes, re-exported
+    DROP_BAD_STAMP,
+    DROP_BEFORE_BUFFER,
+    DROP_CALLBACK_ERROR,
+    DROP_FRAME_MISMATCH,
+    DROP_FUTURE_STAMP,
+    DROP_GAP,
+    DROP_INVALID_OUTCOME,
+    DROP_NO_REFERENCE_AFTER,
+    DROP_NOT_NEWER,
+    DROP_PENDING_OVERFLOW,
+    DROP_TIME_RESET,
+    DROP_TOO_OLD,
+    engine_config,
+    EngineListener,
+    ESTIMATE,
+    PairingEngine,
+    REFERENCE,
+    RESET_CLOCK_JUMP,
+    RESET_ESTIMATE_STAMPS,
+    RESET_REFERENCE_STAMPS,
 )
-from ..bridge.reference_buffer import AFTER_BUFFER, EMPTY, ReferenceBuffer, ReferenceSample
-from ..core import BeliefSelfAssessment, NamedLevel, PredictionOutcome
+from ..msg_decoding import history_from_msg
 from .calibration_status import ERROR, OK, PeriodStatus, STALE, WARN
 from .conversions import fill_belief_msg, fill_outcome_msg, NamedLevelMessages
 from .input_accounting import is_negative_time_error, LogGate, SequenceGaps
@@ -79,39 +91,14 @@ from .node_kit import (
     NS_PER_S,
     ParameterSet,
     ParameterSpec,
-    stamp_to_ns,
 )
 from .node_main import run_node
 
 NODE_NAME = 'outcome_bridge'
 DIAGNOSTIC_TASK = 'outcome_bridge'
-ESTIMATE, REFERENCE = 'estimate', 'reference'
 ESTIMATE_TYPES = {'odometry': Odometry, 'pose_with_covariance': PoseWithCovarianceStamped}
 REFERENCE_TYPES = {
     'odometry': Odometry, 'pose': PoseStamped, 'pose_with_covariance': PoseWithCovarianceStamped}
-
-# Drop reasons of estimates (keys of ``dropped``, /diagnostics ``dropped[<reason>]``) and of
-# references (``references_dropped``, ``references_dropped[<reason>]``). Refusals at intake
-# (bad stamp, pose or covariance, future stamp, not newer) publish nothing; an estimate dropped
-# later (no reference, gap, frame, overflow) still gets its assessment.
-DROP_BAD_STAMP = 'bad_stamp'
-DROP_FUTURE_STAMP = 'future_stamp'
-DROP_NOT_NEWER = 'estimate_not_newer'
-DROP_FRAME_MISMATCH = 'frame_mismatch'
-DROP_BEFORE_BUFFER = 'before_reference_buffer'
-DROP_NO_REFERENCE_AFTER = 'no_reference_after'
-DROP_GAP = 'reference_gap'
-DROP_PENDING_OVERFLOW = 'pending_overflow'
-DROP_INVALID_OUTCOME = 'invalid_outcome'
-DROP_TIME_RESET = 'time_reset'
-DROP_CALLBACK_ERROR = 'callback_error'
-DROP_TOO_OLD = 'older_than_full_buffer'
-_LOOKUP_DROPS = {'before_buffer': DROP_BEFORE_BUFFER, 'gap': DROP_GAP}
-
-# Causes of a timeline reset (``resets[<cause>]``).
-RESET_CLOCK_JUMP = 'clock_jump'
-RESET_ESTIMATE_STAMPS = 'estimate_stamp_jump'
-RESET_REFERENCE_STAMPS = 'reference_stamp_jump'
 
 PARAMETERS = {
     'estimate_type': ParameterSpec(
@@ -176,6 +163,16 @@ PARAMETERS = {
     'decorrelation.alpha': ParameterSpec(
         0.01, 'Forgetting factor of the autocorrelation estimate (horizon ~ 1/alpha samples).',
         float_range=(1e-6, 1.0)),
+    'calibrated_estimate.enabled': ParameterSpec(
+        False, 'Republish every estimate on estimate/calibrated (same type and frame) with its '
+        "pose covariance inflated per vec3 by the upper 95% bound of the feedback node's "
+        'overconfidence factor, read from self_assessment/calibrated (read-only; '
+        'docs/bridge.md).', read_only=True),
+    'calibrated_estimate.allow_deflation': ParameterSpec(
+        False, 'Let a factor below 1 (an underconfident estimator) shrink the covariance.'),
+    'calibrated_estimate.max_factor': ParameterSpec(
+        100.0, 'Largest factor applied per vec3 (a distance of +inf gives an infinite bound).',
+        float_range=(1.0, 1e6)),
     'transform.enabled': ParameterSpec(
         False, 'Map references in transform.from_frame_id into transform.to_frame_id first.'),
     'transform.from_frame_id': ParameterSpec('', 'Reference frame of the fixed transform.'),
@@ -195,13 +192,6 @@ PARAMETERS = {
 }
 
 
-def _pose_with_covariance(msg):
-    """Return (pose, covariance or None) of an Odometry, PoseWithCovarianceStamped, PoseStamped."""
-    if isinstance(msg, PoseStamped):
-        return msg.pose, None
-    return msg.pose.pose, msg.pose.covariance
-
-
 def config_from(values):
     """Return a validated config dict from parameter values, or a reason string."""
     for name, types in (('estimate_type', ESTIMATE_TYPES), ('reference_type', REFERENCE_TYPES)):
@@ -213,66 +203,65 @@ def config_from(values):
         bounds = spec.integer_range or spec.float_range
         if bounds is not None and not bounds[0] <= values[name] <= bounds[1]:
             return f'{name} must be in [{bounds[0]}, {bounds[1]}], got {values[name]!r}'
-    ignored = tuple(axis for axis in values['ignored_axes'] if axis)
-    try:
-        axis_mask(ignored)
-        thresholds = ClaimThresholds(
-            values['position_known_max_std_m'], values['position_uncertain_max_std_m'],
-            values['orientation_known_max_std_rad'], values['orientation_uncertain_max_std_rad'])
-        pacer = OutcomePacer(
-            min_interval_ns=int(values['decorrelation.min_interval_s'] * NS_PER_S),
-            max_interval_ns=int(values['decorrelation.max_interval_s'] * NS_PER_S),
-            adaptive=values['decorrelation.adaptive'],
-            target_autocorrelation=values['decorrelation.target_autocorrelation'],
-            alpha=values['decorrelation.alpha'])
-        transform = None
-        if values['transform.enabled']:
-            if not values['transform.from_frame_id'] or not values['transform.to_frame_id']:
-                return 'transform.from_frame_id and transform.to_frame_id must be set'
-            if len(values['transform.translation_m']) != 3:
-                return 'transform.translation_m must have 3 values'
-            if len(values['transform.rotation_xyzw']) != 4:
-                return 'transform.rotation_xyzw must have 4 values'
-            refused = quaternion_refusal(values['transform.rotation_xyzw'])
-            if refused is not None:
-                return f'transform.rotation_xyzw: {refused[0]} ({refused[1]})'
-            transform = FixedTransform(
-                values['transform.translation_m'], values['transform.rotation_xyzw'])
-    except ValueError as error:
-        return cap_text(error)
-    return {
-        'ignored_axes': ignored, 'thresholds': thresholds, 'pacer': pacer,
-        'transform': transform,
-        'from_frame_id': values['transform.from_frame_id'],
-        'to_frame_id': values['transform.to_frame_id'],
-        'max_reference_gap_ns': int(values['max_reference_gap_s'] * NS_PER_S),
-        'max_estimate_wait_ns': int(values['max_estimate_wait_s'] * NS_PER_S),
-        'time_jump_tolerance_ns': int(values['time_jump_tolerance_s'] * NS_PER_S),
-        'use_reference_covariance': values['use_reference_covariance'],
-        'null_tolerance': values['null_tolerance'],
-        'diagnostics_period_s': values['diagnostics_period_s'],
-        'stale_after_s': values['stale_after_s'],
-        'reject_log_throttle_s': values['reject_log_throttle_s'],
-    }
+    config = engine_config(values)
+    if isinstance(config, str):
+        return config
+    config.update(calibrated_allow_deflation=values['calibrated_estimate.allow_deflation'],
+                  calibrated_max_factor=values['calibrated_estimate.max_factor'],
+                  diagnostics_period_s=values['diagnostics_period_s'],
+                  stale_after_s=values['stale_after_s'],
+                  reject_log_throttle_s=values['reject_log_throttle_s'])
+    return config
 
 
-class _Estimate:
-    __slots__ = ('stamp_ns', 'frame_id', 'position', 'quaternion', 'covariance')
+class _NodeListener(EngineListener):
+    """Publish what the pairing engine hands over; count, log and note it on /diagnostics."""
 
-    def __init__(self, stamp_ns, frame_id, position, quaternion, covariance):
-        self.stamp_ns = stamp_ns
-        self.frame_id = frame_id
-        self.position = position
-        self.quaternion = quaternion
-        self.covariance = covariance
+    def __init__(self, node):
+        self._node = node
 
+    def outcome(self, outcome, estimate):
+        node = self._node
+        node._outcome_publisher.publish(fill_outcome_msg(node._outcome_msg, outcome))
+        node.outcomes_published += 1
 
-class _Refused(Exception):
-    """An input refused at intake: ``reason`` (counted) and ``detail`` (logged, capped)."""
+    def assessment(self, belief, estimate):
+        node = self._node
+        node._assessment_publisher.publish(
+            fill_belief_msg(node._assessment_msg, belief, node._named_level_msgs))
+        node.assessments_published += 1
+        if node._calibrated_publisher is not None:
+            node.publish_calibrated_estimate(estimate.message)
 
-    def __init__(self, reason, detail=''):
-        super().__init__(reason)
-        self.reason, self.detail = reason, detail
+    def estimate_dropped(self, reason, detail):
+        node = self._node
+        node.last_drop_reason = cap_text(f'{reason}: {detail}' if detail else reason)
+        node._period_counts[reason] += 1
+        node._period.note(WARN, f'estimates dropped ({reason})')
+        node._log('drop', 'warning',
+                  f'dropped an estimate ({node.last_drop_reason}); '
+                  f'{sum(node.dropped.values())} dropped so far, by reason on /diagnostics')
+
+    def reference_dropped(self, reason, detail):
+        node = self._node
+        node.last_drop_reason = cap_text(f'reference {reason}: {detail}' if detail else reason)
+        node._period.note(WARN, f'references dropped ({reason})')
+        node._log('drop_reference', 'warning',
+                  f'dropped a reference ({node.last_drop_reason}); '
+                  f'{sum(node.references_dropped.values())} dropped so far')
+
+    def timeline_reset(self, cause, detail):
+        node = self._node
+        node.last_reset_reason = f'{cause}: {detail}'
+        node._period.note(WARN, f'time-ordered state reset ({cause}: {detail})')
+        node._log('reset', 'warning', f'reset ({cause}): {detail}; pending estimates and '
+                                      'reference samples beyond it dropped')
+
+    def invalid_assessment(self, error):
+        node = self._node
+        node.callback_errors['invalid_assessment'] += 1
+        node.last_callback_error = cap_text(f'invalid_assessment: {error}')
+        node._period.note(ERROR, 'an assessment failed its contract')
 
 
 class OutcomeBridge(Node):
@@ -286,19 +275,15 @@ class OutcomeBridge(Node):
             self.destroy_node()
             raise
         config = self._config = self._parameter_set.config
-        self._pacer = config['pacer']
-        self._buffer = ReferenceBuffer(
-            self._param('reference_buffer_size'), config['max_reference_gap_ns'])
+        self._engine = PairingEngine(
+            config, _NodeListener(self),
+            reference_buffer_size=self._param('reference_buffer_size'),
+            pending_capacity=self._param('pending_capacity'),
+            keep_messages=self._param('calibrated_estimate.enabled'))
 
         self.received = collections.Counter()
-        self.dropped = collections.Counter()             # estimates, by reason
-        self.references_dropped = collections.Counter()  # references, by reason
-        self.references_used = 0
-        self.paired = 0
-        self.paced_out = 0
         self.outcomes_published = 0
         self.assessments_published = 0
-        self.resets = collections.Counter()
         self.callback_errors = collections.Counter()
         self.messages_lost = collections.Counter()       # the RMW's message_lost events
         self.incompatible_qos = collections.Counter()
@@ -306,18 +291,9 @@ class OutcomeBridge(Node):
         self.last_drop_reason = ''
         self.last_reset_reason = ''
         self.last_callback_error = ''
-        self._resolved = 0    # estimates paired or dropped (accounting; see _on_estimate)
         self._log_gates = collections.defaultdict(LogGate)
         self._period = PeriodStatus()
         self._period_counts = collections.Counter()
-        self._pending = collections.deque()
-        self._pending_capacity = self._param('pending_capacity')
-        self._last_estimate_ns = None
-        # Stamp of the first estimate that arrived after the newest reference sample was added
-        # (None: a newer reference came after the last estimate). Waits count from it (see
-        # _resolve_pending).
-        self._no_reference_since_ns = None
-        self._reference_frame_id = None
 
         depth = self._param('input_qos_depth')
         input_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
@@ -329,12 +305,22 @@ class OutcomeBridge(Node):
         self._outcome_msg = PredictionOutcomeMsg()
         self._assessment_msg = BeliefSelfAssessmentMsg()
         self._named_level_msgs = NamedLevelMessages()
-        self._covariances = {ESTIMATE: (None, None), REFERENCE: (None, None)}
         self._outcome_publisher = self.create_publisher(
             PredictionOutcomeMsg, 'prediction_outcome', output_qos)
         self._assessment_publisher = self.create_publisher(
             BeliefSelfAssessmentMsg, 'self_assessment/raw', output_qos)
         self._diagnostics_publisher = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._calibrated_publisher = None
+        self._calibration_history = None
+        self.calibrated_estimates_published = 0
+        self.calibrated_factors = (1.0, 1.0)
+        if self._param('calibrated_estimate.enabled'):
+            self._calibrated_publisher = self.create_publisher(
+                ESTIMATE_TYPES[self._param('estimate_type')], 'estimate/calibrated', output_qos)
+            self.create_subscription(
+                CalibratedSelfAssessmentMsg, 'self_assessment/calibrated',
+                self._on_calibrated, QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                                                reliability=ReliabilityPolicy.RELIABLE))
         # rclpy 7.1's EventsExecutor cannot call a callback taking the message info.
         self.message_info = self._param('executor') != 'events'
         callbacks = {
@@ -360,6 +346,7 @@ class OutcomeBridge(Node):
         self._last_input_steady_ns = {REFERENCE: start, ESTIMATE: start}
         self._received_at_tick = collections.Counter()
         self._estimates_at_last_status = 0
+        self._paired_at_last_status = 0
         # A backward jump of the node clock (a simulator reset, a bag replayed again) restarts
         # the stamps: forget what is time-ordered and now lies in the future.
         self._jump_handle = self.get_clock().create_jump_callback(
@@ -380,6 +367,53 @@ class OutcomeBridge(Node):
     def _param(self, name):
         return self.get_parameter(name).value
 
+    # The engine's state and counts, under the names the bridge has always had.
+    @property
+    def dropped(self):
+        """Estimates dropped, by reason."""
+        return self._engine.dropped
+
+    @property
+    def references_dropped(self):
+        """Return the references dropped, by reason."""
+        return self._engine.references_dropped
+
+    @property
+    def references_used(self):
+        """Return the number of references put in the buffer."""
+        return self._engine.references_used
+
+    @property
+    def paired(self):
+        """Estimates paired with a reference (emitted or paced out)."""
+        return self._engine.paired
+
+    @property
+    def paced_out(self):
+        """Paired outcomes not emitted by the decorrelation pacing."""
+        return self._engine.paced_out
+
+    @property
+    def resets(self):
+        """Timeline resets, by cause."""
+        return self._engine.resets
+
+    @property
+    def _pacer(self):
+        return self._engine.pacer
+
+    @_pacer.setter
+    def _pacer(self, pacer):
+        self._engine.pacer = pacer
+
+    @property
+    def _buffer(self):
+        return self._engine.buffer
+
+    @property
+    def _pending(self):
+        return self._engine.pending
+
     @property
     def clock_resets(self):
         """Timeline resets caused by a backward jump of the node clock."""
@@ -387,20 +421,34 @@ class OutcomeBridge(Node):
 
     def _apply_config(self, previous, config, parameters=()):
         self._config = config
-        if self._pacer_settings(previous) != self._pacer_settings(config):
-            self._pacer = config['pacer']
-        self._buffer.max_gap_ns = config['max_reference_gap_ns']
+        self._engine.apply_config(config)
+        self._update_factors()
         if previous['diagnostics_period_s'] != config['diagnostics_period_s']:
             self.destroy_timer(self._diagnostics_timer)
             self._diagnostics_timer = self.create_timer(
                 config['diagnostics_period_s'], self.publish_diagnostics,
                 clock=self._steady_clock)
 
-    @staticmethod
-    def _pacer_settings(config):
-        pacer = config['pacer']
-        return (pacer.min_interval_ns, pacer.max_interval_ns, pacer.adaptive,
-                pacer.target_autocorrelation, pacer.alpha)
+    # -- the calibrated estimate --------------------------------------------------------------
+
+    def _on_calibrated(self, msg):
+        try:
+            self._calibration_history = history_from_msg(msg.calibration_history)
+            self._update_factors()
+        except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
+            self.note_callback_error(error)
+
+    def _update_factors(self):
+        if self._calibration_history is not None:
+            self.calibrated_factors = inflation_factors(
+                self._calibration_history, self._config['calibrated_allow_deflation'],
+                self._config['calibrated_max_factor'])
+
+    def publish_calibrated_estimate(self, msg):
+        """Publish ``msg`` (an accepted estimate) with its pose covariance inflated, in place."""
+        msg.pose.covariance = inflate_covariance(msg.pose.covariance, *self.calibrated_factors)
+        self._calibrated_publisher.publish(msg)
+        self.calibrated_estimates_published += 1
 
     # -- faults, losses, resets ---------------------------------------------------------------
 
@@ -451,103 +499,16 @@ class OutcomeBridge(Node):
             self._period.note(WARN, f'{kind} messages missing from the publication sequence '
                                     '(input queue overflow or middleware loss)')
 
-    def _reset_timeline(self, cause, stamp_ns, detail):
-        """Forget what is time-ordered beyond ``stamp_ns`` + tolerance; count and log it."""
-        horizon = stamp_ns + self._config['time_jump_tolerance_ns']
-        kept = collections.deque()
-        for estimate in self._pending:
-            if estimate.stamp_ns > horizon:
-                self._drop(DROP_TIME_RESET, f'pending at the {cause} reset')
-            else:
-                kept.append(estimate)
-        self._pending = kept
-        self._buffer.drop_newer_than(horizon)
-        if self._last_estimate_ns is not None and self._last_estimate_ns > horizon:
-            self._last_estimate_ns = kept[-1].stamp_ns if kept else None
-        self._pacer.reset()
-        self._no_reference_since_ns = None
-        self.resets[cause] += 1
-        self.last_reset_reason = f'{cause}: {detail}'
-        self._period.note(WARN, f'time-ordered state reset ({cause}: {detail})')
-        self._log('reset', 'warning', f'reset ({cause}): {detail}; pending estimates and '
-                                      'reference samples beyond it dropped')
-
     def _on_clock_jump(self, jump):
         """On a backward jump, reset if the state holds stamps now in the future.
 
         When the inputs' stamps went back first (their reset already happened), the state holds
         only stamps of the new timeline and nothing is reset twice.
         """
-        if jump.delta.nanoseconds >= 0:
-            return
-        now_ns = self.get_clock().now().nanoseconds
-        horizon = now_ns + self._config['time_jump_tolerance_ns']
-        stamps = (self._buffer.newest_stamp_ns, self._last_estimate_ns,
-                  self._pending[-1].stamp_ns if self._pending else None)
-        if any(stamp is not None and stamp > horizon for stamp in stamps):
-            self._reset_timeline(
-                RESET_CLOCK_JUMP, now_ns,
-                f'node clock went back by {-jump.delta.nanoseconds / NS_PER_S:.3f} s')
-
-    def _intake(self, kind, msg, covariance_optional, use_covariance=True):
-        """Return ``(stamp_ns, position, quaternion, covariance)`` of an input, or _Refused.
-
-        Checked in this order, before any math: the stamp (normalised, not negative), the
-        position (finite), the quaternion, the covariance (when used; all zero is "none" when
-        ``covariance_optional``), then the stamp against the node clock (future_stamp).
-        """
-        try:
-            stamp = stamp_to_ns(msg.header.stamp, kind)
-        except ValueError as error:
-            raise _Refused(DROP_BAD_STAMP, str(error)) from None
-        if stamp < 0:
-            raise _Refused(DROP_BAD_STAMP, f'negative stamp {stamp} ns')
-        pose, covariance = _pose_with_covariance(msg)
-        p, q = pose.position, pose.orientation
-        position, quaternion = (p.x, p.y, p.z), (q.x, q.y, q.z, q.w)
-        refused = position_refusal(position) or quaternion_refusal(quaternion)
-        if refused is not None:
-            raise _Refused(*refused)
-        if not use_covariance:
-            covariance = None
-        if covariance is not None:
-            # Many producers repeat one covariance (a ground truth's, a converged filter's):
-            # the same 36 values are checked once.
-            key = np.asarray(covariance, dtype=float).tobytes()
-            last_key, checked = self._covariances[kind]
-            if key != last_key:
-                checked = covariance_refusal(covariance, allow_all_zero=covariance_optional)
-                self._covariances[kind] = (key, checked)
-            covariance, refused = checked
-            if refused is not None:
-                raise _Refused(*refused)
-        now_ns = self.get_clock().now().nanoseconds
-        tolerance = self._config['time_jump_tolerance_ns']
-        if now_ns > 0 and stamp > now_ns + tolerance:
-            raise _Refused(DROP_FUTURE_STAMP, f'{kind} stamp {stamp} ns is '
-                                              f'{(stamp - now_ns) / NS_PER_S:.3f} s ahead of the '
-                                              f'node clock (tolerance {tolerance / NS_PER_S:g} s)')
-        return stamp, position, quaternion, covariance
+        if jump.delta.nanoseconds < 0:
+            self._engine.clock_jumped(jump.delta.nanoseconds, self.get_clock().now().nanoseconds)
 
     # -- data path ----------------------------------------------------------------------------
-
-    def _drop(self, reason, detail=''):
-        self.dropped[reason] += 1
-        self._resolved += 1
-        self.last_drop_reason = cap_text(f'{reason}: {detail}' if detail else reason)
-        self._period_counts[reason] += 1
-        self._period.note(WARN, f'estimates dropped ({reason})')
-        self._log('drop', 'warning',
-                  f'dropped an estimate ({self.last_drop_reason}); {sum(self.dropped.values())} '
-                  'dropped so far, by reason on /diagnostics')
-
-    def _drop_reference(self, reason, detail=''):
-        self.references_dropped[reason] += 1
-        self.last_drop_reason = cap_text(f'reference {reason}: {detail}' if detail else reason)
-        self._period.note(WARN, f'references dropped ({reason})')
-        self._log('drop_reference', 'warning',
-                  f'dropped a reference ({self.last_drop_reason}); '
-                  f'{sum(self.references_dropped.values())} dropped so far')
 
     def _on_reference_with_info(self, msg, info):
         self._note_gap(REFERENCE, info)
@@ -557,45 +518,11 @@ class OutcomeBridge(Node):
         self.received[REFERENCE] += 1
         accounted = self.references_used + sum(self.references_dropped.values())
         try:
-            self._take_reference(msg)
+            self._engine.take_reference(msg, self.get_clock().now().nanoseconds)
         except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
             self.note_callback_error(error)
             if self.references_used + sum(self.references_dropped.values()) == accounted:
-                self._drop_reference(DROP_CALLBACK_ERROR, type(error).__name__)
-
-    def _take_reference(self, msg):
-        config = self._config
-        try:
-            stamp, position, quaternion, covariance = self._intake(
-                REFERENCE, msg, covariance_optional=True,
-                use_covariance=config['use_reference_covariance'])
-        except _Refused as refused:
-            self._drop_reference(refused.reason, refused.detail)
-            return
-        newest = self._buffer.newest_stamp_ns
-        if newest is not None and stamp < newest - config['time_jump_tolerance_ns']:
-            self._reset_timeline(RESET_REFERENCE_STAMPS, stamp,
-                                 f'reference stamp went back by {(newest - stamp) / NS_PER_S:.3f}'
-                                 ' s (a restarted producer or a sim reset?)')
-            newest = self._buffer.newest_stamp_ns
-        frame_id = msg.header.frame_id
-        transform = config['transform']
-        if transform is not None and frame_id == config['from_frame_id']:
-            position, quaternion, covariance = transform.apply(position, quaternion, covariance)
-            frame_id = config['to_frame_id']
-        sample = ReferenceSample(stamp, position, quaternion, covariance)
-        if self._reference_frame_id != frame_id:
-            if self._reference_frame_id is not None:
-                self._buffer.clear()  # never interpolate across frames
-                newest = None
-            self._reference_frame_id = frame_id
-        if not self._buffer.add(sample):
-            self._drop_reference(DROP_TOO_OLD, f'{stamp} ns')
-            return
-        self.references_used += 1
-        if newest is None or stamp > newest:
-            self._no_reference_since_ns = None  # references are moving: estimates may wait
-        self._resolve_pending()
+                self._engine.drop_reference(DROP_CALLBACK_ERROR, type(error).__name__)
 
     def _on_estimate_with_info(self, msg, info):
         self._note_gap(ESTIMATE, info)
@@ -603,124 +530,14 @@ class OutcomeBridge(Node):
 
     def _on_estimate(self, msg):
         self.received[ESTIMATE] += 1
-        accounted = self._resolved + len(self._pending)
+        engine = self._engine
+        accounted = engine.resolved + len(engine.pending)
         try:
-            self._take_estimate(msg)
+            engine.take_estimate(msg, self.get_clock().now().nanoseconds)
         except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
             self.note_callback_error(error)
-            if self._resolved + len(self._pending) == accounted:
-                self._drop(DROP_CALLBACK_ERROR, type(error).__name__)
-
-    def _take_estimate(self, msg):
-        try:
-            stamp, position, quaternion, covariance = self._intake(
-                ESTIMATE, msg, covariance_optional=False)
-        except _Refused as refused:
-            self._drop(refused.reason, refused.detail)
-            return
-        last = self._last_estimate_ns
-        if last is not None and stamp <= last:
-            tolerance = self._config['time_jump_tolerance_ns']
-            if stamp >= last - tolerance:
-                self._drop(DROP_NOT_NEWER, f'{stamp} <= {last} ns')
-                return
-            self._reset_timeline(RESET_ESTIMATE_STAMPS, stamp,
-                                 f'estimate stamp went back by {(last - stamp) / NS_PER_S:.3f} s '
-                                 '(a restarted estimator or a sim reset?)')
-        estimate = _Estimate(stamp, msg.header.frame_id, position, quaternion, covariance)
-        self._last_estimate_ns = stamp
-        if self._no_reference_since_ns is None:
-            self._no_reference_since_ns = stamp
-        if len(self._pending) >= self._pending_capacity:
-            self._finish(self._pending.popleft(), None, DROP_PENDING_OVERFLOW)
-        self._pending.append(estimate)
-        self._resolve_pending()
-
-    def _resolve_pending(self):
-        """Pair (or drop) waiting estimates, oldest first, as far as the references allow."""
-        while self._pending:
-            estimate = self._pending[0]
-            if (self._reference_frame_id is not None
-                    and estimate.frame_id != self._reference_frame_id):
-                self._finish(self._pending.popleft(), None, DROP_FRAME_MISMATCH,
-                             f'estimate in {estimate.frame_id!r}, reference in '
-                             f'{self._reference_frame_id!r} (set transform.* to relate them)')
-                continue
-            looked_up = self._buffer.lookup(estimate.stamp_ns)
-            if looked_up in (AFTER_BUFFER, EMPTY):
-                # The wait counts only the estimate time during which no reference arrived. The
-                # executor takes one message per ready subscription per turn, so behind a
-                # backlog estimates run ahead of references already queued (at 50 Hz references
-                # and 10 Hz estimates, 4 s of estimate time per 10 estimates): counting all of
-                # it would drop estimates whose references are in fact there. While references
-                # come, pending_capacity bounds the wait.
-                if self._no_reference_since_ns is None:
-                    return
-                waited = self._last_estimate_ns - max(estimate.stamp_ns,
-                                                      self._no_reference_since_ns)
-                if waited < self._config['max_estimate_wait_ns']:
-                    return  # a newer reference may still come
-                self._finish(self._pending.popleft(), None, DROP_NO_REFERENCE_AFTER)
-                continue
-            self._pending.popleft()
-            if isinstance(looked_up, str):
-                self._finish(estimate, None, _LOOKUP_DROPS[looked_up])
-            else:
-                self._finish(estimate, looked_up, None)
-
-    def _finish(self, estimate, reference, drop_reason, detail=''):
-        """Publish the outcome (if paired and paced in), then the assessment of ``estimate``."""
-        if drop_reason is not None:
-            self._drop(drop_reason, detail)
-        else:
-            self._publish_outcome(estimate, reference)
-        self._publish_assessment(estimate)
-
-    def _publish_outcome(self, estimate, reference):
-        config = self._config
-        error = pose_error(
-            estimate.position, estimate.quaternion, estimate.covariance,
-            reference.position, reference.quaternion, reference.covariance,
-            ignored_axes=config['ignored_axes'], null_tolerance=config['null_tolerance'])
-        try:
-            outcome = PredictionOutcome(
-                prediction_stamp_sim_ns=estimate.stamp_ns,
-                observed_stamp_sim_ns=estimate.stamp_ns,
-                position_error_m=error.position_error_m,
-                orientation_error_rad=error.orientation_error_rad,
-                position_mahalanobis=error.position_mahalanobis,
-                orientation_mahalanobis=error.orientation_mahalanobis,
-                frame_id=estimate.frame_id)
-        except (TypeError, ValueError) as invalid:
-            self._drop(DROP_INVALID_OUTCOME, str(invalid))
-            return
-        self.paired += 1
-        self._resolved += 1
-        self._period_counts['paired'] += 1
-        if not self._pacer.offer(estimate.stamp_ns, error.position_mahalanobis,
-                                 error.orientation_mahalanobis):
-            self.paced_out += 1
-            return
-        self._outcome_publisher.publish(fill_outcome_msg(self._outcome_msg, outcome))
-        self.outcomes_published += 1
-
-    def _publish_assessment(self, estimate):
-        overall, axes, blocks = claim_levels(
-            estimate.covariance, self._config['thresholds'], self._config['ignored_axes'])
-        try:
-            belief = BeliefSelfAssessment(
-                belief_stamp_sim_ns=estimate.stamp_ns, overall_level=overall,
-                axis_levels=tuple(NamedLevel(name, level) for name, level in axes.items()),
-                block_levels=tuple(NamedLevel(name, level) for name, level in blocks.items()),
-                frame_id=estimate.frame_id)
-        except (TypeError, ValueError) as invalid:
-            self.callback_errors['invalid_assessment'] += 1
-            self.last_callback_error = cap_text(f'invalid_assessment: {invalid}')
-            self._period.note(ERROR, 'an assessment failed its contract')
-            return
-        self._assessment_publisher.publish(
-            fill_belief_msg(self._assessment_msg, belief, self._named_level_msgs))
-        self.assessments_published += 1
+            if engine.resolved + len(engine.pending) == accounted:
+                engine.drop_estimate(DROP_CALLBACK_ERROR, type(error).__name__)
 
     # -- diagnostics --------------------------------------------------------------------------
 
@@ -769,6 +586,8 @@ class OutcomeBridge(Node):
         steady_ns = self._steady_clock.now().nanoseconds
         publishers = self._note_inputs(steady_ns)
         counts, self._period_counts = self._period_counts, collections.Counter()
+        counts['paired'] = self.paired - self._paired_at_last_status
+        self._paired_at_last_status = self.paired
         if counts[DROP_FRAME_MISMATCH] and not counts['paired']:
             self._period.note(ERROR, 'estimate and reference frames differ')
         received = self.received[ESTIMATE] - self._estimates_at_last_status
@@ -809,11 +628,16 @@ class OutcomeBridge(Node):
             'callback_errors_total': sum(self.callback_errors.values()),
             'last_callback_error': self.last_callback_error,
             'reference_buffer_fill': f'{len(self._buffer)}/{self._buffer.capacity}',
-            'reference_frame_id': self._reference_frame_id or '',
+            'reference_frame_id': self._engine.reference_frame_id or '',
             'decorrelation_interval_s': f'{self._pacer.interval_ns / NS_PER_S:.3f}',
             'd2_lag1_autocorrelation': f'{self._pacer.autocorrelation:.3f}',
             'last_drop_reason': self.last_drop_reason,
         }
+        if self._calibrated_publisher is not None:
+            values['calibrated_estimates_published'] = self.calibrated_estimates_published
+            values['calibrated_estimate_factors'] = (
+                f'position {self.calibrated_factors[0]:.3f}, '
+                f'orientation {self.calibrated_factors[1]:.3f}')
         for prefix, counter in (('dropped', self.dropped),
                                 ('references_dropped', self.references_dropped),
                                 ('resets', self.resets),

@@ -1,0 +1,446 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The bridge's one engine: intake checks, time rules, pairing, pacing, claims (numpy, no ROS).
+
+:class:`PairingEngine` holds every rule of the outcome bridge that decides what is published:
+the intake refusals (stamp, position, quaternion, covariance, future stamp), the time rules
+(estimates not newer, stamps going back: a timeline reset, a backward clock jump), the frame
+rules (fixed transform, never interpolating across frames, frame mismatch), the wait of an
+estimate for a reference after its stamp, the interpolation, the pose error, the outcome pacing
+and the claim levels. The ROS node (ros/outcome_bridge_node.py) and ``ghost-feedback evaluate``
+both drive it, so the same inputs in the same order with the same clock give the same outputs.
+
+Inputs are messages read by attribute (an rclpy message or a rosbags one: ``header.stamp.sec``,
+``header.stamp.nanosec``, ``header.frame_id``, ``pose.pose`` + ``pose.covariance`` for Odometry
+and PoseWithCovarianceStamped, ``pose`` for PoseStamped) with the clock ``now_ns`` (0 or None:
+unknown, no future-stamp rule). Outputs go to a *listener* (any object with the methods of
+:class:`EngineListener`): an outcome is always handed over before the assessment of the same
+stamp.
+"""
+
+import collections
+
+import numpy as np
+
+from ..core import BeliefSelfAssessment, NamedLevel, PredictionOutcome
+from ..msg_decoding import stamp_to_ns as _stamp_to_ns
+from .belief_claim import claim_levels, ClaimThresholds
+from .decorrelation import OutcomePacer
+from .geometry import (
+    axis_mask,
+    covariance_refusal,
+    FixedTransform,
+    pose_error,
+    position_refusal,
+    quaternion_refusal,
+)
+from .reference_buffer import AFTER_BUFFER, EMPTY, ReferenceBuffer, ReferenceSample
+
+NS_PER_S = 1_000_000_000
+ESTIMATE, REFERENCE = 'estimate', 'reference'
+
+# Drop reasons of estimates (``dropped``) and of references (``references_dropped``). Refusals
+# at intake (bad stamp, pose or covariance, future stamp, not newer) publish nothing; an estimate
+# dropped later (no reference, gap, frame, overflow) still gets its assessment.
+DROP_BAD_STAMP = 'bad_stamp'
+DROP_FUTURE_STAMP = 'future_stamp'
+DROP_NOT_NEWER = 'estimate_not_newer'
+DROP_FRAME_MISMATCH = 'frame_mismatch'
+DROP_BEFORE_BUFFER = 'before_reference_buffer'
+DROP_NO_REFERENCE_AFTER = 'no_reference_after'
+DROP_GAP = 'reference_gap'
+DROP_PENDING_OVERFLOW = 'pending_overflow'
+DROP_INVALID_OUTCOME = 'invalid_outcome'
+DROP_TIME_RESET = 'time_reset'
+DROP_CALLBACK_ERROR = 'callback_error'
+DROP_TOO_OLD = 'older_than_full_buffer'
+_LOOKUP_DROPS = {'before_buffer': DROP_BEFORE_BUFFER, 'gap': DROP_GAP}
+
+# Causes of a timeline reset (``resets[<cause>]``).
+RESET_CLOCK_JUMP = 'clock_jump'
+RESET_ESTIMATE_STAMPS = 'estimate_stamp_jump'
+RESET_REFERENCE_STAMPS = 'reference_stamp_jump'
+
+MAX_TEXT = 400
+
+
+def _cap(text, limit=MAX_TEXT):
+    text = str(text)
+    return text if len(text) <= limit else f'{text[:limit]}... ({len(text)} characters)'
+
+
+def engine_config(values):
+    """Return the engine's config dict from the bridge's parameter values, or a reason string.
+
+    ``values`` maps every pairing parameter name of the bridge (docs/bridge.md; the keys of
+    config/outcome_bridge.yaml) to its value; ranges are the caller's to check.
+    """
+    ignored = tuple(axis for axis in values['ignored_axes'] if axis)
+    try:
+        axis_mask(ignored)
+        thresholds = ClaimThresholds(
+            values['position_known_max_std_m'], values['position_uncertain_max_std_m'],
+            values['orientation_known_max_std_rad'], values['orientation_uncertain_max_std_rad'])
+        pacer = OutcomePacer(
+            min_interval_ns=int(values['decorrelation.min_interval_s'] * NS_PER_S),
+            max_interval_ns=int(values['decorrelation.max_interval_s'] * NS_PER_S),
+            adaptive=values['decorrelation.adaptive'],
+            target_autocorrelation=values['decorrelation.target_autocorrelation'],
+            alpha=values['decorrelation.alpha'])
+        transform = None
+        if values['transform.enabled']:
+            if not values['transform.from_frame_id'] or not values['transform.to_frame_id']:
+                return 'transform.from_frame_id and transform.to_frame_id must be set'
+            if len(values['transform.translation_m']) != 3:
+                return 'transform.translation_m must have 3 values'
+            if len(values['transform.rotation_xyzw']) != 4:
+                return 'transform.rotation_xyzw must have 4 values'
+            refused = quaternion_refusal(values['transform.rotation_xyzw'])
+            if refused is not None:
+                return f'transform.rotation_xyzw: {refused[0]} ({refused[1]})'
+            transform = FixedTransform(
+                values['transform.translation_m'], values['transform.rotation_xyzw'])
+    except ValueError as error:
+        return _cap(error)
+    return {
+        'ignored_axes': ignored, 'thresholds': thresholds, 'pacer': pacer,
+        'transform': transform,
+        'from_frame_id': values['transform.from_frame_id'],
+        'to_frame_id': values['transform.to_frame_id'],
+        'max_reference_gap_ns': int(values['max_reference_gap_s'] * NS_PER_S),
+        'max_estimate_wait_ns': int(values['max_estimate_wait_s'] * NS_PER_S),
+        'time_jump_tolerance_ns': int(values['time_jump_tolerance_s'] * NS_PER_S),
+        'use_reference_covariance': values['use_reference_covariance'],
+        'null_tolerance': values['null_tolerance'],
+    }
+
+
+def pose_and_covariance(msg):
+    """Return ``(pose, covariance or None)`` of an estimate or a reference message."""
+    pose = msg.pose
+    if hasattr(pose, 'covariance'):
+        return pose.pose, pose.covariance
+    return pose, None
+
+
+class EngineListener:
+    """What the engine hands over; subclass it and override what you need (all no-ops here)."""
+
+    def outcome(self, outcome, estimate):
+        """Take a PredictionOutcome paired and paced in (``estimate``: its :class:`Estimate`)."""
+
+    def assessment(self, belief, estimate):
+        """Take the BeliefSelfAssessment of an estimate (always after its outcome, if any)."""
+
+    def estimate_dropped(self, reason, detail):
+        """Note an estimate refused or dropped with ``reason`` (``detail`` for a log line)."""
+
+    def reference_dropped(self, reason, detail):
+        """Note a reference refused or dropped with ``reason``."""
+
+    def timeline_reset(self, cause, detail):
+        """Note a reset of the time-ordered state (``cause``: one of the RESET_* values)."""
+
+    def invalid_assessment(self, error):
+        """Note an assessment that failed its contract (a bug upstream of the contract)."""
+
+
+class Estimate:
+    """An accepted estimate: stamp (ns), frame, position, unit quaternion, 6x6 covariance."""
+
+    __slots__ = ('stamp_ns', 'frame_id', 'position', 'quaternion', 'covariance', 'message')
+
+    def __init__(self, stamp_ns, frame_id, position, quaternion, covariance, message=None):
+        self.stamp_ns = stamp_ns
+        self.frame_id = frame_id
+        self.position = position
+        self.quaternion = quaternion
+        self.covariance = covariance
+        self.message = message
+
+
+class Refused(Exception):
+    """An input refused at intake: ``reason`` (counted) and ``detail`` (logged, capped)."""
+
+    def __init__(self, reason, detail=''):
+        super().__init__(reason)
+        self.reason, self.detail = reason, detail
+
+
+class PairingEngine:
+    """The outcome bridge's data path (see the module documentation)."""
+
+    def __init__(self, config, listener, *, reference_buffer_size=1000, pending_capacity=1000,
+                 keep_messages=False):
+        self.config = config
+        self.listener = listener
+        self.pacer = config['pacer']
+        self.buffer = ReferenceBuffer(reference_buffer_size, config['max_reference_gap_ns'])
+        self.pending_capacity = int(pending_capacity)
+        self.keep_messages = keep_messages
+        self.dropped = collections.Counter()             # estimates, by reason
+        self.references_dropped = collections.Counter()  # references, by reason
+        self.references_used = 0
+        self.paired = 0
+        self.paced_out = 0
+        self.outcomes = 0
+        self.assessments = 0
+        self.resets = collections.Counter()
+        self.resolved = 0     # estimates paired or dropped
+        self.pending = collections.deque()
+        self.last_estimate_ns = None
+        # Stamp of the first estimate that arrived after the newest reference sample was added
+        # (None: a newer reference came after the last estimate). Waits count from it.
+        self.no_reference_since_ns = None
+        self.reference_frame_id = None
+        self._covariances = {ESTIMATE: (None, None), REFERENCE: (None, None)}
+
+    # -- configuration ------------------------------------------------------------------------
+
+    @staticmethod
+    def _pacer_settings(config):
+        pacer = config['pacer']
+        return (pacer.min_interval_ns, pacer.max_interval_ns, pacer.adaptive,
+                pacer.target_autocorrelation, pacer.alpha)
+
+    def apply_config(self, config):
+        """Take a new config (a dynamic parameter change); the pacer restarts only if changed."""
+        if self._pacer_settings(self.config) != self._pacer_settings(config):
+            self.pacer = config['pacer']
+        self.config = config
+        self.buffer.max_gap_ns = config['max_reference_gap_ns']
+
+    # -- refusals, drops, resets --------------------------------------------------------------
+
+    def drop_estimate(self, reason, detail=''):
+        """Count an estimate as dropped (also for a refusal made by the caller)."""
+        self.dropped[reason] += 1
+        self.resolved += 1
+        self.listener.estimate_dropped(reason, detail)
+
+    def drop_reference(self, reason, detail=''):
+        """Count a reference as dropped (also for a refusal made by the caller)."""
+        self.references_dropped[reason] += 1
+        self.listener.reference_dropped(reason, detail)
+
+    def _reset_timeline(self, cause, stamp_ns, detail):
+        """Forget what is time-ordered beyond ``stamp_ns`` + tolerance."""
+        horizon = stamp_ns + self.config['time_jump_tolerance_ns']
+        kept = collections.deque()
+        for estimate in self.pending:
+            if estimate.stamp_ns > horizon:
+                self.drop_estimate(DROP_TIME_RESET, f'pending at the {cause} reset')
+            else:
+                kept.append(estimate)
+        self.pending = kept
+        self.buffer.drop_newer_than(horizon)
+        if self.last_estimate_ns is not None and self.last_estimate_ns > horizon:
+            self.last_estimate_ns = kept[-1].stamp_ns if kept else None
+        self.pacer.reset()
+        self.no_reference_since_ns = None
+        self.resets[cause] += 1
+        self.listener.timeline_reset(cause, detail)
+
+    def clock_jumped(self, delta_ns, now_ns):
+        """On a backward jump of the clock, reset if the state holds stamps now in the future.
+
+        When the inputs' stamps went back first (their reset already happened), the state holds
+        only stamps of the new timeline and nothing is reset twice.
+        """
+        if delta_ns >= 0:
+            return
+        horizon = now_ns + self.config['time_jump_tolerance_ns']
+        stamps = (self.buffer.newest_stamp_ns, self.last_estimate_ns,
+                  self.pending[-1].stamp_ns if self.pending else None)
+        if any(stamp is not None and stamp > horizon for stamp in stamps):
+            self._reset_timeline(RESET_CLOCK_JUMP, now_ns,
+                                 f'node clock went back by {-delta_ns / NS_PER_S:.3f} s')
+
+    def _intake(self, kind, msg, now_ns, covariance_optional, use_covariance=True):
+        """Return ``(stamp_ns, position, quaternion, covariance)`` of an input, or Refused.
+
+        Checked in this order, before any math: the stamp (normalised, not negative), the
+        position (finite), the quaternion, the covariance (when used; all zero is "none" when
+        ``covariance_optional``), then the stamp against the clock (future_stamp).
+        """
+        try:
+            stamp = _stamp_to_ns(msg.header.stamp, kind, 'header.stamp')
+        except ValueError as error:
+            raise Refused(DROP_BAD_STAMP, str(error)) from None
+        if stamp < 0:
+            raise Refused(DROP_BAD_STAMP, f'negative stamp {stamp} ns')
+        pose, covariance = pose_and_covariance(msg)
+        p, q = pose.position, pose.orientation
+        position, quaternion = (p.x, p.y, p.z), (q.x, q.y, q.z, q.w)
+        refused = position_refusal(position) or quaternion_refusal(quaternion)
+        if refused is not None:
+            raise Refused(*refused)
+        if not use_covariance:
+            covariance = None
+        if covariance is not None:
+            # Many producers repeat one covariance (a ground truth's, a converged filter's):
+            # the same 36 values are checked once.
+            key = np.asarray(covariance, dtype=float).tobytes()
+            last_key, checked = self._covariances[kind]
+            if key != last_key:
+                checked = covariance_refusal(covariance, allow_all_zero=covariance_optional)
+                self._covariances[kind] = (key, checked)
+            covariance, refused = checked
+            if refused is not None:
+                raise Refused(*refused)
+        tolerance = self.config['time_jump_tolerance_ns']
+        if now_ns and now_ns > 0 and stamp > now_ns + tolerance:
+            raise Refused(DROP_FUTURE_STAMP, f'{kind} stamp {stamp} ns is '
+                                             f'{(stamp - now_ns) / NS_PER_S:.3f} s ahead of the '
+                                             f'node clock (tolerance {tolerance / NS_PER_S:g} s)')
+        return stamp, position, quaternion, covariance
+
+    # -- data path ----------------------------------------------------------------------------
+
+    def take_reference(self, msg, now_ns=None):
+        """Take one reference message (``now_ns``: the clock, None or 0 when unknown)."""
+        config = self.config
+        try:
+            stamp, position, quaternion, covariance = self._intake(
+                REFERENCE, msg, now_ns, covariance_optional=True,
+                use_covariance=config['use_reference_covariance'])
+        except Refused as refused:
+            self.drop_reference(refused.reason, refused.detail)
+            return
+        newest = self.buffer.newest_stamp_ns
+        if newest is not None and stamp < newest - config['time_jump_tolerance_ns']:
+            self._reset_timeline(RESET_REFERENCE_STAMPS, stamp,
+                                 f'reference stamp went back by {(newest - stamp) / NS_PER_S:.3f}'
+                                 ' s (a restarted producer or a sim reset?)')
+            newest = self.buffer.newest_stamp_ns
+        frame_id = msg.header.frame_id
+        transform = config['transform']
+        if transform is not None and frame_id == config['from_frame_id']:
+            position, quaternion, covariance = transform.apply(position, quaternion, covariance)
+            frame_id = config['to_frame_id']
+        sample = ReferenceSample(stamp, position, quaternion, covariance)
+        if self.reference_frame_id != frame_id:
+            if self.reference_frame_id is not None:
+                self.buffer.clear()  # never interpolate across frames
+                newest = None
+            self.reference_frame_id = frame_id
+        if not self.buffer.add(sample):
+            self.drop_reference(DROP_TOO_OLD, f'{stamp} ns')
+            return
+        self.references_used += 1
+        if newest is None or stamp > newest:
+            self.no_reference_since_ns = None  # references are moving: estimates may wait
+        self._resolve_pending()
+
+    def take_estimate(self, msg, now_ns=None):
+        """Take one estimate message (``now_ns``: the clock, None or 0 when unknown)."""
+        try:
+            stamp, position, quaternion, covariance = self._intake(
+                ESTIMATE, msg, now_ns, covariance_optional=False)
+        except Refused as refused:
+            self.drop_estimate(refused.reason, refused.detail)
+            return
+        last = self.last_estimate_ns
+        if last is not None and stamp <= last:
+            tolerance = self.config['time_jump_tolerance_ns']
+            if stamp >= last - tolerance:
+                self.drop_estimate(DROP_NOT_NEWER, f'{stamp} <= {last} ns')
+                return
+            self._reset_timeline(RESET_ESTIMATE_STAMPS, stamp,
+                                 f'estimate stamp went back by {(last - stamp) / NS_PER_S:.3f} s '
+                                 '(a restarted estimator or a sim reset?)')
+        estimate = Estimate(stamp, msg.header.frame_id, position, quaternion, covariance,
+                            msg if self.keep_messages else None)
+        self.last_estimate_ns = stamp
+        if self.no_reference_since_ns is None:
+            self.no_reference_since_ns = stamp
+        if len(self.pending) >= self.pending_capacity:
+            self._finish(self.pending.popleft(), None, DROP_PENDING_OVERFLOW)
+        self.pending.append(estimate)
+        self._resolve_pending()
+
+    def flush(self):
+        """End of input (offline): drop the estimates still waiting (no_reference_after)."""
+        while self.pending:
+            self._finish(self.pending.popleft(), None, DROP_NO_REFERENCE_AFTER, 'end of input')
+
+    def _resolve_pending(self):
+        """Pair (or drop) waiting estimates, oldest first, as far as the references allow."""
+        while self.pending:
+            estimate = self.pending[0]
+            if (self.reference_frame_id is not None
+                    and estimate.frame_id != self.reference_frame_id):
+                self._finish(self.pending.popleft(), None, DROP_FRAME_MISMATCH,
+                             f'estimate in {estimate.frame_id!r}, reference in '
+                             f'{self.reference_frame_id!r} (set transform.* to relate them)')
+                continue
+            looked_up = self.buffer.lookup(estimate.stamp_ns)
+            if looked_up in (AFTER_BUFFER, EMPTY):
+                # The wait counts only the estimate time during which no reference arrived. An
+                # executor takes one message per ready subscription per turn, so behind a
+                # backlog estimates run ahead of references already queued (at 50 Hz references
+                # and 10 Hz estimates, 4 s of estimate time per 10 estimates): counting all of
+                # it would drop estimates whose references are in fact there. While references
+                # come, pending_capacity bounds the wait.
+                if self.no_reference_since_ns is None:
+                    return
+                waited = self.last_estimate_ns - max(estimate.stamp_ns,
+                                                     self.no_reference_since_ns)
+                if waited < self.config['max_estimate_wait_ns']:
+                    return  # a newer reference may still come
+                self._finish(self.pending.popleft(), None, DROP_NO_REFERENCE_AFTER)
+                continue
+            self.pending.popleft()
+            if isinstance(looked_up, str):
+                self._finish(estimate, None, _LOOKUP_DROPS[looked_up])
+            else:
+                self._finish(estimate, looked_up, None)
+
+    def _finish(self, estimate, reference, drop_reason, detail=''):
+        """Hand over the outcome (if paired and paced in), then the assessment of ``estimate``."""
+        if drop_reason is not None:
+            self.drop_estimate(drop_reason, detail)
+        else:
+            self._outcome(estimate, reference)
+        self._assessment(estimate)
+
+    def _outcome(self, estimate, reference):
+        config = self.config
+        error = pose_error(
+            estimate.position, estimate.quaternion, estimate.covariance,
+            reference.position, reference.quaternion, reference.covariance,
+            ignored_axes=config['ignored_axes'], null_tolerance=config['null_tolerance'])
+        try:
+            outcome = PredictionOutcome(
+                prediction_stamp_sim_ns=estimate.stamp_ns,
+                observed_stamp_sim_ns=estimate.stamp_ns,
+                position_error_m=error.position_error_m,
+                orientation_error_rad=error.orientation_error_rad,
+                position_mahalanobis=error.position_mahalanobis,
+                orientation_mahalanobis=error.orientation_mahalanobis,
+                frame_id=estimate.frame_id)
+        except (TypeError, ValueError) as invalid:
+            self.drop_estimate(DROP_INVALID_OUTCOME, str(invalid))
+            return
+        self.paired += 1
+        self.resolved += 1
+        if not self.pacer.offer(estimate.stamp_ns, error.position_mahalanobis,
+                                error.orientation_mahalanobis):
+            self.paced_out += 1
+            return
+        self.outcomes += 1
+        self.listener.outcome(outcome, estimate)
+
+    def _assessment(self, estimate):
+        overall, axes, blocks = claim_levels(
+            estimate.covariance, self.config['thresholds'], self.config['ignored_axes'])
+        try:
+            belief = BeliefSelfAssessment(
+                belief_stamp_sim_ns=estimate.stamp_ns, overall_level=overall,
+                axis_levels=tuple(NamedLevel(name, level) for name, level in axes.items()),
+                block_levels=tuple(NamedLevel(name, level) for name, level in blocks.items()),
+                frame_id=estimate.frame_id)
+        except (TypeError, ValueError) as invalid:
+            self.listener.invalid_assessment(invalid)
+            return
+        self.assessments += 1
+        self.listener.assessment(belief, estimate)

@@ -1,0 +1,239 @@
+# SPDX-License-Identifier: Apache-2.0
+"""An ordinary rosbag2 bag -> the bridge's outcomes and assessments, offline.
+
+:func:`bridge_outputs` reads an estimate topic and a reference topic of any rosbag2 bag (MCAP or
+sqlite3, with rosbags' public ``AnyReader``), feeds them in recorded order through the bridge's
+own engine (:class:`~..bridge.pairing.PairingEngine`, the one the live node drives), and yields
+what the bridge would have published: ``('outcome', PredictionOutcome)`` and
+``('assessment', BeliefSelfAssessment)``, an outcome always before the assessment of its stamp.
+
+Time offline: the engine's clock is each message's own header stamp (the bag's receive times
+say when the recorder saw a message, not when the bridge would have). So no input is refused as
+``future_stamp`` and no backward clock jump happens; every other rule (pairing, waits, gaps,
+stamp resets, frames, pacing) is the live bridge's.
+
+The bridge's parameters come from the same YAML file the bridge launch uses
+(config/outcome_bridge.yaml): :func:`bridge_parameters`.
+"""
+
+import pathlib
+
+ESTIMATE_TYPES = ('nav_msgs/msg/Odometry', 'geometry_msgs/msg/PoseWithCovarianceStamped')
+REFERENCE_TYPES = ('nav_msgs/msg/Odometry', 'geometry_msgs/msg/PoseStamped',
+                   'geometry_msgs/msg/PoseWithCovarianceStamped')
+OUTCOME, ASSESSMENT = 'outcome', 'assessment'
+
+
+class EvaluateError(Exception):
+    """A bag or an option that cannot be evaluated; the message is one line."""
+
+
+def _flatten(values, prefix=''):
+    flat = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f'{prefix}{key}.'))
+        else:
+            flat[f'{prefix}{key}'] = value
+    return flat
+
+
+def bridge_parameters(params_file=None, node_name='outcome_bridge'):
+    """Return the bridge's parameter values: its defaults, overridden by ``params_file``.
+
+    ``params_file`` is a ROS 2 parameter file (``/**:`` or the node name, then
+    ``ros__parameters``; nested keys are dotted: ``decorrelation.adaptive``), as the launch uses.
+    Unknown keys, values of the wrong type and out-of-range values are an EvaluateError naming
+    them; ``use_sim_time`` is ignored.
+    """
+    from ..ros.outcome_bridge_node import config_from, PARAMETERS
+
+    values = {name: spec.default for name, spec in PARAMETERS.items()}
+    if params_file is not None:
+        import yaml
+
+        try:
+            loaded = yaml.safe_load(pathlib.Path(params_file).read_text(encoding='utf-8'))
+        except (OSError, yaml.YAMLError) as error:
+            raise EvaluateError(f'{params_file}: {" ".join(str(error).split())}') from None
+        if not isinstance(loaded, dict):
+            raise EvaluateError(f'{params_file}: not a ROS 2 parameter file')
+        for node in ('/**', node_name, f'/{node_name}'):
+            section = loaded.get(node)
+            if isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict):
+                for name, value in _flatten(section['ros__parameters']).items():
+                    if name == 'use_sim_time' or name.startswith('qos_overrides.'):
+                        continue
+                    if name not in PARAMETERS:
+                        raise EvaluateError(f'{params_file}: unknown bridge parameter {name!r}')
+                    default = PARAMETERS[name].default
+                    if isinstance(default, float) and isinstance(value, int) \
+                            and not isinstance(value, bool):
+                        value = float(value)
+                    if type(value) is not type(default) and not (
+                            isinstance(default, list) and isinstance(value, list)):
+                        raise EvaluateError(
+                            f'{params_file}: {name} must be a {type(default).__name__}, got '
+                            f'{value!r}')
+                    values[name] = value
+    config = config_from(values)
+    if isinstance(config, str):
+        raise EvaluateError(f'{params_file or "bridge parameters"}: {config}')
+    return values
+
+
+def _topic(path, reader, name, kind, allowed):
+    connections = [c for c in reader.connections if c.topic == name]
+    if not connections:
+        topics = ', '.join(sorted({c.topic for c in reader.connections})) or 'none'
+        raise EvaluateError(f'{path}: no {kind} topic {name} in the bag '
+                            f'(topics: {topics})')
+    types = {c.msgtype for c in connections}
+    wrong = types - set(allowed)
+    if wrong:
+        raise EvaluateError(f'{path}: {kind} topic {name} has type '
+                            f'{", ".join(sorted(wrong))}; expected one of {", ".join(allowed)}')
+    return connections
+
+
+def open_reader(path):
+    """Return an opened rosbags ``AnyReader`` of a bag directory or an .mcap file."""
+    from rosbags.highlevel import AnyReader
+    from rosbags.typesys import get_typestore, Stores
+
+    path = pathlib.Path(path)
+    if path.is_dir() and not (path / 'metadata.yaml').is_file():
+        raise EvaluateError(f'{path}: not a rosbag2 bag directory (no metadata.yaml)')
+    if not path.is_dir() and not (path.is_file() and path.suffix == '.mcap'):
+        raise EvaluateError(f'{path}: neither a rosbag2 bag directory nor an .mcap file')
+    try:
+        reader = AnyReader([path], default_typestore=get_typestore(Stores.ROS2_JAZZY))
+        reader.open()
+    except Exception as error:  # noqa: BLE001 - every library error is one line
+        raise EvaluateError(f'{path}: cannot open bag: {" ".join(str(error).split())}') \
+            from None
+    return reader
+
+
+class StampRange:
+    """First and last header stamp (ns) of one input."""
+
+    def __init__(self):
+        self.first = self.last = None
+        self.count = 0
+
+    def add(self, stamp_ns):
+        """Note one stamp."""
+        self.count += 1
+        self.first = stamp_ns if self.first is None else min(self.first, stamp_ns)
+        self.last = stamp_ns if self.last is None else max(self.last, stamp_ns)
+
+    def overlaps(self, other):
+        """Return True when both ranges exist and intersect."""
+        return (self.count and other.count and self.first <= other.last
+                and other.first <= self.last)
+
+    def text(self):
+        """Return ``[first, last] s`` or ``no message``."""
+        if not self.count:
+            return 'no message'
+        return f'[{self.first / 1e9:.3f}, {self.last / 1e9:.3f}] s'
+
+
+def _collector():
+    from ..bridge.pairing import EngineListener
+
+    class Collect(EngineListener):
+        """The engine listener of an offline run: keeps the outputs in the order handed over."""
+
+        def __init__(self):
+            self.events = []
+
+        def outcome(self, outcome, estimate):
+            self.events.append((OUTCOME, outcome))
+
+        def assessment(self, belief, estimate):
+            self.events.append((ASSESSMENT, belief))
+
+    return Collect()
+
+
+class BridgeRun:
+    """One offline bridge run over a bag: iterate it for the outputs, then read the counts."""
+
+    def __init__(self, path, estimate_topic, reference_topic, values):
+        from ..bridge.pairing import PairingEngine, engine_config
+
+        self.path = str(path)
+        self.estimate_topic, self.reference_topic = estimate_topic, reference_topic
+        self._listener = _collector()
+        self.engine = PairingEngine(
+            engine_config(values), self._listener,
+            reference_buffer_size=values['reference_buffer_size'],
+            pending_capacity=values['pending_capacity'])
+        self.ranges = {'estimate': StampRange(), 'reference': StampRange()}
+        self.estimate_type = self.reference_type = None
+
+    def __iter__(self):
+        from ..msg_decoding import stamp_to_ns
+
+        reader = open_reader(self.path)
+        try:
+            estimates = _topic(self.path, reader, self.estimate_topic, 'estimate',
+                               ESTIMATE_TYPES)
+            references = _topic(self.path, reader, self.reference_topic, 'reference',
+                                REFERENCE_TYPES)
+            self.estimate_type = estimates[0].msgtype
+            self.reference_type = references[0].msgtype
+            kinds = {c.id: 'estimate' for c in estimates}
+            kinds.update({c.id: 'reference' for c in references})
+            engine = self.engine
+            events = self._listener.events
+            for connection, _, rawdata in reader.messages(connections=estimates + references):
+                msg = reader.deserialize(rawdata, connection.msgtype)
+                kind = kinds[connection.id]
+                try:
+                    clock_ns = stamp_to_ns(msg.header.stamp, kind, 'header.stamp')
+                except ValueError:
+                    clock_ns = None
+                if clock_ns is not None:
+                    self.ranges[kind].add(clock_ns)
+                if kind == 'estimate':
+                    engine.take_estimate(msg, clock_ns)
+                else:
+                    engine.take_reference(msg, clock_ns)
+                yield from events
+                events.clear()
+            engine.flush()
+            yield from events
+            events.clear()
+        finally:
+            reader.close()
+
+    def check_overlap(self):
+        """Raise EvaluateError when nothing paired because the two inputs never overlap."""
+        estimate, reference = self.ranges['estimate'], self.ranges['reference']
+        if not self.engine.paired and not estimate.overlaps(reference):
+            raise EvaluateError(
+                f'{self.path}: {self.estimate_topic} (header stamps {estimate.text()}) and '
+                f'{self.reference_topic} ({reference.text()}) do not overlap in time')
+
+    def counts(self):
+        """Return the engine's counts as a JSON-ready dict."""
+        engine = self.engine
+        return {
+            'estimates': self.ranges['estimate'].count,
+            'references': self.ranges['reference'].count,
+            'paired': engine.paired,
+            'outcomes': engine.outcomes,
+            'outcomes_paced_out': engine.paced_out,
+            'assessments': engine.assessments,
+            'estimates_dropped': dict(sorted(engine.dropped.items())),
+            'references_dropped': dict(sorted(engine.references_dropped.items())),
+            'resets': dict(sorted(engine.resets.items())),
+        }
+
+
+def bridge_outputs(path, estimate_topic, reference_topic, values):
+    """Return a :class:`BridgeRun`; iterate it for ``(kind, contract)`` in publication order."""
+    return BridgeRun(path, estimate_topic, reference_topic, values)

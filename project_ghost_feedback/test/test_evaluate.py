@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``ghost-feedback evaluate`` on bags written by independent writers, and against the live bridge.
+
+The inputs are the simulated localization stack's (a real Kalman filter, sim/localization_stack
+.py), written by rosbags' Writer (MCAP and sqlite3) and by the mcap-ros2 writer; evaluate's
+telemetry bag must replay identically; bad inputs give one line and exit 2. The live comparison
+runs the real bridge node over DDS on the same stream, records what was published with rosbags'
+Writer, evaluates that bag and compares the outcomes exactly.
+"""
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+from project_ghost_feedback.cli import main
+from project_ghost_feedback.sim.localization_stack import LocalizationStack, StackPhase
+from project_ghost_feedback.telemetry.replay import verify_bag
+
+CONFIG = pathlib.Path(__file__).resolve().parents[1] / 'config' / 'outcome_bridge.yaml'
+PHASES = (StackPhase('tuned', 12.0), StackPhase('mistuned', 12.0, truth_accel_factor=6.0))
+ESTIMATE, REFERENCE = '/odometry/filtered', '/ground_truth'
+ODOMETRY = 'nav_msgs/msg/Odometry'
+POSE = 'geometry_msgs/msg/PoseStamped'
+
+
+def stack_samples(seed=3, phases=PHASES):
+    """Return the stack's samples: (stamp_ns, is_estimate, position, quaternion, covariance)."""
+    return list(LocalizationStack(phases=phases, seed=seed).run())
+
+
+def _typestore():
+    from rosbags.typesys import get_typestore, Stores
+
+    return get_typestore(Stores.ROS2_JAZZY)
+
+
+def _rosbags_msg(store, msgtype, stamp_ns, position, quaternion, covariance=None):
+    types = store.types
+    sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+    header = types['std_msgs/msg/Header'](
+        stamp=types['builtin_interfaces/msg/Time'](sec=sec, nanosec=nanosec), frame_id='odom')
+    pose = types['geometry_msgs/msg/Pose'](
+        position=types['geometry_msgs/msg/Point'](*(float(v) for v in position)),
+        orientation=types['geometry_msgs/msg/Quaternion'](*(float(v) for v in quaternion)))
+    if msgtype == POSE:
+        return types[POSE](header=header, pose=pose)
+    cov = np.zeros(36) if covariance is None else np.asarray(covariance, dtype=float).reshape(36)
+    vector3 = types['geometry_msgs/msg/Vector3']
+    zero = vector3(0.0, 0.0, 0.0)
+    twist = types['geometry_msgs/msg/TwistWithCovariance'](
+        twist=types['geometry_msgs/msg/Twist'](linear=zero, angular=zero),
+        covariance=np.zeros(36))
+    return types[ODOMETRY](
+        header=header, child_frame_id='base_link',
+        pose=types['geometry_msgs/msg/PoseWithCovariance'](pose=pose, covariance=cov),
+        twist=twist)
+
+
+def write_rosbags_bag(path, samples, reference_type=ODOMETRY, storage='mcap',
+                      estimate_topic=ESTIMATE, reference_topic=REFERENCE, shift_reference_ns=0):
+    """Write the samples with rosbags' Writer: estimates (Odometry) and truth (reference_type)."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    store = _typestore()
+    plugin = StoragePlugin.MCAP if storage == 'mcap' else StoragePlugin.SQLITE3
+    with Writer(path, version=9, storage_plugin=plugin) as writer:
+        estimates = writer.add_connection(estimate_topic, ODOMETRY, typestore=store)
+        references = writer.add_connection(reference_topic, reference_type, typestore=store)
+        for log_ns, (kind, sample) in enumerate(ordered(samples), start=1):
+            if kind == 'reference':
+                stamp = sample.stamp_ns + shift_reference_ns
+                msg = _rosbags_msg(store, reference_type, stamp, sample.truth_position,
+                                   sample.truth_quaternion)
+                writer.write(references, log_ns, store.serialize_cdr(msg, reference_type))
+            else:
+                msg = _rosbags_msg(store, ODOMETRY, sample.stamp_ns, sample.estimate_position,
+                                   sample.estimate_quaternion, sample.pose_covariance)
+                writer.write(estimates, log_ns, store.serialize_cdr(msg, ODOMETRY))
+    return path
+
+
+def ordered(samples):
+    """Yield ('reference'|'estimate', sample): the truth of a step, then its estimate."""
+    for sample in samples:
+        yield 'reference', sample
+        if sample.is_estimate:
+            yield 'estimate', sample
+
+
+def _dict_msg(stamp_ns, position, quaternion, covariance=None, pose_only=False):
+    sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+    pose = {'position': dict(zip('xyz', map(float, position))),
+            'orientation': dict(zip('xyzw', map(float, quaternion)))}
+    header = {'stamp': {'sec': sec, 'nanosec': nanosec}, 'frame_id': 'odom'}
+    if pose_only:
+        return {'header': header, 'pose': pose}
+    cov = [0.0] * 36 if covariance is None else [float(v) for v in np.reshape(covariance, 36)]
+    zero = {'x': 0.0, 'y': 0.0, 'z': 0.0}
+    return {'header': header, 'child_frame_id': 'base_link',
+            'pose': {'pose': pose, 'covariance': cov},
+            'twist': {'twist': {'linear': zero, 'angular': zero}, 'covariance': [0.0] * 36}}
+
+
+def write_mcap_ros2_file(path, samples, reference_type=POSE):
+    """Write the samples into one MCAP file with the mcap-ros2 writer (no metadata.yaml)."""
+    from mcap_ros2.writer import Writer
+
+    store = _typestore()
+    with open(path, 'wb') as stream:
+        writer = Writer(stream)
+        estimate_schema = writer.register_msgdef(
+            ODOMETRY, store.generate_msgdef(ODOMETRY, ros_version=2)[0])
+        reference_schema = writer.register_msgdef(
+            reference_type, store.generate_msgdef(reference_type, ros_version=2)[0])
+        for log_ns, (kind, sample) in enumerate(ordered(samples), start=1):
+            if kind == 'reference':
+                writer.write_message(REFERENCE, reference_schema, _dict_msg(
+                    sample.stamp_ns, sample.truth_position, sample.truth_quaternion,
+                    pose_only=reference_type == POSE), log_ns, log_ns)
+            else:
+                writer.write_message(ESTIMATE, estimate_schema, _dict_msg(
+                    sample.stamp_ns, sample.estimate_position, sample.estimate_quaternion,
+                    sample.pose_covariance), log_ns, log_ns)
+        writer.finish()
+    return path
+
+
+def evaluate(bag, out, *extra, estimate=ESTIMATE, reference=REFERENCE):
+    """Run ``ghost-feedback evaluate`` and return its exit status."""
+    return main(['evaluate', str(bag), '--estimate', estimate, '--reference', reference,
+                 '--params-file', str(CONFIG), '--output-dir', str(out), *extra])
+
+
+def _check_output(out):
+    summary = json.loads((out / 'summary.json').read_text())
+    assert (out / 'summary.txt').read_text().startswith('bag ')
+    ok, line = verify_bag(str(out / 'telemetry'))
+    assert ok, line
+    return summary
+
+
+@pytest.mark.parametrize('storage,reference_type', [('mcap', POSE), ('sqlite3', ODOMETRY)])
+def test_rosbags_writer_bags_evaluate_and_replay_identically(tmp_path, storage, reference_type):
+    """A bag of rosbags' Writer: outcomes in both phases, replay identical, a picture."""
+    bag = write_rosbags_bag(tmp_path / 'bag', stack_samples(), reference_type, storage)
+    assert evaluate(bag, tmp_path / 'out') == 0
+    summary = _check_output(tmp_path / 'out')
+    bridge = summary['bridge']
+    assert bridge['estimates'] == 240 and bridge['references'] == 1200
+    assert bridge['paired'] == 240 and 0 < bridge['outcomes'] < bridge['paired']
+    assert bridge['assessments'] == 240 and summary['assessments'] == 240
+    assert summary['reference']['type'] == reference_type
+    assert summary['downgraded_assessments'] > 0  # the mistuned phase is caught
+    assert (tmp_path / 'out' / 'evaluate.png').stat().st_size > 0
+
+
+def test_an_mcap_ros2_writer_file_gives_the_same_outcomes_as_rosbags_writer(tmp_path, capsys):
+    """The same stream by two independent writers: the same summary (but for the path)."""
+    samples = stack_samples()
+    write_mcap_ros2_file(tmp_path / 'stream.mcap', samples, ODOMETRY)
+    write_rosbags_bag(tmp_path / 'bag', samples, ODOMETRY)
+    assert evaluate(tmp_path / 'stream.mcap', tmp_path / 'a', '--no-plot') == 0
+    assert evaluate(tmp_path / 'bag', tmp_path / 'b', '--no-plot') == 0
+    first, second = _check_output(tmp_path / 'a'), _check_output(tmp_path / 'b')
+    for summary in (first, second):
+        del summary['bag'], summary['telemetry_bag']
+    assert first == second
+    assert not (tmp_path / 'a' / 'evaluate.png').exists()
+
+
+def test_an_mcap_ros2_pose_reference_evaluates(tmp_path):
+    """PoseStamped truth written by the mcap-ros2 writer."""
+    write_mcap_ros2_file(tmp_path / 'stream.mcap', stack_samples(), POSE)
+    assert evaluate(tmp_path / 'stream.mcap', tmp_path / 'out', '--no-plot') == 0
+    assert _check_output(tmp_path / 'out')['bridge']['paired'] == 240
+
+
+@pytest.mark.parametrize('case,expected', [
+    ('missing', 'no reference topic /nope in the bag'),
+    ('wrong_type', 'estimate topic /ground_truth has type geometry_msgs/msg/PoseStamped'),
+    ('no_overlap', 'do not overlap in time'),
+])
+def test_bad_inputs_give_one_line_and_exit_2(tmp_path, capsys, case, expected):
+    """A missing topic, a wrong type, inputs that never overlap: one line on stderr, exit 2."""
+    samples = stack_samples(phases=(StackPhase('tuned', 3.0),))
+    if case == 'no_overlap':
+        bag = write_rosbags_bag(tmp_path / 'bag', samples, POSE,
+                                shift_reference_ns=3_600_000_000_000)
+        status = evaluate(bag, tmp_path / 'out')
+    else:
+        bag = write_rosbags_bag(tmp_path / 'bag', samples, POSE)
+        if case == 'missing':
+            status = evaluate(bag, tmp_path / 'out', reference='/nope')
+        else:
+            status = evaluate(bag, tmp_path / 'out', estimate=REFERENCE, reference=ESTIMATE)
+    assert status == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith('ghost-feedback: error: ')
+    assert expected in err
+    assert case != 'wrong_type' or 'expected one of' in err
+
+
+def test_audit_of_an_ordinary_bag_equals_the_audit_of_its_evaluated_telemetry(tmp_path):
+    """Audit with the bridge options: the per-policy results of evaluate's telemetry bag."""
+    from project_ghost_feedback.audit.task import audit_bag, parse_policy
+    from project_ghost_feedback.evaluate.inputs import bridge_parameters
+
+    bag = write_rosbags_bag(tmp_path / 'bag', stack_samples(), POSE, 'sqlite3')
+    assert evaluate(bag, tmp_path / 'out', '--no-plot') == 0
+    policies = (parse_policy('overconfidence_scale'), parse_policy('calibrated_exceedance'))
+    direct = audit_bag(bag, policies, bridge=(ESTIMATE, REFERENCE, bridge_parameters(CONFIG)))
+    recorded = audit_bag(tmp_path / 'out' / 'telemetry', policies)
+    assert direct['ok'] and recorded['ok'], (direct, recorded)
+    for key in ('outcomes', 'assessments', 'raw', 'distances', 'policies', 'overconfidence'):
+        assert direct[key] == recorded[key], key
+    assert direct['policies']['calibrated_exceedance']['downgrades'] > 0
+
+
+def test_audit_cli_refuses_half_the_bridge_options(tmp_path, capsys):
+    """--estimate without --reference: one line, exit 2."""
+    assert main(['audit', str(tmp_path), '--estimate', ESTIMATE]) == 2
+    assert 'go together' in capsys.readouterr().err
