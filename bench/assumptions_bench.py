@@ -18,7 +18,7 @@ policy would stay at its stated rate), under:
 ``mahalanobis_downgrade`` has no ``degrees_of_freedom`` (its rule does not depend on it).
 ``vec3_scale`` (stateful, on squared distances) is measured by ``bench/honesty_bench.py``.
 Each policy decides a window by its own ``adjust()`` (a lookup table over every bucket-count
-vector, bench/arl_chain.py). Standard errors from the spread across independent streams. Also
+vector, analysis/arl_chain.py). Standard errors from the spread across independent streams. Also
 printed: for ``overconfidence_scale``, the fraction of full windows with the reason
 ``underconfident_calibration``. Run ``python3 bench/assumptions_bench.py [--quick]``.
 """

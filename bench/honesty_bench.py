@@ -23,7 +23,7 @@ table. Run ``python3 bench/honesty_bench.py --quick`` for a short run.
 
 Stateful policies (``MIRRORED``: ``vec3_scale``, whose level depends on the loop's previous output
 and on the window's squared distances) are measured through a vectorised numpy mirror
-(``bench/vec3_sim.py``) that is checked outcome by outcome against the policy's own
+(``analysis/vec3_sim.py``) that is checked outcome by outcome against the policy's own
 ``adjust_following`` at start-up; the bench then prints the issue-20 targets with standard errors
 (first-passage Monte Carlo for the mean run, bootstrap for medians, spread across streams for
 fractions), the effect of broken assumptions on it, and, for every registered policy, the level
@@ -62,7 +62,7 @@ from project_ghost_feedback.analysis.schema2_history import schema2_history
 
 OVERCONFIDENCE_FACTORS = (1.5, 2.0, 10.0, 50.0)
 MIRRORED = ('vec3_scale',)
-"""Stateful policies measured through their numpy mirror (bench/vec3_sim.py, self-checked)."""
+"""Stateful policies measured through their numpy mirror (analysis/vec3_sim.py, self-checked)."""
 RAW = BeliefSelfAssessment(belief_stamp_sim_ns=0, overall_level=SelfAssessmentLevel.KNOWN)
 MODEL = OutcomeModel()
 
@@ -377,7 +377,7 @@ def run_length_report(names, args, delays, v3=None):
     lines = ['', 'Mean outcomes to the first false downgrade from an empty window of '
              f'{args.window} '
              '(i.i.d. calibrated Gaussian outcomes, 3 dof x 2 vectors). Exact: Markov chain on the '
-             'ages of the beyond-3 outcomes in the window (bench/arl_chain.py; the solution of '
+             'ages of the beyond-3 outcomes in the window (analysis/arl_chain.py; the solution of '
              "(I - Q) h = 1 is checked by its residual), where the policy's rule has that form; "
              f'Monte Carlo: {args.arl_runs} independent first-passage runs, each decided by the '
              f"policy's own adjust() (common random numbers). Chain {chain_s:.0f} s, MC "
@@ -400,7 +400,8 @@ def run_length_report(names, args, delays, v3=None):
         targets[name] = (m['arl'][0], 'MC')
         lines.append(f'| `{name}` | - (stateful: the state is the window of squared distances) '
                      f'| - | {m["arl"][0]:.1f} +- {m["arl"][1]:.1f} ({m["arl_runs"]} runs) |')
-    lines += ['', "CUSUM limits at the same in-control ARL (bench/cusum_limits.py: Page's CUSUM on "
+    lines += ['', 'CUSUM limits at the same in-control ARL (analysis/cusum_limits.py: '
+              "Page's CUSUM on "
               'the per-outcome log-likelihood ratio of scale k vs 1, threshold set so that its ARL '
               "from W = 0 equals the policy's ARL above; full information = the two squared "
               "distances (chi-square 6), bucket information = the outcome's bucket only; run "

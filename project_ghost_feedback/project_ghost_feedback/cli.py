@@ -30,7 +30,7 @@ examples:
                                            equals the recorded one (exit 1 if not)
   ghost-feedback replay run1 --policy calibrated_exceedance
                                            what another policy would have decided
-  ghost-feedback replay run1 --set downgrade_threshold=3 --json
+  ghost-feedback replay run1 --set false_alarm_probability=0.01 --json
   ghost-feedback audit fleet/ --inject 10@random --seed 1 --report out/audit
                                            every bag under fleet/, every policy, on dask
   ghost-feedback evaluate bag1 --estimate /odometry/filtered --reference /ground_truth/odom
@@ -386,7 +386,8 @@ def build_parser():
         help=f'replay with this policy instead of the recorded one ({", ".join(policy_names())})')
     replay.add_argument(
         '--set', dest='settings', metavar='KEY=VALUE', action='append', type=_parse_setting,
-        default=[], help='set a policy parameter (repeatable), e.g. --set downgrade_threshold=3')
+        default=[],
+        help='set a policy parameter (repeatable), e.g. --set false_alarm_probability=0.01')
     replay.add_argument(
         '--max-history', metavar='N', type=_positive_int,
         help='outcomes per calibration window (default: the recorded value, else '

@@ -2,10 +2,11 @@
 """Keep DDS on this machine unless the user explicitly chose otherwise.
 
 ``scripts/env.sh`` (which every Makefile target sources) already exports
-``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and a loopback-only Fast DDS profile. The entry points
-call :func:`ensure_loopback` too, so a console script started outside that environment still does
-not send discovery traffic off the machine. Export ``ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET`` to
-talk to other hosts on purpose.
+``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and a loopback-only Fast DDS profile. The two demos
+(``ghost-feedback demo``, both scenarios) call :func:`ensure_loopback` too, so a demo started
+outside that environment still does not send discovery traffic off the machine; the nodes and the
+other commands rely on the environment (``scripts/env.sh``, or the ROS install's own settings).
+Export ``ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET`` to talk to other hosts on purpose.
 """
 
 import os

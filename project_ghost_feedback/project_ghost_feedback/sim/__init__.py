@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Synthetic estimator for the demo and the honesty bench (pure, stdlib only, seeded)."""
+"""Simulated estimators for the demos and benches, seeded.
+
+The outcome model is stdlib only; the localization stack (a Kalman filter) uses numpy.
+"""
 
 from .outcome_model import (
     default_scenario,

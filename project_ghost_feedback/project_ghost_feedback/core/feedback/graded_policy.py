@@ -34,7 +34,7 @@ with ``degrees_of_freedom`` (3 per vec3) and ``vectors_per_outcome`` independent
 outcome. Under calibration with the defaults, on a full window of 32: a downgrade on 0.2976% of
 windows (exact trinomial sum, the same test as calibrated_exceedance) and, from an empty sliding
 window, the first false downgrade after 3398 outcomes on average (exact Markov chain,
-``bench/arl_chain.py``); the grading table, the delays and the CUSUM limits are printed by
+``analysis/arl_chain.py``); the grading table, the delays and the CUSUM limits are printed by
 ``bench/honesty_bench.py``, the effect of broken assumptions by ``bench/assumptions_bench.py``
 (``docs/policies.md``).
 """
@@ -111,8 +111,8 @@ class OverconfidenceScalePolicy:
     factor above which the estimator is called UNKNOWN), ``gross_confidence`` (0.5, in
     [0.5, 0.999]: confidence of the lower bound of ``k`` that must exceed it),
     ``underconfidence_probability`` (0.001, in (0, 0.5]: level of the within-1 count test),
-    ``min_outcomes`` (4), ``degrees_of_freedom`` (3, 1..64), ``vectors_per_outcome`` (2, 1..8),
-    ``max_window`` (64, 1..256: tables up to it, computed on demand and memoized beyond).
+    ``min_outcomes`` (4), ``degrees_of_freedom`` (3, 1..3), ``vectors_per_outcome`` (2, 1..2),
+    ``max_window`` (64, 1..128: tables up to it, computed on demand and memoized beyond).
     """
 
     false_alarm_probability: float = 0.002

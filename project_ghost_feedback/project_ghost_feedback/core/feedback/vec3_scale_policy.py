@@ -43,7 +43,7 @@ Capping can only lower the CUSUM, so the Gaussian false-alarm rate can only fall
 detection speed and, at a low cap, the two-step grade (``docs/policies.md``).
 
 The default thresholds were set numerically against the issue-20 targets with the bench's
-vectorised mirror of this policy (``bench/vec3_sim.py``, how: ``docs/policies.md``); the figures
+vectorised mirror of this policy (``analysis/vec3_sim.py``, how: ``docs/policies.md``); the figures
 ``bench/honesty_bench.py`` measures for them are in ``docs/policies.md``. Assumptions:
 independent outcomes, Gaussian errors, ``degrees_of_freedom`` per vec3, two vec3 per outcome.
 """
