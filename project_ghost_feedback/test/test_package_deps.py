@@ -7,7 +7,7 @@ that key must be a dependency in package.xml (runtime imports: exec_depend or de
 imports: any of them or test_depend). A new import without a mapping fails here, so it cannot go
 undeclared. The keys were checked against ros/rosdistro (rosdep/python.yaml, jazzy/distribution
 .yaml) at commit 8468e88 (2026-08-22). Modules without any rosdep key must be named in the
-README's "For ROS 2 users" section with their pip command.
+docs/node.md's "For ROS 2 users" section with their pip command.
 """
 
 import ast
@@ -19,6 +19,7 @@ import pytest
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[1]
 README = PACKAGE_DIR.parent / 'README.md'
+NODE_DOC = README.parent / 'docs' / 'node.md'
 # This package, and the sibling test modules a test imports helpers from (e.g. test_faults).
 OWN = {'project_ghost_feedback'} | {path.stem for path in (PACKAGE_DIR / 'test').glob('*.py')}
 
@@ -114,13 +115,13 @@ def test_runtime_imports_are_found():
     assert {'rclpy', 'launch', 'launch_ros', 'rosbags', 'mcap', 'numpy'} <= set(imports)
 
 
-def test_modules_without_a_rosdep_key_are_in_the_readme():
-    text = README.read_text(encoding='utf-8')
-    section = text.split('## For ROS 2 users', 1)[-1].split('\n## ', 1)[0]
+def test_modules_without_a_rosdep_key_are_in_the_docs():
+    text = NODE_DOC.read_text(encoding='utf-8')
+    section = text.split('### For ROS 2 users', 1)[-1].split('\n### ', 1)[0]
     runtime = set(_imports(RUNTIME_FILES)) | {'dask', 'distributed'}
     missing = [name for module, name in NO_ROSDEP_KEY.items()
                if module in runtime and name not in section]
-    assert not missing, f'README "For ROS 2 users" does not name (pip) {missing}'
+    assert not missing, f'docs/node.md "For ROS 2 users" does not name (pip) {missing}'
     assert 'pip install' in section
 
 
