@@ -33,9 +33,9 @@ import tempfile
 import time
 
 from project_ghost_feedback.audit import parse_policy, run_audit
-from project_ghost_feedback.audit.command import DEFAULT_POLICIES
 from project_ghost_feedback.audit.driver import local_cluster
 from project_ghost_feedback.audit.task import audit_bag
+from project_ghost_feedback.core.feedback import policy_names
 from project_ghost_feedback.telemetry import replay_bag
 
 
@@ -68,7 +68,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.quick:
         args.bags, args.assessments = 24, 1000
-    specs = [parse_policy(name) for name in DEFAULT_POLICIES]
+    specs = [parse_policy(name) for name in policy_names()]
     total = args.bags * args.assessments
     directory = tempfile.mkdtemp(prefix='audit_bench_')
     try:

@@ -33,7 +33,12 @@ import time
 from project_ghost_feedback.bridge.belief_claim import claim_levels, ClaimThresholds
 from project_ghost_feedback.bridge.decorrelation import OutcomePacer
 from project_ghost_feedback.bridge.geometry import pose_error
-from project_ghost_feedback.core import BeliefSelfAssessment, NamedLevel, PredictionOutcome
+from project_ghost_feedback.core import (
+    BeliefSelfAssessment,
+    NamedLevel,
+    NS_PER_S,
+    PredictionOutcome,
+)
 from project_ghost_feedback.core.feedback import DEFAULT_POLICY
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
 from project_ghost_feedback.sim.localization_stack import (
@@ -46,7 +51,6 @@ from project_ghost_feedback.sim.localization_stack import (
 MAX_HISTORY = 32
 NODE_DEFAULT_POLICY = DEFAULT_POLICY
 WARMUP_NS = 30 * 1_000_000_000
-NS_PER_S = 1e9
 CONFIG = StackConfig(truth_rate_multiple=1)
 
 

@@ -32,8 +32,8 @@ import sys
 import time
 
 from measured_process import MeasuredProcess
+from project_ghost_feedback.core import NS_PER_S
 
-NS_PER_S = 1_000_000_000
 COVARIANCE = [0.0] * 36
 for _i in range(6):
     COVARIANCE[_i * 7] = 0.01

@@ -343,15 +343,8 @@ def _command_echo(args):
 # -- demo -----------------------------------------------------------------------------------------
 
 def _command_demo(args):
-    import importlib
+    from . import demo
 
-    try:
-        demo = importlib.import_module('project_ghost_feedback.demo')
-    except ModuleNotFoundError as error:
-        if error.name not in ('project_ghost_feedback.demo',):
-            raise
-        return _fail('the demo is not available in this build '
-                     '(module project_ghost_feedback.demo is missing)')
     result = demo.main(list(args.demo_args))
     return 0 if result is None else int(result)
 

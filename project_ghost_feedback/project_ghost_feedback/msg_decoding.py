@@ -16,6 +16,7 @@ are ADR-0026's (``schema_version`` 1), CalibrationHistory schema 1 or 2. Stamps 
 from .core import (
     BeliefSelfAssessment,
     NamedLevel,
+    NS_PER_S,
     PredictionOutcome,
     SCHEMA_VERSION as CONTRACT_SCHEMA_VERSION,
     SelfAssessmentLevel,
@@ -39,8 +40,6 @@ EVENT_SCHEMA_VERSION = 1
 EVENT_KIND_WIRE = {RESET: 1, CONFIGURATION: 2}
 """LoopEvent kind -> FeedbackEvent ``kind`` (KIND_RESET, KIND_CONFIGURATION)."""
 _EVENT_KIND_BY_WIRE = {wire: kind for kind, wire in EVENT_KIND_WIRE.items()}
-
-NS_PER_S = 1_000_000_000
 
 
 def stamp_to_ns(stamp, owner, field):

@@ -36,9 +36,6 @@ reach it.
 _SCHEDULER = re.compile(r'^(tcp|tls)://[^/\s]+:\d+$')
 WORKERS_PER_CORE = 4
 """--workers above this many per core is refused unless --no-worker-limit."""
-DEFAULT_POLICIES = ('mahalanobis_downgrade', 'calibrated_exceedance', 'bucket_likelihood_ratio',
-                    'overconfidence_scale')
-"""Every registered policy (the node's default, ``overconfidence_scale``, included)."""
 
 
 def add_arguments(parser, positive_int):
@@ -85,7 +82,7 @@ def add_arguments(parser, positive_int):
 
 def run(args, fail):
     """Run the audit for parsed ``args``; ``fail(message, status)`` prints a one-line error."""
-    from ..core.feedback import DEFAULT_MAX_HISTORY
+    from ..core.feedback import DEFAULT_MAX_HISTORY, policy_names
     from .discovery import find_bags, robot_name
     from .driver import run_audit
     from .injection import parse_injection
@@ -94,7 +91,7 @@ def run(args, fail):
     from .task import parse_policy
 
     try:
-        policies = [parse_policy(text) for text in (args.policies or DEFAULT_POLICIES)]
+        policies = [parse_policy(text) for text in (args.policies or policy_names())]
         injection = parse_injection(args.inject, args.seed) if args.inject else None
         security = _check_engine(args)
         if args.json:

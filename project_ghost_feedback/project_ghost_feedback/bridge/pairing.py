@@ -21,7 +21,7 @@ import collections
 
 import numpy as np
 
-from ..core import BeliefSelfAssessment, NamedLevel, PredictionOutcome
+from ..core import BeliefSelfAssessment, NamedLevel, NS_PER_S, PredictionOutcome
 from ..msg_decoding import stamp_to_ns as _stamp_to_ns
 from .belief_claim import claim_levels, ClaimThresholds
 from .decorrelation import OutcomePacer
@@ -35,7 +35,6 @@ from .geometry import (
 )
 from .reference_buffer import AFTER_BUFFER, EMPTY, ReferenceBuffer, ReferenceSample
 
-NS_PER_S = 1_000_000_000
 ESTIMATE, REFERENCE = 'estimate', 'reference'
 
 # Drop reasons of estimates (``dropped``) and of references (``references_dropped``). Refusals

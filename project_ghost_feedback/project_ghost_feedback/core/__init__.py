@@ -16,6 +16,7 @@ from .contracts import (
     ContractViolation,
     NamedLevel,
     PredictionOutcome,
+    NS_PER_S,
     SCHEMA_VERSION,
     SelfAssessmentLevel,
 )
@@ -31,6 +32,7 @@ __all__ = [
     'ContractViolation',
     'NamedLevel',
     'PredictionOutcome',
+    'NS_PER_S',
     'SCHEMA_VERSION',
     'SelfAssessmentLevel',
     'bucket_of_distance',

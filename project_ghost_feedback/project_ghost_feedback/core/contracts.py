@@ -38,6 +38,9 @@ __all__ = [
     'SelfAssessmentLevel',
 ]
 
+NS_PER_S = 1_000_000_000
+"""Nanoseconds per second: the one definition of the unit every stamp uses."""
+
 SCHEMA_VERSION = 1
 """The schema version every contract of this build writes and accepts."""
 

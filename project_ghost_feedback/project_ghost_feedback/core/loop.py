@@ -37,9 +37,9 @@ from .feedback import (
     make_policy,
     policy_parameters,
 )
+from .contracts import NS_PER_S
 from .window import ADDED, DEFAULT_OUTCOME_BUFFER_SIZE, OutcomeWindow
 
-NS_PER_S = 1_000_000_000
 DEFAULT_TIME_JUMP_TOLERANCE_NS = 5 * NS_PER_S
 """Default of the node's ``time_jump_tolerance_s`` (5 s), in nanoseconds."""
 

@@ -22,11 +22,11 @@ import sys
 import time
 
 from ..core.feedback import DEFAULT_POLICY
+from ..core import NS_PER_S
 from ..ros.dds import ensure_loopback
 from .connection import wait_for_nodes
 from .run import _replay_check, _stop_node
 
-NS_PER_S = 1_000_000_000
 ESTIMATE_TOPIC = '/odometry/filtered'
 REFERENCE_TOPIC = '/ground_truth/odom'
 FEEDBACK_NODE = 'ghost_feedback_demo_node'

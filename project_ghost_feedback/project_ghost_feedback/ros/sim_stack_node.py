@@ -20,9 +20,9 @@ from rclpy.signals import SignalHandlerOptions
 from rosgraph_msgs.msg import Clock
 
 from ..sim.localization_stack import LocalizationStack, StackPhase
+from ..core import NS_PER_S
 from .node_main import ShutdownRequest
 
-NS_PER_S = 1_000_000_000
 FRAME_ID = 'odom'
 CHILD_FRAME_ID = 'base_link'
 

@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-NS_PER_S = 1_000_000_000
+from ..core.contracts import NS_PER_S
 # State indices.
 _X, _VX, _Y, _VY, _YAW, _VYAW, _Z, _ROLL, _PITCH = range(9)
 # Pose covariance order x y z roll pitch yaw -> state indices.

@@ -20,8 +20,7 @@ from typing import NamedTuple
 
 from ..core._validation import require_int, require_taxonomy, type_error, value_error
 from ..core.contracts import BeliefSelfAssessment, PredictionOutcome, SelfAssessmentLevel
-
-NS_PER_S = 1_000_000_000
+from ..core import NS_PER_S
 
 
 def _require_positive(owner, field, value, maximum=math.inf):
