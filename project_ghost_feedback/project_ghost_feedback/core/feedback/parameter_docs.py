@@ -36,6 +36,6 @@ PARAMETER_DOCS = {
 """Field name -> (meaning, (minimum, maximum))."""
 
 
-def parameter_doc(field):
+def parameter_doc(field: str) -> tuple[str, tuple[float, float] | None]:
     """Return ``(meaning, range)`` of a policy field; an unknown field gets a generic meaning."""
     return PARAMETER_DOCS.get(field, (f'Policy parameter {field!r} (see docs/policies.md).', None))
