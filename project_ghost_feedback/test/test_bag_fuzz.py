@@ -527,8 +527,13 @@ def test_a_bomb_stays_under_the_memory_ceiling(pristine, tmp_path, lie):
     shutil.copytree(bag, copy)
     _bomb(1 << 30, declared='true' if lie == 'declared' else 'lie')(copy, None)
     assert _mcap(copy).stat().st_size < 1 << 20
+    evaluate = ['--estimate', '/prediction_outcome', '--reference', '/self_assessment/raw',
+                '--no-plot', '--output-dir']
     commands = {'info': ['info', str(copy)], 'replay': ['replay', str(copy)],
-                'audit': ['audit', str(copy), '--workers', '1', '--no-progress']}
+                'audit': ['audit', str(copy), '--workers', '1', '--no-progress'],
+                'evaluate': ['evaluate', str(copy)] + evaluate + [str(tmp_path / 'e1')],
+                'evaluate .mcap': ['evaluate', str(_mcap(copy))] + evaluate + [
+                    str(tmp_path / 'e2')]}
     for name, arguments in commands.items():
         # The wrapper's RUSAGE_CHILDREN covers the CLI and the audit's worker processes only.
         result = subprocess.run(

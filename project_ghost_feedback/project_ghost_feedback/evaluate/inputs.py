@@ -106,6 +106,19 @@ def open_reader(path):
         raise EvaluateError(f'{path}: not a rosbag2 bag directory (no metadata.yaml)')
     if not path.is_dir() and not (path.is_file() and path.suffix == '.mcap'):
         raise EvaluateError(f'{path}: neither a rosbag2 bag directory nor an .mcap file')
+    # Every read has a ceiling, as for info/replay/audit: metadata.yaml validated and every
+    # storage file checked in one bounded pass (chunk and message sizes, capped decompression,
+    # CRCs) before rosbags opens anything.
+    from ..telemetry.bag_limits import check_mcap_file
+    from ..telemetry.bag_reader import BagError, load_metadata
+
+    try:
+        if path.is_dir():
+            load_metadata(path)
+        else:
+            check_mcap_file(path)
+    except BagError as error:
+        raise EvaluateError(str(error)) from None
     try:
         reader = AnyReader([path], default_typestore=get_typestore(Stores.ROS2_JAZZY))
         reader.open()

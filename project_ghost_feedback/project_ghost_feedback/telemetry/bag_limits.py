@@ -230,6 +230,18 @@ def check_storage(path, metadata, limits=DEFAULT_LIMITS):
             raise BagError(f'{what}: corrupt or unreadable: {one_line(error)}') from None
 
 
+def check_mcap_file(file_path, limits=DEFAULT_LIMITS):
+    """Check a bare ``.mcap`` file (no metadata.yaml) against ``limits`` (BagError otherwise)."""
+    what = str(file_path)
+    try:
+        with open(file_path, 'rb') as raw:
+            _check_mcap(raw, '', limits, what)
+    except BagError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a corrupt compressed stream, an I/O error
+        raise BagError(f'{what}: corrupt or unreadable: {one_line(error)}') from None
+
+
 def _file_stream(raw, limits, what):
     import zstandard
 
