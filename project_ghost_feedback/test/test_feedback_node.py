@@ -291,23 +291,12 @@ class Harness:
 
 
 @pytest.fixture
-def context():
-    """Yield a private, initialised rclpy.Context; shut it down afterwards."""
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    try:
-        yield context
-    finally:
-        context.try_shutdown()
-
-
-@pytest.fixture
-def harness(context):
-    """Return a factory of Harness objects in this test's context; all are closed afterwards."""
+def harness(rclpy_context):
+    """Return a factory of Harness objects in this test's rclpy context; all closed afterwards."""
     made = []
 
     def make(**kwargs):
-        made.append(Harness(context, **kwargs))
+        made.append(Harness(rclpy_context, **kwargs))
         return made[-1]
 
     try:
@@ -567,11 +556,11 @@ def test_every_bad_message_is_rejected_and_counted_while_good_traffic_continues(
     ({'diagnostics_period_s': 0.0}, 'diagnostics_period_s'),
     ({'executor': 'multi_threaded'}, 'executor'),
 ], ids=lambda value: '-'.join(map(str, value)) if isinstance(value, dict) else None)
-def test_invalid_parameters_are_rejected_at_start(context, overrides, reason):
+def test_invalid_parameters_are_rejected_at_start(rclpy_context, overrides, reason):
     """Constructing the node with an invalid override raises ValueError with the reason."""
     with pytest.raises(ValueError, match=reason) as error:
         FeedbackNode(
-            context=context,
+            context=rclpy_context,
             parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()])
     assert str(error.value).startswith('invalid parameters: ')
 
@@ -630,9 +619,9 @@ def test_invalid_parameter_changes_are_rejected_and_the_old_config_kept(harness)
     ('telemetry_dir', '/tmp/never_written'),
     ('telemetry_queue_size', 5),
 ])
-def test_read_only_parameters_refuse_change(context, name, value):
+def test_read_only_parameters_refuse_change(rclpy_context, name, value):
     """Topics, QoS depths, the executor and the telemetry bag are fixed at start."""
-    node = FeedbackNode(context=context)
+    node = FeedbackNode(context=rclpy_context)
     try:
         before = node.get_parameter(name).value
         result, = node.set_parameters([Parameter(name, value=value)])
@@ -771,9 +760,9 @@ def test_reset_service_clears_the_window(harness):
     assert h.node.resets == {'service': 1}
 
 
-def test_diagnostic_name_is_unique_per_node_instance(context):
+def test_diagnostic_name_is_unique_per_node_instance(rclpy_context):
     """Two namespaced nodes publish distinct status names, '<fully qualified name>: calibration'."""
-    nodes = [FeedbackNode(context=context, namespace=f'/robot{i}') for i in (1, 2)]
+    nodes = [FeedbackNode(context=rclpy_context, namespace=f'/robot{i}') for i in (1, 2)]
     try:
         names = [n.diagnostic_status().name for n in nodes]
         assert names == ['/robot1/feedback_node: calibration', '/robot2/feedback_node: calibration']

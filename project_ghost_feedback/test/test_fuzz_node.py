@@ -419,27 +419,16 @@ def feed_handlers(node, events):
     return outputs
 
 
-@pytest.fixture
-def context():
-    """Yield a private, initialised rclpy.Context; shut it down afterwards."""
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    try:
-        yield context
-    finally:
-        context.try_shutdown()
-
-
-def _node(context, name, executor='single_threaded'):
+def _node(rclpy_context, name, executor='single_threaded'):
     parameters = {**PARAMETERS, 'executor': executor}
     return FeedbackNode(
-        node_name=name, context=context,
+        node_name=name, context=rclpy_context,
         parameter_overrides=[Parameter(k, value=v) for k, v in parameters.items()])
 
 
 # -- handler level: the bulk of the fuzzing -------------------------------------------------------
 
-def test_malformed_messages_are_counted_and_good_outputs_equal_the_clean_stream(context):
+def test_malformed_messages_are_counted_and_good_outputs_equal_the_clean_stream(rclpy_context):
     """>= 10k malformed messages among good ones: counted by reason, outputs as if clean."""
     events = StreamGenerator(SEED).stream(MALFORMED_TARGET)
     model, reasons = expected_for(events)
@@ -450,8 +439,8 @@ def test_malformed_messages_are_counted_and_good_outputs_equal_the_clean_stream(
     assert len(valid) >= 10_000 and len(reasons) >= 20
     assert model.duplicates > 50 and model.too_old > 50
 
-    mixed_node = _node(context, 'fuzz_mixed')
-    clean_node = _node(context, 'fuzz_clean')
+    mixed_node = _node(rclpy_context, 'fuzz_mixed')
+    clean_node = _node(rclpy_context, 'fuzz_clean')
     try:
         mixed = feed_handlers(mixed_node, events)
         clean = feed_handlers(clean_node, valid)
@@ -487,7 +476,7 @@ def test_malformed_messages_are_counted_and_good_outputs_equal_the_clean_stream(
         clean_node.destroy_node()
 
 
-def test_outcome_duplicates_and_disorder_are_handled_not_rejected(context):
+def test_outcome_duplicates_and_disorder_are_handled_not_rejected(rclpy_context):
     """Valid-by-contract disorder: shuffled and repeated outcomes give the ordered result."""
     rng = random.Random(SEED + 1)
     outcomes = [PredictionOutcome(i * MS - 1, i * MS, (0.0, 0.1, 0.0), (0.0, 0.0, 0.01),
@@ -498,7 +487,7 @@ def test_outcome_duplicates_and_disorder_are_handled_not_rejected(context):
     from project_ghost_feedback.ros.conversions import belief_to_msg, outcome_to_msg
     from project_ghost_feedback.core import BeliefSelfAssessment, SelfAssessmentLevel
     raw = BeliefSelfAssessment(40 * MS, SelfAssessmentLevel.KNOWN)
-    node = _node(context, 'fuzz_disorder')
+    node = _node(rclpy_context, 'fuzz_disorder')
     try:
         on_outcome, on_assessment = _callbacks(node)
         for outcome in shuffled:
@@ -513,7 +502,8 @@ def test_outcome_duplicates_and_disorder_are_handled_not_rejected(context):
         node.destroy_node()
 
 
-def test_recorded_fuzz_stream_holds_the_accepted_messages_and_replays_exactly(context, tmp_path):
+def test_recorded_fuzz_stream_holds_the_accepted_messages_and_replays_exactly(
+        rclpy_context, tmp_path):
     """Recording a fuzzed stream: only accepted messages are in the bag; replay matches."""
     from project_ghost_feedback.telemetry import read_bag, replay_bag
 
@@ -521,7 +511,7 @@ def test_recorded_fuzz_stream_holds_the_accepted_messages_and_replays_exactly(co
     model, reasons = expected_for(events)
     bag = tmp_path / 'bag'
     node = FeedbackNode(
-        node_name='fuzz_recording', context=context, parameter_overrides=[
+        node_name='fuzz_recording', context=rclpy_context, parameter_overrides=[
             Parameter(k, value=v) for k, v in {**PARAMETERS, 'telemetry_bag': str(bag)}.items()])
     try:
         outputs = feed_handlers(node, events)
@@ -542,9 +532,9 @@ def test_recorded_fuzz_stream_holds_the_accepted_messages_and_replays_exactly(co
     assert report.identical is True and report.compared == len(model.outputs)
 
 
-def test_oversized_bad_values_stay_out_of_the_diagnostics(context):
+def test_oversized_bad_values_stay_out_of_the_diagnostics(rclpy_context):
     """A multi-megabyte bad name is rejected and counted; diagnostics quote only its start."""
-    node = _node(context, 'fuzz_oversized')
+    node = _node(rclpy_context, 'fuzz_oversized')
     try:
         on_outcome, on_assessment = _callbacks(node)
         huge = 'Z' * 4_000_000
@@ -607,12 +597,12 @@ class _Driver:
 
 
 @pytest.mark.parametrize('executor', EXECUTORS)
-def test_mixed_batch_over_dds_counts_rejections_and_matches_the_model(context, executor):
+def test_mixed_batch_over_dds_counts_rejections_and_matches_the_model(rclpy_context, executor):
     """A mixed batch over real pub/sub: same counts by reason, outputs equal to the model's."""
     events = StreamGenerator(SEED + 2).stream(600)
     model, reasons = expected_for(events)
-    node = _node(context, f'fuzz_dds_{executor}', executor)
-    node_executor = make_executor(executor, context)
+    node = _node(rclpy_context, f'fuzz_dds_{executor}', executor)
+    node_executor = make_executor(executor, rclpy_context)
     node_executor.add_node(node)
     driver = None
     try:
