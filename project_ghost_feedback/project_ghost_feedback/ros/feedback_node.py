@@ -320,24 +320,21 @@ class FeedbackNode(Node):
         self.get_logger().warning(f'window reset ({event.cause}): {event.detail}')
 
     def reset(self, cause, detail):
-        """Clear the window and the time-ordered state; log once and count the cause."""
-        self._note_reset(self._loop.reset(cause, detail, self._clock_ns()))
+        """Clear the window and the time-ordered state; log once, count the cause; return it."""
+        event = self._loop.reset(cause, detail, self._clock_ns())
+        self._note_reset(event)
+        return event
 
     def _on_reset_request(self, request, response):
-        held = self._loop.buffer_fill[0]
-        self.reset(CAUSE_SERVICE, 'requested through ~/reset')
+        event = self.reset(CAUSE_SERVICE, 'requested through ~/reset')
         response.success = True
-        response.message = f'window cleared ({held} outcomes dropped)'
+        response.message = f'window cleared ({event.detail})'
         return response
 
     def _on_clock_jump(self, jump):
         """Reset on a backward jump if the state holds stamps now in the future (see the loop)."""
         event = self._loop.clock_jumped(jump.delta.nanoseconds, self.get_clock().now().nanoseconds)
         if event is not None:
-            self._note_reset(event)
-
-    def _note_step_events(self, step):
-        for event in step.events:
             self._note_reset(event)
 
     def note_callback_error(self, error):
@@ -424,8 +421,8 @@ class FeedbackNode(Node):
         if step.refusal is not None:
             self._count_rejection('outcome', *step.refusal)
             return
-        if step.events:
-            self._note_step_events(step)
+        for event in step.events:  # resets the input caused: recorded before it
+            self._note_reset(event)
         if self._telemetry is not None:
             self._telemetry.record_outcome(outcome)
         status = step.status
@@ -474,8 +471,8 @@ class FeedbackNode(Node):
         if step.refusal is not None:
             self._count_rejection('assessment', *step.refusal)
             return
-        if step.events:
-            self._note_step_events(step)
+        for event in step.events:  # resets the input caused: recorded before it
+            self._note_reset(event)
         calibrated = step.calibrated
         raw = calibrated.raw_assessment
         self._publisher.publish(fill_calibrated_msg(self._output_msg, calibrated, raw_msg=msg))
