@@ -200,6 +200,8 @@ def test_bad_inputs_give_one_line_and_exit_2(tmp_path, capsys, case, expected):
     assert len(err.splitlines()) == 1 and err.startswith('ghost-feedback: error: ')
     assert expected in err
     assert case != 'wrong_type' or 'expected one of' in err
+    # Nothing half-written is left: the corrected command can use the same --output-dir.
+    assert not (tmp_path / 'out').exists()
 
 
 def test_audit_of_an_ordinary_bag_equals_the_audit_of_its_evaluated_telemetry(tmp_path):

@@ -13,6 +13,7 @@ import argparse
 import json
 import math
 import pathlib
+import shutil
 
 DESCRIPTION = """\
 Run the outcome bridge's pure path and the feedback loop over ordinary rosbag2 bags (MCAP or
@@ -43,15 +44,46 @@ def evaluate_bag(path, estimate_topic, reference_topic, values, loop_config, out
     EvaluateError (one line) for a missing topic, a wrong type, inputs that do not overlap in
     time, or a bag that cannot be read.
     """
-    from ..core.loop import FeedbackLoop
-    from ..telemetry import TelemetryRecorder
-    from .inputs import ASSESSMENT, bridge_outputs, EvaluateError
+    from .inputs import bridge_outputs, EvaluateError
 
     output_dir = pathlib.Path(output_dir)
     if output_dir.exists():
         raise EvaluateError(f'{output_dir}: exists (choose a new --output-dir)')
     run = bridge_outputs(path, estimate_topic, reference_topic, values)
     output_dir.mkdir(parents=True)
+    try:
+        recorded = _record(run, loop_config, output_dir)
+    except EvaluateError:
+        # The inputs are read lazily: a missing topic or no overlap shows only now. Leave no
+        # half-written output behind, so the same command works once the input is corrected.
+        shutil.rmtree(output_dir, ignore_errors=True)
+        raise
+    distances, levels, bag_dir = recorded
+    summary = _summary(run, loop_config, distances, levels, bag_dir)
+    (output_dir / 'summary.json').write_text(json.dumps(summary, indent=2) + '\n',
+                                             encoding='utf-8')
+    (output_dir / 'summary.txt').write_text(summary_text(summary) + '\n', encoding='utf-8')
+    if plot and distances:
+        from ..demo.stack_demo import write_plot
+
+        start = min(min(distances), min(levels)) if levels else min(distances)
+        end = max(max(distances), max(levels) if levels else 0)
+        picture = output_dir / 'evaluate.png'
+        write_plot(str(picture), [(pathlib.Path(path).name, 0, end - start)],
+                   {stamp - start: d for stamp, d in distances.items()},
+                   {stamp - start: pair for stamp, pair in levels.items()},
+                   f'{pathlib.Path(path).name}: {estimate_topic} vs {reference_topic} '
+                   f'({loop_config.policy}); time from the first stamp')
+        summary['picture'] = str(picture)
+    return summary
+
+
+def _record(run, loop_config, output_dir):
+    """Run the bridge's outputs through the loop into a telemetry bag; return what was seen."""
+    from ..core.loop import FeedbackLoop
+    from ..telemetry import TelemetryRecorder
+    from .inputs import ASSESSMENT, EvaluateError
+
     loop = FeedbackLoop(loop_config)
     bag_dir = output_dir / 'telemetry'
     recorder = TelemetryRecorder(str(bag_dir), loop_config, recorder='evaluate')
@@ -74,23 +106,7 @@ def evaluate_bag(path, estimate_topic, reference_topic, values, loop_config, out
     if recorder.error is not None:
         raise EvaluateError(f'{bag_dir}: {recorder.error}')
     run.check_overlap()
-    summary = _summary(run, loop_config, distances, levels, bag_dir)
-    (output_dir / 'summary.json').write_text(json.dumps(summary, indent=2) + '\n',
-                                             encoding='utf-8')
-    (output_dir / 'summary.txt').write_text(summary_text(summary) + '\n', encoding='utf-8')
-    if plot and distances:
-        from ..demo.stack_demo import write_plot
-
-        start = min(min(distances), min(levels)) if levels else min(distances)
-        end = max(max(distances), max(levels) if levels else 0)
-        picture = output_dir / 'evaluate.png'
-        write_plot(str(picture), [(pathlib.Path(path).name, 0, end - start)],
-                   {stamp - start: d for stamp, d in distances.items()},
-                   {stamp - start: pair for stamp, pair in levels.items()},
-                   f'{pathlib.Path(path).name}: {estimate_topic} vs {reference_topic} '
-                   f'({loop_config.policy}); time from the first stamp')
-        summary['picture'] = str(picture)
-    return summary
+    return distances, levels, bag_dir
 
 
 def _summary(run, loop_config, distances, levels, bag_dir):
