@@ -19,7 +19,8 @@ Launch arguments:
   params file so each run records a new timestamped bag.
 - ``log_level`` (default ``info``): the node's ROS log level.
 - ``record`` (default ``false``): ``true`` also starts ``ros2 bag record -s mcap`` of the node's
-  two inputs and its output, ``feedback_events`` and ``/diagnostics`` (Foxglove-ready:
+  two inputs and its output, ``feedback_events``, ``self_assessment/overconfidence`` and
+  ``/diagnostics`` (Foxglove-ready:
   docs/foxglove/), plus ``extra_record_topics`` (comma-separated), resolved in ``namespace``,
   with ``--topics`` (rosbag2 0.26.4 or later on Jazzy). Without rosbag2 installed it logs one
   error line; the node runs on.
@@ -57,8 +58,9 @@ TOPICS = {
 }
 """Launch argument -> the node's topic name it remaps (two inputs, then the output)."""
 
-RECORDED_ALSO = ('feedback_events', '/diagnostics')
-"""Recorded with the node's topics: its events (what replay needs) and /diagnostics (Foxglove)."""
+RECORDED_ALSO = ('feedback_events', 'self_assessment/overconfidence', '/diagnostics')
+"""Recorded with the node's topics: its events (what replay needs), its overconfidence estimate
+and /diagnostics (Foxglove)."""
 
 
 RECORD_UNAVAILABLE = (

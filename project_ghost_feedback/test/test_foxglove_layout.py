@@ -1,5 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""docs/foxglove/ghost_feedback.json names only topics and fields of a bag the node records."""
+"""docs/foxglove/ghost_feedback.json names only topics and fields of a bag the node records.
+
+A Plot series that is a plain number is a horizontal reference line in Foxglove (the 1/3/5 std
+levels, k = 1): those must be the documented ones; every other path must resolve, topic and
+fields, in the bag, and end on a plottable value.
+"""
 
 import json
 import pathlib
@@ -35,6 +40,14 @@ def _split(path):
     return topic, [field for field in rest.split('.') if field]
 
 
+def _is_number(path):
+    try:
+        float(path)
+    except ValueError:
+        return False
+    return True
+
+
 def _field_type(store, msgtype, field):
     """Return the message type of ``msgtype.field`` (None for a base type); KeyError if absent."""
     _, fields = store.fielddefs[msgtype]
@@ -63,7 +76,11 @@ def test_the_layout_refers_only_to_topics_and_fields_of_a_recorded_bag(tmp_path)
         types = {c.topic: c.msgtype for c in reader.connections if c.msgcount}
     store = typestore()
     paths = list(_message_paths(json.loads(LAYOUT.read_text())))
-    assert len(paths) >= 8
+    constants = sorted(float(path) for path in paths if _is_number(path))
+    assert constants == [1.0, 1.0, 3.0, 5.0]
+    paths = [path for path in paths if not _is_number(path)]
+    assert len(paths) >= 12
+    assert any(path.startswith('/self_assessment/overconfidence.') for path in paths)
     for path in paths:
         topic, fields = _split(path)
         assert topic in types, f'{path}: {topic} is not in the recorded bag ({sorted(types)})'

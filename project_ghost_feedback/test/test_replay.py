@@ -13,6 +13,7 @@
 import json
 import math
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -239,6 +240,8 @@ def test_node_recorded_bag_holds_every_accepted_message(node_bag):
         '/feedback_events': 1,  # the start configuration
         # /diagnostics as received (record_diagnostics): however many periods the run lasted
         '/diagnostics': read.get('/diagnostics'),
+        # once per diagnostics period with a new output: how many depends on the run's length
+        '/self_assessment/overconfidence': read.get('/self_assessment/overconfidence'),
     }
     assert counts == read == expected
     recorded = [item.contract for item in read_bag(bag)
@@ -441,6 +444,8 @@ def test_signal_leaves_a_readable_bag_with_every_accepted_message(tmp_path, sign
         CHANNEL_CALIBRATED_SELF_ASSESSMENT: len(steps),
         '/feedback_events': 1,  # the start configuration
         '/diagnostics': read.get('/diagnostics'),
+        # once per diagnostics period with a new output: how many depends on the run's length
+        '/self_assessment/overconfidence': read.get('/self_assessment/overconfidence'),
     }
     report = replay_bag(bag)
     assert report.identical is True and report.compared == len(steps)
@@ -576,6 +581,128 @@ def test_the_node_records_diagnostics_that_an_independent_reader_decodes(tmp_pat
             names.update(status.name for status in message.status)
     assert '/feedback_node: calibration' in names
     assert replay_bag(bag).identical is True  # replay reads past it
+
+
+def test_the_node_records_the_topics_asked_for_and_evaluate_reads_them(tmp_path):
+    """record_topics: the bridge's inputs go into the node's bag as received (issue 21).
+
+    An independent reader (mcap-ros2) decodes them, and ``ghost-feedback evaluate`` finds them.
+    """
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+    from nav_msgs.msg import Odometry
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from project_ghost_feedback.evaluate.inputs import (
+        ASSESSMENT,
+        bridge_outputs,
+        bridge_parameters,
+    )
+
+    bag = tmp_path / 'bag'
+    topics = ['/odometry/filtered:nav_msgs/msg/Odometry',
+              '/ground_truth/odom:nav_msgs/msg/Odometry']
+    harness = _Harness(bag, parameters=[('record_topics', topics)])
+    try:
+        harness.connect()
+        publishers = {name: harness.driver.create_publisher(
+            Odometry, name, QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+            for name in ('/odometry/filtered', '/ground_truth/odom')}
+        harness.spin_until(lambda: all(p.get_subscription_count() >= 1
+                                       for p in publishers.values()), 'the recorder to match')
+        for outcomes, raw in scenario(4):
+            for outcome in outcomes:
+                harness.send_outcome(outcome_to_msg(outcome))
+            harness.send_assessment(raw)
+        sent = 0
+        for index in range(5):
+            for name, publisher in publishers.items():
+                msg = Odometry()
+                msg.header.stamp.sec, msg.header.frame_id = index + 1, 'odom'
+                msg.pose.pose.position.x, msg.pose.pose.orientation.w = float(index), 1.0
+                msg.pose.covariance = [0.01 if i % 7 == 0 else 0.0 for i in range(36)]
+                publisher.publish(msg)
+                sent += 1
+        harness.spin_until(lambda: harness.node.topic_messages_recorded >= sent, 'the records')
+    finally:
+        harness.close()
+    positions = {}
+    with open(next(bag.glob('*.mcap')), 'rb') as stream:
+        reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+        for _, channel, _, message in reader.iter_decoded_messages(
+                topics=['/odometry/filtered', '/ground_truth/odom']):
+            positions.setdefault(channel.topic, []).append(message.pose.pose.position.x)
+    assert positions == {name: [0.0, 1.0, 2.0, 3.0, 4.0]
+                         for name in ('/odometry/filtered', '/ground_truth/odom')}
+    assert replay_bag(bag).identical is True  # replay reads past them
+    outputs = bridge_outputs(bag, '/odometry/filtered', '/ground_truth/odom',
+                             bridge_parameters())
+    assert ASSESSMENT in [kind for kind, _ in outputs]
+
+
+def test_the_node_publishes_and_records_the_overconfidence_estimate_as_numbers(tmp_path):
+    """self_assessment/overconfidence: the core's estimate of the last window, recorded too.
+
+    The scenario's window holds a +inf distance: +inf goes through as such.
+    """
+    from project_ghost_feedback.core.feedback.overconfidence import estimate_overconfidence
+    from project_ghost_feedback_msgs.msg import OverconfidenceEstimate
+
+    bag = tmp_path / 'bag'
+    harness = _Harness(bag, parameters=[('diagnostics_period_s', 0.05)])
+    seen = []
+    try:
+        harness.driver.create_subscription(
+            OverconfidenceEstimate, '/self_assessment/overconfidence', seen.append, QOS)
+        harness.connect()
+        for outcomes, raw in scenario(6):
+            for outcome in outcomes:
+                harness.send_outcome(outcome_to_msg(outcome))
+            harness.send_assessment(raw)
+        harness.spin_until(lambda: len(harness.received) == 6, 'six calibrated outputs')
+        last = harness.received[-1]
+        harness.spin_until(lambda: seen and seen[-1].header.stamp == last.header.stamp,
+                           'the estimate of the last output')
+    finally:
+        harness.close()
+    history = calibrated_from_msg(last).calibration_history
+    expected = estimate_overconfidence(history)
+    msg = seen[-1]
+    assert msg.window_outcomes == history.outcomes_considered > 0
+    for vec3 in ('position', 'orientation'):
+        estimate = expected[vec3]
+        assert getattr(msg, f'{vec3}_k_hat') == pytest.approx(estimate.k_hat)
+        assert getattr(msg, f'{vec3}_k_low') == pytest.approx(estimate.low)
+        assert getattr(msg, f'{vec3}_k_high') == pytest.approx(estimate.high)
+    recorded = [m for _, m in _read_topic(bag, '/self_assessment/overconfidence')]
+    assert recorded and recorded[-1].position_k_hat == pytest.approx(msg.position_k_hat)
+    assert len(recorded) <= 6  # once per period, and only when a new output came
+
+
+def _read_topic(bag, topic):
+    """Yield (log time, decoded message) of ``topic`` with the mcap-ros2 decoder."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    with open(next(bag.glob('*.mcap')), 'rb') as stream:
+        reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+        for _, _, record, message in reader.iter_decoded_messages(topics=[topic]):
+            yield record.log_time, message
+
+
+@pytest.mark.parametrize('entry, reason', [
+    ('odometry/filtered:nav_msgs/msg/Odometry', "is not '/topic:pkg/msg/Type'"),
+    ('/odometry/filtered', "is not '/topic:pkg/msg/Type'"),
+    ('/odom:nav_msgs/Odometry', 'the type must read pkg/msg/Type'),
+    ('/prediction_outcome:project_ghost_feedback_msgs/msg/PredictionOutcome',
+     'is recorded already'),
+])
+def test_a_bad_record_topics_entry_is_refused_with_its_reason(entry, reason):
+    """Each malformed entry names itself and what is wrong."""
+    from project_ghost_feedback.telemetry.channels import recorded_topic
+
+    with pytest.raises(ValueError, match=re.escape(reason)):
+        recorded_topic(entry)
 
 
 # --- ADR-0026a: a bag recorded before CalibrationHistory interface version 3 ------------------

@@ -2,32 +2,69 @@
 """The calibrated estimate: the pose covariance inflated by the measured overconfidence (no ROS).
 
 The feedback node measures, per vec3, how much larger the true errors are than the covariance
-claims: ``k`` with a 95% interval (core/feedback/overconfidence.py, ADR-0026a). The calibrated
-estimate takes the interval's *upper* bound ``k_high`` per vec3 (an upper confidence bound: the
-covariance is made honest with 97.5% confidence, not merely on average) and scales the 6x6 pose
-covariance ``C`` (ROS order x y z roll pitch yaw) as ``D C D`` with
+claims: ``k`` (core/feedback/overconfidence.py, ADR-0026a). Over a window of ``n`` outcomes with
+squared distances summing to ``S``, ``S / k^2`` is chi-square with ``3 n`` degrees of freedom, so
+``k_c = sqrt(S / q(1 - c, 3 n))`` is a one-sided upper confidence bound of ``k`` at confidence
+``c`` (``q``: the chi-square quantile). The default ``c = 0.975`` is the upper end of the 95%
+interval the node reports on /diagnostics (the covariance is made honest with 97.5% confidence,
+not merely on average); ``c = 0.5`` is the median-unbiased estimate (about ``k_hat``). The
+calibrated estimate scales the 6x6 pose covariance ``C`` (ROS order x y z roll pitch yaw) as
+``D C D`` with
 ``D = diag(f_p, f_p, f_p, f_o, f_o, f_o)``: each block's Mahalanobis distance is divided by its
 factor and the result stays positive semi-definite (cross blocks scale by ``f_p f_o``).
 
 Factors never go below 1 (the covariance is never deflated) unless ``allow_deflation``; they are
-capped at ``max_factor`` (a distance of ``+inf`` gives ``k_high = +inf``).
+capped at ``max_factor`` (a distance of ``+inf`` gives an infinite bound).
+
+The more conservative the bound, the further below 3 the calibrated estimate's mean NEES per vec3
+lands: about ``3 q(1 - c, 3 n) / (3 n - 2)``, 2.3 at the default for a window of 32 outcomes
+(docs/bridge.md, measured in test/test_calibrated_estimate.py).
 """
 
-from ..core.feedback.overconfidence import estimate_overconfidence
+import math
+
+from ..core.feedback.overconfidence import (
+    chi2_quantile,
+    DOF_PER_VEC3,
+    estimate_overconfidence,
+)
 
 BLOCKS = ('position', 'orientation')
 
+DEFAULT_CONFIDENCE = 0.975
+"""Default one-sided confidence of the factor: the upper end of the node's 95% interval."""
 
-def inflation_factors(history, allow_deflation=False, max_factor=100.0):
+CONFIDENCE_RANGE = (0.5, 0.9999)
+"""Accepted confidences: from the median-unbiased estimate to a very conservative bound."""
+
+
+def upper_bound(estimate, confidence=DEFAULT_CONFIDENCE):
+    """Return the one-sided ``confidence`` upper bound of ``k`` for an OverconfidenceEstimate.
+
+    ``S`` is recovered from the estimate (``k_hat^2 = S / (3 n)``); ``+inf`` stays ``+inf``.
+    ValueError for a confidence outside :data:`CONFIDENCE_RANGE`.
+    """
+    if not CONFIDENCE_RANGE[0] <= confidence <= CONFIDENCE_RANGE[1]:
+        raise ValueError(f'confidence must be in {list(CONFIDENCE_RANGE)}, got {confidence!r}')
+    if math.isinf(estimate.k_hat):
+        return math.inf
+    degrees = DOF_PER_VEC3 * estimate.outcomes
+    total = estimate.k_hat ** 2 * degrees
+    return math.sqrt(total / chi2_quantile(1.0 - confidence, degrees))
+
+
+def inflation_factors(history, allow_deflation=False, max_factor=100.0,
+                      confidence=DEFAULT_CONFIDENCE):
     """Return ``(position_factor, orientation_factor)`` from a CalibrationHistory.
 
-    A vec3 without an estimate (empty window, schema-1 history) gets 1.0.
+    Each is the one-sided ``confidence`` upper bound of that vec3's overconfidence factor
+    (:func:`upper_bound`). A vec3 without an estimate (empty window, schema-1 history) gets 1.0.
     """
     estimates = estimate_overconfidence(history) or {}
     factors = []
     for block in BLOCKS:
         estimate = estimates.get(block)
-        factor = 1.0 if estimate is None else estimate.high
+        factor = 1.0 if estimate is None else upper_bound(estimate, confidence)
         if not allow_deflation:
             factor = max(factor, 1.0)
         factors.append(min(factor, max_factor))

@@ -2,13 +2,15 @@
 """``ghost-feedback demo`` (default): simulator -> outcome bridge -> feedback node -> bag -> plot.
 
 1. Starts the feedback node (telemetry bag, ``use_sim_time``) and the outcome bridge (inputs
-   remapped to ``/odometry/filtered`` and ``/ground_truth/odom``) as their own processes.
+   remapped to ``/odometry/filtered`` and ``/ground_truth/odom``, calibrated estimate on
+   ``/odometry/calibrated``) as their own processes.
 2. In this process, plays the simulated robot + Kalman filter (``sim/localization_stack.py``:
    tuned -> mistuned -> recovered) over DDS on loopback: ``/clock``, the estimate and the
    ground truth as nav_msgs/Odometry, at ``--speed`` sim seconds per wall second; listens to
-   ``/prediction_outcome`` and ``/self_assessment/calibrated``.
+   ``/prediction_outcome``, ``/self_assessment/calibrated`` and ``/odometry/calibrated``.
 3. Stops both nodes with SIGINT, checks the bag replays to the outputs, and writes
-   ``summary.txt``, ``summary.json`` and ``stack_demo.png``.
+   ``summary.txt``, ``summary.json`` and ``stack_demo.png`` (distances, levels, and the NEES of
+   the raw and the calibrated estimate in the mistuned phase: demo/nees.py).
 
 ``ghost-feedback demo --scenario synthetic`` runs the earlier synthetic-outcome demo instead.
 """
@@ -25,14 +27,28 @@ from ..core.feedback import DEFAULT_POLICY
 from ..core import NS_PER_S
 from ..ros.dds import ensure_loopback
 from .connection import wait_for_nodes
+from .nees import format_nees, nees_series, summarize_nees
 from .run import _replay_check, _stop_node
 
 ESTIMATE_TOPIC = '/odometry/filtered'
 REFERENCE_TOPIC = '/ground_truth/odom'
+CALIBRATED_TOPIC = '/odometry/calibrated'
 FEEDBACK_NODE = 'ghost_feedback_demo_node'
 MAX_IN_FLIGHT = 50  # estimates published whose calibrated output has not come back (5 sim s)
 STALL_S = 60.0  # playback held this long with no output: a node hangs, the demo stops (exit 1)
 FEEDBACK_STATUS = f'/{FEEDBACK_NODE}: calibration'
+
+
+def demo_phases():
+    """Return the simulator's default phases with a mistuned phase of 240 s instead of 120 s.
+
+    Outcomes come about 4 s apart while mistuned (their errors decorrelate slowly), so the node's
+    window of 32 outcomes holds mistuned outcomes only after about 130 s: the calibrated
+    estimate's NEES is judged after that (demo/nees.py).
+    """
+    from ..sim.localization_stack import DEFAULT_PHASES, StackPhase
+    return tuple(StackPhase(p.name, 240.0, p.truth_accel_factor, p.filter_accel_factor)
+                 if p.name == 'mistuned' else p for p in DEFAULT_PHASES)
 
 
 def build_parser():
@@ -49,7 +65,7 @@ def build_parser():
     parser.add_argument('--policy', default=DEFAULT_POLICY,
                         help=f"the feedback node's policy (default {DEFAULT_POLICY})")
     parser.add_argument('--scale', type=float, default=1.0,
-                        help='multiply the phase durations (default 1: 300 + 120 + 180 s)')
+                        help='multiply the phase durations (default 1: 300 + 240 + 180 s)')
     parser.add_argument('--seed', type=int, default=1, help='simulation seed (default 1)')
     parser.add_argument('--output-dir', default='out/demo',
                         help='where summary.txt, summary.json, stack_demo.png, bag/ go')
@@ -84,12 +100,16 @@ class _Player:
         self.truth = self.node.create_publisher(Odometry, REFERENCE_TOPIC, qos)
         self.outcomes = {}
         self.calibrated = {}
+        self.samples = {}  # the estimates published, by stamp (for the NEES)
+        self.calibrated_covariances = {}
         self._subscriptions = [
             self.node.create_subscription(PredictionOutcome, '/prediction_outcome',
                                           self._on_outcome, qos),
             self.node.create_subscription(CalibratedSelfAssessment,
                                           '/self_assessment/calibrated', self._on_calibrated,
-                                          qos)]
+                                          qos),
+            self.node.create_subscription(Odometry, CALIBRATED_TOPIC,
+                                          self._on_calibrated_estimate, qos)]
         self.feedback_status = {}
         self._diagnostics = self.node.create_subscription(
             DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
@@ -104,6 +124,10 @@ class _Player:
         stamp = msg.header.stamp.sec * NS_PER_S + msg.header.stamp.nanosec
         self.calibrated[stamp] = (msg.raw_assessment.overall_level.value,
                                   msg.adjusted_overall_level.value, msg.adjustment_reason)
+
+    def _on_calibrated_estimate(self, msg):
+        stamp = msg.header.stamp.sec * NS_PER_S + msg.header.stamp.nanosec
+        self.calibrated_covariances[stamp] = tuple(msg.pose.covariance)
 
     def _on_diagnostics(self, msg):
         for status in msg.status:
@@ -166,21 +190,22 @@ def format_summary(summary):
     return '\n'.join(lines)
 
 
-def write_plot(path, spans, outcomes, calibrated, title, summary=None):
-    """Write distances (top) and raw vs calibrated levels (bottom) over sim time to ``path``.
+def write_plot(path, spans, outcomes, calibrated, title, summary=None, nees=()):
+    """Write distances, raw vs calibrated levels and NEES over sim time to ``path``.
 
     With ``summary`` (:func:`summarize`), the detection delay after mistuning and the time back to
-    the raw level after recovery are marked on the level panel.
+    the raw level after recovery are marked on the level panel, and the settled NEES means
+    (``summary['nees']``) on the NEES panel; ``nees`` is :func:`.nees.nees_series`.
     """
     import matplotlib
     matplotlib.use('Agg')
     from matplotlib import pyplot
 
-    figure, (top, bottom) = pyplot.subplots(2, 1, sharex=True, figsize=(11, 7),
-                                            gridspec_kw={'height_ratios': [3, 2]})
+    figure, (top, bottom, consistency) = pyplot.subplots(
+        3, 1, sharex=True, figsize=(11, 9.5), gridspec_kw={'height_ratios': [3, 2, 2]})
     colors = ('#e8f4e8', '#fbe3e3', '#e8eefa')
     for index, (name, start, end) in enumerate(spans):
-        for axis in (top, bottom):
+        for axis in (top, bottom, consistency):
             axis.axvspan(start / 1e9, end / 1e9, color=colors[index % 3], zorder=0)
         top.text((start + end) / 2e9, 1.02, name, transform=top.get_xaxis_transform(),
                  ha='center', fontsize=9)
@@ -211,12 +236,42 @@ def write_plot(path, spans, outcomes, calibrated, title, summary=None):
         bottom.axvline(at, color=color, linewidth=1.2, linestyle='--')
         bottom.annotate(label.format(value), (at, 1.5), xytext=(4, 0), textcoords='offset points',
                         color=color, fontsize=8)
-    bottom.set_xlabel('sim time (s)')
     bottom.legend(loc='lower left', fontsize=8)
+    _plot_nees(consistency, nees, (summary or {}).get('nees'))
+    consistency.set_xlabel('sim time (s)')
     figure.suptitle(title)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     pyplot.close(figure)
+
+
+def _plot_nees(axis, series, settled):
+    """Draw the raw and calibrated position NEES per outcome, and the settled means vs band."""
+    axis.set_ylabel('position NEES')
+    axis.set_yscale('log')
+    if not series:
+        axis.text(0.5, 0.5, 'no calibrated estimate at an outcome stamp', ha='center',
+                  transform=axis.transAxes, fontsize=9)
+        return
+    times = [stamp / 1e9 for stamp, _, _ in series]
+    axis.scatter(times, [max(raw, 1e-3) for _, raw, _ in series], s=8, color='#c0392b',
+                 label='raw estimate')
+    axis.scatter(times, [max(value, 1e-3) for _, _, value in series], s=8, color='#1f77b4',
+                 label='calibrated estimate (covariance x 97.5% upper bound of k squared)')
+    axis.axhline(3.0, color='black', linewidth=0.6, linestyle=':')
+    axis.annotate('3 (honest mean)', (1.0, 3.0), xycoords=('axes fraction', 'data'),
+                  xytext=(3, 0), textcoords='offset points', va='center', fontsize=8)
+    if settled is not None:
+        start, end = settled['from_s'], times[-1]
+        low, high = settled['band']
+        axis.fill_between([start, end], low, high, color='#999999', alpha=0.3,
+                          label=f"95% band of a mean of {settled['outcomes']}")
+        axis.hlines([settled['raw_mean']], start, end, color='#c0392b', linewidth=1.5)
+        axis.hlines([settled['calibrated_mean']], start, end, color='#1f77b4', linewidth=1.5)
+        axis.annotate(f"mean raw {settled['raw_mean']:.1f}, calibrated "
+                      f"{settled['calibrated_mean']:.1f}", (start, settled['raw_mean']),
+                      xytext=(0, 4), textcoords='offset points', fontsize=8)
+    axis.legend(loc='upper left', fontsize=8)
 
 
 def _wait_for_chain(player, estimates, processes):
@@ -281,7 +336,7 @@ def run(args):
     bag_dir = output / 'bag'
     if bag_dir.exists():
         shutil.rmtree(bag_dir)
-    stack = LocalizationStack(phases=scaled_phases(args.scale), seed=args.seed)
+    stack = LocalizationStack(phases=scaled_phases(args.scale, demo_phases()), seed=args.seed)
     spans = stack.phase_spans_ns()
     print('[demo] simulator stack: ' + ', '.join(
         f'{name} {(end - start) / 1e9:g} s' for name, start, end in spans))
@@ -290,7 +345,8 @@ def run(args):
                         '-p', f'policy:={args.policy}', '-p', f'telemetry_bag:={bag_dir}')
     bridge = _process('project_ghost_feedback.ros.outcome_bridge_node',
                       '-r', f'estimate:={ESTIMATE_TOPIC}', '-r', f'reference:={REFERENCE_TOPIC}',
-                      '-p', 'use_sim_time:=true')
+                      '-r', f'estimate/calibrated:={CALIBRATED_TOPIC}',
+                      '-p', 'calibrated_estimate.enabled:=true', '-p', 'use_sim_time:=true')
     player = _Player()
     estimates = 0
     try:
@@ -308,6 +364,7 @@ def run(args):
             player.truth.publish(odometry_msg(sample.stamp_ns, sample.truth_position,
                                               sample.truth_quaternion, sample.truth_velocity))
             if sample.is_estimate:
+                player.samples[sample.stamp_ns] = sample
                 player.estimate.publish(odometry_msg(
                     sample.stamp_ns, sample.estimate_position, sample.estimate_quaternion,
                     sample.estimate_velocity, sample.pose_covariance))
@@ -326,18 +383,20 @@ def run(args):
         player.close()
         codes = (_stop_node(bridge), _stop_node(feedback))
     summary = summarize(spans, player.calibrated)
+    nees = nees_series(spans, player.outcomes, player.samples, player.calibrated_covariances)
+    summary['nees'] = summarize_nees(nees)
     replay_ok, replay_text = _replay_check(bag_dir)
     summary.update({'estimates': estimates, 'calibrated_received': len(player.calibrated),
                     'outcomes_received': len(player.outcomes), 'seed': args.seed,
                     'bag': str(bag_dir), 'replay_matches': replay_ok,
                     'replay_report': replay_text, 'exit_codes': codes,
                     'feedback_diagnostics': player.feedback_status})
-    text = format_summary(summary)
+    text = format_summary(summary) + '\n' + format_nees(summary['nees'])
     (output / 'summary.txt').write_text(text + '\n')
     (output / 'summary.json').write_text(json.dumps(summary, indent=2, sort_keys=True) + '\n')
     write_plot(output / 'stack_demo.png', spans, player.outcomes, player.calibrated,
                f'ghost-feedback demo: simulator stack, policy {args.policy}, seed {args.seed}',
-               summary)
+               summary, nees)
     print(text)
     print(f'[demo] {estimates} estimates, {len(player.outcomes)} outcomes, '
           f'{len(player.calibrated)} calibrated; replay {"matches" if replay_ok else "MISMATCH"}')

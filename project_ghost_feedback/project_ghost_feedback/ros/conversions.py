@@ -22,10 +22,12 @@ from project_ghost_feedback_msgs.msg import (
     CalibrationHistory as CalibrationHistoryMsg,
     FeedbackEvent as FeedbackEventMsg,
     NamedLevel as NamedLevelMsg,
+    OverconfidenceEstimate as OverconfidenceEstimateMsg,
     PredictionOutcome as PredictionOutcomeMsg,
     SelfAssessmentLevel as SelfAssessmentLevelMsg,
 )
 
+from ..core.feedback.overconfidence import estimate_overconfidence
 from ..msg_decoding import (  # noqa: F401 - re-exported: the ROS layer's one conversion module
     belief_from_msg,
     calibrated_from_msg,
@@ -182,4 +184,22 @@ def event_to_msg(event):
         time_jump_tolerance_ns=config.time_jump_tolerance_ns,
         schema_version=EVENT_SCHEMA_VERSION)
     fill_stamp(msg.header.stamp, event.stamp_ns)
+    return msg
+
+
+def overconfidence_to_msg(calibrated):
+    """Return the OverconfidenceEstimate of a core CalibratedSelfAssessment's window.
+
+    NaN where there is no estimate (empty window, schema-1 history), as the message documents.
+    """
+    history = calibrated.calibration_history
+    estimates = estimate_overconfidence(history) or {}
+    msg = OverconfidenceEstimateMsg(window_outcomes=history.outcomes_considered)
+    for vec3 in ('position', 'orientation'):
+        estimate = estimates.get(vec3)
+        for bound in ('k_hat', 'low', 'high'):
+            field = f'{vec3}_k_{bound.removeprefix("k_")}'
+            setattr(msg, field, float('nan') if estimate is None else getattr(estimate, bound))
+    fill_stamp(msg.header.stamp, calibrated.raw_assessment.belief_stamp_sim_ns)
+    msg.header.frame_id = calibrated.raw_assessment.frame_id
     return msg

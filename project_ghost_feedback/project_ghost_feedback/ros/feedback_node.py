@@ -17,6 +17,8 @@ stamp as a CalibratedSelfAssessment on ``self_assessment/calibrated``. Topic nam
   tolerance are rejected (``future_stamp``), so they cannot poison the window;
 - ``/diagnostics``: status ``<node fully qualified name>: calibration``, the worst of each period,
   on a steady-clock timer (it keeps flowing when sim time stalls);
+- ``self_assessment/overconfidence`` (OverconfidenceEstimate): the continuous overconfidence
+  estimate per vec3 as numbers, on the same timer, when a new assessment came (for plots);
 - telemetry (``telemetry_bag`` / ``telemetry_dir``) recorded on a writer thread, off the data path.
 
 Run it with ``ros2 run project_ghost_feedback feedback_node`` (ROS install) or ``feedback_node``
@@ -33,6 +35,7 @@ from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     FeedbackEvent as FeedbackEventMsg,
+    OverconfidenceEstimate as OverconfidenceEstimateMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
 from rclpy.clock import Clock, ClockType, JumpThreshold
@@ -41,6 +44,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import serialize_message
 from rcl_interfaces.msg import SetParametersResult
 from std_srvs.srv import Trigger
 
@@ -64,7 +68,13 @@ from .calibration_status import (
     UNDERCONFIDENT_MESSAGE,
     WARN,
 )
-from .conversions import belief_from_msg, event_to_msg, fill_calibrated_msg, outcome_from_msg
+from .conversions import (
+    belief_from_msg,
+    event_to_msg,
+    fill_calibrated_msg,
+    outcome_from_msg,
+    overconfidence_to_msg,
+)
 from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for main()'s users
     descriptor,
     EXECUTORS,
@@ -72,12 +82,14 @@ from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for mai
     policy_parameter_specs,
     validate,
 )
+from ..telemetry.channels import CHANNEL_OVERCONFIDENCE as OVERCONFIDENCE_CHANNEL
 from .input_accounting import is_negative_time_error, LogGate, SequenceGaps
 from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s users
     cap_text,
     diagnostic_array,
     diagnostic_status,
     make_executor,
+    message_class,
     refusal,
 )
 
@@ -87,6 +99,7 @@ OUTCOME_TOPIC = 'prediction_outcome'
 ASSESSMENT_TOPIC = 'self_assessment/raw'
 CALIBRATED_TOPIC = 'self_assessment/calibrated'
 EVENTS_TOPIC = 'feedback_events'
+OVERCONFIDENCE_TOPIC = 'self_assessment/overconfidence'
 BAG_PREFIX = 'ghost_feedback'
 # A rejection's text quotes the bad value: a message with a megabyte-long name must not become a
 # megabyte in every /diagnostics message and log line.
@@ -179,6 +192,10 @@ class FeedbackNode(Node):
         self._publisher = self.create_publisher(
             CalibratedSelfAssessmentMsg, CALIBRATED_TOPIC, output_qos)
         self._diagnostics_publisher = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        # The continuous overconfidence estimate as numbers, once per diagnostics period.
+        self._overconfidence_publisher = self.create_publisher(
+            OverconfidenceEstimateMsg, OVERCONFIDENCE_TOPIC, output_qos)
+        self._overconfidence_published_for = None
         # Resets and configuration changes: what replay needs besides the inputs. Transient
         # local, so a `ros2 bag record` started later still gets the configuration in effect.
         self._events_publisher = self.create_publisher(
@@ -200,6 +217,16 @@ class FeedbackNode(Node):
             # As received (CDR bytes, nothing decoded): every publisher's arrays, this node's too.
             self._diagnostics_recording = self.create_subscription(
                 DiagnosticArray, '/diagnostics', self._record_diagnostics, 100, raw=True)
+        self.topic_messages_recorded = 0  # messages of record_topics handed to the recorder
+        if self._telemetry is not None:
+            # Any topic asked for (e.g. the bridge's inputs), as received: best effort matches
+            # every publisher; the log time is the node clock at receipt, as for /diagnostics.
+            self._topic_recordings = [
+                self.create_subscription(
+                    message_class, channel.topic, self._recorder_of(channel.topic),
+                    QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=channel.qos.depth,
+                               reliability=ReliabilityPolicy.BEST_EFFORT), raw=True)
+                for channel, message_class in self._recorded_topics]
         # Releases the assessments the loop holds for assessment_hold_s.
         self._hold_timer = self.create_timer(0.01, self._release_held, clock=self._steady)
         self._diagnostics_timer = self.create_timer(
@@ -228,7 +255,7 @@ class FeedbackNode(Node):
             return None
         try:
             from ..telemetry.background import BackgroundRecorder
-            from ..telemetry.channels import DIAGNOSTICS
+            from ..telemetry.channels import DIAGNOSTICS, OVERCONFIDENCE, recorded_topic
             from ..telemetry.recorder import TelemetryRecorder
         except ImportError as error:
             self.destroy_node()
@@ -240,7 +267,12 @@ class FeedbackNode(Node):
             if parent:
                 pathlib.Path(parent).mkdir(parents=True, exist_ok=True)
                 bag = new_bag_path(parent)
-            extra = (DIAGNOSTICS,) if self._param('record_diagnostics') else ()
+            extra = (OVERCONFIDENCE,) + ((DIAGNOSTICS,) if self._param('record_diagnostics')
+                                         else ())
+            self._recorded_topics = tuple(
+                (recorded_topic(entry), message_class(recorded_topic(entry).msgtype))
+                for entry in self._param('record_topics') if entry)
+            extra += tuple(channel for channel, _ in self._recorded_topics)
             recorder = TelemetryRecorder(bag, self._config.loop, extra_channels=extra,
                                          on_error=self._telemetry_error)
         except (ValueError, OSError) as error:
@@ -252,6 +284,12 @@ class FeedbackNode(Node):
 
     def _record_diagnostics(self, payload):
         self._telemetry.record_serialized('/diagnostics', self._clock_ns(), payload)
+
+    def _recorder_of(self, topic):
+        def record(payload):
+            self.topic_messages_recorded += 1
+            self._telemetry.record_serialized(topic, self._clock_ns(), payload)
+        return record
 
     def _telemetry_error(self, message):
         self.get_logger().error(message)
@@ -559,6 +597,7 @@ class FeedbackNode(Node):
             values['telemetry_bag'] = str(self._telemetry.path)
             values['telemetry_recorded'] = self._telemetry.recorded
             values['telemetry_not_recorded'] = self._telemetry.not_recorded
+            values['record_topics_messages'] = self.topic_messages_recorded
             if self._telemetry.error is not None:
                 level = ERROR if level in (OK, WARN) else level
                 message = f'{message}; telemetry stopped: {self._telemetry.error}'
@@ -581,8 +620,17 @@ class FeedbackNode(Node):
         return f'{judged} of {self._config.loop.max_history}'
 
     def publish_diagnostics(self):
-        """Publish one DiagnosticArray on /diagnostics."""
+        """Publish one DiagnosticArray on /diagnostics, and the overconfidence estimate if new."""
         self._diagnostics_publisher.publish(diagnostic_array(self, self.diagnostic_status()))
+        calibrated = self.last_calibrated
+        if calibrated is None or calibrated is self._overconfidence_published_for:
+            return
+        self._overconfidence_published_for = calibrated
+        msg = overconfidence_to_msg(calibrated)
+        self._overconfidence_publisher.publish(msg)
+        if self._telemetry is not None:
+            self._telemetry.record_serialized(
+                OVERCONFIDENCE_CHANNEL, self._clock_ns(), serialize_message(msg))
 
     def close(self):
         """Finish the telemetry bag, if recording (idempotent; main() calls it on shutdown)."""

@@ -24,6 +24,7 @@ from ..core.feedback import (
 from ..core.feedback.parameter_docs import parameter_doc
 from ..core.loop import LoopConfig
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
+from ..telemetry.channels import recorded_topic
 from .node_kit import descriptor, EXECUTORS, ParameterSpec  # noqa: F401 - re-exported
 
 DEFAULT_EXECUTOR = 'single_threaded'
@@ -57,6 +58,11 @@ NODE_PARAMETERS = {
         True, 'When recording, also record /diagnostics (every publisher, as received, log time '
         "the node clock), so Foxglove's Diagnostics panel shows the run (read-only).",
         read_only=True),
+    'record_topics': ParameterSpec(
+        [''], "When recording, also record these topics, each '/topic:pkg/msg/Type' (e.g. the "
+        "bridge's inputs '/odometry/filtered:nav_msgs/msg/Odometry', for Foxglove or "
+        'ghost-feedback evaluate): as received, best effort, log time the node clock '
+        '([""] or [] for none; read-only).', read_only=True),
     'policy': ParameterSpec(
         DEFAULT_POLICY, 'Adjustment policy (docs/policies.md). mahalanobis_downgrade is the '
         'ADR-0026 reference (no stated false-alarm rate).', choices=tuple(policy_names())),
@@ -137,6 +143,12 @@ def validate(values, policy_specs):
         return f'executor {values["executor"]!r} is not one of {", ".join(EXECUTORS)}'
     if values['telemetry_bag'] and values['telemetry_dir']:
         return 'set telemetry_bag or telemetry_dir, not both'
+    try:
+        channels = [recorded_topic(entry) for entry in values['record_topics'] if entry]
+    except ValueError as error:
+        return str(error)
+    if len({channel.topic for channel in channels}) != len(channels):
+        return 'record_topics names a topic twice'
     for name, spec in NODE_PARAMETERS.items():
         bounds = spec.integer_range or spec.float_range
         if bounds is not None and not bounds[0] <= values[name] <= bounds[1]:

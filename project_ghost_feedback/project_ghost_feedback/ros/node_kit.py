@@ -17,6 +17,7 @@
 """
 
 from dataclasses import dataclass
+import importlib
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.exceptions import ParameterException
@@ -211,8 +212,22 @@ def make_executor(name, context=None):
     return SingleThreadedExecutor(context=context)
 
 
+def message_class(msgtype):
+    """Return the Python class of a ROS 2 message type name ``pkg/msg/Type``.
+
+    ValueError with a one-line reason when the package or the type cannot be imported.
+    """
+    package, _, name = str(msgtype).partition('/msg/')
+    try:
+        module = importlib.import_module(f'{package}.msg')
+        return getattr(module, name)
+    except (ImportError, AttributeError, ValueError):
+        raise ValueError(f'cannot import the message type {msgtype!r} (is its package '
+                         'installed and sourced?)') from None
+
+
 __all__ = [
     'cap_text', 'descriptor', 'diagnostic_array', 'diagnostic_status', 'EXECUTORS',
-    'fill_stamp', 'make_executor', 'MAX_TEXT', 'NS_PER_S', 'ns_to_stamp', 'ParameterSet',
-    'ParameterSpec', 'refusal', 'stamp_to_ns',
+    'fill_stamp', 'make_executor', 'MAX_TEXT', 'message_class', 'NS_PER_S', 'ns_to_stamp',
+    'ParameterSet', 'ParameterSpec', 'refusal', 'stamp_to_ns',
 ]

@@ -54,7 +54,12 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
 
-from ..bridge.calibrated_estimate import inflate_covariance, inflation_factors
+from ..bridge.calibrated_estimate import (
+    CONFIDENCE_RANGE,
+    DEFAULT_CONFIDENCE,
+    inflate_covariance,
+    inflation_factors,
+)
 from ..bridge.geometry import AXES
 from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes, re-exported
     DROP_BAD_STAMP,
@@ -165,9 +170,13 @@ PARAMETERS = {
         float_range=(1e-6, 1.0)),
     'calibrated_estimate.enabled': ParameterSpec(
         False, 'Republish every estimate on estimate/calibrated (same type and frame) with its '
-        "pose covariance inflated per vec3 by the upper 95% bound of the feedback node's "
+        "pose covariance inflated per vec3 by an upper confidence bound of the feedback node's "
         'overconfidence factor, read from self_assessment/calibrated (read-only; '
         'docs/bridge.md).', read_only=True),
+    'calibrated_estimate.confidence': ParameterSpec(
+        DEFAULT_CONFIDENCE, 'One-sided confidence of the factor: 0.975 (default) is the upper '
+        'end of the 95% interval on /diagnostics, 0.5 the median-unbiased estimate.',
+        float_range=CONFIDENCE_RANGE),
     'calibrated_estimate.allow_deflation': ParameterSpec(
         False, 'Let a factor below 1 (an underconfident estimator) shrink the covariance.'),
     'calibrated_estimate.max_factor': ParameterSpec(
@@ -208,6 +217,7 @@ def config_from(values):
         return config
     config.update(calibrated_allow_deflation=values['calibrated_estimate.allow_deflation'],
                   calibrated_max_factor=values['calibrated_estimate.max_factor'],
+                  calibrated_confidence=values['calibrated_estimate.confidence'],
                   diagnostics_period_s=values['diagnostics_period_s'],
                   stale_after_s=values['stale_after_s'],
                   reject_log_throttle_s=values['reject_log_throttle_s'])
@@ -442,7 +452,7 @@ class OutcomeBridge(Node):
         if self._calibration_history is not None:
             self.calibrated_factors = inflation_factors(
                 self._calibration_history, self._config['calibrated_allow_deflation'],
-                self._config['calibrated_max_factor'])
+                self._config['calibrated_max_factor'], self._config['calibrated_confidence'])
 
     def publish_calibrated_estimate(self, msg):
         """Publish ``msg`` (an accepted estimate) with its pose covariance inflated, in place."""

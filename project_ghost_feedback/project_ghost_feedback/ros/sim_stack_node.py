@@ -84,11 +84,11 @@ def play(node, stack, speed, stop=lambda: False):
     return published
 
 
-def scaled_phases(scale):
-    """Return the default phases with every duration multiplied by ``scale``."""
+def scaled_phases(scale, phases=None):
+    """Return ``phases`` (default: the simulator's defaults), every duration times ``scale``."""
     from ..sim.localization_stack import DEFAULT_PHASES
     return tuple(StackPhase(p.name, p.duration_s * scale, p.truth_accel_factor,
-                            p.filter_accel_factor) for p in DEFAULT_PHASES)
+                            p.filter_accel_factor) for p in phases or DEFAULT_PHASES)
 
 
 def main(argv=None):

@@ -51,6 +51,9 @@ class QosProfile:
 
 
 DEFAULT_QOS = QosProfile()
+INPUT_QOS = QosProfile(reliability='best_effort', depth=100)
+"""How the node subscribes to the topics of ``record_topics``: best effort matches every
+publisher, reliable or not."""
 EVENTS_QOS = QosProfile(durability='transient_local')
 """The events publisher's profile: a late ``ros2 bag record`` still gets the recent events."""
 
@@ -84,3 +87,27 @@ DIAGNOSTICS = Channel(CHANNEL_DIAGNOSTICS, TYPE_DIAGNOSTIC_ARRAY)
 """/diagnostics as the node records it (``record_diagnostics``): every publisher's arrays, as
 received (CDR bytes), log time the node clock at receipt (what ``ros2 bag record`` does). For
 Foxglove's Diagnostics panel; replay does not read it."""
+
+CHANNEL_OVERCONFIDENCE = '/self_assessment/overconfidence'
+TYPE_OVERCONFIDENCE_ESTIMATE = f'{MSGS_PACKAGE}/msg/OverconfidenceEstimate'
+OVERCONFIDENCE = Channel(CHANNEL_OVERCONFIDENCE, TYPE_OVERCONFIDENCE_ESTIMATE)
+"""The node's OverconfidenceEstimate, once per diagnostics period (log time the node clock): the
+continuous estimate as numbers, for plots. Derived from the calibrated outputs; replay does not
+read it."""
+
+
+def recorded_topic(entry):
+    """Return the Channel of a ``record_topics`` entry ``'/topic:pkg/msg/Type'``.
+
+    The topic must be absolute and not one of the bag's own channels; the type is a ROS 2
+    interface name. ValueError with a one-line reason otherwise.
+    """
+    topic, separator, msgtype = str(entry).rpartition(':')
+    parts = msgtype.split('/')
+    if not separator or not topic.startswith('/') or len(topic) < 2:
+        raise ValueError(f"record_topics entry {entry!r} is not '/topic:pkg/msg/Type'")
+    if len(parts) != 3 or parts[1] != 'msg' or not all(parts):
+        raise ValueError(f'record_topics entry {entry!r}: the type must read pkg/msg/Type')
+    if topic in CHANNEL_TYPES or topic in (CHANNEL_DIAGNOSTICS, CHANNEL_OVERCONFIDENCE):
+        raise ValueError(f'record_topics entry {entry!r}: {topic} is recorded already')
+    return Channel(topic, msgtype, INPUT_QOS)
