@@ -264,7 +264,7 @@ class CalibratedExceedancePolicy(_ExceedanceTables):
     def __post_init__(self) -> None:
         owner = 'CalibratedExceedancePolicy'
         _require_common(owner, self)
-        probabilities: tuple[float, float, float, float] = bucket_probabilities(
+        probabilities: tuple[float, ...] = bucket_probabilities(
             self.degrees_of_freedom, self.vectors_per_outcome)
         p_beyond_5 = probabilities[3]
         p_beyond_3 = probabilities[2] + p_beyond_5
@@ -362,7 +362,7 @@ class _LikelihoodRatioTables:
     """Instance attributes BucketLikelihoodRatioPolicy derives in ``__post_init__`` (not fields)."""
 
     _scores: tuple[int, ...]
-    _probabilities: tuple[float, float, float, float]
+    _probabilities: tuple[float, ...]
     _table: tuple[tuple[int, int, float], ...]
 
 
@@ -423,7 +423,7 @@ class BucketLikelihoodRatioPolicy(_LikelihoodRatioTables):
         _require_common(owner, self)
         scores = bucket_log_likelihood_scores(
             self.degrees_of_freedom, self.vectors_per_outcome, design)
-        probabilities: tuple[float, float, float, float] = bucket_probabilities(
+        probabilities: tuple[float, ...] = bucket_probabilities(
             self.degrees_of_freedom, self.vectors_per_outcome)
         object.__setattr__(self, '_scores', scores)
         object.__setattr__(self, '_probabilities', probabilities)

@@ -176,9 +176,9 @@ class OverconfidenceScalePolicy(_GradedTables):
             owner, 'gross_confidence', self.gross_confidence, 0.5, 0.999, False))
         setattr_(self, 'underconfidence_probability', _require_probability(
             owner, 'underconfidence_probability', self.underconfidence_probability))
-        calibrated: tuple[float, float, float, float] = bucket_probabilities(
+        calibrated: tuple[float, ...] = bucket_probabilities(
             self.degrees_of_freedom, self.vectors_per_outcome)
-        gross: tuple[float, float, float, float] = bucket_probabilities(
+        gross: tuple[float, ...] = bucket_probabilities(
             self.degrees_of_freedom, self.vectors_per_outcome, self.gross_overconfidence)
         setattr_(self, '_key', (
             calibrated[2] + calibrated[3], calibrated[3], gross[3], calibrated[0],
