@@ -6,9 +6,11 @@ these are minimal definitions consistent with what ADR-0026 says of them.
 ``docs/contracts.md`` records each choice. All are immutable and validated on construction.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 import enum
 import functools
+from typing import cast
 
 from ._validation import (
     ContractTypeError,
@@ -59,17 +61,17 @@ class SelfAssessmentLevel(enum.Enum):
     KNOWN = 2
 
     @property
-    def confidence_rank(self):
+    def confidence_rank(self) -> int:
         """Return 2 for KNOWN, 1 for UNCERTAIN, 0 for UNKNOWN (higher is more confident)."""
         return self.value
 
-    def downgraded(self, steps=1):
+    def downgraded(self, steps: int = 1) -> 'SelfAssessmentLevel':
         """Return the level ``steps`` steps less confident; UNKNOWN stays UNKNOWN."""
         steps = require_int('SelfAssessmentLevel', 'downgraded.steps', steps)
         return SelfAssessmentLevel(max(self.value - steps, SelfAssessmentLevel.UNKNOWN.value))
 
     @classmethod
-    def from_wire(cls, value):
+    def from_wire(cls, value: object) -> 'SelfAssessmentLevel':
         """Return the level for a wire value, or raise ValueError naming the value."""
         if type(value) is int and 0 <= value <= 2:
             return _LEVELS_BY_WIRE_VALUE[value]
@@ -81,13 +83,14 @@ class SelfAssessmentLevel(enum.Enum):
                 'SelfAssessmentLevel', 'value', 'unknown_level',
                 f'{value!r} is not a known level (known: {[m.value for m in cls]})') from None
 
-    def __lt__(self, other):
+    def __lt__(self, other: object) -> bool:
         if not isinstance(other, SelfAssessmentLevel):
             return NotImplemented
         return self.value < other.value
 
 
-_LEVELS_BY_WIRE_VALUE = tuple(SelfAssessmentLevel(v) for v in range(3))
+_LEVELS_BY_WIRE_VALUE: tuple[SelfAssessmentLevel, ...] = tuple(
+    SelfAssessmentLevel(v) for v in range(3))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,27 +100,27 @@ class NamedLevel:
     name: str
     level: SelfAssessmentLevel
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         require_taxonomy('NamedLevel', 'name', self.name)
         require_instance('NamedLevel', 'level', self.level, SelfAssessmentLevel)
 
 
-def _named_levels(owner, field_name, value):
+def _named_levels(owner: str, field_name: str, value: object) -> tuple[NamedLevel, ...]:
     if isinstance(value, (str, bytes)) or not hasattr(value, '__iter__'):
         raise type_error(owner, field_name, 'a sequence of NamedLevel', value)
-    items = tuple(value)
+    items = tuple(cast('Iterable[object]', value))
     if len(items) > MAX_NAMED_LEVELS:
         raise value_error(
             owner, field_name, 'too_long',
             f'has {len(items)} entries, at most {MAX_NAMED_LEVELS} are allowed')
-    seen = set()
+    seen: set[str] = set()
     for i, item in enumerate(items):
-        require_instance(owner, f'{field_name}[{i}]', item, NamedLevel)
-        if item.name in seen:
+        level = require_instance(owner, f'{field_name}[{i}]', item, NamedLevel)
+        if level.name in seen:
             raise value_error(
-                owner, field_name, 'duplicate_name', f'has duplicate name {item.name!r}')
-        seen.add(item.name)
-    return items
+                owner, field_name, 'duplicate_name', f'has duplicate name {level.name!r}')
+        seen.add(level.name)
+    return cast('tuple[NamedLevel, ...]', items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +135,12 @@ class BeliefSelfAssessment:
 
     belief_stamp_sim_ns: int
     overall_level: SelfAssessmentLevel
-    axis_levels: tuple = ()
-    block_levels: tuple = ()
+    axis_levels: tuple[NamedLevel, ...] = ()
+    block_levels: tuple[NamedLevel, ...] = ()
     schema_version: int = SCHEMA_VERSION
     frame_id: str = ''
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         owner = 'BeliefSelfAssessment'
         require_int(owner, 'belief_stamp_sim_ns', self.belief_stamp_sim_ns, maximum=STAMP_MAX_NS)
         require_frame_id(owner, 'frame_id', self.frame_id)
@@ -156,7 +159,7 @@ BUCKET_BEYOND_3_STD = 2   # 3 < d <= 5
 BUCKET_BEYOND_5_STD = 3   # d > 5, +inf included
 
 
-def bucket_of_distance(distance):
+def bucket_of_distance(distance: float) -> int:
     """Return the bucket index of an unsquared Mahalanobis distance (already validated)."""
     if distance <= 1.0:
         return BUCKET_WITHIN_1_STD
@@ -167,8 +170,14 @@ def bucket_of_distance(distance):
     return BUCKET_BEYOND_5_STD
 
 
+class _OutcomeCache:
+    """Instance attributes a PredictionOutcome caches in ``__post_init__`` (not fields)."""
+
+    _bucket: int
+
+
 @dataclass(frozen=True)
-class PredictionOutcome:
+class PredictionOutcome(_OutcomeCache):
     """A prediction held against what was observed later.
 
     Distances are **unsquared** Mahalanobis distances ``d = sqrt(e^T S^-1 e)`` of the position and
@@ -183,14 +192,14 @@ class PredictionOutcome:
 
     prediction_stamp_sim_ns: int
     observed_stamp_sim_ns: int
-    position_error_m: tuple
-    orientation_error_rad: tuple
+    position_error_m: tuple[float, float, float]
+    orientation_error_rad: tuple[float, float, float]
     position_mahalanobis: float
     orientation_mahalanobis: float
     schema_version: int = SCHEMA_VERSION
     frame_id: str = ''
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         owner = 'PredictionOutcome'
         require_frame_id(owner, 'frame_id', self.frame_id)
         require_int(
@@ -217,11 +226,11 @@ class PredictionOutcome:
         setattr_(self, '_bucket', bucket_of_distance(max(position, orientation)))
 
     @property
-    def bucket(self):
+    def bucket(self) -> int:
         """Return the calibration bucket index (one of the ``BUCKET_*`` constants)."""
         return self._bucket
 
     @property
-    def worst_mahalanobis(self):
+    def worst_mahalanobis(self) -> float:
         """Return the larger of the two unsquared distances (the one that decides the bucket)."""
         return max(self.position_mahalanobis, self.orientation_mahalanobis)

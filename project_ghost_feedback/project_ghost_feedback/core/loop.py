@@ -26,18 +26,22 @@ Every reset clears the window, the held assessments, the newest stamps and the p
 """
 
 import collections
+from collections.abc import Mapping, Sequence
 import dataclasses
 import json
+from typing import Self
 
 from .feedback import (
     assess_with_feedback,
+    CalibratedSelfAssessment,
+    CalibrationAdjustmentPolicy,
     DEFAULT_MAX_HISTORY,
     DEFAULT_POLICY,
     HISTORY_SCHEMA_SQUARED_DISTANCES,
     make_policy,
     policy_parameters,
 )
-from .contracts import NS_PER_S
+from .contracts import BeliefSelfAssessment, NS_PER_S, PredictionOutcome
 from .window import ADDED, DEFAULT_OUTCOME_BUFFER_SIZE, OutcomeWindow
 
 DEFAULT_TIME_JUMP_TOLERANCE_NS = 5 * NS_PER_S
@@ -67,15 +71,16 @@ class LoopConfig:
     """
 
     policy: str = DEFAULT_POLICY
-    parameters: tuple = ()
+    parameters: tuple[tuple[str, object], ...] = ()
     max_history: int = DEFAULT_MAX_HISTORY
     outcome_buffer_size: int = DEFAULT_OUTCOME_BUFFER_SIZE
     time_jump_tolerance_ns: int = DEFAULT_TIME_JUMP_TOLERANCE_NS
 
     @classmethod
-    def make(cls, policy=DEFAULT_POLICY, parameters=None, max_history=DEFAULT_MAX_HISTORY,
-             outcome_buffer_size=DEFAULT_OUTCOME_BUFFER_SIZE,
-             time_jump_tolerance_ns=DEFAULT_TIME_JUMP_TOLERANCE_NS):
+    def make(cls, policy: str = DEFAULT_POLICY, parameters: Mapping[str, object] | None = None,
+             max_history: int = DEFAULT_MAX_HISTORY,
+             outcome_buffer_size: int = DEFAULT_OUTCOME_BUFFER_SIZE,
+             time_jump_tolerance_ns: int = DEFAULT_TIME_JUMP_TOLERANCE_NS) -> Self:
         """Return a validated config (ValueError/TypeError naming the bad value)."""
         make_policy(policy, parameters)  # refuses an unknown policy or parameter, names it
         full = policy_parameters(policy)
@@ -89,22 +94,22 @@ class LoopConfig:
         return config
 
     @property
-    def buffer_capacity(self):
+    def buffer_capacity(self) -> int:
         """Return the window's capacity: ``max(outcome_buffer_size, max_history)``."""
         return max(self.outcome_buffer_size, self.max_history)
 
-    def make_policy(self):
+    def make_policy(self) -> CalibrationAdjustmentPolicy:
         """Return the policy object."""
         return make_policy(self.policy, dict(self.parameters))
 
-    def describe(self):
+    def describe(self) -> str:
         """Return e.g. ``calibrated_exceedance(alpha=0.01), max_history 32, ...``."""
         parameters = ', '.join(f'{k}={v!r}' for k, v in self.parameters)
         return (f'{self.policy}({parameters}), max_history {self.max_history}, '
                 f'outcome_buffer_size {self.outcome_buffer_size}, time_jump_tolerance '
                 f'{self.time_jump_tolerance_ns / NS_PER_S:g} s')
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, object]:
         """Return a JSON-ready dict."""
         return {
             'policy': self.policy, 'parameters': dict(self.parameters),
@@ -112,14 +117,15 @@ class LoopConfig:
             'time_jump_tolerance_ns': self.time_jump_tolerance_ns,
         }
 
-    def parameter_texts(self):
+    def parameter_texts(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Return ``(names, values)``: the parameters with each value as exact JSON text."""
         return (tuple(name for name, _ in self.parameters),
                 tuple(json.dumps(value) for _, value in self.parameters))
 
     @classmethod
-    def from_texts(cls, policy, names, values, max_history, outcome_buffer_size,
-                   time_jump_tolerance_ns):
+    def from_texts(cls, policy: str, names: Sequence[str], values: Sequence[str],
+                   max_history: int, outcome_buffer_size: int,
+                   time_jump_tolerance_ns: int) -> Self:
         """Inverse of :meth:`parameter_texts` (ValueError for text that is not JSON)."""
         if len(names) != len(values):
             raise ValueError(f'{len(names)} parameter names for {len(values)} values')
@@ -141,7 +147,7 @@ class LoopEvent:
     detail: str
     config: LoopConfig
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in EVENT_KINDS:
             raise ValueError(f'LoopEvent.kind must be one of {EVENT_KINDS}, got {self.kind!r}')
         if type(self.stamp_ns) is not int or self.stamp_ns < 0:
@@ -163,8 +169,10 @@ class Step:
 
     __slots__ = ('calibrated', 'events', 'judged', 'late', 'refusal', 'status')
 
-    def __init__(self, calibrated=None, judged=(), refusal=None, status=None, late=False,
-                 events=()):
+    def __init__(self, calibrated: CalibratedSelfAssessment | None = None,
+                 judged: Sequence[PredictionOutcome] = (),
+                 refusal: tuple[str, str] | None = None, status: str | None = None,
+                 late: bool = False, events: tuple[LoopEvent, ...] = ()) -> None:
         self.calibrated = calibrated
         self.judged = judged
         self.refusal = refusal
@@ -173,7 +181,7 @@ class Step:
         self.events = events
 
     @property
-    def accepted(self):
+    def accepted(self) -> bool:
         """Return True when the input was taken (so it is recorded), False when refused."""
         return self.refusal is None
 
@@ -184,55 +192,57 @@ class FeedbackLoop:
     __slots__ = ('_config', '_held', '_history_schema', '_newest_belief', '_policy', '_window',
                  'hold_ns', 'previous')
 
-    def __init__(self, config, *, hold_ns=0,
-                 history_schema_version=HISTORY_SCHEMA_SQUARED_DISTANCES):
+    def __init__(self, config: LoopConfig, *, hold_ns: int = 0,
+                 history_schema_version: int = HISTORY_SCHEMA_SQUARED_DISTANCES) -> None:
         if not isinstance(config, LoopConfig):
             raise TypeError(f'FeedbackLoop needs a LoopConfig, got {config!r}')
         self._config = config
         self._policy = config.make_policy()
         self._window = OutcomeWindow(config.buffer_capacity)
-        self._held = collections.deque()
-        self._newest_belief = None
+        self._held: collections.deque[tuple[int, BeliefSelfAssessment]] = collections.deque()
+        self._newest_belief: int | None = None
         # The CalibrationHistory schema the loop builds: 2 (ADR-0026a), or 1 to replay a bag
         # recorded before it.
         self._history_schema = history_schema_version
         self.hold_ns = hold_ns
-        self.previous = None
+        self.previous: CalibratedSelfAssessment | None = None
         """The CalibratedSelfAssessment published last since the last reset (or None)."""
 
     @property
-    def config(self):
+    def config(self) -> LoopConfig:
         """Return the LoopConfig in effect."""
         return self._config
 
     @property
-    def policy(self):
+    def policy(self) -> CalibrationAdjustmentPolicy:
         """Return the policy object in effect."""
         return self._policy
 
     @property
-    def buffer_fill(self):
+    def buffer_fill(self) -> tuple[int, int]:
         """Return ``(outcomes held, capacity)`` of the window's buffer."""
         return len(self._window), self._window.capacity
 
     @property
-    def newest_outcome_stamp(self):
+    def newest_outcome_stamp(self) -> int | None:
         """Return the newest observed stamp in the window, or None."""
         return self._window.newest_stamp
 
     @property
-    def newest_belief_stamp(self):
+    def newest_belief_stamp(self) -> int | None:
         """Return the newest belief stamp judged since the last reset, or None."""
         return self._newest_belief
 
     @property
-    def held(self):
+    def held(self) -> int:
         """Return the number of assessments waiting for their hold time."""
         return len(self._held)
 
     # -- inputs ---------------------------------------------------------------------------------
 
-    def _stamp_rule(self, kind, stamp, newest, now_ns):
+    def _stamp_rule(
+            self, kind: str, stamp: int, newest: int | None, now_ns: int | None,
+    ) -> tuple[tuple[str, str] | None, tuple[LoopEvent, ...]]:
         """Return ``(refusal, events)`` for an input stamp: future refusal, or a reset."""
         tolerance = self._config.time_jump_tolerance_ns
         if now_ns is not None and now_ns > 0 and stamp > now_ns + tolerance:
@@ -245,7 +255,7 @@ class FeedbackLoop:
             return None, (event,)
         return None, ()
 
-    def outcome(self, outcome, now_ns=None):
+    def outcome(self, outcome: PredictionOutcome, now_ns: int | None = None) -> Step:
         """Take a PredictionOutcome; return its :class:`Step`."""
         stamp = outcome.observed_stamp_sim_ns
         refusal, events = self._stamp_rule('outcome', stamp, self._window.newest_stamp, now_ns)
@@ -256,7 +266,7 @@ class FeedbackLoop:
                 and stamp <= self._newest_belief)
         return Step(status=status, late=late, events=events)
 
-    def assessment(self, raw, now_ns=None):
+    def assessment(self, raw: BeliefSelfAssessment, now_ns: int | None = None) -> Step:
         """Judge a BeliefSelfAssessment now; return its :class:`Step` (``calibrated`` set)."""
         stamp = raw.belief_stamp_sim_ns
         newest = self._newest_belief
@@ -273,7 +283,7 @@ class FeedbackLoop:
             self._newest_belief = stamp
         return Step(calibrated=calibrated, judged=judged, events=events)
 
-    def hold(self, raw, arrival_ns):
+    def hold(self, raw: BeliefSelfAssessment, arrival_ns: int) -> bool:
         """Queue ``raw`` (arrived at steady ``arrival_ns``) to be judged after ``hold_ns``.
 
         Return True when it was queued, False when it must be judged now (no hold: nothing
@@ -284,24 +294,24 @@ class FeedbackLoop:
         self._held.append((arrival_ns, raw))
         return True
 
-    def release(self, steady_ns, now_ns=None):
+    def release(self, steady_ns: int, now_ns: int | None = None) -> list[Step]:
         """Judge the held assessments whose hold is over at ``steady_ns``; return their Steps."""
         held = self._held
         due = steady_ns - self.hold_ns
-        steps = []
+        steps: list[Step] = []
         while held and held[0][0] <= due:
             steps.append(self.assessment(held.popleft()[1], now_ns))
         return steps
 
     # -- events ---------------------------------------------------------------------------------
 
-    def _clear(self):
+    def _clear(self) -> None:
         self._window.clear()
         self._held.clear()
         self._newest_belief = None
         self.previous = None
 
-    def reset(self, cause, detail, stamp_ns):
+    def reset(self, cause: str, detail: str, stamp_ns: int) -> LoopEvent:
         """Clear the window and every time-ordered state; return the event to record.
 
         The event's detail ends with how many outcomes the window dropped.
@@ -311,7 +321,7 @@ class FeedbackLoop:
         return LoopEvent(stamp_ns, RESET, cause, f'{detail}; {dropped} outcomes dropped',
                          self._config)
 
-    def clock_jumped(self, delta_ns, now_ns):
+    def clock_jumped(self, delta_ns: int, now_ns: int) -> LoopEvent | None:
         """Reset after a node clock jump of ``delta_ns`` when the state lies in the future.
 
         When the inputs' stamps went back first (their reset already happened), the state holds
@@ -326,7 +336,9 @@ class FeedbackLoop:
         return self.reset(CAUSE_CLOCK_JUMP, f'node clock went back by {-delta_ns / 1e9:.3f} s',
                           max(now_ns, 0))
 
-    def configure(self, config, stamp_ns, cause=CAUSE_PARAMETERS):
+    def configure(
+            self, config: LoopConfig, stamp_ns: int, cause: str = CAUSE_PARAMETERS,
+    ) -> LoopEvent | None:
         """Apply a new configuration; return its event (None when nothing changed).
 
         The window keeps its outcomes (resized to the new capacity); a new policy or new
@@ -345,7 +357,7 @@ class FeedbackLoop:
             self._window.resize(config.buffer_capacity)
         return LoopEvent(stamp_ns, CONFIGURATION, cause, config.describe(), config)
 
-    def apply(self, event):
+    def apply(self, event: LoopEvent) -> bool:
         """Apply a recorded event (replay); return True when it changed the state.
 
         Derived resets (``input_stamp_jump``) are not applied: the loop derives them again from

@@ -9,6 +9,9 @@ import bisect
 from ._validation import require_int, require_instance
 from .contracts import PredictionOutcome
 
+_Vec3 = tuple[float, float, float]
+_OrderKey = tuple[int, int, float, float, _Vec3, _Vec3]
+
 ADDED = 'added'
 DUPLICATE = 'duplicate'
 TOO_OLD = 'too_old'
@@ -17,7 +20,7 @@ DEFAULT_OUTCOME_BUFFER_SIZE = 1024
 """Default capacity of the feedback node's outcome window (its ``outcome_buffer_size``)."""
 
 
-def _order_key(outcome):
+def _order_key(outcome: PredictionOutcome) -> _OrderKey:
     """Total order on outcomes: observed stamp first, then every other field (ties are stable)."""
     return (
         outcome.observed_stamp_sim_ns,
@@ -44,37 +47,37 @@ class OutcomeWindow:
 
     __slots__ = ('_capacity', '_keys', '_outcomes', '_stamps')
 
-    def __init__(self, capacity):
+    def __init__(self, capacity: int) -> None:
         self._capacity = require_int('OutcomeWindow', 'capacity', capacity, minimum=1)
-        self._keys = []
-        self._outcomes = []
-        self._stamps = []
+        self._keys: list[_OrderKey] = []
+        self._outcomes: list[PredictionOutcome] = []
+        self._stamps: list[int] = []
 
     @property
-    def capacity(self):
+    def capacity(self) -> int:
         """Return the maximum number of outcomes kept."""
         return self._capacity
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._outcomes)
 
     @property
-    def newest_stamp(self):
+    def newest_stamp(self) -> int | None:
         """Return the largest observed stamp held, or None when empty."""
         return self._stamps[-1] if self._stamps else None
 
-    def clear(self):
+    def clear(self) -> None:
         """Forget every outcome (the node does so on a time jump or a reset request)."""
         self._keys.clear()
         self._outcomes.clear()
         self._stamps.clear()
 
-    def resize(self, capacity):
+    def resize(self, capacity: int) -> None:
         """Change the capacity, evicting the oldest outcomes if needed."""
         self._capacity = require_int('OutcomeWindow', 'capacity', capacity, minimum=1)
         self._trim()
 
-    def add(self, outcome):
+    def add(self, outcome: PredictionOutcome) -> str:
         """Insert ``outcome`` in order; return ``ADDED``, ``DUPLICATE`` or ``TOO_OLD``."""
         require_instance('OutcomeWindow.add', 'outcome', outcome, PredictionOutcome)
         key = _order_key(outcome)
@@ -93,14 +96,14 @@ class OutcomeWindow:
         self._trim()
         return ADDED
 
-    def _trim(self):
+    def _trim(self) -> None:
         excess = len(self._keys) - self._capacity
         if excess > 0:
             del self._keys[:excess]
             del self._outcomes[:excess]
             del self._stamps[:excess]
 
-    def causal_window(self, stamp_sim_ns, max_n):
+    def causal_window(self, stamp_sim_ns: int, max_n: int) -> list[PredictionOutcome]:
         """Return the last ``max_n`` outcomes with ``observed_stamp_sim_ns <= stamp_sim_ns``."""
         end = bisect.bisect_right(self._stamps, stamp_sim_ns)
         return self._outcomes[max(0, end - max_n):end]

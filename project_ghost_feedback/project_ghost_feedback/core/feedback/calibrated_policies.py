@@ -32,9 +32,11 @@ are computed once in ``__post_init__`` (a bounded memo keyed by the parameters m
 policies share them) so that :meth:`adjust` is a table look-up.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 import functools
 import math
+from typing import Protocol
 
 from .._validation import (
     require_instance,
@@ -70,8 +72,55 @@ MAX_VECTORS = 2
 MAX_WINDOW = 128
 MIN_PROBABILITY = 1e-9
 
+Grade = Callable[[int, CalibrationHistory], tuple[int, str]]
+"""``grade(n, history) -> (steps down, reason)`` of :func:`decide_graded`."""
 
-def _require_probability(owner, field, value):
+_Test = Callable[[int, CalibrationHistory], bool]
+
+
+class CountTestPolicy(Protocol):
+    """What :func:`decide_graded` reads of a policy: its id and ``min_outcomes``."""
+
+    @property
+    def policy_id(self) -> str:
+        """Return the policy's taxonomy identifier."""
+        ...
+
+    @property
+    def min_outcomes(self) -> int:
+        """Return the number of outcomes below which no count test applies."""
+        ...
+
+
+class _CommonParameters(Protocol):
+    """The parameters :func:`_require_common` validates (fields of a frozen dataclass)."""
+
+    @property
+    def false_alarm_probability(self) -> float:
+        ...
+
+    @property
+    def gross_false_alarm_probability(self) -> float:
+        ...
+
+    @property
+    def min_outcomes(self) -> int:
+        ...
+
+    @property
+    def degrees_of_freedom(self) -> int:
+        ...
+
+    @property
+    def vectors_per_outcome(self) -> int:
+        ...
+
+    @property
+    def max_window(self) -> int:
+        ...
+
+
+def _require_probability(owner: str, field: str, value: object) -> float:
     """Return ``value`` as a float if it is a real number in ``[1e-9, 0.5]`` (not bool)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise type_error(owner, field, 'a float in [1e-9, 0.5]', value)
@@ -81,7 +130,7 @@ def _require_probability(owner, field, value):
     return value
 
 
-def _require_common(owner, policy):
+def _require_common(owner: str, policy: _CommonParameters) -> None:
     """Validate the parameters both policies share; store the float ones as floats."""
     setattr_ = object.__setattr__
     setattr_(policy, 'false_alarm_probability', _require_probability(
@@ -101,9 +150,10 @@ def _require_common(owner, policy):
     require_int(owner, 'max_window', policy.max_window, minimum=1, maximum=MAX_WINDOW)
 
 
-def _decide(policy, raw, history, gross, significant):
+def _decide(policy: CountTestPolicy, raw: BeliefSelfAssessment, history: CalibrationHistory,
+            gross: _Test, significant: _Test) -> CalibratedSelfAssessment:
     """Apply the shared rule order; ``gross``/``significant`` are callables of the history."""
-    def grade(n, history):
+    def grade(n: int, history: CalibrationHistory) -> tuple[int, str]:
         if gross(n, history):
             return 2, REASON_GROSS_MISCALIBRATION
         if significant(n, history):
@@ -112,7 +162,8 @@ def _decide(policy, raw, history, gross, significant):
     return decide_graded(policy, raw, history, grade)
 
 
-def decide_graded(policy, raw, history, grade):
+def decide_graded(policy: CountTestPolicy, raw: BeliefSelfAssessment,
+                  history: CalibrationHistory, grade: Grade) -> CalibratedSelfAssessment:
     """Apply the rule order shared by the count-based policies (module docstring).
 
     ``grade(n, history)`` returns ``(steps down, reason)`` once ``n >= policy.min_outcomes`` and
@@ -135,7 +186,7 @@ def decide_graded(policy, raw, history, grade):
     return CalibratedSelfAssessment(raw, history, level, policy.policy_id, reason)
 
 
-def _check_inputs(owner, raw, history):
+def _check_inputs(owner: str, raw: object, history: object) -> None:
     if type(raw) is not BeliefSelfAssessment:
         require_instance(owner, 'raw', raw, BeliefSelfAssessment)
     if type(history) is not CalibrationHistory:
@@ -143,11 +194,14 @@ def _check_inputs(owner, raw, history):
 
 
 @functools.lru_cache(maxsize=1024)
-def _exceedance_row(n, p_beyond_3, p_beyond_5, alpha, alpha_gross, min_outcomes):
+def _exceedance_row(n: int, p_beyond_3: float, p_beyond_5: float, alpha: float,
+                    alpha_gross: float, min_outcomes: int) -> tuple[int, int, float]:
     """Return ``(k_significant, k_gross, P(downgrade | calibrated))`` for a window of ``n``."""
-    k_significant = smallest_count_with_tail_at_most(binomial_upper_tails(n, p_beyond_3), alpha)
-    k_gross = smallest_count_with_tail_at_most(
+    k_significant: int = smallest_count_with_tail_at_most(
+        binomial_upper_tails(n, p_beyond_3), alpha)
+    k_gross: int = smallest_count_with_tail_at_most(
         binomial_upper_tails(n, p_beyond_5), alpha_gross)
+    rate: float
     if n < min_outcomes:
         rate = 0.0
     else:
@@ -155,8 +209,17 @@ def _exceedance_row(n, p_beyond_3, p_beyond_5, alpha, alpha_gross, min_outcomes)
     return k_significant, k_gross, rate
 
 
+class _ExceedanceTables:
+    """Instance attributes CalibratedExceedancePolicy derives in ``__post_init__`` (not fields)."""
+
+    _p_beyond_3: float
+    _p_beyond_5: float
+    _significant_counts: tuple[int, ...]
+    _gross_counts: tuple[int, ...]
+
+
 @dataclass(frozen=True)
-class CalibratedExceedancePolicy:
+class CalibratedExceedancePolicy(_ExceedanceTables):
     """Downgrade on a statistically significant excess of outcomes beyond 3 and 5 std.
 
     For a window of ``n`` outcomes (``n = outcomes_considered``), with ``p3`` and ``p5`` the
@@ -198,10 +261,11 @@ class CalibratedExceedancePolicy:
     STATED_FULL_WINDOW_FALSE_ALARM_RATE = 0.002976
     """Exact downgrade probability of a calibrated estimator on a full window, defaults."""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         owner = 'CalibratedExceedancePolicy'
         _require_common(owner, self)
-        probabilities = bucket_probabilities(self.degrees_of_freedom, self.vectors_per_outcome)
+        probabilities: tuple[float, ...] = bucket_probabilities(
+            self.degrees_of_freedom, self.vectors_per_outcome)
         p_beyond_5 = probabilities[3]
         p_beyond_3 = probabilities[2] + p_beyond_5
         setattr_ = object.__setattr__
@@ -211,47 +275,49 @@ class CalibratedExceedancePolicy:
         setattr_(self, '_significant_counts', tuple(row[0] for row in rows))
         setattr_(self, '_gross_counts', tuple(row[1] for row in rows))
 
-    def _row(self, n):
+    def _row(self, n: int) -> tuple[int, int, float]:
         return _exceedance_row(
             n, self._p_beyond_3, self._p_beyond_5, self.false_alarm_probability,
             self.gross_false_alarm_probability, self.min_outcomes)
 
     @property
-    def policy_id(self):
+    def policy_id(self) -> str:
         """Return ``calibrated_exceedance``."""
         return 'calibrated_exceedance'
 
     @property
-    def p_beyond_3(self):
+    def p_beyond_3(self) -> float:
         """Return the calibrated per-outcome probability of a worse distance beyond 3."""
         return self._p_beyond_3
 
     @property
-    def p_beyond_5(self):
+    def p_beyond_5(self) -> float:
         """Return the calibrated per-outcome probability of a worse distance beyond 5."""
         return self._p_beyond_5
 
-    def thresholds(self, n):
+    def thresholds(self, n: int) -> tuple[int, int]:
         """Return ``(k_significant, k_gross)`` for a window of ``n`` outcomes (``n + 1``: never)."""
         n = require_int('CalibratedExceedancePolicy', 'thresholds.n', n)
         if n <= self.max_window:
             return self._significant_counts[n], self._gross_counts[n]
         return self._row(n)[:2]
 
-    def calibrated_downgrade_probability(self, n):
+    def calibrated_downgrade_probability(self, n: int) -> float:
         """Return the exact probability that a calibrated estimator is downgraded at ``n``."""
         n = require_int('CalibratedExceedancePolicy', 'calibrated_downgrade_probability.n', n)
         return self._row(n)[2]
 
-    def _gross(self, n, history):
+    def _gross(self, n: int, history: CalibrationHistory) -> bool:
         k_gross = self._gross_counts[n] if n <= self.max_window else self._row(n)[1]
         return history.count_beyond_5_std >= k_gross
 
-    def _significant(self, n, history):
+    def _significant(self, n: int, history: CalibrationHistory) -> bool:
         k_significant = self._significant_counts[n] if n <= self.max_window else self._row(n)[0]
         return history.count_beyond_3_std + history.count_beyond_5_std >= k_significant
 
-    def adjust(self, raw, history):
+    def adjust(
+        self, raw: BeliefSelfAssessment, history: CalibrationHistory,
+    ) -> CalibratedSelfAssessment:
         """Return ``raw`` adjusted by the exceedance tests on ``history`` (see the class doc)."""
         _check_inputs('CalibratedExceedancePolicy.adjust', raw, history)
         return _decide(self, raw, history, self._gross, self._significant)
@@ -261,7 +327,8 @@ SCORE_UNITS_PER_NAT = 2
 """Resolution of the integer bucket scores of BucketLikelihoodRatioPolicy (units per nat)."""
 
 
-def bucket_log_likelihood_scores(dof, vectors, design_overconfidence):
+def bucket_log_likelihood_scores(
+        dof: int, vectors: int, design_overconfidence: float) -> tuple[int, ...]:
     """Return the integer per-bucket scores of the bucket likelihood-ratio test.
 
     Score of bucket ``b``: ``round(SCORE_UNITS_PER_NAT * (log(P_b(k1) / P_b(1)) - log(P_1(k1) /
@@ -269,8 +336,8 @@ def bucket_log_likelihood_scores(dof, vectors, design_overconfidence):
     claimed ones and ``k1 = design_overconfidence``. Subtracting the beyond_1 bucket's
     log-ratio (a constant per outcome, hence per window of fixed ``n``) makes its score 0.
     """
-    calibrated = bucket_probabilities(dof, vectors)
-    alternative = bucket_probabilities(dof, vectors, design_overconfidence)
+    calibrated: tuple[float, ...] = bucket_probabilities(dof, vectors)
+    alternative: tuple[float, ...] = bucket_probabilities(dof, vectors, design_overconfidence)
     reference = math.log(alternative[1] / calibrated[1])
     return tuple(
         int(round(SCORE_UNITS_PER_NAT * (math.log(a / c) - reference)))
@@ -278,9 +345,11 @@ def bucket_log_likelihood_scores(dof, vectors, design_overconfidence):
 
 
 @functools.lru_cache(maxsize=64)
-def _likelihood_ratio_table(scores, probabilities, alpha, alpha_gross, max_n):
+def _likelihood_ratio_table(
+        scores: tuple[int, ...], probabilities: tuple[float, ...], alpha: float,
+        alpha_gross: float, max_n: int) -> tuple[tuple[int, int, float], ...]:
     """Return per-``n`` ``(s_significant, s_gross, P(S >= s_significant))``, ``n = 0..max_n``."""
-    table = []
+    table: list[tuple[int, int, float]] = []
     for _, (offset, pmf) in zip(range(max_n + 1),
                                 integer_sum_distribution(max_n, scores, probabilities)):
         s_significant, tail = upper_tail_threshold(offset, pmf, alpha)
@@ -289,8 +358,16 @@ def _likelihood_ratio_table(scores, probabilities, alpha, alpha_gross, max_n):
     return tuple(table)
 
 
+class _LikelihoodRatioTables:
+    """Instance attributes BucketLikelihoodRatioPolicy derives in ``__post_init__`` (not fields)."""
+
+    _scores: tuple[int, ...]
+    _probabilities: tuple[float, ...]
+    _table: tuple[tuple[int, int, float], ...]
+
+
 @dataclass(frozen=True)
-class BucketLikelihoodRatioPolicy:
+class BucketLikelihoodRatioPolicy(_LikelihoodRatioTables):
     """Downgrade on a Neyman-Pearson likelihood-ratio test of the four bucket counts.
 
     The most powerful test that a history can support for "errors are ``design_overconfidence``
@@ -333,7 +410,7 @@ class BucketLikelihoodRatioPolicy:
     STATED_FULL_WINDOW_FALSE_ALARM_RATE = 0.001602
     """Exact downgrade probability of a calibrated estimator on a full window, defaults."""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         owner = 'BucketLikelihoodRatioPolicy'
         design = self.design_overconfidence
         if isinstance(design, bool) or not isinstance(design, (int, float)):
@@ -346,17 +423,18 @@ class BucketLikelihoodRatioPolicy:
         _require_common(owner, self)
         scores = bucket_log_likelihood_scores(
             self.degrees_of_freedom, self.vectors_per_outcome, design)
-        probabilities = bucket_probabilities(self.degrees_of_freedom, self.vectors_per_outcome)
+        probabilities: tuple[float, ...] = bucket_probabilities(
+            self.degrees_of_freedom, self.vectors_per_outcome)
         object.__setattr__(self, '_scores', scores)
         object.__setattr__(self, '_probabilities', probabilities)
         object.__setattr__(self, '_table', self._table_up_to(self.max_window))
 
-    def _table_up_to(self, max_n):
+    def _table_up_to(self, max_n: int) -> tuple[tuple[int, int, float], ...]:
         return _likelihood_ratio_table(
             self._scores, self._probabilities, self.false_alarm_probability,
             self.gross_false_alarm_probability, max_n)
 
-    def _row(self, n):
+    def _row(self, n: int) -> tuple[int, int, float]:
         if n <= self.max_window:
             return self._table[n]
         # Beyond the tabulated sizes: one memoized table per power of two, so a window growing past
@@ -364,38 +442,40 @@ class BucketLikelihoodRatioPolicy:
         return self._table_up_to(1 << (n - 1).bit_length())[n]
 
     @property
-    def policy_id(self):
+    def policy_id(self) -> str:
         """Return ``bucket_likelihood_ratio``."""
         return 'bucket_likelihood_ratio'
 
     @property
-    def scores(self):
+    def scores(self) -> tuple[int, ...]:
         """Return the integer scores of the within_1, beyond_1, beyond_3 and beyond_5 buckets."""
         return self._scores
 
-    def statistic(self, history):
+    def statistic(self, history: CalibrationHistory) -> int:
         """Return the integer log-likelihood-ratio statistic ``S`` of ``history``."""
         w0, w1, w3, w5 = self._scores
         return (w0 * history.count_within_1_std + w1 * history.count_beyond_1_std
                 + w3 * history.count_beyond_3_std + w5 * history.count_beyond_5_std)
 
-    def thresholds(self, n):
+    def thresholds(self, n: int) -> tuple[int, int]:
         """Return ``(s_significant, s_gross)`` for a window of ``n`` outcomes."""
         n = require_int('BucketLikelihoodRatioPolicy', 'thresholds.n', n)
         return self._row(n)[:2]
 
-    def calibrated_downgrade_probability(self, n):
+    def calibrated_downgrade_probability(self, n: int) -> float:
         """Return the exact probability that a calibrated estimator is downgraded at ``n``."""
         n = require_int('BucketLikelihoodRatioPolicy', 'calibrated_downgrade_probability.n', n)
         return self._row(n)[2] if n >= self.min_outcomes else 0.0
 
-    def _gross(self, n, history):
+    def _gross(self, n: int, history: CalibrationHistory) -> bool:
         return self.statistic(history) >= self._row(n)[1]
 
-    def _significant(self, n, history):
+    def _significant(self, n: int, history: CalibrationHistory) -> bool:
         return self.statistic(history) >= self._row(n)[0]
 
-    def adjust(self, raw, history):
+    def adjust(
+        self, raw: BeliefSelfAssessment, history: CalibrationHistory,
+    ) -> CalibratedSelfAssessment:
         """Return ``raw`` adjusted by the likelihood-ratio test on ``history`` (class doc)."""
         _check_inputs('BucketLikelihoodRatioPolicy.adjust', raw, history)
         return _decide(self, raw, history, self._gross, self._significant)

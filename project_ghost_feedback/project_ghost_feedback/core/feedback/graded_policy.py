@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import functools
 
 from .._validation import type_error, value_error
+from ..contracts import BeliefSelfAssessment
 from .calibrated_policies import (
     _check_inputs,
     _require_common,
@@ -59,6 +60,7 @@ from .calibration_math import (
     smallest_count_with_tail_at_most,
 )
 from .reference_policy import REASON_CALIBRATION_WITHIN_TOLERANCE
+from .types import CalibratedSelfAssessment, CalibrationHistory
 
 REASON_SIGNIFICANT_OVERCONFIDENCE = 'significant_overconfidence'
 REASON_GROSS_OVERCONFIDENCE = 'gross_overconfidence'
@@ -67,7 +69,7 @@ REASON_UNDERCONFIDENT_CALIBRATION = 'underconfident_calibration'
 _MAX_GROSS_OVERCONFIDENCE = 100.0
 
 
-def _count_threshold(n, p, alpha):
+def _count_threshold(n: int, p: float, alpha: float) -> int:
     """Return the smallest ``k`` with ``P(Binomial(n, p) >= k) <= alpha`` (``n + 1``: never).
 
     Exact, for every ``p`` in ``[0, 1]`` (the degenerate ends included, where
@@ -77,19 +79,22 @@ def _count_threshold(n, p, alpha):
         return 1
     if p >= 1.0:
         return n + 1 if alpha < 1.0 else 0
-    return smallest_count_with_tail_at_most(binomial_upper_tails(n, p), alpha)
+    threshold: int = smallest_count_with_tail_at_most(binomial_upper_tails(n, p), alpha)
+    return threshold
 
 
 @functools.lru_cache(maxsize=4096)
-def _graded_row(n, p_beyond_3, p_beyond_5, p_gross_5, p_within_1, alpha, alpha_outlier,
-                gross_tail, under_alpha):
+def _graded_row(n: int, p_beyond_3: float, p_beyond_5: float, p_gross_5: float,
+                p_within_1: float, alpha: float, alpha_outlier: float, gross_tail: float,
+                under_alpha: float) -> tuple[int, int, int, int]:
     """Return ``(k_s, k_o, k_gross, k_under)`` thresholds for a window of ``n`` outcomes."""
     return (_count_threshold(n, p_beyond_3, alpha), _count_threshold(n, p_beyond_5, alpha_outlier),
             _count_threshold(n, p_gross_5, gross_tail),
             _count_threshold(n, p_within_1, under_alpha))
 
 
-def _require_real(owner, field, value, low, high, low_open):
+def _require_real(owner: str, field: str, value: object, low: float, high: float,
+                  low_open: bool) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise type_error(owner, field, f'a float in {"(" if low_open else "["}{low}, {high}]',
                          value)
@@ -100,8 +105,15 @@ def _require_real(owner, field, value, low, high, low_open):
     return value
 
 
+class _GradedTables:
+    """Instance attributes OverconfidenceScalePolicy derives in ``__post_init__`` (not fields)."""
+
+    _key: tuple[float, float, float, float, float, float, float, float]
+    _rows: tuple[tuple[int, int, int, int], ...]
+
+
 @dataclass(frozen=True)
-class OverconfidenceScalePolicy:
+class OverconfidenceScalePolicy(_GradedTables):
     """Grade the downgrade by the estimated overconfidence factor ``k`` (module docstring).
 
     Parameters (defaults; the node's ``overconfidence_scale.<field>`` parameters):
@@ -153,7 +165,7 @@ class OverconfidenceScalePolicy:
     }
     """Field -> ((low, high), description) for the node's parameter descriptors."""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         owner = 'OverconfidenceScalePolicy'
         _require_common(owner, self)
         setattr_ = object.__setattr__
@@ -164,8 +176,9 @@ class OverconfidenceScalePolicy:
             owner, 'gross_confidence', self.gross_confidence, 0.5, 0.999, False))
         setattr_(self, 'underconfidence_probability', _require_probability(
             owner, 'underconfidence_probability', self.underconfidence_probability))
-        calibrated = bucket_probabilities(self.degrees_of_freedom, self.vectors_per_outcome)
-        gross = bucket_probabilities(
+        calibrated: tuple[float, ...] = bucket_probabilities(
+            self.degrees_of_freedom, self.vectors_per_outcome)
+        gross: tuple[float, ...] = bucket_probabilities(
             self.degrees_of_freedom, self.vectors_per_outcome, self.gross_overconfidence)
         setattr_(self, '_key', (
             calibrated[2] + calibrated[3], calibrated[3], gross[3], calibrated[0],
@@ -174,23 +187,25 @@ class OverconfidenceScalePolicy:
         setattr_(self, '_rows', tuple(self.thresholds(n) for n in range(self.max_window + 1)))
 
     @property
-    def policy_id(self):
+    def policy_id(self) -> str:
         """Return ``overconfidence_scale``."""
         return 'overconfidence_scale'
 
-    def thresholds(self, n):
+    def thresholds(self, n: int) -> tuple[int, int, int, int]:
         """Return ``(k_s, k_o, k_gross, k_under)`` for ``n`` outcomes (``n + 1``: never)."""
-        rows = self.__dict__.get('_rows')
+        rows: tuple[tuple[int, int, int, int], ...] | None = self.__dict__.get('_rows')
         if rows is not None and n <= self.max_window:
             return rows[n]
         return _graded_row(n, *self._key)
 
-    def adjust(self, raw, history):
+    def adjust(
+        self, raw: BeliefSelfAssessment, history: CalibrationHistory,
+    ) -> CalibratedSelfAssessment:
         """Return ``raw`` adjusted by the graded tests on ``history`` (see the class doc)."""
         _check_inputs('OverconfidenceScalePolicy.adjust', raw, history)
         return decide_graded(self, raw, history, self._grade)
 
-    def _grade(self, n, history):
+    def _grade(self, n: int, history: CalibrationHistory) -> tuple[int, str]:
         k_s, k_o, k_gross, k_under = self.thresholds(n)
         b5 = history.count_beyond_5_std
         if b5 >= k_gross:

@@ -2,11 +2,12 @@
 """ADR-0026 section 5: build_calibration_history and assess_with_feedback (pure functions)."""
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 import sys
 
 from .._validation import require_instance, type_error, value_error
 from ..contracts import BeliefSelfAssessment, PredictionOutcome
+from .protocols import CalibrationAdjustmentPolicy
 from .types import (
     CalibratedSelfAssessment,
     CalibrationHistory,
@@ -17,8 +18,12 @@ from .types import (
 
 DEFAULT_MAX_HISTORY = 32
 
+_AdjustFollowing = Callable[
+    [BeliefSelfAssessment, CalibrationHistory, CalibratedSelfAssessment | None], object]
+"""``adjust_following`` of a :class:`~.protocols.HysteresisPolicy`, as looked up by name."""
 
-def _require_max_n(name, value):
+
+def _require_max_n(name: str, value: object) -> None:
     if type(value) is not int:
         raise type_error('build_calibration_history', name, 'an int >= 1', value)
     if value < 1:
@@ -26,7 +31,8 @@ def _require_max_n(name, value):
             'build_calibration_history', name, 'out_of_range', f'must be >= 1, got {value!r}')
 
 
-def _window(outcomes, max_n):
+def _window(
+        outcomes: Iterable[PredictionOutcome], max_n: int) -> Sequence[PredictionOutcome]:
     """Return the last ``max_n`` items of ``outcomes`` as a sequence (no copy when possible)."""
     if isinstance(outcomes, (list, tuple)):
         return outcomes[-max_n:] if len(outcomes) > max_n else outcomes
@@ -44,7 +50,7 @@ def _window(outcomes, max_n):
     return deque(outcomes, maxlen=max_n if max_n <= sys.maxsize else None)
 
 
-def _reject_item(window, item):
+def _reject_item(window: Iterable[object], item: object) -> None:
     """Raise TypeError for a window item that is not a PredictionOutcome (subclasses are fine)."""
     if isinstance(item, PredictionOutcome):
         return
@@ -53,7 +59,7 @@ def _reject_item(window, item):
         'build_calibration_history', f'outcomes (window item {index})', item, PredictionOutcome)
 
 
-def _require_schema_version(value):
+def _require_schema_version(value: object) -> None:
     if type(value) is not int:
         raise type_error('build_calibration_history', 'schema_version', 'an int (1 or 2)', value)
     if value not in HISTORY_SCHEMA_VERSIONS:
@@ -62,7 +68,9 @@ def _require_schema_version(value):
             f'must be one of {HISTORY_SCHEMA_VERSIONS}, got {value!r}')
 
 
-def build_calibration_history(outcomes, max_n, *, schema_version=HISTORY_SCHEMA_SQUARED_DISTANCES):
+def build_calibration_history(
+        outcomes: Iterable[PredictionOutcome], max_n: int, *,
+        schema_version: int = HISTORY_SCHEMA_SQUARED_DISTANCES) -> CalibrationHistory:
     """Fold the last ``max_n`` outcomes into a CalibrationHistory (schema 2 by default).
 
     ``outcomes`` is any iterable of PredictionOutcome, assumed in chronological order (the caller's
@@ -89,9 +97,9 @@ def build_calibration_history(outcomes, max_n, *, schema_version=HISTORY_SCHEMA_
     counts = [0, 0, 0, 0]
     worst_position = 0.0
     worst_orientation = 0.0
-    most_recent = None
-    position_squared = []
-    orientation_squared = []
+    most_recent: int | None = None
+    position_squared: list[float] = []
+    orientation_squared: list[float] = []
     add_position = position_squared.append
     add_orientation = orientation_squared.append
     outcome_type = PredictionOutcome
@@ -128,8 +136,12 @@ def build_calibration_history(outcomes, max_n, *, schema_version=HISTORY_SCHEMA_
         tuple(position_squared), tuple(orientation_squared))
 
 
-def assess_with_feedback(raw, outcomes, adjustment_policy, max_history=DEFAULT_MAX_HISTORY,
-                         previous=None, *, history_schema_version=HISTORY_SCHEMA_SQUARED_DISTANCES):
+def assess_with_feedback(
+        raw: BeliefSelfAssessment, outcomes: Iterable[PredictionOutcome],
+        adjustment_policy: CalibrationAdjustmentPolicy, max_history: int = DEFAULT_MAX_HISTORY,
+        previous: CalibratedSelfAssessment | None = None, *,
+        history_schema_version: int = HISTORY_SCHEMA_SQUARED_DISTANCES,
+) -> CalibratedSelfAssessment:
     """Return ``adjustment_policy.adjust(raw, build_calibration_history(outcomes, max_history))``.
 
     A policy with hysteresis also implements ``adjust_following(raw, history, previous)``
@@ -158,7 +170,8 @@ def assess_with_feedback(raw, outcomes, adjustment_policy, max_history=DEFAULT_M
     _require_max_n('max_history', max_history)
     history = build_calibration_history(
         outcomes, max_history, schema_version=history_schema_version)
-    following = getattr(adjustment_policy, 'adjust_following', None)
+    following: _AdjustFollowing | None = getattr(adjustment_policy, 'adjust_following', None)
+    calibrated: object
     if following is None:
         calibrated = adjustment_policy.adjust(raw, history)
     else:
@@ -166,7 +179,7 @@ def assess_with_feedback(raw, outcomes, adjustment_policy, max_history=DEFAULT_M
             require_instance('assess_with_feedback', 'previous', previous,
                              CalibratedSelfAssessment)
         calibrated = following(raw, history, previous)
-    require_instance(
+    calibrated = require_instance(
         'assess_with_feedback', 'adjustment_policy.adjust(...)', calibrated,
         CalibratedSelfAssessment)
     if ((calibrated.raw_assessment is not raw and calibrated.raw_assessment != raw)

@@ -34,18 +34,20 @@ class MahalanobisDowngradePolicy:
     min_outcomes: int = 4
     downgrade_threshold: int = 2
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         require_int('MahalanobisDowngradePolicy', 'min_outcomes', self.min_outcomes, minimum=1)
         require_int(
             'MahalanobisDowngradePolicy', 'downgrade_threshold', self.downgrade_threshold,
             minimum=1)
 
     @property
-    def policy_id(self):
+    def policy_id(self) -> str:
         """Return ``mahalanobis_downgrade``."""
         return 'mahalanobis_downgrade'
 
-    def adjust(self, raw, history):
+    def adjust(
+        self, raw: BeliefSelfAssessment, history: CalibrationHistory,
+    ) -> CalibratedSelfAssessment:
         """Apply the ADR-0026 reference rules to ``raw`` given ``history``."""
         require_instance('MahalanobisDowngradePolicy.adjust', 'raw', raw, BeliefSelfAssessment)
         require_instance(

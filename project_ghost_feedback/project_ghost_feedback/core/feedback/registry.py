@@ -9,14 +9,30 @@ whose ``__post_init__`` validates them. Adding a policy is one line in ``POLICIE
 declares one ROS parameter per field, named ``<policy_name>.<field>``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
 import dataclasses
+from typing import ClassVar, Protocol, TYPE_CHECKING
 
 from .calibrated_policies import BucketLikelihoodRatioPolicy, CalibratedExceedancePolicy
 from .graded_policy import OverconfidenceScalePolicy
 from .reference_policy import MahalanobisDowngradePolicy
 from .vec3_scale_policy import Vec3ScalePolicy
 
-POLICIES = {
+if TYPE_CHECKING:
+    from .protocols import CalibrationAdjustmentPolicy
+
+    class RegisteredPolicy(CalibrationAdjustmentPolicy, Protocol):
+        """A registered policy: a dataclass whose fields are its parameters (module docstring)."""
+
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[object]]]
+
+
+ParameterRange = tuple[tuple[float, float], str]
+"""``((low, high), description)`` of one parameter (a policy's ``PARAMETER_RANGES`` values)."""
+
+POLICIES: dict[str, type[RegisteredPolicy]] = {
     'mahalanobis_downgrade': MahalanobisDowngradePolicy,
     'calibrated_exceedance': CalibratedExceedancePolicy,
     'bucket_likelihood_ratio': BucketLikelihoodRatioPolicy,
@@ -39,12 +55,12 @@ on a schema-1 history; whether it becomes the default is the lead's decision (do
 """
 
 
-def policy_names():
+def policy_names() -> list[str]:
     """Return the registered policy names, sorted."""
     return sorted(POLICIES)
 
 
-def policy_parameter_ranges(name):
+def policy_parameter_ranges(name: str) -> dict[str, ParameterRange]:
     """Return ``{field: ((low, high), description)}`` that the policy ``name`` advertises.
 
     Empty for a policy without a ``PARAMETER_RANGES`` class attribute (ValueError for an unknown
@@ -53,7 +69,7 @@ def policy_parameter_ranges(name):
     return dict(getattr(_policy_class(name), 'PARAMETER_RANGES', {}))
 
 
-def _policy_class(name):
+def _policy_class(name: str) -> type[RegisteredPolicy]:
     try:
         return POLICIES[name]
     except (KeyError, TypeError):
@@ -61,7 +77,7 @@ def _policy_class(name):
             f'unknown policy {name!r} (registered: {", ".join(policy_names())})') from None
 
 
-def policy_parameters(name):
+def policy_parameters(name: str) -> dict[str, object]:
     """Return ``{field: default}`` for the policy ``name`` (ValueError for an unknown name)."""
     return {
         f.name: f.default for f in dataclasses.fields(_policy_class(name))
@@ -69,7 +85,9 @@ def policy_parameters(name):
     }
 
 
-def make_policy(name, parameters=None):
+def make_policy(
+        name: str, parameters: Mapping[str, object] | None = None,
+) -> CalibrationAdjustmentPolicy:
     """Build the policy ``name`` from ``parameters`` (a mapping of field -> value).
 
     Missing fields take their defaults; an unknown field is a ValueError naming it; an invalid value
@@ -86,7 +104,7 @@ def make_policy(name, parameters=None):
     return cls(**parameters)
 
 
-def parse_setting(text):
+def parse_setting(text: str) -> tuple[str, str]:
     """Return ``(key, value text)`` of ``key=value`` (``--set``); ValueError otherwise.
 
     The value stays a string: :func:`coerce_parameters` gives it the type of the default.
@@ -98,7 +116,9 @@ def parse_setting(text):
     return key, value.strip()
 
 
-def coerce_parameters(policy, parameters):
+def coerce_parameters(
+        policy: str, parameters: Mapping[str, object] | None,
+) -> dict[str, object]:
     """Return ``parameters`` with string values converted to the type of the policy's default.
 
     ``{'downgrade_threshold': '3'}`` -> ``{'downgrade_threshold': 3}``; a value that does not
@@ -108,7 +128,7 @@ def coerce_parameters(policy, parameters):
     unknown = sorted(set(parameters or {}) - set(defaults))
     if unknown:
         make_policy(policy, dict.fromkeys(unknown))  # raises the registry's own ValueError
-    values = {}
+    values: dict[str, object] = {}
     for key, value in (parameters or {}).items():
         default = defaults[key]
         if not isinstance(value, str) or isinstance(default, str):

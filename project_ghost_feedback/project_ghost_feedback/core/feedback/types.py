@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """ADR-0026 sections 1-2: CalibrationHistory and CalibratedSelfAssessment (frozen, validated)."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Self
 
 from .._validation import (
     is_known_taxonomy,
@@ -74,7 +76,7 @@ class CalibrationHistory:
     position_squared_distances: tuple[float, ...] = ()
     orientation_squared_distances: tuple[float, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         total = self.outcomes_considered
         c0, c1, c2, c3 = counts = (
             self.count_within_1_std, self.count_beyond_1_std, self.count_beyond_3_std,
@@ -97,7 +99,7 @@ class CalibrationHistory:
             return
         self._validate_slowly(counts)
 
-    def _validate_slowly(self, counts):
+    def _validate_slowly(self, counts: tuple[int, int, int, int]) -> None:
         owner = 'CalibrationHistory'
         total = require_int(
             owner, 'outcomes_considered', self.outcomes_considered, maximum=UINT32_MAX)
@@ -151,10 +153,11 @@ class CalibrationHistory:
             return
         self._validate_squared(total, counts, worst_position, worst_orientation)
 
-    def _validate_squared(self, total, counts, worst_position, worst_orientation):
+    def _validate_squared(self, total: int, counts: tuple[int, int, int, int],
+                          worst_position: float, worst_orientation: float) -> None:
         """Check the schema-2 fields (slow path: one loop, naming the first bad value)."""
         owner = 'CalibrationHistory'
-        squared = []
+        squared: list[tuple[float, ...]] = []
         for name, worst in zip(_SQUARED_FIELDS, (worst_position, worst_orientation)):
             value = getattr(self, name)
             if not isinstance(value, (tuple, list)):
@@ -185,13 +188,14 @@ class CalibrationHistory:
                 f'the history says {tuple(counts)}')
 
     @classmethod
-    def empty(cls, schema_version=HISTORY_SCHEMA_COUNTS):
+    def empty(cls, schema_version: int = HISTORY_SCHEMA_COUNTS) -> Self:
         """Return the history of zero outcomes (schema 1 unless ``schema_version`` says 2)."""
         return cls(0, 0, 0, 0, 0, 0.0, 0.0, None, schema_version)
 
     @classmethod
-    def _from_fold(cls, counts, worst_position, worst_orientation, stamp, position_squared,
-                   orientation_squared):
+    def _from_fold(cls, counts: Sequence[int], worst_position: float, worst_orientation: float,
+                   stamp: int, position_squared: tuple[float, ...],
+                   orientation_squared: tuple[float, ...]) -> Self:
         """Return a schema-2 history of a non-empty window folded from valid outcomes.
 
         Private to :func:`~.orchestration.build_calibration_history`, the node's hot path: every
@@ -231,7 +235,7 @@ class CalibratedSelfAssessment:
     adjustment_reason: str
     schema_version: int = SCHEMA_VERSION
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         # Fast path: the common valid case (taxonomy strings already seen are memoized).
         if (type(self.raw_assessment) is BeliefSelfAssessment
                 and type(self.calibration_history) is CalibrationHistory
@@ -251,6 +255,6 @@ class CalibratedSelfAssessment:
         require_schema_version(owner, self.schema_version, SCHEMA_VERSION)
 
     @property
-    def was_downgraded(self):
+    def was_downgraded(self) -> bool:
         """Return True when the adjusted level is less confident than the raw one."""
         return self.adjusted_overall_level < self.raw_assessment.overall_level
