@@ -13,12 +13,16 @@ Factors never go below 1 (the covariance is never deflated) unless ``allow_defla
 capped at ``max_factor`` (a distance of ``+inf`` gives ``k_high = +inf``).
 """
 
+from collections.abc import Iterable
+
 from ..core.feedback.overconfidence import estimate_overconfidence
+from ..core.feedback.types import CalibrationHistory
 
 BLOCKS = ('position', 'orientation')
 
 
-def inflation_factors(history, allow_deflation=False, max_factor=100.0):
+def inflation_factors(history: CalibrationHistory, allow_deflation: bool = False,
+                      max_factor: float = 100.0) -> tuple[float, float]:
     """Return ``(position_factor, orientation_factor)`` from a CalibrationHistory.
 
     A vec3 without an estimate (empty window, schema-1 history) gets 1.0.
@@ -31,10 +35,12 @@ def inflation_factors(history, allow_deflation=False, max_factor=100.0):
         if not allow_deflation:
             factor = max(factor, 1.0)
         factors.append(min(factor, max_factor))
-    return tuple(factors)
+    position, orientation = factors
+    return position, orientation
 
 
-def inflate_covariance(covariance, position_factor, orientation_factor):
+def inflate_covariance(covariance: Iterable[float], position_factor: float,
+                       orientation_factor: float) -> list[float]:
     """Return the 36 floats of ``D C D`` (see the module documentation) for 36 input floats."""
     scale = (position_factor,) * 3 + (orientation_factor,) * 3
     values = [float(v) for v in covariance]
