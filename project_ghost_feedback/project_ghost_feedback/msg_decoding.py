@@ -13,6 +13,8 @@ are ADR-0026's (``schema_version`` 1), CalibrationHistory schema 1 or 2. Stamps 
 ``ns = sec * 10**9 + nanosec``.
 """
 
+from typing import Any, cast
+
 from .core import (
     BeliefSelfAssessment,
     NamedLevel,
@@ -42,7 +44,7 @@ EVENT_KIND_WIRE = {RESET: 1, CONFIGURATION: 2}
 _EVENT_KIND_BY_WIRE = {wire: kind for kind, wire in EVENT_KIND_WIRE.items()}
 
 
-def stamp_to_ns(stamp, owner, field):
+def stamp_to_ns(stamp: Any, owner: str, field: str) -> int:
     """Return ``sec * 10**9 + nanosec`` of a builtin_interfaces/Time, exactly.
 
     A ``nanosec`` of 10**9 or more is not a normalised ROS time and is refused (a
@@ -55,7 +57,7 @@ def stamp_to_ns(stamp, owner, field):
     return stamp.sec * NS_PER_S + stamp.nanosec
 
 
-def check_msg_schema_version(owner, msg):
+def check_msg_schema_version(owner: str, msg: Any) -> None:
     """Refuse a message whose ``schema_version`` is not this build's interface version."""
     if msg.schema_version != MSG_SCHEMA_VERSION:
         raise value_error(
@@ -64,17 +66,17 @@ def check_msg_schema_version(owner, msg):
             f'got {msg.schema_version!r}')
 
 
-def level_from_msg(msg):
+def level_from_msg(msg: Any) -> SelfAssessmentLevel:
     """Return the SelfAssessmentLevel for a SelfAssessmentLevel message (ValueError if unknown)."""
     return SelfAssessmentLevel.from_wire(msg.value)
 
 
-def named_level_from_msg(msg):
+def named_level_from_msg(msg: Any) -> NamedLevel:
     """Return a NamedLevel for a NamedLevel message."""
     return NamedLevel(msg.name, level_from_msg(msg.level))
 
 
-def belief_from_msg(msg):
+def belief_from_msg(msg: Any) -> BeliefSelfAssessment:
     """Return a BeliefSelfAssessment for a BeliefSelfAssessment message."""
     owner = 'BeliefSelfAssessment'
     check_msg_schema_version(owner, msg)
@@ -88,21 +90,26 @@ def belief_from_msg(msg):
     )
 
 
-def _floats(values):
+def _floats(values: Any) -> tuple[float, ...]:
     """Return a float64[3] field (a numpy array in rclpy) as a tuple of Python floats."""
     tolist = getattr(values, 'tolist', None)
     return tuple(tolist()) if tolist is not None else tuple(float(v) for v in values)
 
 
-def outcome_from_msg(msg):
+def _vec3(values: Any) -> tuple[float, float, float]:
+    """Return a float[3] field as floats; its length is the contract's to check (and refuse)."""
+    return cast('tuple[float, float, float]', _floats(values))
+
+
+def outcome_from_msg(msg: Any) -> PredictionOutcome:
     """Return a PredictionOutcome for a PredictionOutcome message."""
     owner = 'PredictionOutcome'
     check_msg_schema_version(owner, msg)
     return PredictionOutcome(
         prediction_stamp_sim_ns=stamp_to_ns(msg.prediction_stamp, owner, 'prediction_stamp'),
         observed_stamp_sim_ns=stamp_to_ns(msg.header.stamp, owner, 'header.stamp'),
-        position_error_m=_floats(msg.position_error_m),
-        orientation_error_rad=_floats(msg.orientation_error_rad),
+        position_error_m=_vec3(msg.position_error_m),
+        orientation_error_rad=_vec3(msg.orientation_error_rad),
         position_mahalanobis=msg.position_mahalanobis,
         orientation_mahalanobis=msg.orientation_mahalanobis,
         schema_version=CONTRACT_SCHEMA_VERSION,
@@ -110,14 +117,14 @@ def outcome_from_msg(msg):
     )
 
 
-def _check_version(owner, msg, expected):
+def _check_version(owner: str, msg: Any, expected: int) -> None:
     if msg.schema_version != expected:
         raise value_error(
             owner, 'schema_version', 'unsupported_schema_version',
             f'must be {expected} (interface version of this layout), got {msg.schema_version!r}')
 
 
-def history_from_msg(msg):
+def history_from_msg(msg: Any) -> CalibrationHistory:
     """Return a CalibrationHistory for a CalibrationHistory message, of either layout.
 
     Interface version 3 (ADR-0026a): there is no stamp exactly when ``outcomes_considered == 0``
@@ -146,7 +153,7 @@ def history_from_msg(msg):
         _floats(msg.orientation_squared_distances))
 
 
-def _history_from_v2_msg(msg):
+def _history_from_v2_msg(msg: Any) -> CalibrationHistory:
     """Return the schema-1 CalibrationHistory of an interface-version-2 message (old bags)."""
     owner = 'CalibrationHistory'
     _check_version(owner, msg, LEGACY_HISTORY_MSG_SCHEMA_VERSION)
@@ -162,7 +169,9 @@ def _history_from_v2_msg(msg):
     return _history(msg, stamp, HISTORY_SCHEMA_COUNTS, (), ())
 
 
-def _history(msg, stamp, schema_version, position_squared, orientation_squared):
+def _history(msg: Any, stamp: int | None, schema_version: int,
+             position_squared: tuple[float, ...],
+             orientation_squared: tuple[float, ...]) -> CalibrationHistory:
     """Return the CalibrationHistory of the fields both layouts share, plus the given ones."""
     return CalibrationHistory(
         outcomes_considered=msg.outcomes_considered,
@@ -179,7 +188,7 @@ def _history(msg, stamp, schema_version, position_squared, orientation_squared):
     )
 
 
-def calibrated_from_msg(msg):
+def calibrated_from_msg(msg: Any) -> CalibratedSelfAssessment:
     """Return a CalibratedSelfAssessment for a CalibratedSelfAssessment message.
 
     ``header`` must equal ``raw_assessment.header`` (it is a copy of it); a difference is refused.
@@ -199,7 +208,7 @@ def calibrated_from_msg(msg):
     )
 
 
-def event_from_msg(msg):
+def event_from_msg(msg: Any) -> LoopEvent:
     """Return the core LoopEvent of a FeedbackEvent message (ValueError for a bad one)."""
     if msg.schema_version != EVENT_SCHEMA_VERSION:
         raise value_error(

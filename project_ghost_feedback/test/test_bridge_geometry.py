@@ -317,3 +317,19 @@ def test_covariance_refusals():
                            (np.zeros((6, 6)), 'covariance_all_zero')):
         assert covariance_refusal(matrix.reshape(-1))[1][0] == reason
     assert covariance_refusal([0.0] * 36, allow_all_zero=True) == (None, None)
+
+
+def test_engine_refuses_an_estimate_without_covariance_before_changing_state():
+    """A PoseStamped estimate has no claim: TypeError at intake, nothing pending (issue 23)."""
+    from types import SimpleNamespace
+
+    from project_ghost_feedback.bridge.pairing import EngineListener, engine_config, PairingEngine
+    from project_ghost_feedback.evaluate.inputs import bridge_parameters
+
+    engine = PairingEngine(engine_config(bridge_parameters()), EngineListener())
+    pose = SimpleNamespace(position=SimpleNamespace(x=0.0, y=0.0, z=0.0),
+                           orientation=SimpleNamespace(x=0.0, y=0.0, z=0.0, w=1.0))
+    header = SimpleNamespace(stamp=SimpleNamespace(sec=1, nanosec=0), frame_id='map')
+    with pytest.raises(TypeError, match='covariance'):
+        engine.take_estimate(SimpleNamespace(header=header, pose=pose))
+    assert engine.last_estimate_ns is None and not engine.pending

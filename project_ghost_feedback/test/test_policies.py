@@ -41,8 +41,8 @@ from project_ghost_feedback.core.feedback import (
 from project_ghost_feedback.core.feedback.calibration_math import (
     binomial_thresholds,
     bucket_probabilities,
-    chi_survival,
 )
+from project_ghost_feedback.core.feedback.chi_square import chi_survival
 from project_ghost_feedback.sim import OutcomeModel
 
 KNOWN = SelfAssessmentLevel.KNOWN
@@ -109,7 +109,7 @@ def _exact_downgrade_probability(policy, n, probabilities):
 @pytest.mark.parametrize('dof', [1, 2, 3, 4, 5, 6])
 @pytest.mark.parametrize('t', [0.3, 1.0, 2.5, 3.0, 5.0, 7.0])
 def test_chi_survival_matches_incomplete_gamma(dof, t):
-    """The closed-form chi survival equals 1 - P(dof/2, t^2/2) from an independent series."""
+    """The chi survival equals 1 - P(dof/2, t^2/2) from an independent series."""
     expected = 1.0 - _chi_square_cdf(t * t, dof)
     # 1 - P loses absolute precision ~1e-15 in the far tail; scipy checks it in relative terms.
     assert chi_survival(t, dof) == pytest.approx(expected, rel=1e-8, abs=1e-13)

@@ -27,12 +27,12 @@ from project_ghost_feedback.core.feedback import (
     REASON_UNDERCONFIDENT_CALIBRATION,
     Vec3ScalePolicy,
 )
-from project_ghost_feedback.core.feedback.vec3_scale_policy import (
-    capped_mean,
+from project_ghost_feedback.core.feedback.chi_square import (
     chi_square_cdf,
     chi_square_quantile,
     chi_square_survival,
 )
+from project_ghost_feedback.core.feedback.vec3_scale_policy import capped_mean
 from project_ghost_feedback.analysis.schema2_history import schema2_history
 import pytest
 

@@ -10,9 +10,11 @@ the largest axis std. Overall: the worst block. Ignored axes are left out of the
 get no axis level.
 """
 
+from collections.abc import Collection, Iterable, Sequence
 import math
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..core import SelfAssessmentLevel
 from .geometry import AXES
@@ -20,12 +22,17 @@ from .geometry import AXES
 POSITION = 'position'
 ORIENTATION = 'orientation'
 
+Levels = tuple[SelfAssessmentLevel, dict[str, SelfAssessmentLevel], dict[str, SelfAssessmentLevel]]
+"""``(overall, {axis: level}, {block: level})``."""
+
 
 class ClaimThresholds:
     """Standard-deviation thresholds: metres for the position block, radians for orientation."""
 
-    def __init__(self, position_known_max_std_m=0.2, position_uncertain_max_std_m=1.0,
-                 orientation_known_max_std_rad=0.05, orientation_uncertain_max_std_rad=0.2):
+    def __init__(self, position_known_max_std_m: float = 0.2,
+                 position_uncertain_max_std_m: float = 1.0,
+                 orientation_known_max_std_rad: float = 0.05,
+                 orientation_uncertain_max_std_rad: float = 0.2) -> None:
         for name, known, uncertain in (
                 ('position', position_known_max_std_m, position_uncertain_max_std_m),
                 ('orientation', orientation_known_max_std_rad,
@@ -35,14 +42,14 @@ class ClaimThresholds:
                 raise ValueError(
                     f'{name} thresholds must be finite with 0 < known_max ({known!r}) <= '
                     f'uncertain_max ({uncertain!r})')
-        self.by_block = {
+        self.by_block: dict[str, tuple[float, float]] = {
             POSITION: (float(position_known_max_std_m), float(position_uncertain_max_std_m)),
             ORIENTATION: (float(orientation_known_max_std_rad),
                           float(orientation_uncertain_max_std_rad)),
         }
 
 
-def level_of_std(std, known_max, uncertain_max):
+def level_of_std(std: float, known_max: float, uncertain_max: float) -> SelfAssessmentLevel:
     """Return KNOWN, UNCERTAIN or UNKNOWN for a standard deviation (NaN -> UNKNOWN)."""
     if std <= known_max:
         return SelfAssessmentLevel.KNOWN
@@ -51,12 +58,12 @@ def level_of_std(std, known_max, uncertain_max):
     return SelfAssessmentLevel.UNKNOWN
 
 
-def worst(levels):
+def worst(levels: Iterable[SelfAssessmentLevel]) -> SelfAssessmentLevel:
     """Return the least confident of ``levels`` (UNKNOWN for none)."""
     return min(levels, default=SelfAssessmentLevel.UNKNOWN)  # levels order by confidence
 
 
-def largest_eigenvalue3(m):
+def largest_eigenvalue3(m: Sequence[Sequence[float]]) -> float:
     """Return the largest eigenvalue of a symmetric 3x3 matrix (lists), in closed form.
 
     The trigonometric solution of the characteristic cubic (Smith 1961), as numpy's eigvalsh
@@ -76,31 +83,32 @@ def largest_eigenvalue3(m):
     return q + 2.0 * p * math.cos(phi)
 
 
-def claim_levels(covariance, thresholds, ignored_axes=()):
+def claim_levels(covariance: NDArray[np.float64] | Sequence[Sequence[float]],
+                 thresholds: ClaimThresholds, ignored_axes: Collection[str] = ()) -> Levels:
     """Return ``(overall, {axis: level}, {block: level})`` for a 6x6 covariance."""
     if not ignored_axes:
         return _claim_levels_all_axes(
             covariance.tolist() if hasattr(covariance, 'tolist') else covariance, thresholds)
-    covariance = np.asarray(covariance, dtype=float).reshape(6, 6)
-    axis_levels = {}
-    block_levels = {}
+    matrix = np.asarray(covariance, dtype=float).reshape(6, 6)
+    axis_levels: dict[str, SelfAssessmentLevel] = {}
+    block_levels: dict[str, SelfAssessmentLevel] = {}
     for block, offset in ((POSITION, 0), (ORIENTATION, 3)):
         known_max, uncertain_max = thresholds.by_block[block]
         kept = [i for i in range(offset, offset + 3) if AXES[i] not in ignored_axes]
         for i in kept:
-            std = math.sqrt(max(float(covariance[i, i]), 0.0))
+            std = math.sqrt(max(float(matrix[i, i]), 0.0))
             axis_levels[AXES[i]] = level_of_std(std, known_max, uncertain_max)
         if kept:
-            largest = float(np.linalg.eigvalsh(covariance[np.ix_(kept, kept)])[-1])
+            largest = float(np.linalg.eigvalsh(matrix[np.ix_(kept, kept)])[-1])
             block_levels[block] = level_of_std(
                 math.sqrt(max(largest, 0.0)), known_max, uncertain_max)
     return worst(block_levels.values()), axis_levels, block_levels
 
 
-def _claim_levels_all_axes(rows, thresholds):
+def _claim_levels_all_axes(rows: Sequence[Sequence[float]], thresholds: ClaimThresholds) -> Levels:
     """:func:`claim_levels` with no ignored axis, in plain floats (the bridge's hot path)."""
-    axis_levels = {}
-    block_levels = {}
+    axis_levels: dict[str, SelfAssessmentLevel] = {}
+    block_levels: dict[str, SelfAssessmentLevel] = {}
     for block, offset in ((POSITION, 0), (ORIENTATION, 3)):
         known_max, uncertain_max = thresholds.by_block[block]
         for i in range(offset, offset + 3):

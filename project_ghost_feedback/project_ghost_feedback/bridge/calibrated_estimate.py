@@ -21,24 +21,28 @@ lands: about ``3 q(1 - c, 3 n) / (3 n - 2)``, 2.3 at the default for a window of
 (docs/bridge.md, measured in test/test_calibrated_estimate.py).
 """
 
+from collections.abc import Iterable
 import math
 
+from ..core.feedback.chi_square import chi_square_quantile
 from ..core.feedback.overconfidence import (
-    chi2_quantile,
     DOF_PER_VEC3,
     estimate_overconfidence,
+    OverconfidenceEstimate,
 )
+from ..core.feedback.types import CalibrationHistory
 
 BLOCKS = ('position', 'orientation')
 
 DEFAULT_CONFIDENCE = 0.975
 """Default one-sided confidence of the factor: the upper end of the node's 95% interval."""
 
-CONFIDENCE_RANGE = (0.5, 0.9999)
+CONFIDENCE_RANGE: tuple[float, float] = (0.5, 0.9999)
 """Accepted confidences: from the median-unbiased estimate to a very conservative bound."""
 
 
-def upper_bound(estimate, confidence=DEFAULT_CONFIDENCE):
+def upper_bound(estimate: OverconfidenceEstimate,
+                confidence: float = DEFAULT_CONFIDENCE) -> float:
     """Return the one-sided ``confidence`` upper bound of ``k`` for an OverconfidenceEstimate.
 
     ``S`` is recovered from the estimate (``k_hat^2 = S / (3 n)``); ``+inf`` stays ``+inf``.
@@ -50,11 +54,12 @@ def upper_bound(estimate, confidence=DEFAULT_CONFIDENCE):
         return math.inf
     degrees = DOF_PER_VEC3 * estimate.outcomes
     total = estimate.k_hat ** 2 * degrees
-    return math.sqrt(total / chi2_quantile(1.0 - confidence, degrees))
+    return math.sqrt(total / chi_square_quantile(1.0 - confidence, degrees))
 
 
-def inflation_factors(history, allow_deflation=False, max_factor=100.0,
-                      confidence=DEFAULT_CONFIDENCE):
+def inflation_factors(history: CalibrationHistory, allow_deflation: bool = False,
+                      max_factor: float = 100.0,
+                      confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
     """Return ``(position_factor, orientation_factor)`` from a CalibrationHistory.
 
     Each is the one-sided ``confidence`` upper bound of that vec3's overconfidence factor
@@ -68,10 +73,12 @@ def inflation_factors(history, allow_deflation=False, max_factor=100.0,
         if not allow_deflation:
             factor = max(factor, 1.0)
         factors.append(min(factor, max_factor))
-    return tuple(factors)
+    position, orientation = factors
+    return position, orientation
 
 
-def inflate_covariance(covariance, position_factor, orientation_factor):
+def inflate_covariance(covariance: Iterable[float], position_factor: float,
+                       orientation_factor: float) -> list[float]:
     """Return the 36 floats of ``D C D`` (see the module documentation) for 36 input floats."""
     scale = (position_factor,) * 3 + (orientation_factor,) * 3
     values = [float(v) for v in covariance]

@@ -22,8 +22,9 @@ import math
 class OutcomePacer:
     """Decide which outcomes to emit; stamps in nanoseconds (the estimate's time base)."""
 
-    def __init__(self, min_interval_ns=0, max_interval_ns=10_000_000_000, adaptive=True,
-                 target_autocorrelation=0.1, alpha=0.01, warmup_samples=50):
+    def __init__(self, min_interval_ns: int = 0, max_interval_ns: int = 10_000_000_000,
+                 adaptive: bool = True, target_autocorrelation: float = 0.1, alpha: float = 0.01,
+                 warmup_samples: int = 50) -> None:
         if not 0 <= min_interval_ns <= max_interval_ns:
             raise ValueError(
                 f'need 0 <= min_interval_ns ({min_interval_ns!r}) <= max_interval_ns '
@@ -41,25 +42,25 @@ class OutcomePacer:
         self.warmup_samples = int(warmup_samples)
         self.reset()
 
-    def reset(self):
+    def reset(self) -> None:
         """Forget the statistics and the last emitted stamp (e.g. after a clock jump)."""
         self.samples = 0
         self._mean = 0.0
         self._var = 0.0
         self._cov1 = 0.0
         self._dt_ns = 0.0
-        self._previous = None  # (stamp_ns, x)
-        self._last_emitted_ns = None
+        self._previous: tuple[int, float] | None = None  # (stamp_ns, x)
+        self._last_emitted_ns: int | None = None
 
     @property
-    def autocorrelation(self):
+    def autocorrelation(self) -> float:
         """Return the current lag-1 autocorrelation estimate in [0, 1) (0 before warm-up)."""
         if self.samples < self.warmup_samples or self._var <= 0.0:
             return 0.0
         return min(max(self._cov1 / self._var, 0.0), 0.999)
 
     @property
-    def interval_ns(self):
+    def interval_ns(self) -> int:
         """Return the spacing now required between two emitted outcomes (ns)."""
         interval = float(self.min_interval_ns)
         rho = self.autocorrelation
@@ -68,7 +69,7 @@ class OutcomePacer:
             interval = max(interval, lags * self._dt_ns)
         return int(min(interval, self.max_interval_ns))
 
-    def _update(self, stamp_ns, x):
+    def _update(self, stamp_ns: int, x: float) -> None:
         if self._previous is not None and stamp_ns > self._previous[0]:
             previous_stamp, previous_x = self._previous
             a = self.alpha if self.samples >= 1 / self.alpha else 1.0 / (self.samples + 1)
@@ -82,7 +83,8 @@ class OutcomePacer:
             self._mean = x
         self._previous = (stamp_ns, x)
 
-    def offer(self, stamp_ns, position_mahalanobis, orientation_mahalanobis):
+    def offer(self, stamp_ns: int, position_mahalanobis: float,
+              orientation_mahalanobis: float) -> bool:
         """Update the statistics with one candidate; return True if it is to be emitted."""
         x = position_mahalanobis ** 2 + orientation_mahalanobis ** 2
         if math.isfinite(x):

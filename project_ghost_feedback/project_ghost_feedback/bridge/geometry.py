@@ -18,9 +18,18 @@ Conventions (docs/bridge.md):
   singular covariances.
 """
 
+from collections.abc import Collection, Iterable, Sequence
 import math
+from typing import cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+FloatArray = NDArray[np.float64]
+"""A numpy array of float64 (vectors, matrices)."""
+
+Refusal = tuple[str, str]
+"""``(reason, detail)`` of an input refused."""
 
 AXES = ('x', 'y', 'z', 'roll', 'pitch', 'yaw')
 POSITION_AXES = AXES[:3]
@@ -47,14 +56,15 @@ COVARIANCE_NOT_PSD = 'covariance_not_psd'
 COVARIANCE_ALL_ZERO = 'covariance_all_zero'
 
 
-def position_refusal(position):
+def position_refusal(position: Sequence[float]) -> Refusal | None:
     """Return ``(reason, detail)`` when a position ``(x, y, z)`` is unusable, else None."""
     if not all(math.isfinite(v) for v in position):
         return POSITION_NOT_FINITE, f'position {list(position)!r}'
     return None
 
 
-def quaternion_refusal(quaternion, tolerance=QUATERNION_NORM_TOLERANCE):
+def quaternion_refusal(quaternion: Sequence[float],
+                       tolerance: float = QUATERNION_NORM_TOLERANCE) -> Refusal | None:
     """Return ``(reason, detail)`` when an input quaternion ``(x, y, z, w)`` is unusable, else None.
 
     Checked in plain Python before any math: every component finite, not all zero, and a norm
@@ -72,7 +82,9 @@ def quaternion_refusal(quaternion, tolerance=QUATERNION_NORM_TOLERANCE):
     return None
 
 
-def covariance_refusal(values, allow_all_zero=False):
+def covariance_refusal(
+        values: ArrayLike, allow_all_zero: bool = False,
+) -> tuple[FloatArray | None, Refusal | None]:
     """Return ``(matrix, None)`` for a usable 6x6 covariance, or ``(None, (reason, detail))``.
 
     Refused, in this order: a non-finite value; a negative variance (diagonal below
@@ -105,7 +117,7 @@ def covariance_refusal(values, allow_all_zero=False):
     return matrix, None
 
 
-def unit_quaternion(quaternion):
+def unit_quaternion(quaternion: ArrayLike) -> FloatArray:
     """Return ``quaternion`` ``(x, y, z, w)`` as a unit numpy vector (ValueError if unusable)."""
     q = np.asarray(quaternion, dtype=float).reshape(4)
     norm = float(np.linalg.norm(q))
@@ -114,7 +126,7 @@ def unit_quaternion(quaternion):
     return q / norm
 
 
-def quaternion_to_matrix(quaternion):
+def quaternion_to_matrix(quaternion: ArrayLike) -> FloatArray:
     """Return the 3x3 rotation matrix of a quaternion ``(x, y, z, w)``."""
     x, y, z, w = unit_quaternion(quaternion)
     return np.array([
@@ -124,7 +136,8 @@ def quaternion_to_matrix(quaternion):
     ])
 
 
-def quaternion_multiply(a, b):
+def quaternion_multiply(a: Sequence[float] | FloatArray,
+                        b: Sequence[float] | FloatArray) -> FloatArray:
     """Return the Hamilton product ``a * b`` of two ``(x, y, z, w)`` quaternions."""
     ax, ay, az, aw = a
     bx, by, bz, bw = b
@@ -136,12 +149,12 @@ def quaternion_multiply(a, b):
     ])
 
 
-def quaternion_conjugate(q):
+def quaternion_conjugate(q: Sequence[float] | FloatArray) -> FloatArray:
     """Return the conjugate (the inverse of a unit quaternion)."""
     return np.array([-q[0], -q[1], -q[2], q[3]])
 
 
-def rotation_vector(quaternion):
+def rotation_vector(quaternion: ArrayLike) -> FloatArray:
     """Return the rotation vector (axis * angle, radians, angle in [0, pi]) of a quaternion.
 
     ``q`` and ``-q`` give the same vector (the shorter rotation is taken).
@@ -156,7 +169,7 @@ def rotation_vector(quaternion):
     return q[:3] * (angle / sin_half)
 
 
-def quaternion_from_rotation_vector(vector):
+def quaternion_from_rotation_vector(vector: ArrayLike) -> FloatArray:
     """Return the unit quaternion ``(x, y, z, w)`` of a rotation vector (radians)."""
     v = np.asarray(vector, dtype=float).reshape(3)
     angle = float(np.linalg.norm(v))
@@ -166,7 +179,7 @@ def quaternion_from_rotation_vector(vector):
     return np.array([*(axis * math.sin(angle / 2)), math.cos(angle / 2)])
 
 
-def covariance_6x6(values):
+def covariance_6x6(values: ArrayLike) -> FloatArray:
     """Return a symmetric 6x6 numpy covariance from 36 row-major floats (ValueError if invalid).
 
     Invalid: not 36 finite values, or an eigenvalue below ``-NEGATIVE_EIGEN_TOL * largest``.
@@ -193,7 +206,7 @@ def covariance_6x6(values):
 FAST_PATH_MIN_RATIO = 1e-6
 
 
-def _mahalanobis3(e, s):
+def _mahalanobis3(e: Sequence[float], s: Sequence[Sequence[float]]) -> float | None:
     """Return ``sqrt(e^T S^-1 e)`` for a well-conditioned 3x3 ``S`` (lists), else None."""
     a, b, c = s[0][0], 0.5 * (s[0][1] + s[1][0]), 0.5 * (s[0][2] + s[2][0])
     d, f, g = s[1][1], 0.5 * (s[1][2] + s[2][1]), s[2][2]
@@ -212,7 +225,9 @@ def _mahalanobis3(e, s):
     return math.sqrt(squared) if squared > 0.0 else 0.0
 
 
-def mahalanobis(error, covariance, null_tolerance=DEFAULT_NULL_TOLERANCE):
+def mahalanobis(error: Sequence[float] | FloatArray,
+                covariance: FloatArray | Sequence[Sequence[float]],
+                null_tolerance: float = DEFAULT_NULL_TOLERANCE) -> float:
     """Return the UNSQUARED Mahalanobis distance ``sqrt(e^T S^+ e)`` of ``error`` under ``S``.
 
     ``S`` is decomposed as ``V diag(l) V^T``. Directions with ``l <= max(ABS_EIGEN_TOL,
@@ -250,7 +265,8 @@ class FixedTransform:
     covariance in the reference frame becomes ``J S J^T`` with ``J = blockdiag(R, R)``.
     """
 
-    def __init__(self, translation=(0.0, 0.0, 0.0), rotation=(0.0, 0.0, 0.0, 1.0)):
+    def __init__(self, translation: ArrayLike = (0.0, 0.0, 0.0),
+                 rotation: ArrayLike = (0.0, 0.0, 0.0, 1.0)) -> None:
         self.translation = np.asarray(translation, dtype=float).reshape(3)
         if not np.all(np.isfinite(self.translation)):
             raise ValueError('transform translation must be finite')
@@ -260,13 +276,24 @@ class FixedTransform:
         self._jacobian[:3, :3] = self.matrix
         self._jacobian[3:, 3:] = self.matrix
 
-    def apply(self, position, quaternion, covariance=None):
+    def apply(self, position: ArrayLike, quaternion: ArrayLike,
+              covariance: FloatArray | None = None,
+              ) -> tuple[FloatArray, FloatArray, FloatArray | None]:
         """Return ``(position, quaternion, covariance)`` expressed in the estimate frame."""
-        position = self.matrix @ np.asarray(position, dtype=float) + self.translation
-        quaternion = quaternion_multiply(self.rotation, unit_quaternion(quaternion))
+        moved = self.matrix @ np.asarray(position, dtype=float) + self.translation
+        turned = quaternion_multiply(self.rotation, unit_quaternion(quaternion))
         if covariance is not None:
             covariance = self._jacobian @ covariance @ self._jacobian.T
-        return position, quaternion, covariance
+        return moved, turned, covariance
+
+
+Vec3 = tuple[float, float, float]
+"""A 3-vector of plain floats (the contracts' error vectors)."""
+
+
+def _vec3(values: Iterable[float]) -> Vec3:
+    x, y, z = (float(v) for v in values)
+    return x, y, z
 
 
 class PoseError:
@@ -275,21 +302,22 @@ class PoseError:
     __slots__ = ('position_error_m', 'orientation_error_rad', 'position_mahalanobis',
                  'orientation_mahalanobis')
 
-    def __init__(self, position_error_m, orientation_error_rad, position_mahalanobis,
-                 orientation_mahalanobis):
+    def __init__(self, position_error_m: Vec3, orientation_error_rad: Vec3,
+                 position_mahalanobis: float,
+                 orientation_mahalanobis: float) -> None:
         self.position_error_m = position_error_m
         self.orientation_error_rad = orientation_error_rad
         self.position_mahalanobis = position_mahalanobis
         self.orientation_mahalanobis = orientation_mahalanobis
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f'PoseError(position_error_m={self.position_error_m!r}, '
                 f'orientation_error_rad={self.orientation_error_rad!r}, '
                 f'position_mahalanobis={self.position_mahalanobis!r}, '
                 f'orientation_mahalanobis={self.orientation_mahalanobis!r})')
 
 
-def axis_mask(ignored_axes=()):
+def axis_mask(ignored_axes: Iterable[str] = ()) -> NDArray[np.bool_]:
     """Return a boolean mask over AXES, False for the names in ``ignored_axes`` (ValueError)."""
     unknown = sorted(set(ignored_axes) - set(AXES))
     if unknown:
@@ -297,15 +325,20 @@ def axis_mask(ignored_axes=()):
     return np.array([axis not in ignored_axes for axis in AXES])
 
 
-def _block_distance(error, covariance, mask, null_tolerance):
+def _block_distance(error: FloatArray, covariance: FloatArray, mask: NDArray[np.bool_],
+                    null_tolerance: float) -> float:
     if not np.any(mask):
         return 0.0
     return mahalanobis(error[mask], covariance[np.ix_(mask, mask)], null_tolerance)
 
 
-def pose_error(estimate_position, estimate_quaternion, estimate_covariance,
-               reference_position, reference_quaternion, reference_covariance=None,
-               ignored_axes=(), null_tolerance=DEFAULT_NULL_TOLERANCE):
+def pose_error(estimate_position: Sequence[float] | FloatArray,
+               estimate_quaternion: Sequence[float] | FloatArray, estimate_covariance: ArrayLike,
+               reference_position: Sequence[float] | FloatArray,
+               reference_quaternion: Sequence[float] | FloatArray,
+               reference_covariance: ArrayLike | None = None,
+               ignored_axes: Collection[str] = (),
+               null_tolerance: float = DEFAULT_NULL_TOLERANCE) -> PoseError:
     """Return the :class:`PoseError` of an estimate against a reference in the same frame.
 
     ``estimate_covariance`` / ``reference_covariance``: 6x6 arrays (:func:`covariance_6x6`); the
@@ -332,12 +365,11 @@ def pose_error(estimate_position, estimate_quaternion, estimate_covariance,
         position_error, covariance[:3, :3], mask[:3], null_tolerance)
     orientation_distance = _block_distance(
         orientation_error, covariance[3:, 3:], mask[3:], null_tolerance)
-    return PoseError(
-        tuple(float(v) for v in position_error), tuple(float(v) for v in orientation_error),
-        position_distance, orientation_distance)
+    return PoseError(_vec3(position_error), _vec3(orientation_error), position_distance,
+                     orientation_distance)
 
 
-def _unit(q):
+def _unit(q: Iterable[float]) -> tuple[float, float, float, float]:
     x, y, z, w = (float(v) for v in q)
     norm = math.sqrt(x * x + y * y + z * z + w * w)
     if not math.isfinite(norm) or norm < 1e-9:
@@ -345,12 +377,14 @@ def _unit(q):
     return x / norm, y / norm, z / norm, w / norm
 
 
-def _pose_error_all_axes(estimate_position, estimate_quaternion, estimate_covariance,
-                         reference_position, reference_quaternion, reference_covariance,
-                         null_tolerance):
+def _pose_error_all_axes(estimate_position: Iterable[float], estimate_quaternion: Iterable[float],
+                         estimate_covariance: ArrayLike, reference_position: Iterable[float],
+                         reference_quaternion: Iterable[float],
+                         reference_covariance: ArrayLike | None,
+                         null_tolerance: float) -> PoseError:
     """:func:`pose_error` with no ignored axis, in plain floats (the bridge's hot path)."""
-    position_error = tuple(float(r) - float(e)
-                           for r, e in zip(reference_position, estimate_position))
+    position_error = cast(Vec3, tuple(float(r) - float(e)
+                                      for r, e in zip(reference_position, estimate_position)))
     ex, ey, ez, ew = _unit(estimate_quaternion)
     rx, ry, rz, rw = _unit(reference_quaternion)
     # q = q_ref * conj(q_est), then its rotation vector (the shorter way).

@@ -18,6 +18,8 @@ stamp.
 """
 
 import collections
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -29,9 +31,11 @@ from .geometry import (
     axis_mask,
     covariance_refusal,
     FixedTransform,
+    FloatArray,
     pose_error,
     position_refusal,
     quaternion_refusal,
+    Refusal,
 )
 from .reference_buffer import AFTER_BUFFER, EMPTY, ReferenceBuffer, ReferenceSample
 
@@ -61,13 +65,20 @@ RESET_REFERENCE_STAMPS = 'reference_stamp_jump'
 
 MAX_TEXT = 400
 
+CheckedCovariance = tuple[FloatArray | None, Refusal | None]
+"""What :func:`.geometry.covariance_refusal` said of a covariance."""
 
-def _cap(text, limit=MAX_TEXT):
-    text = str(text)
-    return text if len(text) <= limit else f'{text[:limit]}... ({len(text)} characters)'
+Intake = tuple[int, tuple[float, float, float], tuple[float, float, float, float],
+               FloatArray | None]
+"""``(stamp_ns, position, quaternion, covariance)`` of an input taken in."""
 
 
-def engine_config(values):
+def _cap(text: object, limit: int = MAX_TEXT) -> str:
+    line = str(text)
+    return line if len(line) <= limit else f'{line[:limit]}... ({len(line)} characters)'
+
+
+def engine_config(values: Mapping[str, Any]) -> dict[str, Any] | str:
     """Return the engine's config dict from the bridge's parameter values, or a reason string.
 
     ``values`` maps every pairing parameter name of the bridge (docs/bridge.md; the keys of
@@ -113,7 +124,7 @@ def engine_config(values):
     }
 
 
-def pose_and_covariance(msg):
+def pose_and_covariance(msg: Any) -> tuple[Any, Any]:
     """Return ``(pose, covariance or None)`` of an estimate or a reference message."""
     pose = msg.pose
     if hasattr(pose, 'covariance'):
@@ -124,22 +135,22 @@ def pose_and_covariance(msg):
 class EngineListener:
     """What the engine hands over; subclass it and override what you need (all no-ops here)."""
 
-    def outcome(self, outcome, estimate):
+    def outcome(self, outcome: PredictionOutcome, estimate: 'Estimate') -> None:
         """Take a PredictionOutcome paired and paced in (``estimate``: its :class:`Estimate`)."""
 
-    def assessment(self, belief, estimate):
+    def assessment(self, belief: BeliefSelfAssessment, estimate: 'Estimate') -> None:
         """Take the BeliefSelfAssessment of an estimate (always after its outcome, if any)."""
 
-    def estimate_dropped(self, reason, detail):
+    def estimate_dropped(self, reason: str, detail: str) -> None:
         """Note an estimate refused or dropped with ``reason`` (``detail`` for a log line)."""
 
-    def reference_dropped(self, reason, detail):
+    def reference_dropped(self, reason: str, detail: str) -> None:
         """Note a reference refused or dropped with ``reason``."""
 
-    def timeline_reset(self, cause, detail):
+    def timeline_reset(self, cause: str, detail: str) -> None:
         """Note a reset of the time-ordered state (``cause``: one of the RESET_* values)."""
 
-    def invalid_assessment(self, error):
+    def invalid_assessment(self, error: Exception) -> None:
         """Note an assessment that failed its contract (a bug upstream of the contract)."""
 
 
@@ -148,7 +159,9 @@ class Estimate:
 
     __slots__ = ('stamp_ns', 'frame_id', 'position', 'quaternion', 'covariance', 'message')
 
-    def __init__(self, stamp_ns, frame_id, position, quaternion, covariance, message=None):
+    def __init__(self, stamp_ns: int, frame_id: str, position: tuple[float, float, float],
+                 quaternion: tuple[float, float, float, float], covariance: FloatArray,
+                 message: Any = None) -> None:
         self.stamp_ns = stamp_ns
         self.frame_id = frame_id
         self.position = position
@@ -160,7 +173,7 @@ class Estimate:
 class Refused(Exception):
     """An input refused at intake: ``reason`` (counted) and ``detail`` (logged, capped)."""
 
-    def __init__(self, reason, detail=''):
+    def __init__(self, reason: str, detail: str = '') -> None:
         super().__init__(reason)
         self.reason, self.detail = reason, detail
 
@@ -168,40 +181,42 @@ class Refused(Exception):
 class PairingEngine:
     """The outcome bridge's data path (see the module documentation)."""
 
-    def __init__(self, config, listener, *, reference_buffer_size=1000, pending_capacity=1000,
-                 keep_messages=False):
+    def __init__(self, config: dict[str, Any], listener: EngineListener, *,
+                 reference_buffer_size: int = 1000, pending_capacity: int = 1000,
+                 keep_messages: bool = False) -> None:
         self.config = config
         self.listener = listener
-        self.pacer = config['pacer']
+        self.pacer: OutcomePacer = config['pacer']
         self.buffer = ReferenceBuffer(reference_buffer_size, config['max_reference_gap_ns'])
         self.pending_capacity = int(pending_capacity)
         self.keep_messages = keep_messages
-        self.dropped = collections.Counter()             # estimates, by reason
-        self.references_dropped = collections.Counter()  # references, by reason
+        self.dropped: collections.Counter[str] = collections.Counter()  # estimates, by reason
+        self.references_dropped: collections.Counter[str] = collections.Counter()  # references
         self.references_used = 0
         self.paired = 0
         self.paced_out = 0
         self.outcomes = 0
         self.assessments = 0
-        self.resets = collections.Counter()
+        self.resets: collections.Counter[str] = collections.Counter()
         self.resolved = 0     # estimates paired or dropped
-        self.pending = collections.deque()
-        self.last_estimate_ns = None
+        self.pending: collections.deque[Estimate] = collections.deque()
+        self.last_estimate_ns: int | None = None
         # Stamp of the first estimate that arrived after the newest reference sample was added
         # (None: a newer reference came after the last estimate). Waits count from it.
-        self.no_reference_since_ns = None
-        self.reference_frame_id = None
-        self._covariances = {ESTIMATE: (None, None), REFERENCE: (None, None)}
+        self.no_reference_since_ns: int | None = None
+        self.reference_frame_id: str | None = None
+        self._covariances: dict[str, tuple[bytes | None, CheckedCovariance | None]] = {
+            ESTIMATE: (None, None), REFERENCE: (None, None)}
 
     # -- configuration ------------------------------------------------------------------------
 
     @staticmethod
-    def _pacer_settings(config):
+    def _pacer_settings(config: Mapping[str, Any]) -> tuple[int, int, bool, float, float]:
         pacer = config['pacer']
         return (pacer.min_interval_ns, pacer.max_interval_ns, pacer.adaptive,
                 pacer.target_autocorrelation, pacer.alpha)
 
-    def apply_config(self, config):
+    def apply_config(self, config: dict[str, Any]) -> None:
         """Take a new config (a dynamic parameter change); the pacer restarts only if changed."""
         if self._pacer_settings(self.config) != self._pacer_settings(config):
             self.pacer = config['pacer']
@@ -210,21 +225,21 @@ class PairingEngine:
 
     # -- refusals, drops, resets --------------------------------------------------------------
 
-    def drop_estimate(self, reason, detail=''):
+    def drop_estimate(self, reason: str, detail: str = '') -> None:
         """Count an estimate as dropped (also for a refusal made by the caller)."""
         self.dropped[reason] += 1
         self.resolved += 1
         self.listener.estimate_dropped(reason, detail)
 
-    def drop_reference(self, reason, detail=''):
+    def drop_reference(self, reason: str, detail: str = '') -> None:
         """Count a reference as dropped (also for a refusal made by the caller)."""
         self.references_dropped[reason] += 1
         self.listener.reference_dropped(reason, detail)
 
-    def _reset_timeline(self, cause, stamp_ns, detail):
+    def _reset_timeline(self, cause: str, stamp_ns: int, detail: str) -> None:
         """Forget what is time-ordered beyond ``stamp_ns`` + tolerance."""
         horizon = stamp_ns + self.config['time_jump_tolerance_ns']
-        kept = collections.deque()
+        kept: collections.deque[Estimate] = collections.deque()
         for estimate in self.pending:
             if estimate.stamp_ns > horizon:
                 self.drop_estimate(DROP_TIME_RESET, f'pending at the {cause} reset')
@@ -239,7 +254,7 @@ class PairingEngine:
         self.resets[cause] += 1
         self.listener.timeline_reset(cause, detail)
 
-    def clock_jumped(self, delta_ns, now_ns):
+    def clock_jumped(self, delta_ns: int, now_ns: int) -> None:
         """On a backward jump of the clock, reset if the state holds stamps now in the future.
 
         When the inputs' stamps went back first (their reset already happened), the state holds
@@ -254,7 +269,8 @@ class PairingEngine:
             self._reset_timeline(RESET_CLOCK_JUMP, now_ns,
                                  f'node clock went back by {-delta_ns / NS_PER_S:.3f} s')
 
-    def _intake(self, kind, msg, now_ns, covariance_optional, use_covariance=True):
+    def _intake(self, kind: str, msg: Any, now_ns: int | None, covariance_optional: bool,
+                use_covariance: bool = True) -> Intake:
         """Return ``(stamp_ns, position, quaternion, covariance)`` of an input, or Refused.
 
         Checked in this order, before any math: the stamp (normalised, not negative), the
@@ -280,7 +296,7 @@ class PairingEngine:
             # the same 36 values are checked once.
             key = np.asarray(covariance, dtype=float).tobytes()
             last_key, checked = self._covariances[kind]
-            if key != last_key:
+            if key != last_key or checked is None:  # (checked is None only before the first)
                 checked = covariance_refusal(covariance, allow_all_zero=covariance_optional)
                 self._covariances[kind] = (key, checked)
             covariance, refused = checked
@@ -295,7 +311,7 @@ class PairingEngine:
 
     # -- data path ----------------------------------------------------------------------------
 
-    def take_reference(self, msg, now_ns=None):
+    def take_reference(self, msg: Any, now_ns: int | None = None) -> None:
         """Take one reference message (``now_ns``: the clock, None or 0 when unknown)."""
         config = self.config
         try:
@@ -330,7 +346,7 @@ class PairingEngine:
             self.no_reference_since_ns = None  # references are moving: estimates may wait
         self._resolve_pending()
 
-    def take_estimate(self, msg, now_ns=None):
+    def take_estimate(self, msg: Any, now_ns: int | None = None) -> None:
         """Take one estimate message (``now_ns``: the clock, None or 0 when unknown)."""
         try:
             stamp, position, quaternion, covariance = self._intake(
@@ -338,6 +354,11 @@ class PairingEngine:
         except Refused as refused:
             self.drop_estimate(refused.reason, refused.detail)
             return
+        if covariance is None:
+            # A pose without covariance (PoseStamped) carries no claim to assess; the node and
+            # evaluate subscribe estimates only as Odometry or PoseWithCovarianceStamped.
+            raise TypeError(f'an estimate needs a pose covariance (Odometry or '
+                            f'PoseWithCovarianceStamped), got {type(msg).__name__}')
         last = self.last_estimate_ns
         if last is not None and stamp <= last:
             tolerance = self.config['time_jump_tolerance_ns']
@@ -357,12 +378,12 @@ class PairingEngine:
         self.pending.append(estimate)
         self._resolve_pending()
 
-    def flush(self):
+    def flush(self) -> None:
         """End of input (offline): drop the estimates still waiting (no_reference_after)."""
         while self.pending:
             self._finish(self.pending.popleft(), None, DROP_NO_REFERENCE_AFTER, 'end of input')
 
-    def _resolve_pending(self):
+    def _resolve_pending(self) -> None:
         """Pair (or drop) waiting estimates, oldest first, as far as the references allow."""
         while self.pending:
             estimate = self.pending[0]
@@ -382,8 +403,9 @@ class PairingEngine:
                 # come, pending_capacity bounds the wait.
                 if self.no_reference_since_ns is None:
                     return
-                waited = self.last_estimate_ns - max(estimate.stamp_ns,
-                                                     self.no_reference_since_ns)
+                last = self.last_estimate_ns
+                assert last is not None  # set by take_estimate before anything is pending
+                waited = last - max(estimate.stamp_ns, self.no_reference_since_ns)
                 if waited < self.config['max_estimate_wait_ns']:
                     return  # a newer reference may still come
                 self._finish(self.pending.popleft(), None, DROP_NO_REFERENCE_AFTER)
@@ -394,15 +416,17 @@ class PairingEngine:
             else:
                 self._finish(estimate, looked_up, None)
 
-    def _finish(self, estimate, reference, drop_reason, detail=''):
+    def _finish(self, estimate: Estimate, reference: ReferenceSample | None,
+                drop_reason: str | None, detail: str = '') -> None:
         """Hand over the outcome (if paired and paced in), then the assessment of ``estimate``."""
         if drop_reason is not None:
             self.drop_estimate(drop_reason, detail)
         else:
+            assert reference is not None  # paired: no drop reason
             self._outcome(estimate, reference)
         self._assessment(estimate)
 
-    def _outcome(self, estimate, reference):
+    def _outcome(self, estimate: Estimate, reference: ReferenceSample) -> None:
         config = self.config
         error = pose_error(
             estimate.position, estimate.quaternion, estimate.covariance,
@@ -429,7 +453,7 @@ class PairingEngine:
         self.outcomes += 1
         self.listener.outcome(outcome, estimate)
 
-    def _assessment(self, estimate):
+    def _assessment(self, estimate: Estimate) -> None:
         overall, axes, blocks = claim_levels(
             estimate.covariance, self.config['thresholds'], self.config['ignored_axes'])
         try:

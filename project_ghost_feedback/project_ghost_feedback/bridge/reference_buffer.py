@@ -15,8 +15,9 @@ import bisect
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .geometry import unit_quaternion
+from .geometry import FloatArray, unit_quaternion
 
 EMPTY = 'empty'
 BEFORE_BUFFER = 'before_buffer'
@@ -24,18 +25,18 @@ AFTER_BUFFER = 'after_buffer'
 GAP = 'gap'
 
 
-def slerp(q0, q1, fraction):
+def slerp(q0: ArrayLike, q1: ArrayLike, fraction: float) -> FloatArray:
     """Return the spherical linear interpolation of unit quaternions (x, y, z, w), shortest arc."""
-    q0 = unit_quaternion(q0)
-    q1 = unit_quaternion(q1)
-    dot = float(np.dot(q0, q1))
+    u0 = unit_quaternion(q0)
+    u1 = unit_quaternion(q1)
+    dot = float(np.dot(u0, u1))
     if dot < 0.0:
-        q1, dot = -q1, -dot
+        u1, dot = -u1, -dot
     if dot > 0.9995:
-        return unit_quaternion(q0 + fraction * (q1 - q0))
+        return unit_quaternion(u0 + fraction * (u1 - u0))
     theta = math.acos(min(dot, 1.0))
     sin_theta = math.sin(theta)
-    return (math.sin((1.0 - fraction) * theta) * q0 + math.sin(fraction * theta) * q1) / sin_theta
+    return (math.sin((1.0 - fraction) * theta) * u0 + math.sin(fraction * theta) * u1) / sin_theta
 
 
 class ReferenceSample:
@@ -43,45 +44,47 @@ class ReferenceSample:
 
     __slots__ = ('stamp_ns', 'position', 'quaternion', 'covariance')
 
-    def __init__(self, stamp_ns, position, quaternion, covariance=None):
+    def __init__(self, stamp_ns: int, position: ArrayLike, quaternion: ArrayLike,
+                 covariance: ArrayLike | None = None) -> None:
         self.stamp_ns = int(stamp_ns)
         self.position = np.asarray(position, dtype=float).reshape(3)
         self.quaternion = unit_quaternion(quaternion)
-        self.covariance = None if covariance is None else np.asarray(covariance, dtype=float)
+        self.covariance: FloatArray | None = (
+            None if covariance is None else np.asarray(covariance, dtype=float))
 
 
 class ReferenceBuffer:
     """Reference samples in stamp order, at most ``capacity`` of them (oldest dropped first)."""
 
-    def __init__(self, capacity, max_gap_ns):
+    def __init__(self, capacity: int, max_gap_ns: int) -> None:
         if capacity < 2:
             raise ValueError(f'capacity must be >= 2, got {capacity!r}')
         if max_gap_ns <= 0:
             raise ValueError(f'max_gap_ns must be > 0, got {max_gap_ns!r}')
         self.capacity = int(capacity)
         self.max_gap_ns = int(max_gap_ns)
-        self._stamps = []
-        self._samples = []
+        self._stamps: list[int] = []
+        self._samples: list[ReferenceSample] = []
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._samples)
 
     @property
-    def newest_stamp_ns(self):
+    def newest_stamp_ns(self) -> int | None:
         """Stamp of the newest sample, or None when empty."""
         return self._stamps[-1] if self._stamps else None
 
     @property
-    def oldest_stamp_ns(self):
+    def oldest_stamp_ns(self) -> int | None:
         """Stamp of the oldest sample, or None when empty."""
         return self._stamps[0] if self._stamps else None
 
-    def clear(self):
+    def clear(self) -> None:
         """Drop every sample (e.g. after a backward clock jump)."""
         self._stamps.clear()
         self._samples.clear()
 
-    def drop_newer_than(self, stamp_ns):
+    def drop_newer_than(self, stamp_ns: int) -> int:
         """Drop every sample stamped after ``stamp_ns`` (a timeline reset); return how many."""
         index = bisect.bisect_right(self._stamps, stamp_ns)
         dropped = len(self._stamps) - index
@@ -89,7 +92,7 @@ class ReferenceBuffer:
         del self._samples[index:]
         return dropped
 
-    def add(self, sample):
+    def add(self, sample: ReferenceSample) -> bool:
         """Insert ``sample`` in stamp order; a sample with an existing stamp replaces it.
 
         Return False (and keep nothing) when the buffer is full and ``sample`` is older than all.
@@ -108,7 +111,7 @@ class ReferenceBuffer:
         self._samples.insert(index, sample)
         return True
 
-    def lookup(self, stamp_ns):
+    def lookup(self, stamp_ns: int) -> ReferenceSample | str:
         """Return the reference interpolated to ``stamp_ns`` as a ReferenceSample, or a reason."""
         if not self._stamps:
             return EMPTY

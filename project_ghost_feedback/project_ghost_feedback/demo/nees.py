@@ -18,7 +18,8 @@ import numpy as np
 
 from ..bridge.geometry import pose_error
 from ..core.feedback import DEFAULT_MAX_HISTORY
-from ..core.feedback.overconfidence import chi2_quantile, DOF_PER_VEC3
+from ..core.feedback.chi_square import chi_square_quantile
+from ..core.feedback.overconfidence import DOF_PER_VEC3
 
 PHASE = 'mistuned'
 
@@ -54,7 +55,7 @@ def nees_series(spans, outcome_stamps, samples, calibrated_covariances, phase=PH
 
 def chi_square_band(n, dof=DOF_PER_VEC3):
     """Return the 95% band ``(low, high)`` of the mean of ``n`` chi-square(dof) values."""
-    return chi2_quantile(0.025, dof * n) / n, chi2_quantile(0.975, dof * n) / n
+    return chi_square_quantile(0.025, dof * n) / n, chi_square_quantile(0.975, dof * n) / n
 
 
 def summarize_nees(series, max_history=DEFAULT_MAX_HISTORY):

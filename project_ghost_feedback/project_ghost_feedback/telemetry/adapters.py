@@ -15,12 +15,13 @@ The payload is the CDR (little endian, ``cdr`` encapsulation) of the matching
 ``serialize_cdr`` (no rclpy, and no CDR written by hand).
 """
 
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple, Protocol
 
 import numpy
 
-from ..core import BeliefSelfAssessment, PredictionOutcome
-from ..core.feedback import CalibratedSelfAssessment
+from ..core import BeliefSelfAssessment, NamedLevel, PredictionOutcome
+from ..core.feedback import CalibratedSelfAssessment, CalibrationHistory
 from ..core.loop import LoopEvent
 from ..msg_decoding import (
     EVENT_KIND_WIRE,
@@ -53,6 +54,37 @@ class TelemetryRecord(NamedTuple):
     payload: bytes
 
 
+class Adapter(Protocol):
+    """What every adapter of :data:`ADAPTERS` offers (one contract type each)."""
+
+    @property
+    def channel(self) -> str:
+        """Return the channel (topic) written."""
+        ...
+
+    @property
+    def msgtype(self) -> str:
+        """Return the ROS 2 type name of the payload."""
+        ...
+
+    @property
+    def contract_type(self) -> type:
+        """Return the contract class adapted."""
+        ...
+
+    def log_time(self, contract: Any, /) -> int:
+        """Return the log time (ns) of ``contract``."""
+        ...
+
+    def encode(self, contract: Any, /) -> bytes:
+        """Return the CDR payload of ``contract``."""
+        ...
+
+    def __call__(self, contract: Any, /) -> TelemetryRecord:
+        """Return the TelemetryRecord of ``contract``."""
+        ...
+
+
 _new_record = tuple.__new__  # TelemetryRecord without its generated __new__ (hot path)
 
 # rosbags NamedLevel message objects by (name, wire level): the same few axis and block names
@@ -63,11 +95,11 @@ _NAMED_LEVELS_MAX = 4096
 class _Encoder:
     """CDR encoder of one message type: the typestore's public ``serialize_cdr`` (little endian)."""
 
-    def __init__(self, msgtype):
+    def __init__(self, msgtype: str) -> None:
         self.msgtype = msgtype
         self._serialize = typestore().serialize_cdr
 
-    def encode(self, message):
+    def encode(self, message: Any) -> bytes:
         """Return the CDR bytes (4-byte little-endian encapsulation header + body)."""
         return bytes(self._serialize(message, self.msgtype, little_endian=True))
 
@@ -75,7 +107,7 @@ class _Encoder:
 class _Codec:
     """Contract -> rosbags message objects for the package's types (built lazily, once)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         store = typestore()
         self.named_level_cls = store.types[TYPE_NAMED_LEVEL]
         self.belief_cls = store.types[TYPE_BELIEF_SELF_ASSESSMENT]
@@ -93,10 +125,10 @@ class _Codec:
         # (contract, rosbags message) of the last belief converted: the node records a raw
         # assessment and then the calibrated assessment that carries the very same object. One
         # tuple, swapped atomically.
-        self._last_belief = (None, None)
-        self._named_levels = {}
+        self._last_belief: tuple[BeliefSelfAssessment | None, Any] = (None, None)
+        self._named_levels: dict[tuple[str, int], Any] = {}
 
-    def named_levels(self, levels):
+    def named_levels(self, levels: Iterable[NamedLevel]) -> list[Any]:
         cache = self._named_levels
         messages = []
         for item in levels:
@@ -109,7 +141,7 @@ class _Codec:
             messages.append(message)
         return messages
 
-    def belief(self, belief):
+    def belief(self, belief: BeliefSelfAssessment) -> Any:
         last = self._last_belief
         if belief is last[0]:
             return last[1]
@@ -122,17 +154,17 @@ class _Codec:
         self._last_belief = (belief, message)
         return message
 
-    def encode_belief(self, belief):
+    def encode_belief(self, belief: BeliefSelfAssessment) -> bytes:
         """Return the CDR payload of a belief."""
         return self.belief_encoder.encode(self.belief(belief))
 
-    def time(self, stamp_ns):
+    def time(self, stamp_ns: int) -> Any:
         return self.time_cls(*divmod(stamp_ns, NS_PER_S))
 
-    def header(self, stamp_ns, frame_id):
+    def header(self, stamp_ns: int, frame_id: str) -> Any:
         return self.header_cls(stamp=self.time(stamp_ns), frame_id=frame_id)
 
-    def history(self, history):
+    def history(self, history: CalibrationHistory) -> Any:
         # Interface version 3 (ADR-0026a): no stamp (zero outcomes) is a zero Time.
         stamp = history.most_recent_observed_stamp_sim_ns
         return self.history_cls(
@@ -144,7 +176,7 @@ class _Codec:
             self.time(0 if stamp is None else stamp), history.schema_version,
             HISTORY_MSG_SCHEMA_VERSION)
 
-    def calibrated(self, calibrated):
+    def calibrated(self, calibrated: CalibratedSelfAssessment) -> Any:
         raw = self.belief(calibrated.raw_assessment)
         return self.calibrated_cls(
             header=raw.header, raw_assessment=raw,
@@ -153,7 +185,7 @@ class _Codec:
             adjustment_policy_id=calibrated.adjustment_policy_id,
             adjustment_reason=calibrated.adjustment_reason, schema_version=MSG_SCHEMA_VERSION)
 
-    def encode_event(self, event):
+    def encode_event(self, event: LoopEvent) -> bytes:
         """Return the CDR payload of a LoopEvent (a FeedbackEvent message)."""
         config = event.config
         names, values = config.parameter_texts()
@@ -165,11 +197,11 @@ class _Codec:
             time_jump_tolerance_ns=config.time_jump_tolerance_ns,
             schema_version=EVENT_SCHEMA_VERSION))
 
-    def encode_outcome(self, outcome):
+    def encode_outcome(self, outcome: PredictionOutcome) -> bytes:
         """Return the CDR payload of a PredictionOutcome (rosbags' serializer)."""
         return self.outcome_encoder.encode(self.outcome(outcome))
 
-    def outcome(self, outcome):
+    def outcome(self, outcome: PredictionOutcome) -> Any:
         return self.outcome_cls(
             header=self.header(outcome.observed_stamp_sim_ns, outcome.frame_id),
             prediction_stamp=self.time(outcome.prediction_stamp_sim_ns),
@@ -180,17 +212,17 @@ class _Codec:
             schema_version=MSG_SCHEMA_VERSION)
 
 
-_codec = None
+_codec: _Codec | None = None
 
 
-def _get_codec():
+def _get_codec() -> _Codec:
     global _codec
     if _codec is None:
         _codec = _Codec()
     return _codec
 
 
-def _require(contract, cls, adapter):
+def _require(contract: object, cls: type, adapter: str) -> None:
     if not isinstance(contract, cls):
         raise TypeError(
             f'{adapter} adapts {cls.__name__}, got {type(contract).__name__} {contract!r}')
@@ -207,16 +239,16 @@ class CalibratedSelfAssessmentToTelemetryAdapter:
     msgtype = TYPE_CALIBRATED_SELF_ASSESSMENT
     contract_type = CalibratedSelfAssessment
 
-    def log_time(self, calibrated):
+    def log_time(self, calibrated: CalibratedSelfAssessment) -> int:
         """Return the log time (ns) of ``calibrated``: its raw assessment's belief stamp."""
         return calibrated.raw_assessment.belief_stamp_sim_ns
 
-    def encode(self, calibrated):
+    def encode(self, calibrated: CalibratedSelfAssessment) -> bytes:
         """Return the CDR payload of ``calibrated``."""
         codec = _get_codec()
         return codec.calibrated_encoder.encode(codec.calibrated(calibrated))
 
-    def __call__(self, calibrated):
+    def __call__(self, calibrated: CalibratedSelfAssessment) -> TelemetryRecord:
         """Return the TelemetryRecord of ``calibrated``."""
         if type(calibrated) is not CalibratedSelfAssessment:
             _require(calibrated, CalibratedSelfAssessment, type(self).__name__)
@@ -231,15 +263,15 @@ class BeliefSelfAssessmentToTelemetryAdapter:
     msgtype = TYPE_BELIEF_SELF_ASSESSMENT
     contract_type = BeliefSelfAssessment
 
-    def log_time(self, belief):
+    def log_time(self, belief: BeliefSelfAssessment) -> int:
         """Return the log time (ns) of ``belief``: its ``belief_stamp_sim_ns``."""
         return belief.belief_stamp_sim_ns
 
-    def encode(self, belief):
+    def encode(self, belief: BeliefSelfAssessment) -> bytes:
         """Return the CDR payload of ``belief``."""
         return _get_codec().encode_belief(belief)
 
-    def __call__(self, belief):
+    def __call__(self, belief: BeliefSelfAssessment) -> TelemetryRecord:
         """Return the TelemetryRecord of ``belief``."""
         if type(belief) is not BeliefSelfAssessment:
             _require(belief, BeliefSelfAssessment, type(self).__name__)
@@ -254,15 +286,15 @@ class PredictionOutcomeToTelemetryAdapter:
     msgtype = TYPE_PREDICTION_OUTCOME
     contract_type = PredictionOutcome
 
-    def log_time(self, outcome):
+    def log_time(self, outcome: PredictionOutcome) -> int:
         """Return the log time (ns) of ``outcome``: its ``observed_stamp_sim_ns``."""
         return outcome.observed_stamp_sim_ns
 
-    def encode(self, outcome):
+    def encode(self, outcome: PredictionOutcome) -> bytes:
         """Return the CDR payload of ``outcome``."""
         return _get_codec().encode_outcome(outcome)
 
-    def __call__(self, outcome):
+    def __call__(self, outcome: PredictionOutcome) -> TelemetryRecord:
         """Return the TelemetryRecord of ``outcome``."""
         if type(outcome) is not PredictionOutcome:
             _require(outcome, PredictionOutcome, type(self).__name__)
@@ -277,22 +309,22 @@ class FeedbackEventToTelemetryAdapter:
     msgtype = TYPE_FEEDBACK_EVENT
     contract_type = LoopEvent
 
-    def log_time(self, event):
+    def log_time(self, event: LoopEvent) -> int:
         """Return the log time (ns) of ``event``: its ``stamp_ns``."""
         return event.stamp_ns
 
-    def encode(self, event):
+    def encode(self, event: LoopEvent) -> bytes:
         """Return the CDR payload of ``event``."""
         return _get_codec().encode_event(event)
 
-    def __call__(self, event):
+    def __call__(self, event: LoopEvent) -> TelemetryRecord:
         """Return the TelemetryRecord of ``event``."""
         _require(event, LoopEvent, type(self).__name__)
         return _new_record(
             TelemetryRecord, (self.channel, self.log_time(event), self.encode(event)))
 
 
-ADAPTERS = {
+ADAPTERS: dict[type, Adapter] = {
     CalibratedSelfAssessment: CalibratedSelfAssessmentToTelemetryAdapter(),
     BeliefSelfAssessment: BeliefSelfAssessmentToTelemetryAdapter(),
     PredictionOutcome: PredictionOutcomeToTelemetryAdapter(),
@@ -301,7 +333,7 @@ ADAPTERS = {
 """Contract class -> its adapter."""
 
 
-def adapter_for(contract):
+def adapter_for(contract: object) -> Adapter:
     """Return the adapter of ``contract`` (TypeError when no adapter handles its type)."""
     adapter = ADAPTERS.get(type(contract))
     if adapter is None:
@@ -314,6 +346,6 @@ def adapter_for(contract):
     return adapter
 
 
-def to_telemetry(contract):
+def to_telemetry(contract: object) -> TelemetryRecord:
     """Return the TelemetryRecord (channel, log_time, payload) of any adapted contract."""
     return adapter_for(contract)(contract)

@@ -10,6 +10,9 @@ assessment recorded before ADR-0026a, with a CalibrationHistory of interface ver
 :func:`decoder_for` from the topic's recorded definition (:attr:`.bag_reader.TopicInfo.definition`).
 """
 
+from collections.abc import Callable
+from typing import Any
+
 from ..msg_decoding import belief_from_msg, calibrated_from_msg, event_from_msg, outcome_from_msg
 from .bag_reader import normalize_type_name
 from .channels import (
@@ -24,18 +27,19 @@ from .msgdefs import typestore
 class Decoder:
     """Decoder of one type: CDR bytes -> rosbags message (``deserialize_cdr``) -> contract."""
 
-    def __init__(self, msgtype, to_contract, legacy=False):
+    def __init__(self, msgtype: str, to_contract: Callable[[Any], object],
+                 legacy: bool = False) -> None:
         self.msgtype = msgtype
         self.__doc__ = f'Decode CDR bytes of {msgtype} into its contract.'
         self.to_contract = to_contract
         self.legacy = legacy
         self._deserialize = typestore(legacy).deserialize_cdr
 
-    def decode_message(self, payload):
+    def decode_message(self, payload: bytes) -> Any:
         """Return the rosbags message of ``payload`` (rosbags' SerdeError if it is not one)."""
         return self._deserialize(payload, self.msgtype)
 
-    def __call__(self, payload):
+    def __call__(self, payload: bytes) -> object:
         """Return the contract decoded from ``payload``."""
         return self.to_contract(self._deserialize(payload, self.msgtype))
 
@@ -57,7 +61,7 @@ _LEGACY_DECODERS = {
 """Decoders of the interface-version-2 definitions (bags recorded before ADR-0026a)."""
 
 
-def decoder_for(msgtype, definition='same'):
+def decoder_for(msgtype: str, definition: str = 'same') -> Decoder:
     """Return the decoder of ``msgtype`` for a topic whose recorded definition is ``definition``.
 
     ``'legacy'`` (see :func:`.bag_reader._definition`) selects the decoder of the earlier
@@ -69,12 +73,12 @@ def decoder_for(msgtype, definition='same'):
     return _DECODERS[msgtype]
 
 
-def register_decoder(msgtype, decoder):
-    """Register ``decoder`` (``bytes -> contract``) for the type name ``msgtype``."""
+def register_decoder(msgtype: str, decoder: Decoder) -> None:
+    """Register ``decoder`` (a :class:`Decoder`: ``bytes -> contract``) for the type ``msgtype``."""
     _DECODERS[normalize_type_name(msgtype)] = decoder
 
 
-def decode(msgtype, payload, definition='same'):
+def decode(msgtype: str, payload: bytes, definition: str = 'same') -> object:
     """Decode ``payload`` (CDR bytes) of type ``msgtype`` into its contract.
 
     ``definition`` is the topic's recorded definition (``'legacy'`` for a bag recorded before

@@ -9,51 +9,22 @@ freedom. A PredictionOutcome carries one distance per vec3 (position, orientatio
 by the larger one, so with ``vectors`` independent vectors per outcome
 ``P(max d > t) = 1 - (1 - P(d > t))**vectors``.
 
-No numpy or scipy: the survival function of the chi distribution is the classical finite series
-for an integer number of degrees of freedom (Abramowitz & Stegun 26.4.4-26.4.5), binomial terms
-use ``math.lgamma``, and tails are summed from the far end so that small probabilities keep their
-relative precision.
+No numpy or scipy: the survival function of the chi distribution is
+:func:`.chi_square.chi_survival` (the regularized incomplete gamma, the small tail computed
+directly), binomial terms use ``math.lgamma``, and tails are summed from the far end so that small
+probabilities keep their relative precision.
 """
 
+from collections.abc import Iterator, Sequence
 import math
+
+from .chi_square import chi_survival
 
 BUCKET_EDGES = (1.0, 3.0, 5.0)
 """Upper edges of the within_1 / beyond_1 / beyond_3 buckets (beyond_5 is open-ended)."""
 
-_SQRT_2 = math.sqrt(2.0)
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
-
-def chi_survival(t, dof):
-    """Return ``P(d > t)`` for ``d = sqrt(X)``, ``X`` chi-square with ``dof`` degrees of freedom.
-
-    ``t`` is an unsquared distance (``+inf`` gives 0, ``t <= 0`` gives 1); ``dof`` is an int
-    ``>= 1``. For ``dof = 3``: ``erfc(t / sqrt(2)) + sqrt(2 / pi) * t * exp(-t**2 / 2)``.
-    """
-    if t <= 0.0:
-        return 1.0
-    if math.isinf(t):
-        return 0.0
-    half_square = 0.5 * t * t
-    density = math.exp(-half_square)
-    if dof % 2 == 0:
-        # exp(-x/2) * sum_{i < dof/2} (x/2)**i / i!
-        term = 1.0
-        total = 1.0
-        for i in range(1, dof // 2):
-            term *= half_square / i
-            total += term
-        return density * total
-    # erfc(t/sqrt2) + sqrt(2/pi) exp(-t^2/2) * sum_{i=1}^{(dof-1)/2} t^(2i-1) / (1*3*...*(2i-1))
-    term = 1.0 / t
-    total = 0.0
-    for i in range(1, (dof + 1) // 2):
-        term *= t * t / (2 * i - 1)
-        total += term
-    return math.erfc(t / _SQRT_2) + _SQRT_2_OVER_PI * density * total
-
-
-def outcome_exceedance(t, dof, vectors, overconfidence=1.0):
+def outcome_exceedance(t: float, dof: int, vectors: int, overconfidence: float = 1.0) -> float:
     """Return ``P(max of vectors distances > t)``, true errors ``overconfidence`` x the claimed.
 
     Computed as ``-expm1(vectors * log1p(-p))`` with ``p = chi_survival(t / overconfidence, dof)``
@@ -65,7 +36,9 @@ def outcome_exceedance(t, dof, vectors, overconfidence=1.0):
     return -math.expm1(vectors * math.log1p(-p))
 
 
-def bucket_probabilities(dof, vectors, overconfidence=1.0):
+def bucket_probabilities(
+        dof: int, vectors: int, overconfidence: float = 1.0,
+) -> tuple[float, float, float, float]:
     """Return the per-outcome probabilities of the four buckets (within_1, beyond_1, 3, 5).
 
     Buckets follow the contract: ``d <= 1``, ``1 < d <= 3``, ``3 < d <= 5``, ``d > 5`` for the worse
@@ -75,7 +48,7 @@ def bucket_probabilities(dof, vectors, overconfidence=1.0):
     return (1.0 - g1, g1 - g3, g3 - g5, g5)
 
 
-def _log_binomial_pmf_terms(n, p):
+def _log_binomial_pmf_terms(n: int, p: float) -> list[float]:
     """Return ``[log P(X = j) for j in 0..n]`` for ``X ~ Binomial(n, p)``, ``0 < p < 1``."""
     log_p = math.log(p)
     log_q = math.log1p(-p)
@@ -86,12 +59,12 @@ def _log_binomial_pmf_terms(n, p):
     ]
 
 
-def binomial_pmf(n, p):
+def binomial_pmf(n: int, p: float) -> list[float]:
     """Return ``[P(X = j) for j in 0..n]`` for ``X ~ Binomial(n, p)``, ``0 < p < 1``."""
     return [math.exp(term) for term in _log_binomial_pmf_terms(n, p)]
 
 
-def binomial_upper_tails(n, p):
+def binomial_upper_tails(n: int, p: float) -> list[float]:
     """Return ``tails[k] = P(X >= k)`` for ``k`` in ``0..n+1`` (``tails[n+1] = 0``)."""
     pmf = binomial_pmf(n, p)
     tails = [0.0] * (n + 2)
@@ -102,7 +75,7 @@ def binomial_upper_tails(n, p):
     return tails
 
 
-def smallest_count_with_tail_at_most(tails, alpha):
+def smallest_count_with_tail_at_most(tails: Sequence[float], alpha: float) -> int:
     """Return the smallest ``k`` with ``tails[k] <= alpha`` (``tails`` non-increasing, last 0).
 
     With ``tails`` from :func:`binomial_upper_tails`, ``k = n + 1`` means that no count is rare
@@ -114,7 +87,7 @@ def smallest_count_with_tail_at_most(tails, alpha):
     return k
 
 
-def binomial_thresholds(max_n, p, alpha):
+def binomial_thresholds(max_n: int, p: float, alpha: float) -> tuple[int, ...]:
     """Return ``t`` with ``t[n]`` the smallest ``k`` such that ``P(X >= k | n, p) <= alpha``.
 
     Indexed by ``n`` in ``0..max_n``; ``t[n] = n + 1`` means that the test cannot fire for ``n``.
@@ -124,7 +97,8 @@ def binomial_thresholds(max_n, p, alpha):
         for n in range(max_n + 1))
 
 
-def exceedance_alarm_probability(n, p_beyond_3, p_beyond_5, k_significant, k_gross):
+def exceedance_alarm_probability(n: int, p_beyond_3: float, p_beyond_5: float,
+                                 k_significant: int, k_gross: int) -> float:
     """Return ``P(B3 >= k_significant or B5 >= k_gross)`` over ``n`` independent outcomes.
 
     ``B3`` counts outcomes beyond 3 std (beyond_5 included) and ``B5`` those beyond 5 std; each
@@ -148,7 +122,9 @@ def exceedance_alarm_probability(n, p_beyond_3, p_beyond_5, k_significant, k_gro
     return total
 
 
-def integer_sum_distribution(max_n, values, probabilities):
+def integer_sum_distribution(
+        max_n: int, values: Sequence[int], probabilities: Sequence[float],
+) -> Iterator[tuple[int, list[float]]]:
     """Yield, for ``n`` in ``0..max_n``, ``(offset, pmf)`` of a sum of ``n`` i.i.d. integer scores.
 
     Each summand takes ``values[i]`` (ints) with ``probabilities[i]``. ``pmf[j]`` is
@@ -169,7 +145,7 @@ def integer_sum_distribution(max_n, values, probabilities):
         yield n * low, pmf
 
 
-def upper_tail_threshold(offset, pmf, alpha):
+def upper_tail_threshold(offset: int, pmf: Sequence[float], alpha: float) -> tuple[int, float]:
     """Return ``(s, tail)``: the smallest integer ``s`` with ``P(S >= s) <= alpha``, and that tail.
 
     ``s`` may be one past the largest possible sum (the test cannot fire), with tail 0.

@@ -48,17 +48,20 @@ vectorised mirror of this policy (``analysis/vec3_sim.py``, how: ``docs/policies
 independent outcomes, Gaussian errors, ``degrees_of_freedom`` per vec3, two vec3 per outcome.
 """
 
+from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
 import functools
 import math
+from typing import TYPE_CHECKING
 
 from .._validation import require_instance, type_error, value_error
 from ..contracts import BeliefSelfAssessment, SelfAssessmentLevel
 from .calibrated_policies import _check_inputs, MAX_DOF, MAX_WINDOW, REASON_INFINITE_MAHALANOBIS
-from .calibration_math import chi_survival
+from .chi_square import chi_square_quantile, chi_survival
 from .graded_policy import OverconfidenceScalePolicy, REASON_UNDERCONFIDENT_CALIBRATION
 from .reference_policy import REASON_CALIBRATION_WITHIN_TOLERANCE, REASON_NO_OUTCOMES_YET
-from .types import CalibratedSelfAssessment, HISTORY_SCHEMA_SQUARED_DISTANCES
+from .types import CalibratedSelfAssessment, CalibrationHistory, HISTORY_SCHEMA_SQUARED_DISTANCES
 
 REASON_OVERCONFIDENT_POSITION = 'overconfident_position'
 REASON_OVERCONFIDENT_ORIENTATION = 'overconfident_orientation'
@@ -74,73 +77,7 @@ _STEPS_OF_REASON = {
 }
 
 
-def chi_square_cdf(x, dof):
-    """Return ``P(X <= x)`` for ``X`` chi-square with an integer ``dof >= 1`` (log-space series)."""
-    if x <= 0.0:
-        return 0.0
-    if math.isinf(x):
-        return 1.0
-    a = 0.5 * dof
-    h = 0.5 * x
-    if h > a + 1.0:
-        return 1.0 - chi_square_survival(x, dof)
-    # P(a, h) = h^a e^-h / Gamma(a + 1) * sum_j h^j / ((a + 1) ... (a + j))
-    term = total = 1.0
-    j = 1
-    while term > 1e-17 * total:
-        term *= h / (a + j)
-        total += term
-        j += 1
-    return math.exp(a * math.log(h) - h - math.lgamma(a + 1.0)) * total
-
-
-def chi_square_survival(x, dof):
-    """Return ``P(X > x)`` for ``X`` chi-square with an integer ``dof >= 1`` (continued frac.)."""
-    if x <= 0.0:
-        return 1.0
-    if math.isinf(x):
-        return 0.0
-    a = 0.5 * dof
-    h = 0.5 * x
-    if h <= a + 1.0:
-        return 1.0 - chi_square_cdf(x, dof)
-    # Lentz's continued fraction for Q(a, h) (Numerical Recipes, gcf).
-    tiny = 1e-300
-    b = h + 1.0 - a
-    c = 1.0 / tiny
-    d = 1.0 / b
-    f = d
-    for i in range(1, 10_000):
-        an = -i * (i - a)
-        b += 2.0
-        d = an * d + b
-        d = tiny if abs(d) < tiny else d
-        c = b + an / c
-        c = tiny if abs(c) < tiny else c
-        d = 1.0 / d
-        delta = d * c
-        f *= delta
-        if abs(delta - 1.0) < 1e-16:
-            break
-    return math.exp(a * math.log(h) - h - math.lgamma(a)) * f
-
-
-@functools.lru_cache(maxsize=8192)
-def chi_square_quantile(probability, dof):
-    """Return ``x`` with ``P(X <= x) = probability`` for ``X`` chi-square(``dof``) (bisection)."""
-    low, high = 0.0, dof + 40.0 * math.sqrt(2.0 * dof) + 100.0
-    for _ in range(200):
-        mid = 0.5 * (low + high)
-        if chi_square_cdf(mid, dof) < probability:
-            low = mid
-        else:
-            high = mid
-        if high - low <= 1e-12 * high:
-            break
-    return 0.5 * (low + high)
-
-
-def capped_mean(overconfidence, dof, cap_squared):
+def capped_mean(overconfidence: float, dof: int, cap_squared: float) -> float:
     """Return ``E[min(k**2 X, c)]``, ``X`` chi-square(``dof``), ``k = overconfidence``."""
     k2 = overconfidence * overconfidence
     t = cap_squared / k2
@@ -149,7 +86,8 @@ def capped_mean(overconfidence, dof, cap_squared):
     return below + cap_squared * chi_survival(math.sqrt(t), dof)
 
 
-def _require_float(owner, field, value, low, high, low_open=False, zero_ok=False):
+def _require_float(owner: str, field: str, value: object, low: float, high: float,
+                   low_open: bool = False, zero_ok: bool = False) -> float:
     """Return ``value`` as a float in ``[low, high]`` (``(low, high]``; or exactly 0 if allowed)."""
     bounds = f'{"(" if low_open else "["}{low}, {high}]' + (' or 0 (off)' if zero_ok else '')
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -162,11 +100,18 @@ def _require_float(owner, field, value, low, high, low_open=False, zero_ok=False
     return value
 
 
+_Key = tuple[int, float, float, float, float, float, float]
+"""(dof, gross, gross_exit, calibrated, confidence, under_p, cap): what the thresholds depend on."""
+
+_Row = tuple[float, float, float, float]
+"""Window-sum thresholds ``(gross_in, gross_out, joint_out, under)`` at one ``n``."""
+
+
 @functools.lru_cache(maxsize=64)
-def _threshold_table(key, max_n):
+def _threshold_table(key: _Key, max_n: int) -> tuple[_Row, ...]:
     """Return per-``n`` ``(gross_in, gross_out, joint_out, under)`` window-sum thresholds."""
     (dof, gross, gross_exit, calibrated, confidence, under_p, cap) = key
-    rows = [(math.inf, math.inf, math.inf, -1.0)]
+    rows: list[_Row] = [(math.inf, math.inf, math.inf, -1.0)]
     for n in range(1, max_n + 1):
         under = chi_square_quantile(under_p, 2 * dof * n)
         if cap > 0.0:
@@ -244,7 +189,14 @@ class Vec3ScalePolicy:
     }
     """Field -> ((low, high), description) for the node's parameter descriptors."""
 
-    def __post_init__(self):
+    if TYPE_CHECKING:  # set in __post_init__ (not dataclass fields at run time)
+        _llr: tuple[float, float] = dataclasses.field(init=False)
+        _gross_llr: tuple[float, float] = dataclasses.field(init=False)
+        _key: _Key = dataclasses.field(init=False)
+        _rows: tuple[_Row, ...] = dataclasses.field(init=False)
+        _fallback: OverconfidenceScalePolicy = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
         owner = 'Vec3ScalePolicy'
         checked = {
             'design_overconfidence': _require_float(
@@ -306,31 +258,36 @@ class Vec3ScalePolicy:
             degrees_of_freedom=self.degrees_of_freedom))
 
     @property
-    def policy_id(self):
+    def policy_id(self) -> str:
         """Return ``vec3_scale``."""
         return 'vec3_scale'
 
     @property
-    def llr_coefficients(self):
+    def llr_coefficients(self) -> tuple[float, float]:
         """Return ``(a, b)``: the CUSUM increment of an outcome is ``a * (x_p + x_o) - b``."""
         return self._llr
 
     @property
-    def gross_llr_coefficients(self):
+    def gross_llr_coefficients(self) -> tuple[float, float]:
         """Return ``(a, b)`` of the UNKNOWN CUSUM (the same form)."""
         return self._gross_llr
 
-    def thresholds(self, n):
+    def thresholds(self, n: int) -> _Row:
         """Return the window-sum thresholds ``(gross_in, gross_out, joint_out, under)`` at ``n``."""
         if n <= self.max_window:
             return self._rows[n]
         return _threshold_table(self._key, 1 << (n - 1).bit_length())[n]
 
-    def adjust(self, raw, history):
+    def adjust(
+            self, raw: BeliefSelfAssessment, history: CalibrationHistory,
+    ) -> CalibratedSelfAssessment:
         """Return ``adjust_following(raw, history, None)`` (no hysteresis state)."""
         return self.adjust_following(raw, history, None)
 
-    def adjust_following(self, raw, history, previous):
+    def adjust_following(
+            self, raw: BeliefSelfAssessment, history: CalibrationHistory,
+            previous: CalibratedSelfAssessment | None,
+    ) -> CalibratedSelfAssessment:
         """Return ``raw`` graded on ``history``, with hysteresis from ``previous`` (module doc)."""
         _check_inputs('Vec3ScalePolicy.adjust_following', raw, history)
         if previous is not None and type(previous) is not CalibratedSelfAssessment:
@@ -339,12 +296,12 @@ class Vec3ScalePolicy:
         level = raw.overall_level.downgraded(steps) if steps else raw.overall_level
         return CalibratedSelfAssessment(raw, history, level, self.policy_id, reason)
 
-    def _previous_steps(self, previous):
+    def _previous_steps(self, previous: CalibratedSelfAssessment | None) -> int:
         if previous is None or previous.adjustment_policy_id != self.policy_id:
             return 0
         return _STEPS_OF_REASON.get(previous.adjustment_reason, 0)
 
-    def _grade(self, history, previous_steps):
+    def _grade(self, history: CalibrationHistory, previous_steps: int) -> tuple[int, str]:
         n = history.outcomes_considered
         if n == 0:
             return 0, REASON_NO_OUTCOMES_YET
@@ -355,8 +312,8 @@ class Vec3ScalePolicy:
             fallback = self._fallback.adjust(_RAW_KNOWN, history)
             return 2 - fallback.adjusted_overall_level.value, fallback.adjustment_reason
         # The history's own invariants hold one squared distance per outcome and vec3.
-        xp = history.position_squared_distances
-        xo = history.orientation_squared_distances
+        xp: Sequence[float] = history.position_squared_distances
+        xo: Sequence[float] = history.orientation_squared_distances
         if math.inf in xp or math.inf in xo:
             return 2, REASON_INFINITE_MAHALANOBIS
         cap = self.winsorize_distance
@@ -391,7 +348,8 @@ class Vec3ScalePolicy:
         return 0, REASON_CALIBRATION_WITHIN_TOLERANCE
 
 
-def _window_cusums(xp, xo, llr, gross_llr):
+def _window_cusums(xp: Sequence[float], xo: Sequence[float], llr: tuple[float, float],
+                   gross_llr: tuple[float, float]) -> tuple[float, float]:
     """Return both window CUSUMs: max(0, max over suffixes of the summed increments)."""
     a, b = llr
     ga, gb = gross_llr
@@ -407,7 +365,7 @@ def _window_cusums(xp, xo, llr, gross_llr):
     return best, gross_best
 
 
-def _check_previous(previous):
+def _check_previous(previous: object) -> None:
     require_instance('Vec3ScalePolicy.adjust_following', 'previous', previous,
                      CalibratedSelfAssessment)
 
