@@ -50,7 +50,7 @@ from project_ghost_feedback.sim.localization_stack import (
 
 MAX_HISTORY = 32
 NODE_DEFAULT_POLICY = DEFAULT_POLICY
-WARMUP_NS = 30 * 1_000_000_000
+WARMUP_NS = 30 * NS_PER_S
 CONFIG = StackConfig(truth_rate_multiple=1)
 
 

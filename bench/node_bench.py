@@ -51,6 +51,7 @@ import threading
 import time
 
 from measured_process import MeasuredProcess
+from project_ghost_feedback.core import NS_PER_S
 
 RELAY_NODE_NAME = 'bench_relay'
 OUTCOME_TOPIC = '/prediction_outcome'
@@ -275,14 +276,15 @@ class Driver:
         """Publish ``count`` pairs at ``rate_hz``; return (start_ns, end_ns, send times by seq)."""
         sends = {}
         start = time.perf_counter_ns()
-        period_ns = 1e9 / rate_hz
+        period_ns = NS_PER_S / rate_hz
         done = 0
         while done < count:
             due = min(count, int((time.perf_counter_ns() - start) / period_ns) + 1)
             if due <= done:
                 wait_ns = start + done * period_ns - time.perf_counter_ns()
                 if wait_ns > 0:
-                    time.sleep(min(wait_ns / 1e9, 0.001) if rate_hz > 500 else wait_ns / 1e9)
+                    wait_s = wait_ns / NS_PER_S
+                    time.sleep(min(wait_s, 0.001) if rate_hz > 500 else wait_s)
                 continue
             while done < due:
                 sent = self.publish_pair()   # increments self.sequence
@@ -314,12 +316,12 @@ class Driver:
     def stamp_of(self, data):
         """Return the belief stamp (ns) of a calibrated output's raw CDR (header.stamp first)."""
         sec = int.from_bytes(data[4:8], 'little', signed=True)
-        return sec * 1_000_000_000 + int.from_bytes(data[8:12], 'little')
+        return sec * NS_PER_S + int.from_bytes(data[8:12], 'little')
 
 
 def _time_bytes(stamp_ns):
     """Return a builtin_interfaces/Time as CDR little-endian bytes (int32 sec, uint32 nanosec)."""
-    sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+    sec, nanosec = divmod(stamp_ns, NS_PER_S)
     return sec.to_bytes(4, 'little', signed=True) + nanosec.to_bytes(4, 'little')
 
 
@@ -361,11 +363,11 @@ def _templates():
     outcomes = []
     for i, distance in enumerate(distances):
         outcome = PredictionOutcome(
-            1_000_000_000 - MS // 2, 1_000_000_000, (0.01 * i, -0.02, 0.003),
+            NS_PER_S - MS // 2, NS_PER_S, (0.01 * i, -0.02, 0.003),
             (0.001, -0.0005 * i, 0.002), distance, distances[(i * 5) % len(distances)] / 2)
         outcomes.append(serialize_message(outcome_to_msg(outcome)))
     belief = BeliefSelfAssessment(
-        1_000_000_000, known,
+        NS_PER_S, known,
         (NamedLevel('position_x', known), NamedLevel('position_y', known),
          NamedLevel('yaw', uncertain)),
         (NamedLevel('pose', known),))
@@ -421,8 +423,8 @@ def measure_step(driver, target, rate_hz, step_s):
     counters = driver.wait_counters(outcomes_before + count)
     target.check_alive()
     outcomes_counted = counters['outcomes_received'] - outcomes_before
-    achieved = count / ((end - start) / 1e9)
-    lag_s = max(0.0, (last_ns - end) / 1e9)
+    achieved = count / ((end - start) / NS_PER_S)
+    lag_s = max(0.0, (last_ns - end) / NS_PER_S)
     lost = count - got
     sustained = lost == 0 and outcomes_counted >= count and lag_s <= MAX_LAG_S
     return {

@@ -31,6 +31,7 @@ import time
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     NamedLevel,
+    NS_PER_S,
     PredictionOutcome,
     SelfAssessmentLevel,
 )
@@ -57,7 +58,7 @@ def make_stream(messages, seed=7):
     contracts = []
     levels = list(SelfAssessmentLevel)
     for cycle in range(messages // 3):
-        stamp = 1_000_000_000 + cycle * 10_000_000
+        stamp = NS_PER_S + cycle * 10_000_000
         scale = 1.0 if (cycle // 500) % 2 == 0 else 2.5
         distance = abs(rng.gauss(0.0, scale)) * 1.6
         outcome = PredictionOutcome(

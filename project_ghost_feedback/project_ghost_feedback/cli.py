@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import sys
+from .core import NS_PER_S
 
 PROG = 'ghost-feedback'
 
@@ -91,7 +92,7 @@ def _positive_int(text):
 def _format_stamp(stamp):
     if stamp is None:
         return '-'
-    return f'{stamp} ns ({stamp / 1e9:.9f} s)'
+    return f'{stamp} ns ({stamp / NS_PER_S:.9f} s)'
 
 
 # -- info -----------------------------------------------------------------------------------------
@@ -128,7 +129,7 @@ def _command_info(args):
     if info.message_count:
         print(f'time range:  {_format_stamp(info.start_time_ns)} .. '
               f'{_format_stamp(info.end_time_ns)}')
-        print(f'duration:    {info.duration_ns / 1e9:.9f} s')
+        print(f'duration:    {info.duration_ns / NS_PER_S:.9f} s')
     else:
         print('time range:  - (no messages)')
     print('topics:')

@@ -120,3 +120,48 @@ def test_package_xml_metadata(package):
     assert parsed.package_format == 3
     assert parsed.name == package
     assert [str(lic) for lic in parsed.licenses] == ['Apache-2.0']
+
+
+# --- one definition of the time unit (issue 23, requirement 5) --------------------------------
+
+NS_PER_S_HOME = PACKAGE_DIR / 'project_ghost_feedback' / 'core' / 'contracts.py'
+
+
+def _time_unit_literals(text):
+    """Return (line, token) of every number literal worth 10**9 or 2 * 10**9 (code, not text)."""
+    import io
+    import tokenize
+
+    found = []
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type != tokenize.NUMBER:
+            continue
+        try:
+            value = float(token.string.replace('_', ''))
+        except ValueError:
+            continue
+        if value in (1e9, 2e9):
+            found.append((token.start[0], token.string))
+    return found
+
+
+def test_the_checker_sees_a_spelled_out_second():
+    assert _time_unit_literals('x = t / 1e9\ny = divmod(t, 1_000_000_000)\nz = 2e9\n') == [
+        (1, '1e9'), (2, '1_000_000_000'), (3, '2e9')]
+    assert _time_unit_literals('"""1e9 in a docstring"""\nx = 1e-9  # 1e9\n') == []
+
+
+def test_nanoseconds_per_second_is_defined_once_and_used_everywhere():
+    """NS_PER_S lives in core/contracts.py; no module of the package or bench/ spells it out."""
+    sources = sorted((PACKAGE_DIR / 'project_ghost_feedback').rglob('*.py'))
+    sources += sorted((PACKAGE_DIR.parent / 'bench').glob('*.py'))
+    offenders, definitions = [], []
+    for path in sources:
+        text = path.read_text(encoding='utf-8')
+        if re.search(r'^\s*NS_PER_S\s*=', text, re.M):
+            definitions.append(path)
+        if path != NS_PER_S_HOME:
+            offenders += [f'{path.name}:{line}: {token}'
+                          for line, token in _time_unit_literals(text)]
+    assert definitions == [NS_PER_S_HOME]
+    assert offenders == [], 'use NS_PER_S from project_ghost_feedback.core'

@@ -11,11 +11,12 @@ empirical false-downgrade rate, valid as far as that stretch was calibrated.
 import dataclasses
 import math
 import random
+from ..core import NS_PER_S
 
 RANDOM = 'random'
 RANDOM_SPAN = (0.25, 0.75)
 """A random injection instant is drawn uniformly in this fraction of the bag's time range."""
-MAX_AT_S = (2**63 - 1) / 1e9
+MAX_AT_S = (2**63 - 1) / NS_PER_S
 """Largest T: the stamps are signed 64-bit nanoseconds (about 292 years)."""
 MAX_FACTOR = 1e6
 """Largest K: scaled errors and distances must stay finite whatever the recorded values."""
@@ -47,7 +48,7 @@ class Injection:
         """
         start_ns = start_ns or 0
         if not self.is_random:
-            return start_ns + round(self.at_s * 1e9)
+            return start_ns + round(self.at_s * NS_PER_S)
         span = max((end_ns or start_ns) - start_ns, 0)
         rng = random.Random(f'{self.seed}:{bag_key}')
         low, high = RANDOM_SPAN

@@ -15,6 +15,7 @@ import os
 import statistics
 
 from ..safe_io import terminal_text
+from ..core import NS_PER_S
 
 AUDIT_SCHEMA_VERSION = 1
 TIMELINE_ROBOTS = 8
@@ -148,8 +149,8 @@ def _level_rank(name):
 def _bands(axis, lane, timeline, start, end_s):
     """Draw one lane of coloured level bands from a timeline of (stamp, level) change points."""
     for index, (stamp, level) in enumerate(timeline):
-        left = (stamp - start) / 1e9
-        right = ((timeline[index + 1][0] - start) / 1e9 if index + 1 < len(timeline)
+        left = (stamp - start) / NS_PER_S
+        right = ((timeline[index + 1][0] - start) / NS_PER_S if index + 1 < len(timeline)
                  else max(end_s, left))
         axis.broken_barh([(left, max(right - left, 1e-9))], (lane - 0.4, 0.8),
                          color=LEVEL_COLORS[level], linewidth=0)
@@ -170,13 +171,13 @@ def timelines_png(document, plt):
 
     for axis, bag in zip(axes[:, 0], chosen):
         start = bag['start_time_ns'] or 0
-        end_s = ((bag.get('end_time_ns') or start) - start) / 1e9
+        end_s = ((bag.get('end_time_ns') or start) - start) / NS_PER_S
         series = [bag['raw']['timeline']]
         series += [bag['policies'][label]['timeline'] for label in labels]
         for lane, timeline in enumerate(series):
             _bands(axis, len(lanes) - 1 - lane, timeline, start, end_s)
         if bag.get('injection_stamp_sim_ns') is not None:
-            axis.axvline((bag['injection_stamp_sim_ns'] - start) / 1e9, color='black',
+            axis.axvline((bag['injection_stamp_sim_ns'] - start) / NS_PER_S, color='black',
                          linestyle='--', linewidth=1)
         axis.set_yticks(range(len(lanes)), [terminal_text(lane) for lane in reversed(lanes)],
                         fontsize=7)
@@ -282,7 +283,7 @@ def _robot_table(document, limit=ROBOT_ROWS):
         for label in labels:
             figures = bag['policies'][label]
             first = figures['first_downgrade_stamp_sim_ns']
-            first_s = None if first is None else (first - start) / 1e9
+            first_s = None if first is None else (first - start) / NS_PER_S
             cells.append(f'{figures["downgrades"]}, {_fmt(first_s)}; {robot_status(figures)}')
         lines.append('<tr>' + ''.join(f'<td>{html.escape(str(c))}</td>' for c in cells) + '</tr>')
     lines.append('</table>')

@@ -26,6 +26,7 @@ from ..core.feedback import (
 )
 from ..core.loop import CONFIGURATION, FeedbackLoop, LoopConfig, LoopEvent
 from .injection import scale_outcome
+from ..core import NS_PER_S
 
 DEFAULT_OUTCOME_BUFFER_SIZE = 1024
 TIMELINE_LIMIT = 2000
@@ -160,7 +161,7 @@ class _Levels:
         if self._last is not None and (not timeline or timeline[-1][0] != self._last_stamp):
             timeline.append([self._last_stamp, self._last])  # where the last level ends
         return {'levels': self.counts, 'time_per_level_s': {
-            k: v / 1e9 for k, v in self.time_ns.items()}, 'transitions': self.transitions,
+            k: v / NS_PER_S for k, v in self.time_ns.items()}, 'transitions': self.transitions,
             'timeline': timeline, 'timeline_truncated': self.truncated}
 
 
@@ -201,7 +202,8 @@ class _PolicyRun:
                 counts['full_window_downgrades'] += down
             self.down_at_injection = down
         elif down and self.detection is None:
-            self.detection = {'stamp_sim_ns': stamp, 'delay_s': (stamp - self.injection_ns) / 1e9,
+            delay_s = (stamp - self.injection_ns) / NS_PER_S
+            self.detection = {'stamp_sim_ns': stamp, 'delay_s': delay_s,
                               'delay_outcomes': injected_outcomes, 'level': level.name}
 
     def to_dict(self, end_stamp, untouched_outcomes, max_history):

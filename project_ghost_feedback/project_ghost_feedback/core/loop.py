@@ -246,11 +246,12 @@ class FeedbackLoop:
         """Return ``(refusal, events)`` for an input stamp: future refusal, or a reset."""
         tolerance = self._config.time_jump_tolerance_ns
         if now_ns is not None and now_ns > 0 and stamp > now_ns + tolerance:
-            return (FUTURE_STAMP, f'{kind} stamp {stamp} ns is {(stamp - now_ns) / 1e9:.3f} s '
-                                  f'ahead of the node clock (tolerance {tolerance / 1e9:g} s)'), ()
+            ahead_s, tolerance_s = (stamp - now_ns) / NS_PER_S, tolerance / NS_PER_S
+            return (FUTURE_STAMP, f'{kind} stamp {stamp} ns is {ahead_s:.3f} s ahead of the node '
+                                  f'clock (tolerance {tolerance_s:g} s)'), ()
         if newest is not None and stamp < newest - tolerance:
             event = self.reset(CAUSE_INPUT_STAMP_JUMP, f'{kind} stamp went back by '
-                               f'{(newest - stamp) / 1e9:.3f} s (a restarted producer?)',
+                               f'{(newest - stamp) / NS_PER_S:.3f} s (a restarted producer?)',
                                stamp if now_ns is None else max(now_ns, 0))
             return None, (event,)
         return None, ()
@@ -333,7 +334,7 @@ class FeedbackLoop:
         newest = (self._window.newest_stamp, self._newest_belief)
         if not any(stamp is not None and stamp > horizon for stamp in newest):
             return None
-        return self.reset(CAUSE_CLOCK_JUMP, f'node clock went back by {-delta_ns / 1e9:.3f} s',
+        return self.reset(CAUSE_CLOCK_JUMP, f'node clock went back by {-delta_ns / NS_PER_S:.3f} s',
                           max(now_ns, 0))
 
     def configure(

@@ -8,6 +8,7 @@ holds overconfident outcomes is a correct, lingering one, not a false one.
 """
 
 from ..core.loop import FeedbackLoop, LoopConfig
+from ..core import NS_PER_S
 
 
 def _level_counts(levels):
@@ -32,8 +33,8 @@ def summarize(scenario, steps, calibrated_by_stamp, max_history):
     spans = scenario.spans
     per_phase = {span.phase.name: {
         'name': span.phase.name,
-        'start_s': span.start_ns / 1e9,
-        'end_s': span.end_ns / 1e9,
+        'start_s': span.start_ns / NS_PER_S,
+        'end_s': span.end_ns / NS_PER_S,
         'overconfidence': [span.phase.overconfidence,
                            span.phase.overconfidence_end or span.phase.overconfidence],
         'raw_levels': [],
@@ -68,7 +69,7 @@ def summarize(scenario, steps, calibrated_by_stamp, max_history):
         if not downgraded:
             if transition and phase['back_to_raw'] is None:
                 phase['back_to_raw'] = {
-                    'after_s': (stamp - span.start_ns) / 1e9,
+                    'after_s': (stamp - span.start_ns) / NS_PER_S,
                     'after_outcomes': phase['outcomes'],
                     'stamp_sim_ns': stamp,
                 }
@@ -78,7 +79,7 @@ def summarize(scenario, steps, calibrated_by_stamp, max_history):
             phase['false_downgrades'] += 1
         if transition and phase['first_downgrade'] is None:
             phase['first_downgrade'] = {
-                'after_s': (stamp - span.start_ns) / 1e9,
+                'after_s': (stamp - span.start_ns) / NS_PER_S,
                 'after_outcomes': phase['outcomes'],
                 'stamp_sim_ns': stamp,
                 'level': calibrated.adjusted_overall_level.name,

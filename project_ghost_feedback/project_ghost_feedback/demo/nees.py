@@ -20,6 +20,7 @@ from ..bridge.geometry import pose_error
 from ..core.feedback import DEFAULT_MAX_HISTORY
 from ..core.feedback.chi_square import chi_square_quantile
 from ..core.feedback.overconfidence import DOF_PER_VEC3
+from ..core import NS_PER_S
 
 PHASE = 'mistuned'
 
@@ -68,7 +69,7 @@ def summarize_nees(series, max_history=DEFAULT_MAX_HISTORY):
     low, high = chi_square_band(n)
     raw = sum(value for _, value, _ in settled) / n
     calibrated = sum(value for _, _, value in settled) / n
-    return {'phase': PHASE, 'from_s': settled[0][0] / 1e9, 'outcomes': n,
+    return {'phase': PHASE, 'from_s': settled[0][0] / NS_PER_S, 'outcomes': n,
             'window_settled': skip == max_history,
             'band': [low, high], 'raw_mean': raw, 'calibrated_mean': calibrated,
             'raw_within_band': low <= raw <= high,

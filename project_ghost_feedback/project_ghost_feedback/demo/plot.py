@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The demo's PNG: Mahalanobis distance per outcome, and raw vs calibrated level over sim time."""
 
+from ..core import NS_PER_S
+
 
 def write_plot(path, scenario, steps, calibrated_by_stamp, title):
     """Write the two-panel figure to ``path`` (PNG) with matplotlib's Agg backend."""
@@ -11,11 +13,11 @@ def write_plot(path, scenario, steps, calibrated_by_stamp, title):
     times, position, orientation = [], [], []
     for step in steps:
         for outcome in step.outcomes:
-            times.append(outcome.observed_stamp_sim_ns / 1e9)
+            times.append(outcome.observed_stamp_sim_ns / NS_PER_S)
             position.append(outcome.position_mahalanobis)
             orientation.append(outcome.orientation_mahalanobis)
     stamps = sorted(calibrated_by_stamp)
-    t_levels = [s / 1e9 for s in stamps]
+    t_levels = [s / NS_PER_S for s in stamps]
     # The raw line is lifted a little so that it stays visible where both levels agree.
     raw = [calibrated_by_stamp[s].raw_assessment.overall_level.confidence_rank + 0.04
            for s in stamps]
@@ -26,9 +28,9 @@ def write_plot(path, scenario, steps, calibrated_by_stamp, title):
     colors = ('#e8f4e8', '#fbe3e3', '#e8eefa', '#f5f0e1')
     for index, span in enumerate(scenario.spans):
         for axis in (top, bottom):
-            axis.axvspan(span.start_ns / 1e9, span.end_ns / 1e9,
+            axis.axvspan(span.start_ns / NS_PER_S, span.end_ns / NS_PER_S,
                          color=colors[index % len(colors)], zorder=0)
-        top.text((span.start_ns + span.end_ns) / 2e9, 1.02, span.phase.name,
+        top.text((span.start_ns + span.end_ns) / (2 * NS_PER_S), 1.02, span.phase.name,
                  transform=top.get_xaxis_transform(), ha='center', va='bottom', fontsize=9)
     clip = 1e4  # +inf is drawn at the top of the axis
     top.scatter(times, [min(d, clip) for d in position], s=6, label='position d', zorder=2)

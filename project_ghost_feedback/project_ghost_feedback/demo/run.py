@@ -33,6 +33,7 @@ from ..sim import default_scenario, OutcomeModel
 from .analysis import format_summary, summarize
 from .connection import wait_for_nodes
 from .plot import write_plot
+from ..core import NS_PER_S
 
 
 def _parse_set(policy, values):
@@ -132,7 +133,7 @@ class _Estimator:
     def publish_clock(self, stamp_ns):
         from rosgraph_msgs.msg import Clock
         msg = Clock()
-        msg.clock.sec, msg.clock.nanosec = divmod(stamp_ns, 1_000_000_000)
+        msg.clock.sec, msg.clock.nanosec = divmod(stamp_ns, NS_PER_S)
         self.clock.publish(msg)
 
     def close(self):
@@ -201,19 +202,19 @@ def run(args):
             stamp = step.assessment.belief_stamp_sim_ns
             phase = scenario.phase_at(stamp).name
             if phase != last_phase:
-                print(f'[demo] t={stamp / 1e9:6.1f} s  phase {phase} '
+                print(f'[demo] t={stamp / NS_PER_S:6.1f} s  phase {phase} '
                       f'(overconfidence {scenario.overconfidence_at(stamp):g}x)')
                 last_phase = phase
             estimator.publish_clock(stamp)
             for outcome in step.outcomes:
                 estimator.outcomes.publish(outcome_to_msg(outcome))
             estimator.assessments.publish(belief_to_msg(step.assessment))
-            due = wall_start + (stamp - sim_start) / 1e9 / args.speed
+            due = wall_start + (stamp - sim_start) / NS_PER_S / args.speed
             estimator.spin_for(max(0.0, due - time.monotonic()))
             if (index + 1) % max(1, len(steps) // 10) == 0:
                 latest = calibrated_by_stamp.get(max(calibrated_by_stamp, default=None))
                 level = latest.adjusted_overall_level.name if latest else '-'
-                print(f'[demo] {100 * (index + 1) // len(steps):3d}%  t={stamp / 1e9:6.1f} s  '
+                print(f'[demo] {100 * (index + 1) // len(steps):3d}%  t={stamp / NS_PER_S:6.1f} s  '
                       f'received {len(calibrated_by_stamp)}/{index + 1}  calibrated {level}')
         estimator.publish_clock(scenario.end_stamp_sim_ns)
         deadline = time.monotonic() + 20.0

@@ -206,11 +206,11 @@ def write_plot(path, spans, outcomes, calibrated, title, summary=None, nees=()):
     colors = ('#e8f4e8', '#fbe3e3', '#e8eefa')
     for index, (name, start, end) in enumerate(spans):
         for axis in (top, bottom, consistency):
-            axis.axvspan(start / 1e9, end / 1e9, color=colors[index % 3], zorder=0)
-        top.text((start + end) / 2e9, 1.02, name, transform=top.get_xaxis_transform(),
+            axis.axvspan(start / NS_PER_S, end / NS_PER_S, color=colors[index % 3], zorder=0)
+        top.text((start + end) / (2 * NS_PER_S), 1.02, name, transform=top.get_xaxis_transform(),
                  ha='center', fontsize=9)
     stamps = sorted(outcomes)
-    times = [s / 1e9 for s in stamps]
+    times = [s / NS_PER_S for s in stamps]
     top.scatter(times, [min(outcomes[s][0], 1e4) for s in stamps], s=6, label='position d')
     top.scatter(times, [min(outcomes[s][1], 1e4) for s in stamps], s=6, label='orientation d')
     for level in (1, 3, 5):
@@ -221,7 +221,7 @@ def write_plot(path, spans, outcomes, calibrated, title, summary=None, nees=()):
     top.set_ylabel('unsquared Mahalanobis d')
     top.legend(loc='upper left', fontsize=8)
     stamps = sorted(calibrated)
-    times = [s / 1e9 for s in stamps]
+    times = [s / NS_PER_S for s in stamps]
     bottom.step(times, [calibrated[s][0] + 0.04 for s in stamps], where='post', label='raw')
     bottom.step(times, [calibrated[s][1] for s in stamps], where='post', label='calibrated')
     bottom.set_yticks([0, 1, 2], ['UNKNOWN', 'UNCERTAIN', 'KNOWN'])
@@ -232,7 +232,7 @@ def write_plot(path, spans, outcomes, calibrated, title, summary=None, nees=()):
         value = (summary or {}).get(key)
         if value is None or phase not in starts:
             continue
-        at = starts[phase] / 1e9 + value
+        at = starts[phase] / NS_PER_S + value
         bottom.axvline(at, color=color, linewidth=1.2, linestyle='--')
         bottom.annotate(label.format(value), (at, 1.5), xytext=(4, 0), textcoords='offset points',
                         color=color, fontsize=8)
@@ -253,7 +253,7 @@ def _plot_nees(axis, series, settled):
         axis.text(0.5, 0.5, 'no calibrated estimate at an outcome stamp', ha='center',
                   transform=axis.transAxes, fontsize=9)
         return
-    times = [stamp / 1e9 for stamp, _, _ in series]
+    times = [stamp / NS_PER_S for stamp, _, _ in series]
     axis.scatter(times, [max(raw, 1e-3) for _, raw, _ in series], s=8, color='#c0392b',
                  label='raw estimate')
     axis.scatter(times, [max(value, 1e-3) for _, _, value in series], s=8, color='#1f77b4',
@@ -339,7 +339,7 @@ def run(args):
     stack = LocalizationStack(phases=scaled_phases(args.scale, demo_phases()), seed=args.seed)
     spans = stack.phase_spans_ns()
     print('[demo] simulator stack: ' + ', '.join(
-        f'{name} {(end - start) / 1e9:g} s' for name, start, end in spans))
+        f'{name} {(end - start) / NS_PER_S:g} s' for name, start, end in spans))
     feedback = _process('project_ghost_feedback.ros.feedback_node', '-r',
                         f'__node:={FEEDBACK_NODE}', '-p', 'use_sim_time:=true',
                         '-p', f'policy:={args.policy}', '-p', f'telemetry_bag:={bag_dir}')

@@ -17,6 +17,7 @@ The bridge's parameters come from the same YAML file the bridge launch uses
 """
 
 import pathlib
+from ..core import NS_PER_S
 
 ESTIMATE_TYPES = ('nav_msgs/msg/Odometry', 'geometry_msgs/msg/PoseWithCovarianceStamped')
 REFERENCE_TYPES = ('nav_msgs/msg/Odometry', 'geometry_msgs/msg/PoseStamped',
@@ -150,7 +151,7 @@ class StampRange:
         """Return ``[first, last] s`` or ``no message``."""
         if not self.count:
             return 'no message'
-        return f'[{self.first / 1e9:.3f}, {self.last / 1e9:.3f}] s'
+        return f'[{self.first / NS_PER_S:.3f}, {self.last / NS_PER_S:.3f}] s'
 
 
 def _collector():

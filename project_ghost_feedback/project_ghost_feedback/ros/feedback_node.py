@@ -48,7 +48,7 @@ from rclpy.serialization import serialize_message
 from rcl_interfaces.msg import SetParametersResult
 from std_srvs.srv import Trigger
 
-from ..core import ContractViolation
+from ..core import ContractViolation, NS_PER_S
 from ..core.feedback import format_overconfidence
 from ..core.loop import (
     CAUSE_SERVICE,
@@ -543,7 +543,7 @@ class FeedbackNode(Node):
             self._last_clock_ns = clock_ns
             self._last_clock_change_steady_ns = steady_ns
             return ''
-        stalled_s = (steady_ns - self._last_clock_change_steady_ns) / 1e9
+        stalled_s = (steady_ns - self._last_clock_change_steady_ns) / NS_PER_S
         if stalled_s >= self._config.diagnostics_period_s:
             return f'node clock stalled for {stalled_s:.1f} s (sim time paused?)'
         return ''
@@ -552,7 +552,7 @@ class FeedbackNode(Node):
         """Return the DiagnosticStatus of the period since the last call, and start a new one."""
         steady_ns = self._steady.now().nanoseconds
         last = self._last_outcome_steady_ns or self._start_steady_ns
-        starved_s = (steady_ns - last) / 1e9
+        starved_s = (steady_ns - last) / NS_PER_S
         if starved_s > self._config.stale_after_s:
             self._period.note(STALE, f'no outcome received for {starved_s:.1f} s')
         level, message = self._period.take(carry=self._last_severity)
@@ -672,7 +672,7 @@ def level_change(previous, calibrated):
     levels = (raw.overall_level, calibrated.adjusted_overall_level)
     if levels == previous or (previous is None and not calibrated.was_downgraded):
         return levels, None
-    at = f'at t={raw.belief_stamp_sim_ns / 1e9:.3f} s'
+    at = f'at t={raw.belief_stamp_sim_ns / NS_PER_S:.3f} s'
     if calibrated.was_downgraded:
         return levels, (WARN, f'calibrated level {levels[1].name} (raw {levels[0].name}) {at}: '
                               f'{calibrated.adjustment_reason}')

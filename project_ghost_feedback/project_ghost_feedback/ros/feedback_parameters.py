@@ -26,6 +26,7 @@ from ..core.loop import LoopConfig
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 from ..telemetry.channels import recorded_topic
 from .node_kit import descriptor, EXECUTORS, ParameterSpec  # noqa: F401 - re-exported
+from ..core import NS_PER_S
 
 DEFAULT_EXECUTOR = 'single_threaded'
 
@@ -156,12 +157,12 @@ def validate(values, policy_specs):
     try:
         loop = LoopConfig.make(
             policy_name, dict(selected_fields), values['max_history'],
-            values['outcome_buffer_size'], int(values['time_jump_tolerance_s'] * 1e9))
+            values['outcome_buffer_size'], int(values['time_jump_tolerance_s'] * NS_PER_S))
     except (TypeError, ValueError) as error:
         return str(error)
     return FeedbackConfig(
         loop=loop,
-        assessment_hold_ns=int(values['assessment_hold_s'] * 1e9),
+        assessment_hold_ns=int(values['assessment_hold_s'] * NS_PER_S),
         diagnostics_period_s=values['diagnostics_period_s'],
         stale_after_s=values['stale_after_s'],
         reject_log_throttle_s=values['reject_log_throttle_s'])

@@ -12,6 +12,7 @@ import time
 
 from builtin_interfaces.msg import Time as TimeMsg
 from rclpy.time import Time
+from ..core import NS_PER_S
 
 
 class LogGate:
@@ -31,7 +32,7 @@ class LogGate:
         now_ns = time.monotonic_ns()
         if now_ns < self._next_ns:
             return False
-        self._next_ns = now_ns + int(period_s * 1e9)
+        self._next_ns = now_ns + int(period_s * NS_PER_S)
         return True
 
 

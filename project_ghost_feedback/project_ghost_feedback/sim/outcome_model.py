@@ -101,7 +101,7 @@ class OutcomeModel:
                  start_stamp_sim_ns=0):
         """Return ``count`` outcomes from ``random.Random(seed)``, observed at ``rate_hz``.
 
-        The ``i``-th is observed at ``start_stamp_sim_ns + round(i * 1e9 / rate_hz)``.
+        The ``i``-th is observed at ``start_stamp_sim_ns + round(i * NS_PER_S / rate_hz)``.
         """
         count = require_int('OutcomeModel.outcomes', 'count', count)
         rate_hz = _require_positive('OutcomeModel.outcomes', 'rate_hz', rate_hz)
@@ -170,8 +170,9 @@ class Scenario:
     """Phases played in order, with assessments and outcomes at fixed rates.
 
     Time runs from ``start_stamp_sim_ns`` for the sum of the phase durations (end exclusive).
-    Assessment ``j`` is stamped ``start + round(j * 1e9 / assessment_rate_hz)``, ``j = 0, 1, ...``.
-    Prediction ``i`` is made at ``start + round(i * 1e9 / outcome_rate_hz)`` with the
+    Assessment ``j`` is stamped ``start + round(j * NS_PER_S / assessment_rate_hz)``,
+    ``j = 0, 1, ...``.
+    Prediction ``i`` is made at ``start + round(i * NS_PER_S / outcome_rate_hz)`` with the
     overconfidence factor in force at that instant, and observed ``model.prediction_horizon_ns``
     later; it is delivered with the first assessment stamped at or after its observation (outcomes
     observed after the last assessment are not delivered). Errors come from one
