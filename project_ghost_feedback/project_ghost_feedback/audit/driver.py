@@ -117,7 +117,10 @@ def run_audit(bags, policies, *, max_history, injection=None, scheduler=None, wo
         results = [None] * len(bags)
         with tqdm(total=len(bags), unit='bag', file=sys.stderr, disable=not progress,
                   desc='audit') as bar:
-            for future in as_completed(futures):
+            # The loop of *this* client: as_completed's default is the process's default client,
+            # which can be another one (a failed Client() to some other scheduler stays the
+            # default while anything holds it), whose loop never sees these futures finish.
+            for future in as_completed(futures, loop=client.loop):
                 index = futures.pop(future)
                 try:
                     results[index] = future.result()
