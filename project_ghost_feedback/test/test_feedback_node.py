@@ -555,6 +555,12 @@ def test_every_bad_message_is_rejected_and_counted_while_good_traffic_continues(
     ({'calibrated_exceedance.false_alarm_probability': 2.0}, 'false_alarm_probability'),
     ({'diagnostics_period_s': 0.0}, 'diagnostics_period_s'),
     ({'executor': 'multi_threaded'}, 'executor'),
+    ({'record_topics': ['/odom:nav_msgs/msg/Odometry']},
+     'record_topics records into the telemetry bag: set telemetry_bag or telemetry_dir'),
+    ({'record_topics': ['/odom:nav_msgs/msg/Odometry'] * 2, 'telemetry_bag': '/tmp/never_made'},
+     'record_topics names a topic twice'),
+    ({'record_topics': ['odom'], 'telemetry_bag': '/tmp/never_made'},
+     "record_topics entry 'odom' is not '/topic:pkg/msg/Type'"),
 ], ids=lambda value: '-'.join(map(str, value)) if isinstance(value, dict) else None)
 def test_invalid_parameters_are_rejected_at_start(rclpy_context, overrides, reason):
     """Constructing the node with an invalid override raises ValueError with the reason."""

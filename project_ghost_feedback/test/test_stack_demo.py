@@ -106,3 +106,16 @@ def test_playback_hold_stops_on_a_hung_or_exited_node(monkeypatch):
     assert exited == 'a node exited while playing'
     assert stack_demo._wait_for_chain(
         _StalledPlayer(10), 10 + stack_demo.MAX_IN_FLIGHT, (_Running(),)) is None
+
+
+def test_a_calibrated_confidence_out_of_range_is_one_line_before_the_run(tmp_path, capsys):
+    """--calibrated-confidence is checked with the bridge's own range before anything starts."""
+    from project_ghost_feedback.demo import stack_demo
+
+    code = stack_demo.main(['--calibrated-confidence', '0.2', '--output-dir',
+                            str(tmp_path / 'out')])
+    assert code == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert error == ['ghost-feedback demo: error: --calibrated-confidence must be in '
+                     '[0.5, 0.9999], got 0.2']
+    assert not (tmp_path / 'out').exists()

@@ -76,8 +76,11 @@ def summarize_nees(series, max_history=DEFAULT_MAX_HISTORY):
             'calibrated_within_band': low <= calibrated <= high}
 
 
-def format_nees(summary):
-    """Return one line: the settled means of the raw and calibrated NEES against the band."""
+def format_nees(summary, confidence):
+    """Return one line: the settled means of the raw and calibrated NEES against the band.
+
+    ``confidence``: the bridge's ``calibrated_estimate.confidence`` the run used.
+    """
     if summary is None:
         return 'NEES (position, mistuned phase): no calibrated estimate at an outcome stamp'
     low, high = summary['band']
@@ -85,5 +88,6 @@ def format_nees(summary):
         ' (the phase is too short for the window to hold mistuned outcomes only)')
     return (f"NEES (position, mistuned phase from {summary['from_s']:.0f} s, "
             f"{summary['outcomes']} outcomes): raw {summary['raw_mean']:.2f}, calibrated "
-            f"{summary['calibrated_mean']:.2f}; 95% chi-square band [{low:.2f}, {high:.2f}]"
+            f"(confidence {confidence:g}) {summary['calibrated_mean']:.2f}; 95% chi-square band "
+            f"[{low:.2f}, {high:.2f}]"
             + caveat)

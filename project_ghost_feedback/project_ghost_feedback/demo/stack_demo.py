@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 
+from ..bridge.calibrated_estimate import CONFIDENCE_RANGE, DEFAULT_CONFIDENCE
 from ..core.feedback import DEFAULT_POLICY
 from ..core import NS_PER_S
 from ..ros.dds import ensure_loopback
@@ -70,6 +71,11 @@ def build_parser():
     parser.add_argument('--output-dir', default='out/demo',
                         help='where summary.txt, summary.json, stack_demo.png, bag/ go')
     parser.add_argument('--quick', action='store_true', help='short run: --scale 0.5 --speed 30')
+    parser.add_argument('--calibrated-confidence', type=float, default=DEFAULT_CONFIDENCE,
+                        metavar='C',
+                        help="the bridge's calibrated_estimate.confidence: one-sided confidence of "
+                             f'the covariance factor (default {DEFAULT_CONFIDENCE}; 0.5: the '
+                             'median-unbiased factor; docs/bridge.md)')
     return parser
 
 
@@ -237,7 +243,8 @@ def write_plot(path, spans, outcomes, calibrated, title, summary=None, nees=()):
         bottom.annotate(label.format(value), (at, 1.5), xytext=(4, 0), textcoords='offset points',
                         color=color, fontsize=8)
     bottom.legend(loc='lower left', fontsize=8)
-    _plot_nees(consistency, nees, (summary or {}).get('nees'))
+    _plot_nees(consistency, nees, (summary or {}).get('nees'),
+               (summary or {}).get('calibrated_confidence', DEFAULT_CONFIDENCE))
     consistency.set_xlabel('sim time (s)')
     figure.suptitle(title)
     figure.tight_layout()
@@ -245,7 +252,7 @@ def write_plot(path, spans, outcomes, calibrated, title, summary=None, nees=()):
     pyplot.close(figure)
 
 
-def _plot_nees(axis, series, settled):
+def _plot_nees(axis, series, settled, confidence):
     """Draw the raw and calibrated position NEES per outcome, and the settled means vs band."""
     axis.set_ylabel('position NEES')
     axis.set_yscale('log')
@@ -257,7 +264,8 @@ def _plot_nees(axis, series, settled):
     axis.scatter(times, [max(raw, 1e-3) for _, raw, _ in series], s=8, color='#c0392b',
                  label='raw estimate')
     axis.scatter(times, [max(value, 1e-3) for _, _, value in series], s=8, color='#1f77b4',
-                 label='calibrated estimate (covariance x 97.5% upper bound of k squared)')
+                 label=f'calibrated estimate (covariance x k bound squared, confidence '
+                       f'{confidence:g})')
     axis.axhline(3.0, color='black', linewidth=0.6, linestyle=':')
     axis.annotate('3 (honest mean)', (1.0, 3.0), xycoords=('axes fraction', 'data'),
                   xytext=(3, 0), textcoords='offset points', va='center', fontsize=8)
@@ -346,7 +354,9 @@ def run(args):
     bridge = _process('project_ghost_feedback.ros.outcome_bridge_node',
                       '-r', f'estimate:={ESTIMATE_TOPIC}', '-r', f'reference:={REFERENCE_TOPIC}',
                       '-r', f'estimate/calibrated:={CALIBRATED_TOPIC}',
-                      '-p', 'calibrated_estimate.enabled:=true', '-p', 'use_sim_time:=true')
+                      '-p', 'calibrated_estimate.enabled:=true',
+                      '-p', f'calibrated_estimate.confidence:={args.calibrated_confidence!r}',
+                      '-p', 'use_sim_time:=true')
     player = _Player()
     estimates = 0
     try:
@@ -385,13 +395,15 @@ def run(args):
     summary = summarize(spans, player.calibrated)
     nees = nees_series(spans, player.outcomes, player.samples, player.calibrated_covariances)
     summary['nees'] = summarize_nees(nees)
+    summary['calibrated_confidence'] = args.calibrated_confidence
     replay_ok, replay_text = _replay_check(bag_dir)
     summary.update({'estimates': estimates, 'calibrated_received': len(player.calibrated),
                     'outcomes_received': len(player.outcomes), 'seed': args.seed,
                     'bag': str(bag_dir), 'replay_matches': replay_ok,
                     'replay_report': replay_text, 'exit_codes': codes,
                     'feedback_diagnostics': player.feedback_status})
-    text = format_summary(summary) + '\n' + format_nees(summary['nees'])
+    text = (format_summary(summary) + '\n'
+            + format_nees(summary['nees'], args.calibrated_confidence))
     (output / 'summary.txt').write_text(text + '\n')
     (output / 'summary.json').write_text(json.dumps(summary, indent=2, sort_keys=True) + '\n')
     write_plot(output / 'stack_demo.png', spans, player.outcomes, player.calibrated,
@@ -421,6 +433,10 @@ def main(argv=None):
 
     try:  # before the run starts, not after it
         check_output_dir(args.output_dir, '--output-dir')
+        low, high = CONFIDENCE_RANGE
+        if not low <= args.calibrated_confidence <= high:
+            raise ValueError(f'--calibrated-confidence must be in [{low}, {high}], got '
+                             f'{args.calibrated_confidence:g}')
     except ValueError as error:
         print_error('ghost-feedback demo', error)
         return 2

@@ -82,7 +82,6 @@ from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for mai
     policy_parameter_specs,
     validate,
 )
-from ..telemetry.channels import CHANNEL_OVERCONFIDENCE as OVERCONFIDENCE_CHANNEL
 from .input_accounting import is_negative_time_error, LogGate, SequenceGaps
 from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s users
     cap_text,
@@ -267,8 +266,10 @@ class FeedbackNode(Node):
             if parent:
                 pathlib.Path(parent).mkdir(parents=True, exist_ok=True)
                 bag = new_bag_path(parent)
-            extra = (OVERCONFIDENCE,) + ((DIAGNOSTICS,) if self._param('record_diagnostics')
-                                         else ())
+            # The periodic, derived data (for Foxglove and plots), on or off together.
+            extra = (DIAGNOSTICS, OVERCONFIDENCE) if self._param('record_diagnostics') else ()
+            self._overconfidence_channel = (OVERCONFIDENCE.topic if OVERCONFIDENCE in extra
+                                            else None)
             self._recorded_topics = tuple(
                 (recorded_topic(entry), message_class(recorded_topic(entry).msgtype))
                 for entry in self._param('record_topics') if entry)
@@ -628,9 +629,9 @@ class FeedbackNode(Node):
         self._overconfidence_published_for = calibrated
         msg = overconfidence_to_msg(calibrated)
         self._overconfidence_publisher.publish(msg)
-        if self._telemetry is not None:
+        if self._telemetry is not None and self._overconfidence_channel is not None:
             self._telemetry.record_serialized(
-                OVERCONFIDENCE_CHANNEL, self._clock_ns(), serialize_message(msg))
+                self._overconfidence_channel, self._clock_ns(), serialize_message(msg))
 
     def close(self):
         """Finish the telemetry bag, if recording (idempotent; main() calls it on shutdown)."""

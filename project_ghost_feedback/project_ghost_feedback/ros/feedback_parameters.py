@@ -24,7 +24,6 @@ from ..core.feedback import (
 from ..core.feedback.parameter_docs import parameter_doc
 from ..core.loop import LoopConfig
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
-from ..telemetry.channels import recorded_topic
 from .node_kit import descriptor, EXECUTORS, ParameterSpec  # noqa: F401 - re-exported
 from ..core import NS_PER_S
 
@@ -57,7 +56,8 @@ NODE_PARAMETERS = {
         read_only=True, integer_range=(1, 10_000_000)),
     'record_diagnostics': ParameterSpec(
         True, 'When recording, also record /diagnostics (every publisher, as received, log time '
-        "the node clock), so Foxglove's Diagnostics panel shows the run (read-only).",
+        "the node clock), so Foxglove's Diagnostics panel shows the run, and the node's "
+        'self_assessment/overconfidence, for plots (read-only).',
         read_only=True),
     'record_topics': ParameterSpec(
         [''], "When recording, also record these topics, each '/topic:pkg/msg/Type' (e.g. the "
@@ -123,6 +123,26 @@ class FeedbackConfig:
     reject_log_throttle_s: float
 
 
+def _check_record_topics(values):
+    """Return why ``record_topics`` is refused, or None (telemetry is imported only if needed)."""
+    entries = [entry for entry in values['record_topics'] if entry]
+    if not entries:
+        return None
+    if not (values['telemetry_bag'] or values['telemetry_dir']):
+        return 'record_topics records into the telemetry bag: set telemetry_bag or telemetry_dir'
+    try:
+        from ..telemetry.channels import recorded_topic
+    except ImportError as error:
+        return f'record_topics needs the telemetry libraries ({error})'
+    try:
+        channels = [recorded_topic(entry) for entry in entries]
+    except ValueError as error:
+        return str(error)
+    if len({channel.topic for channel in channels}) != len(channels):
+        return 'record_topics names a topic twice'
+    return None
+
+
 def validate(values, policy_specs):
     """Return a FeedbackConfig for a complete set of parameter values, or a one-line reason."""
     policy_name = values['policy']
@@ -144,12 +164,9 @@ def validate(values, policy_specs):
         return f'executor {values["executor"]!r} is not one of {", ".join(EXECUTORS)}'
     if values['telemetry_bag'] and values['telemetry_dir']:
         return 'set telemetry_bag or telemetry_dir, not both'
-    try:
-        channels = [recorded_topic(entry) for entry in values['record_topics'] if entry]
-    except ValueError as error:
-        return str(error)
-    if len({channel.topic for channel in channels}) != len(channels):
-        return 'record_topics names a topic twice'
+    reason = _check_record_topics(values)
+    if reason:
+        return reason
     for name, spec in NODE_PARAMETERS.items():
         bounds = spec.integer_range or spec.float_range
         if bounds is not None and not bounds[0] <= values[name] <= bounds[1]:

@@ -92,8 +92,8 @@ CHANNEL_OVERCONFIDENCE = '/self_assessment/overconfidence'
 TYPE_OVERCONFIDENCE_ESTIMATE = f'{MSGS_PACKAGE}/msg/OverconfidenceEstimate'
 OVERCONFIDENCE = Channel(CHANNEL_OVERCONFIDENCE, TYPE_OVERCONFIDENCE_ESTIMATE)
 """The node's OverconfidenceEstimate, once per diagnostics period (log time the node clock): the
-continuous estimate as numbers, for plots. Derived from the calibrated outputs; replay does not
-read it."""
+continuous estimate as numbers, for plots (``record_diagnostics``). Derived from the calibrated
+outputs; replay does not read it."""
 
 
 def recorded_topic(entry):
