@@ -25,6 +25,7 @@ import uuid
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
 from project_ghost_feedback_msgs.msg import PredictionOutcome as PredictionOutcomeMsg
+from conftest import new_rclpy_context
 import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -115,8 +116,7 @@ def bridge_and_client():
          '-p', 'max_reference_gap_s:=5.0', '-p', 'diagnostics_period_s:=0.2',
          '-p', 'reject_log_throttle_s:=10.0'],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    context = rclpy.Context()
-    rclpy.init(context=context)
+    context = new_rclpy_context()
     client = None
     try:
         client = Client(context, namespace, process)

@@ -43,6 +43,7 @@ from project_ghost_feedback_msgs.msg import (
     PredictionOutcome as PredictionOutcomeMsg,
     SelfAssessmentLevel as LevelMsg,
 )
+from conftest import new_rclpy_context
 import pytest
 import rclpy
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
@@ -558,8 +559,7 @@ class _Driver:
     def __init__(self, node, node_executor):
         self.node = node
         self.node_executor = node_executor
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
+        self.context = new_rclpy_context()
         self.client = rclpy.create_node('fuzz_driver', context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.client)

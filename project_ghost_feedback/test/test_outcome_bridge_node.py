@@ -22,6 +22,7 @@ from project_ghost_feedback_msgs.msg import (
     PredictionOutcome as PredictionOutcomeMsg,
     SelfAssessmentLevel as SelfAssessmentLevelMsg,
 )
+from conftest import new_rclpy_context
 import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -149,8 +150,7 @@ class Harness:
 @contextlib.contextmanager
 def harnesses():
     """Yield a factory of Harness objects in a private context; all closed afterwards."""
-    context = rclpy.Context()
-    rclpy.init(context=context)
+    context = new_rclpy_context()
     made = []
 
     def make(**kwargs):
