@@ -57,6 +57,21 @@ def set_pose(msg, stamp_ns, frame_id, x=0.0, y=0.0, yaw=0.0, covariance=None):
     return msg
 
 
+def odometry(stamp_ns=None, sec=None, nanosec=0, quaternion=(0.0, 0.0, 0.0, 1.0),
+             covariance=COVARIANCE, x=0.0):
+    """Return an Odometry in ``odom`` at ``stamp_ns`` (0 if None) with ``quaternion`` and ``x``.
+
+    ``sec`` (with ``nanosec``) overrides the header stamp as given, out-of-range values too.
+    """
+    msg = set_pose(Odometry(), 0 if stamp_ns is None else stamp_ns, 'odom', x=x,
+                   covariance=covariance)
+    if sec is not None:
+        msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
+    o = msg.pose.pose.orientation
+    o.x, o.y, o.z, o.w = (float(v) for v in quaternion)
+    return msg
+
+
 class Harness:
     """An OutcomeBridge plus a client node in a fresh namespace, one context."""
 

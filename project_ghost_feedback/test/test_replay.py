@@ -23,7 +23,6 @@ from diagnostic_msgs.msg import DiagnosticArray
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     NamedLevel,
-    PredictionOutcome,
     SelfAssessmentLevel,
 )
 from project_ghost_feedback.core.feedback import format_overconfidence
@@ -47,7 +46,7 @@ from project_ghost_feedback_msgs.msg import (
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
-from conftest import new_rclpy_context
+from conftest import build_outcome, new_rclpy_context
 import pytest
 from ruamel.yaml import YAML
 import rclpy
@@ -67,12 +66,6 @@ QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
 MS = 1_000_000
 
 
-def _outcome(observed_ns, distance):
-    return PredictionOutcome(
-        observed_ns - 10 * MS, observed_ns, (0.1, -0.2, 0.05), (0.0, 0.01, 0.0),
-        distance, distance / 2)
-
-
 def _raw(stamp_ns, level=KNOWN):
     return BeliefSelfAssessment(
         stamp_ns, level, (NamedLevel('position_x', KNOWN), NamedLevel('yaw', UNCERTAIN)),
@@ -87,7 +80,8 @@ def scenario(cycles=24):
         distance = 0.5 + (i % 3) * 0.4 if i < cycles // 2 else 3.5 + (i % 4)
         if i == cycles - 3:
             distance = math.inf
-        steps.append(([_outcome(stamp - MS, distance)], _raw(stamp, UNCERTAIN if i % 5 else KNOWN)))
+        steps.append(([build_outcome(stamp - MS, distance, distance / 2)],
+                      _raw(stamp, UNCERTAIN if i % 5 else KNOWN)))
     return steps
 
 
@@ -456,7 +450,7 @@ def test_cli_echo_prints_live_calibrated_assessments():
     context = new_rclpy_context()
     node = rclpy.create_node('echo_test_publisher', context=context)
     loop = FeedbackLoop(LoopConfig.make('mahalanobis_downgrade', None, 8, 8))
-    loop.outcome(_outcome(50 * MS, math.inf))
+    loop.outcome(build_outcome(50 * MS, math.inf, math.inf / 2))
     calibrated = loop.assessment(_raw(100 * MS)).calibrated
     try:
         from project_ghost_feedback.ros.conversions import calibrated_to_msg
