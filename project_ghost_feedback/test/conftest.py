@@ -10,6 +10,11 @@ one. ``make test`` runs everything (CI).
 
 Fixtures: ``rclpy_context`` (a private, initialised ``rclpy.Context``, shut down afterwards) and
 the contract factories ``outcome`` and ``raw`` (valid contracts from a stamp and a distance).
+Plain helpers, for harness classes, module fixtures and module-level builders (test modules
+import them: ``from conftest import new_rclpy_context``): ``new_rclpy_context`` (the fixture's
+context, shut down by the caller), ``build_outcome`` / ``build_raw`` (the factories),
+``zero_error_outcomes`` (outcomes from distance pairs) and ``named_level_msg`` (a NamedLevel
+message).
 """
 
 import os
@@ -75,39 +80,80 @@ def _fast_tier_guard(monkeypatch):
     monkeypatch.setattr(subprocess, 'Popen', _fast_tier_refuses('a subprocess'))
 
 
-@pytest.fixture
-def rclpy_context():
-    """Return a private, initialised rclpy Context; shut down after the test."""
+def new_rclpy_context(args=None):
+    """Return a new private rclpy Context, initialised (with ``args`` when given).
+
+    The caller shuts it down (``context.try_shutdown()``). Tests take the ``rclpy_context``
+    fixture instead; harness classes, module fixtures and command-line ``args`` use this.
+    In the fast tier ``rclpy.init`` skips the test (``_fast_tier_guard``).
+    """
     import rclpy
 
     context = rclpy.Context()
-    rclpy.init(context=context)
+    rclpy.init(context=context, args=args)
+    return context
+
+
+@pytest.fixture
+def rclpy_context():
+    """Return a private, initialised rclpy Context; shut down after the test."""
+    context = new_rclpy_context()
     try:
         yield context
     finally:
         context.try_shutdown()
 
 
-@pytest.fixture
-def outcome():
-    """Return a factory ``outcome(observed_ns, distance=1.0, orientation=None)``."""
+def build_outcome(observed_ns, distance=1.0, orientation=None):
+    """Return a valid PredictionOutcome observed at ``observed_ns``, predicted 10 ms before.
+
+    Fixed, non-zero error vectors; ``distance`` is the position Mahalanobis distance, and the
+    orientation one too unless ``orientation`` is given.
+    """
     from project_ghost_feedback.core import PredictionOutcome
 
-    def make(observed_ns, distance=1.0, orientation=None):
-        return PredictionOutcome(
-            max(observed_ns - 10_000_000, 0), observed_ns, (0.1, -0.2, 0.05), (0.0, 0.01, 0.0),
-            distance, distance if orientation is None else orientation)
+    return PredictionOutcome(
+        max(observed_ns - 10_000_000, 0), observed_ns, (0.1, -0.2, 0.05), (0.0, 0.01, 0.0),
+        distance, distance if orientation is None else orientation)
 
-    return make
+
+def build_raw(stamp_ns, level=None):
+    """Return a BeliefSelfAssessment at ``stamp_ns`` of ``level`` (KNOWN by default).
+
+    One axis level (``position_x``) and one block level (``pose``), both ``level`` too.
+    """
+    from project_ghost_feedback.core import BeliefSelfAssessment, NamedLevel, SelfAssessmentLevel
+
+    level = SelfAssessmentLevel.KNOWN if level is None else level
+    return BeliefSelfAssessment(stamp_ns, level, (NamedLevel('position_x', level),),
+                                (NamedLevel('pose', level),))
+
+
+def zero_error_outcomes(distance_pairs, observed_lag_ns=0):
+    """Return PredictionOutcomes with zero error vectors, one per ``(position, orientation)``.
+
+    Outcome ``i`` is predicted at ``i`` ns and observed at ``i + observed_lag_ns`` ns.
+    """
+    from project_ghost_feedback.core import PredictionOutcome
+
+    return [PredictionOutcome(i, i + observed_lag_ns, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), p, o)
+            for i, (p, o) in enumerate(distance_pairs)]
+
+
+def named_level_msg(name, level):
+    """Return a project_ghost_feedback_msgs/NamedLevel message of ``name`` at wire ``level``."""
+    from project_ghost_feedback_msgs.msg import NamedLevel, SelfAssessmentLevel
+
+    return NamedLevel(name=name, level=SelfAssessmentLevel(value=level))
+
+
+@pytest.fixture
+def outcome():
+    """Return the factory :func:`build_outcome` ``(observed_ns, distance, orientation)``."""
+    return build_outcome
 
 
 @pytest.fixture
 def raw():
-    """Return a factory ``raw(stamp_ns, level=KNOWN)`` of BeliefSelfAssessments."""
-    from project_ghost_feedback.core import BeliefSelfAssessment, NamedLevel, SelfAssessmentLevel
-
-    def make(stamp_ns, level=SelfAssessmentLevel.KNOWN):
-        return BeliefSelfAssessment(stamp_ns, level, (NamedLevel('position_x', level),),
-                                    (NamedLevel('pose', level),))
-
-    return make
+    """Return the factory :func:`build_raw` ``(stamp_ns, level=KNOWN)`` of BeliefSelfAssessments."""
+    return build_raw

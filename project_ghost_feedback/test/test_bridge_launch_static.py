@@ -14,8 +14,8 @@ import os
 import pathlib
 
 from ament_index_python.packages import get_package_prefix, get_package_share_directory
+from conftest import new_rclpy_context
 import pytest
-import rclpy
 from test_launch_static import (
     config_parameters,
     LAUNCH_ARGUMENTS,
@@ -94,19 +94,14 @@ def test_shared_arguments_are_the_feedback_launch_arguments():
     assert shared <= ARGUMENTS
 
 
-def test_remapped_inputs_are_the_bridge_subscriptions():
+def test_remapped_inputs_are_the_bridge_subscriptions(rclpy_context):
     """BRIDGE_INPUTS are the relative names the bridge subscribes to, and nothing else."""
     constants = _constants(_tree())
-    context = rclpy.Context()
-    rclpy.init(context=context)
+    node = OutcomeBridge(context=rclpy_context, namespace='/launch_static')
     try:
-        node = OutcomeBridge(context=context, namespace='/launch_static')
-        try:
-            subscribed = {s.topic_name for s in node.subscriptions}
-        finally:
-            node.destroy_node()
+        subscribed = {s.topic_name for s in node.subscriptions}
     finally:
-        context.try_shutdown()
+        node.destroy_node()
     assert subscribed == {f'/launch_static/{name}' for name in constants['BRIDGE_INPUTS']}
 
 
@@ -115,8 +110,7 @@ def test_remapped_inputs_are_the_bridge_subscriptions():
 @pytest.fixture(scope='module')
 def bridge():
     """Return an OutcomeBridge with default parameters in a private context."""
-    context = rclpy.Context()
-    rclpy.init(context=context)
+    context = new_rclpy_context()
     node = None
     try:
         node = OutcomeBridge(context=context, namespace='/config_static')
@@ -143,8 +137,7 @@ def test_config_values_are_the_bridge_defaults_with_their_types(bridge):
 
 def test_config_is_accepted_by_the_bridge_as_a_params_file():
     """A bridge started with ``--params-file outcome_bridge.yaml`` comes up with those values."""
-    context = rclpy.Context()
-    rclpy.init(context=context, args=[
+    context = new_rclpy_context(args=[
         'outcome_bridge', '--ros-args', '--params-file', str(CONFIG_FILE),
         '-p', 'ignored_axes:=[z,roll,pitch]'])
     node = None

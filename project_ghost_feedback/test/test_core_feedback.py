@@ -36,6 +36,7 @@ from project_ghost_feedback.core.feedback import (
     REASON_DOWNGRADE_FROM_CALIBRATION,
     REASON_NO_OUTCOMES_YET,
 )
+from conftest import build_raw
 import pytest
 
 KNOWN = SelfAssessmentLevel.KNOWN
@@ -50,6 +51,8 @@ D_WITHIN_1 = 0.5
 D_BEYOND_1 = 2.0
 D_BEYOND_3 = 4.0
 D_BEYOND_5 = 7.0
+RAW_STAMP = 123
+"""Belief stamp of the raw assessments built here (conftest.build_raw), unless given."""
 
 
 def _outcome(position=0.5, orientation=0.5, observed=10, predicted=None):
@@ -85,18 +88,13 @@ def _history(**overrides):
     return kwargs
 
 
-def _raw(level=KNOWN, stamp=123):
-    return BeliefSelfAssessment(stamp, level, [NamedLevel('position_x', level)],
-                                [NamedLevel('pose', level)])
-
-
 def _counts(history):
     return tuple(getattr(history, name) for name in COUNT_FIELDS)
 
 
 def _envelope(**overrides):
     kwargs = {
-        'raw_assessment': _raw(),
+        'raw_assessment': build_raw(RAW_STAMP),
         'calibration_history': CalibrationHistory(**_history()),
         'adjusted_overall_level': UNCERTAIN,
         'adjustment_policy_id': 'mahalanobis_downgrade',
@@ -265,7 +263,7 @@ def test_envelope_accepts_valid_and_stores_exact_values():
 def test_envelope_allows_upgrade():
     """ADR: the contract does not forbid an adjusted level more confident than the raw one."""
     envelope = CalibratedSelfAssessment(**_envelope(
-        raw_assessment=_raw(UNKNOWN), adjusted_overall_level=KNOWN))
+        raw_assessment=build_raw(RAW_STAMP, UNKNOWN), adjusted_overall_level=KNOWN))
     assert envelope.adjusted_overall_level is KNOWN
     assert envelope.was_downgraded is False
 
@@ -387,7 +385,7 @@ def test_build_worsts_only_from_the_window():
 @pytest.mark.parametrize('level', list(SelfAssessmentLevel))
 def test_policy_passthrough_with_zero_outcomes(level):
     """ADR: 0 outcomes pass the level through with reason no_outcomes_yet."""
-    raw = _raw(level)
+    raw = build_raw(RAW_STAMP, level)
     history = CalibrationHistory.empty()
     calibrated = MahalanobisDowngradePolicy().adjust(raw, history)
     assert calibrated.adjusted_overall_level is level
@@ -402,7 +400,7 @@ def test_policy_passthrough_within_tolerance(level):
     """ADR: outcomes within tolerance pass through with reason calibration_within_tolerance."""
     history = build_calibration_history(
         _outcomes(*[D_WITHIN_1] * 20 + [D_BEYOND_1] * 10 + [D_BEYOND_3]), 32)
-    calibrated = MahalanobisDowngradePolicy().adjust(_raw(level), history)
+    calibrated = MahalanobisDowngradePolicy().adjust(build_raw(RAW_STAMP, level), history)
     assert calibrated.adjusted_overall_level is level
     assert calibrated.adjustment_reason == 'calibration_within_tolerance'
     assert REASON_CALIBRATION_WITHIN_TOLERANCE == 'calibration_within_tolerance'
@@ -412,7 +410,7 @@ def test_policy_downgrade_when_exceeding_threshold():
     """ADR: >= 2 outcomes beyond 3 std among >= 4 downgrade with downgrade_from_calibration."""
     history = build_calibration_history(_outcomes(D_WITHIN_1, D_WITHIN_1, D_BEYOND_3,
                                                   D_BEYOND_5), 32)
-    calibrated = MahalanobisDowngradePolicy().adjust(_raw(KNOWN), history)
+    calibrated = MahalanobisDowngradePolicy().adjust(build_raw(RAW_STAMP, KNOWN), history)
     assert calibrated.adjusted_overall_level is UNCERTAIN
     assert calibrated.adjustment_reason == 'downgrade_from_calibration'
     assert REASON_DOWNGRADE_FROM_CALIBRATION == 'downgrade_from_calibration'
@@ -426,7 +424,7 @@ def test_policy_downgrade_one_level(level, expected):
     """ADR: KNOWN->UNCERTAIN, UNCERTAIN->UNKNOWN, UNKNOWN stays (still reported as a downgrade)."""
     history = CalibrationHistory(**_history(count_within_1_std=0, count_beyond_1_std=0,
                                             count_beyond_3_std=4, count_beyond_5_std=0))
-    calibrated = MahalanobisDowngradePolicy().adjust(_raw(level), history)
+    calibrated = MahalanobisDowngradePolicy().adjust(build_raw(RAW_STAMP, level), history)
     assert calibrated.adjusted_overall_level is expected
     assert calibrated.adjustment_reason == REASON_DOWNGRADE_FROM_CALIBRATION
     assert calibrated.raw_assessment.overall_level is level
@@ -435,7 +433,7 @@ def test_policy_downgrade_one_level(level, expected):
 def test_policy_one_below_min_outcomes_does_not_downgrade():
     """Boundary: min_outcomes - 1 = 3 outcomes, all beyond 3 std, pass through."""
     history = build_calibration_history(_outcomes(D_BEYOND_5, D_BEYOND_3, D_BEYOND_5), 32)
-    calibrated = MahalanobisDowngradePolicy().adjust(_raw(KNOWN), history)
+    calibrated = MahalanobisDowngradePolicy().adjust(build_raw(RAW_STAMP, KNOWN), history)
     assert history.outcomes_considered == 3
     assert calibrated.adjusted_overall_level is KNOWN
     assert calibrated.adjustment_reason == REASON_CALIBRATION_WITHIN_TOLERANCE
@@ -444,7 +442,7 @@ def test_policy_one_below_min_outcomes_does_not_downgrade():
 def test_policy_one_below_threshold_does_not_downgrade():
     """Boundary: downgrade_threshold - 1 = 1 outcome beyond 3 std among 32 passes through."""
     history = build_calibration_history(_outcomes(*[D_BEYOND_1] * 31 + [D_BEYOND_5]), 32)
-    calibrated = MahalanobisDowngradePolicy().adjust(_raw(KNOWN), history)
+    calibrated = MahalanobisDowngradePolicy().adjust(build_raw(RAW_STAMP, KNOWN), history)
     assert (history.count_beyond_3_std, history.count_beyond_5_std) == (0, 1)
     assert calibrated.adjusted_overall_level is KNOWN
     assert calibrated.adjustment_reason == REASON_CALIBRATION_WITHIN_TOLERANCE
@@ -454,7 +452,7 @@ def test_policy_exactly_at_min_outcomes_and_threshold_downgrades():
     """Boundary: exactly 4 outcomes with exactly 2 beyond 3 std downgrade (>= on both)."""
     history = build_calibration_history(_outcomes(D_WITHIN_1, D_BEYOND_1, D_BEYOND_3,
                                                   D_BEYOND_3), 32)
-    calibrated = MahalanobisDowngradePolicy().adjust(_raw(UNCERTAIN), history)
+    calibrated = MahalanobisDowngradePolicy().adjust(build_raw(RAW_STAMP, UNCERTAIN), history)
     assert calibrated.adjusted_overall_level is UNKNOWN
     assert calibrated.adjustment_reason == REASON_DOWNGRADE_FROM_CALIBRATION
 
@@ -462,7 +460,7 @@ def test_policy_exactly_at_min_outcomes_and_threshold_downgrades():
 def test_policy_beyond_1_does_not_count_toward_threshold():
     """Only beyond_3 + beyond_5 count: 32 outcomes in (1, 3] pass through."""
     history = build_calibration_history(_outcomes(*[3.0] * 32), 32)
-    calibrated = MahalanobisDowngradePolicy().adjust(_raw(KNOWN), history)
+    calibrated = MahalanobisDowngradePolicy().adjust(build_raw(RAW_STAMP, KNOWN), history)
     assert _counts(history) == (0, 32, 0, 0)
     assert calibrated.adjustment_reason == REASON_CALIBRATION_WITHIN_TOLERANCE
 
@@ -471,10 +469,10 @@ def test_policy_custom_parameters():
     """min_outcomes and downgrade_threshold are honoured (1 and 1: one bad outcome downgrades)."""
     policy = MahalanobisDowngradePolicy(min_outcomes=1, downgrade_threshold=1)
     history = build_calibration_history(_outcomes(D_BEYOND_3), 32)
-    assert policy.adjust(_raw(KNOWN), history).adjusted_overall_level is UNCERTAIN
+    assert policy.adjust(build_raw(RAW_STAMP, KNOWN), history).adjusted_overall_level is UNCERTAIN
     strict = MahalanobisDowngradePolicy(min_outcomes=10, downgrade_threshold=5)
     history = build_calibration_history(_outcomes(*[D_BEYOND_5] * 4 + [D_WITHIN_1] * 6), 32)
-    assert strict.adjust(_raw(KNOWN), history).adjusted_overall_level is KNOWN
+    assert strict.adjust(build_raw(RAW_STAMP, KNOWN), history).adjusted_overall_level is KNOWN
 
 
 @pytest.mark.parametrize('field', ['min_outcomes', 'downgrade_threshold'])
@@ -510,7 +508,7 @@ def test_policy_adjust_rejects_bad_arguments():
     _rejected(ContractTypeError, 'MahalanobisDowngradePolicy.adjust.raw', 'wrong_type',
               policy.adjust, KNOWN, CalibrationHistory.empty())
     _rejected(ContractTypeError, 'MahalanobisDowngradePolicy.adjust.history', 'wrong_type',
-              policy.adjust, _raw(), [])
+              policy.adjust, build_raw(RAW_STAMP), [])
 
 
 # === ADR invariant: assess_with_feedback is pure ==============================================
@@ -597,7 +595,7 @@ class _OnlyId:
 def test_assess_with_feedback_rejects_non_protocol_policy(policy):
     """A policy not implementing CalibrationAdjustmentPolicy is a TypeError."""
     _rejected(ContractTypeError, 'assess_with_feedback.adjustment_policy', 'wrong_type',
-              assess_with_feedback, _raw(), [], policy)
+              assess_with_feedback, build_raw(RAW_STAMP), [], policy)
 
 
 class _ReturnsThis:
@@ -614,19 +612,19 @@ class _ReturnsThis:
 def test_assess_with_feedback_rejects_non_envelope_result():
     """A policy returning something other than a CalibratedSelfAssessment is a TypeError."""
     _rejected(ContractTypeError, 'assess_with_feedback.adjustment_policy.adjust(...)',
-              'wrong_type', assess_with_feedback, _raw(), [], _ReturnsThis(KNOWN))
+              'wrong_type', assess_with_feedback, build_raw(RAW_STAMP), [], _ReturnsThis(KNOWN))
 
 
 @pytest.mark.parametrize('what', ['raw', 'history', 'policy_id'])
 def test_assess_with_feedback_rejects_foreign_envelope(what):
     """An envelope with another raw, another history or another policy id is a ValueError."""
-    raw = _raw(KNOWN, stamp=5)
+    raw = build_raw(5, KNOWN)
     outcomes = _outcomes(D_WITHIN_1)
     history = build_calibration_history(outcomes, 32)
     kwargs = _envelope(raw_assessment=raw, calibration_history=history,
                        adjustment_policy_id='mahalanobis_downgrade')
     if what == 'raw':
-        kwargs['raw_assessment'] = _raw(KNOWN, stamp=6)
+        kwargs['raw_assessment'] = build_raw(6, KNOWN)
     elif what == 'history':
         kwargs['calibration_history'] = CalibrationHistory.empty()
     else:
@@ -646,7 +644,7 @@ def test_assess_with_feedback_accepts_equal_envelope_from_custom_policy():
             return CalibratedSelfAssessment(copy, dataclasses.replace(history), KNOWN,
                                             self.policy_id, 'consistently_good')
 
-    result = assess_with_feedback(_raw(UNKNOWN), _outcomes(D_WITHIN_1), Upgrade())
+    result = assess_with_feedback(build_raw(RAW_STAMP, UNKNOWN), _outcomes(D_WITHIN_1), Upgrade())
     assert result.adjusted_overall_level is KNOWN
     assert result.adjustment_policy_id == 'always_upgrade'
     assert result.adjustment_reason == 'consistently_good'
@@ -791,7 +789,7 @@ def test_max_n_non_int_is_type_error(max_n):
 def test_assess_with_feedback_rejects_bad_max_history(max_history, exc_type):
     """assess_with_feedback validates max_history like max_n."""
     with pytest.raises(exc_type) as info:
-        assess_with_feedback(_raw(), [], MahalanobisDowngradePolicy(), max_history)
+        assess_with_feedback(build_raw(RAW_STAMP), [], MahalanobisDowngradePolicy(), max_history)
     assert info.value.field.endswith('max_history')
 
 
@@ -900,7 +898,7 @@ class _FollowingPolicy:
 
 def test_assess_with_feedback_gives_a_hysteresis_policy_the_previous_output():
     policy = _FollowingPolicy()
-    raw = _raw()
+    raw = build_raw(RAW_STAMP)
     first = assess_with_feedback(raw, _outcomes(D_BEYOND_5), policy, 4)
     assert first.was_downgraded
     window = _outcomes(D_BEYOND_1)
@@ -912,7 +910,7 @@ def test_assess_with_feedback_gives_a_hysteresis_policy_the_previous_output():
 
 def test_assess_with_feedback_ignores_previous_for_a_policy_without_hysteresis():
     policy = MahalanobisDowngradePolicy()
-    raw = _raw()
+    raw = build_raw(RAW_STAMP)
     window = _outcomes(D_WITHIN_1)
     previous = assess_with_feedback(raw, _outcomes(D_BEYOND_5), policy, 4)
     assert (assess_with_feedback(raw, window, policy, 4, previous=previous)

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     ContractViolation,
-    PredictionOutcome,
     SelfAssessmentLevel,
 )
 from project_ghost_feedback.core.contracts import bucket_of_distance
@@ -24,6 +23,7 @@ from project_ghost_feedback.core.feedback import (
     POLICIES,
     policy_names,
 )
+from conftest import zero_error_outcomes
 import pytest
 
 SETTINGS = settings(deadline=None, max_examples=150, database=None,
@@ -40,8 +40,7 @@ pairs = st.lists(st.tuples(distances, distances), max_size=40)
 
 
 def _outcomes(pairs_):
-    return [PredictionOutcome(i, i + 1, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), p, o)
-            for i, (p, o) in enumerate(pairs_)]
+    return zero_error_outcomes(pairs_, observed_lag_ns=1)
 
 
 def _fields(history):

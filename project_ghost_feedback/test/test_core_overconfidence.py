@@ -10,7 +10,6 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from project_ghost_feedback.core import PredictionOutcome
 from project_ghost_feedback.core.feedback import (
     build_calibration_history,
     chi2_quantile,
@@ -23,6 +22,7 @@ from project_ghost_feedback.core.feedback.overconfidence import (
     chi2_cdf,
     estimate_from_squared_distances,
 )
+from conftest import zero_error_outcomes
 import pytest
 
 # (p, dof, quantile): chi-square table values (NIST/SEMATECH e-Handbook 1.3.6.7.4, 7 digits);
@@ -66,8 +66,7 @@ def test_chi2_quantile_rejects_bad_arguments(p, dof):
 
 
 def _history(position, orientation):
-    outcomes = [PredictionOutcome(i, i, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), p, o)
-                for i, (p, o) in enumerate(zip(position, orientation))]
+    outcomes = zero_error_outcomes(zip(position, orientation))
     return build_calibration_history(outcomes, max(1, len(outcomes)))
 
 

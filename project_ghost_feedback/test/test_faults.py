@@ -34,6 +34,7 @@ from project_ghost_feedback_msgs.msg import (
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
+from conftest import new_rclpy_context
 import pytest
 import rclpy
 from rclpy.parameter import Parameter
@@ -108,8 +109,7 @@ class Client:
     """Publishers of both inputs and a subscriber of the output, in a private context."""
 
     def __init__(self, name, extra_executor=None):
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
+        self.context = new_rclpy_context()
         self.node = rclpy.create_node(name, context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
@@ -381,17 +381,15 @@ def test_signal_while_busy_closes_a_consistent_bag(tmp_path, executor, signum):
 # -- publisher restart ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize('executor', EXECUTORS)
-def test_node_continues_after_its_publisher_restarts(executor):
+def test_node_continues_after_its_publisher_restarts(rclpy_context, executor):
     """The estimator's node goes away mid-stream and a new one appears: outputs keep coming."""
     steps = make_stream(300)
-    node_context = rclpy.Context()
-    rclpy.init(context=node_context)
-    node = FeedbackNode(node_name='fault_restart_node', context=node_context, parameter_overrides=[
+    node = FeedbackNode(node_name='fault_restart_node', context=rclpy_context, parameter_overrides=[
         Parameter('policy', value='mahalanobis_downgrade'), Parameter('executor', value=executor)])
-    node_executor = make_executor(executor, node_context)
+    node_executor = make_executor(executor, rclpy_context)
     node_executor.add_node(node)
-    listener = rclpy.create_node('fault_restart_listener', context=node_context)
-    listener_executor = SingleThreadedExecutor(context=node_context)
+    listener = rclpy.create_node('fault_restart_listener', context=rclpy_context)
+    listener_executor = SingleThreadedExecutor(context=rclpy_context)
     listener_executor.add_node(listener)
     outputs = []
     listener.create_subscription(
@@ -425,7 +423,6 @@ def test_node_continues_after_its_publisher_restarts(executor):
         listener_executor.shutdown()
         node.destroy_node()
         listener.destroy_node()
-        node_context.try_shutdown()
 
 
 class _Spinner:

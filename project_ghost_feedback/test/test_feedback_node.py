@@ -28,10 +28,9 @@ from std_srvs.srv import Trigger
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
-    NamedLevel as NamedLevelMsg,
-    SelfAssessmentLevel as LevelMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
+from conftest import named_level_msg
 import pytest
 import rclpy
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
@@ -458,10 +457,6 @@ def _bad_outcomes(good):
     ]
 
 
-def _named(name, level):
-    return NamedLevelMsg(name=name, level=LevelMsg(value=level))
-
-
 def _bad_assessments(good):
     """Return ``[(message, expected rejection key), ...]`` derived from a valid assessment."""
     def variant(change):
@@ -477,14 +472,14 @@ def _bad_assessments(good):
         (variant(lambda m: setattr(m.header.stamp, 'sec', -1)),
          'assessment:negative:BeliefSelfAssessment.belief_stamp_sim_ns'),
         (variant(lambda m: setattr(
-            m, 'axis_levels', [_named('Position X', 0)])),
+            m, 'axis_levels', [named_level_msg('Position X', 0)])),
          'assessment:bad_taxonomy:NamedLevel.name'),
-        (variant(lambda m: setattr(m, 'block_levels', [_named('', 1)])),
+        (variant(lambda m: setattr(m, 'block_levels', [named_level_msg('', 1)])),
          'assessment:bad_taxonomy:NamedLevel.name'),
         (variant(lambda m: setattr(m, 'axis_levels', [
-            _named('yaw', 0), _named('yaw', 1)])),
+            named_level_msg('yaw', 0), named_level_msg('yaw', 1)])),
          'assessment:duplicate_name:BeliefSelfAssessment.axis_levels'),
-        (variant(lambda m: setattr(m, 'block_levels', [_named('pose', 9)])),
+        (variant(lambda m: setattr(m, 'block_levels', [named_level_msg('pose', 9)])),
          'assessment:unknown_level:SelfAssessmentLevel.value'),
     ]
 

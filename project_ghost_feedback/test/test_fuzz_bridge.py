@@ -25,6 +25,7 @@ import uuid
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
 from project_ghost_feedback_msgs.msg import PredictionOutcome as PredictionOutcomeMsg
+from conftest import new_rclpy_context
 import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -32,7 +33,7 @@ from rclpy.qos import HistoryPolicy, qos_profile_sensor_data, QoSProfile, Reliab
 from rclpy.serialization import serialize_message
 from std_msgs.msg import String
 from test_outcome_bridge_faults import BAD_ESTIMATES
-from test_outcome_bridge_node import COVARIANCE, SECOND_NS, set_pose
+from test_outcome_bridge_node import odometry, SECOND_NS
 
 DEADLINE_S = 60.0
 """Upper bound for any wait (a slow, shared machine); a healthy run needs a fraction of it."""
@@ -41,20 +42,9 @@ QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                  reliability=ReliabilityPolicy.RELIABLE)
 
 
-def _odometry(stamp_ns=None, sec=None, nanosec=0, quaternion=(0.0, 0.0, 0.0, 1.0),
-              covariance=COVARIANCE, x=0.0):
-    msg = set_pose(Odometry(), 0 if stamp_ns is None else stamp_ns, 'odom', x=x,
-                   covariance=covariance)
-    if sec is not None:
-        msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
-    o = msg.pose.pose.orientation
-    o.x, o.y, o.z, o.w = (float(v) for v in quaternion)
-    return msg
-
-
 def _malformed_cdr(rng):
     """Return byte strings that are not valid Odometry CDR."""
-    valid = serialize_message(_odometry(SECOND_NS))
+    valid = serialize_message(odometry(SECOND_NS))
     huge_string = bytes(valid[:12]) + b'\xff\xff\xff\x7f' + b'odom'
     return [
         b'',
@@ -115,8 +105,7 @@ def bridge_and_client():
          '-p', 'max_reference_gap_s:=5.0', '-p', 'diagnostics_period_s:=0.2',
          '-p', 'reject_log_throttle_s:=10.0'],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    context = rclpy.Context()
-    rclpy.init(context=context)
+    context = new_rclpy_context()
     client = None
     try:
         client = Client(context, namespace, process)
@@ -147,8 +136,8 @@ def test_fuzzed_bridge_stays_up_answers_and_still_pairs(bridge_and_client):
     base = (now_s - 1000) * SECOND_NS
 
     def pair(stamp_ns):
-        c.references.publish(_odometry(stamp_ns))
-        c.estimates.publish(_odometry(stamp_ns, x=0.1))
+        c.references.publish(odometry(stamp_ns))
+        c.estimates.publish(odometry(stamp_ns, x=0.1))
 
     # Warm-up: one pair proves the path.
     pair(base)
@@ -156,16 +145,16 @@ def test_fuzzed_bridge_stays_up_answers_and_still_pairs(bridge_and_client):
 
     sent = {'estimate': 1, 'reference': 1}
     for index, fields in enumerate(BAD_ESTIMATES.values()):
-        c.estimates.publish(_odometry(base + (index + 1) * SECOND_NS // 100, **fields))
+        c.estimates.publish(odometry(base + (index + 1) * SECOND_NS // 100, **fields))
         sent['estimate'] += 1
     for fields in ({'quaternion': (0.0, 0.0, 0.0, 0.0)}, {'quaternion': (math.nan, 0, 0, 1)},
                    {'covariance': [math.nan] * 36}, {'x': math.inf}):
-        c.references.publish(_odometry(base + SECOND_NS // 2, **fields))
+        c.references.publish(odometry(base + SECOND_NS // 2, **fields))
         sent['reference'] += 1
     for publisher, kind in ((c.estimates, 'estimate'), (c.references, 'reference')):
-        for msg in (_odometry(sec=now_s - 900, nanosec=2_000_000_000),
-                    _odometry(sec=-5), _odometry(sec=2**31 - 10),
-                    _odometry(stamp_ns=base, x=math.nan)):
+        for msg in (odometry(sec=now_s - 900, nanosec=2_000_000_000),
+                    odometry(sec=-5), odometry(sec=2**31 - 10),
+                    odometry(stamp_ns=base, x=math.nan)):
             publisher.publish(msg)
             sent[kind] += 1
     # Malformed CDR on both inputs: counted as errors of the take, never a crash.

@@ -39,10 +39,10 @@ from project_ghost_feedback.core._validation import STAMP_MAX_NS
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
-    NamedLevel as NamedLevelMsg,
     PredictionOutcome as PredictionOutcomeMsg,
     SelfAssessmentLevel as LevelMsg,
 )
+from conftest import named_level_msg, new_rclpy_context
 import pytest
 import rclpy
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
@@ -89,10 +89,6 @@ def _time(ns):
     """Return a builtin_interfaces/Time for ``ns`` (negative values too: sec < 0)."""
     sec, nanosec = divmod(ns, 10**9)
     return Time(sec=sec, nanosec=nanosec)
-
-
-def _named(name, level):
-    return NamedLevelMsg(name=name, level=LevelMsg(value=level))
 
 
 def _outcome_msg(prediction_ns, observed_ns, **fields):
@@ -187,7 +183,7 @@ class StreamGenerator:
         names = set()
         while len(names) < count:
             names.add('n' * 64 if rng.random() < 0.02 else _name(rng))
-        return [_named(name, rng.randrange(0, 3)) for name in sorted(names)]
+        return [named_level_msg(name, rng.randrange(0, 3)) for name in sorted(names)]
 
     def good_assessment(self):
         """Return a valid assessment message; sometimes an unusual but legal one."""
@@ -289,29 +285,29 @@ class StreamGenerator:
         elif kind == 3:
             items = list(getattr(msg, lists))
             items.insert(rng.randrange(len(items) + 1),
-                         _named(rng.choice(BAD_NAMES), 0))
+                         named_level_msg(rng.choice(BAD_NAMES), 0))
             setattr(msg, lists, items)
             reason = 'bad_taxonomy:NamedLevel.name'
         elif kind == 4:
             items = list(getattr(msg, lists))
             items.insert(rng.randrange(len(items) + 1),
-                         _named('unknown_level_here', rng.randrange(3, 256)))
+                         named_level_msg('unknown_level_here', rng.randrange(3, 256)))
             setattr(msg, lists, items)
             reason = 'unknown_level:SelfAssessmentLevel.value'
         elif kind == 5:
             items = self.levels(rng.randrange(1, 5))
             items.insert(rng.randrange(len(items) + 1),
-                         _named(rng.choice(items).name, 1))
+                         named_level_msg(rng.choice(items).name, 1))
             setattr(msg, lists, items)
             reason = f'duplicate_name:{owner}.{lists}'
         else:
             # A full list whose only defect is its last entry (bad name or duplicate).
             items = self.levels(MAX_LEVELS - 1)
             if rng.random() < 0.5:
-                items.append(_named(rng.choice(BAD_NAMES), 2))
+                items.append(named_level_msg(rng.choice(BAD_NAMES), 2))
                 reason = 'bad_taxonomy:NamedLevel.name'
             else:
-                items.append(_named(items[0].name, 2))
+                items.append(named_level_msg(items[0].name, 2))
                 reason = f'duplicate_name:{owner}.{lists}'
             setattr(msg, lists, items)
         return msg, f'{ASSESSMENT}:{reason}'
@@ -538,7 +534,7 @@ def test_oversized_bad_values_stay_out_of_the_diagnostics(rclpy_context):
     try:
         on_outcome, on_assessment = _callbacks(node)
         huge = 'Z' * 4_000_000
-        on_assessment(_belief_msg(MS, 0, axis_levels=[_named(huge, 0)]))
+        on_assessment(_belief_msg(MS, 0, axis_levels=[named_level_msg(huge, 0)]))
         assert node.rejected == {'assessment:bad_taxonomy:NamedLevel.name': 1}
         values = {kv.key: kv.value for kv in node.diagnostic_status().values}
         assert values['last_reject_reason'].startswith('assessment: NamedLevel.name ')
@@ -558,8 +554,7 @@ class _Driver:
     def __init__(self, node, node_executor):
         self.node = node
         self.node_executor = node_executor
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
+        self.context = new_rclpy_context()
         self.client = rclpy.create_node('fuzz_driver', context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.client)

@@ -287,27 +287,21 @@ def test_replay_selects_the_policy(tmp_path):
     assert data['recorded']['levels']['UNKNOWN'] > data['recomputed']['levels'].get('UNKNOWN', 0)
 
 
-def test_node_selects_the_policy_and_advertises_its_ranges():
+def test_node_selects_the_policy_and_advertises_its_ranges(rclpy_context):
     """policy:=overconfidence_scale at start-up; descriptors carry the advertised ranges."""
-    import rclpy
     from rclpy.parameter import Parameter
     from project_ghost_feedback.ros.feedback_node import FeedbackNode
-    context = rclpy.Context()
-    rclpy.init(context=context)
+    node = FeedbackNode(context=rclpy_context, parameter_overrides=[
+        Parameter('policy', value=NAME),
+        Parameter(f'{NAME}.gross_overconfidence', value=3.0)])
     try:
-        node = FeedbackNode(context=context, parameter_overrides=[
-            Parameter('policy', value=NAME),
-            Parameter(f'{NAME}.gross_overconfidence', value=3.0)])
-        try:
-            descriptor, = node.describe_parameters([f'{NAME}.gross_overconfidence'])
-            assert 'UNKNOWN' in descriptor.description
-            (low, high), = [(r.from_value, r.to_value) for r in descriptor.floating_point_range]
-            assert (low, high) == (1.0, 100.0)
-            descriptor, = node.describe_parameters([f'{NAME}.max_window'])
-            assert descriptor.integer_range[0].to_value == 128
-            result, = node.set_parameters([Parameter(f'{NAME}.gross_overconfidence', value=1.0)])
-            assert not result.successful and 'gross_overconfidence' in result.reason
-        finally:
-            node.destroy_node()
+        descriptor, = node.describe_parameters([f'{NAME}.gross_overconfidence'])
+        assert 'UNKNOWN' in descriptor.description
+        (low, high), = [(r.from_value, r.to_value) for r in descriptor.floating_point_range]
+        assert (low, high) == (1.0, 100.0)
+        descriptor, = node.describe_parameters([f'{NAME}.max_window'])
+        assert descriptor.integer_range[0].to_value == 128
+        result, = node.set_parameters([Parameter(f'{NAME}.gross_overconfidence', value=1.0)])
+        assert not result.successful and 'gross_overconfidence' in result.reason
     finally:
-        context.try_shutdown()
+        node.destroy_node()

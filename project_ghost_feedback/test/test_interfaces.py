@@ -14,6 +14,7 @@ import pathlib
 import time
 
 from ament_index_python.packages import get_package_prefix, get_package_share_directory
+from conftest import new_rclpy_context
 import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -235,9 +236,7 @@ def two_contexts():
     """Yield two private, initialised rclpy contexts; shut both down afterwards."""
     contexts = []
     for _ in range(2):
-        context = rclpy.Context()
-        rclpy.init(context=context)
-        contexts.append(context)
+        contexts.append(new_rclpy_context())
     try:
         yield contexts
     finally:

@@ -15,8 +15,8 @@ import pathlib
 import xml.etree.ElementTree as ElementTree
 
 from ament_index_python.packages import get_package_prefix, get_package_share_directory
+from conftest import new_rclpy_context
 import pytest
-import rclpy
 import yaml
 
 from project_ghost_feedback.ros.feedback_node import (
@@ -83,8 +83,7 @@ def helpers(tree):
 @pytest.fixture
 def node():
     """Return a FeedbackNode with default parameters in a private context."""
-    context = rclpy.Context()
-    rclpy.init(context=context)
+    context = new_rclpy_context()
     made = []
     try:
         made.append(FeedbackNode(context=context))
@@ -229,15 +228,13 @@ def test_launch_remaps_exactly_the_node_topic_names(constants, tree):
 
 
 @pytest.mark.parametrize('namespace', ['', '/', 'robot1', '/robot1', '/fleet/robot_2/'])
-def test_resolve_topic_agrees_with_rclpy(helpers, namespace):
+def test_resolve_topic_agrees_with_rclpy(helpers, namespace, rclpy_context):
     """resolve_topic gives the very names rclpy resolves for a node in that namespace."""
     resolve_topic = helpers['resolve_topic']
-    context = rclpy.Context()
-    rclpy.init(context=context)
     node = None
     try:
         ros_namespace = '/' + namespace.strip('/')
-        node = FeedbackNode(context=context, namespace=ros_namespace)
+        node = FeedbackNode(context=rclpy_context, namespace=ros_namespace)
         resolved = [
             node._outcome_subscription.topic_name,
             node._assessment_subscription.topic_name,
@@ -253,7 +250,6 @@ def test_resolve_topic_agrees_with_rclpy(helpers, namespace):
     finally:
         if node is not None:
             node.destroy_node()
-        context.try_shutdown()
 
 
 # -- the parameters file --------------------------------------------------------------------------
@@ -273,8 +269,7 @@ def test_config_values_are_the_node_defaults_with_their_types(node):
 
 def test_config_is_accepted_by_the_node_as_a_params_file():
     """A node started with ``--params-file feedback.yaml`` comes up with those values."""
-    context = rclpy.Context()
-    rclpy.init(context=context, args=[
+    context = new_rclpy_context(args=[
         'feedback_node', '--ros-args', '--params-file', str(CONFIG_FILE),
         '-p', 'mahalanobis_downgrade.downgrade_threshold:=3'])
     node = None

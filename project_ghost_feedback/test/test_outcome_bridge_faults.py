@@ -21,8 +21,8 @@ from rclpy.qos import (
 from test_outcome_bridge_node import (
     COVARIANCE,
     harnesses,
+    odometry,
     SECOND_NS,
-    set_pose,
     UNPACED,
 )
 
@@ -48,13 +48,6 @@ def _pairs(h, first_s, count, period_ns=SECOND_NS // 10):
         stamp = start + index * period_ns
         h.reference(stamp)
         h.estimate(stamp, x=0.1)
-
-
-def _odometry(stamp_ns, quaternion=(0.0, 0.0, 0.0, 1.0), covariance=COVARIANCE, x=0.0):
-    msg = set_pose(Odometry(), stamp_ns, 'odom', x=x, covariance=covariance)
-    o = msg.pose.pose.orientation
-    o.x, o.y, o.z, o.w = (float(v) for v in quaternion)
-    return msg
 
 
 def _negative_variance():
@@ -101,14 +94,14 @@ def test_bad_estimates_are_refused_with_a_reason_and_publish_nothing(harness):
     h.reference(100 * SECOND_NS)
     for index, (name, fields) in enumerate(BAD_ESTIMATES.items()):
         received = h.node.received['estimate']
-        h.estimate_publisher.publish(_odometry((index + 1) * SECOND_NS, **fields))
+        h.estimate_publisher.publish(odometry((index + 1) * SECOND_NS, **fields))
         h.spin_until(lambda: h.node.received['estimate'] > received, name)
         assert h.node.dropped[EXPECTED_REASON[name]] >= 1, (name, dict(h.node.dropped))
     assert sum(h.node.dropped.values()) == len(BAD_ESTIMATES)
     assert not h.outcomes and not h.assessments and h.node.paired == 0
     # A bad reference is refused too, and a valid estimate still pairs.
     received = h.node.received['reference']
-    h.reference_publisher.publish(_odometry(50 * SECOND_NS, quaternion=(0.0, 0.0, 0.0, 0.0)))
+    h.reference_publisher.publish(odometry(50 * SECOND_NS, quaternion=(0.0, 0.0, 0.0, 0.0)))
     h.spin_until(lambda: h.node.received['reference'] > received, 'a bad reference')
     assert dict(h.node.references_dropped) == {'quaternion_zero': 1}
     h.estimate(60 * SECOND_NS)
@@ -123,7 +116,7 @@ def test_future_estimate_stamp_is_refused_and_never_becomes_newest(harness):
     now_s = h.node.get_clock().now().nanoseconds // SECOND_NS
     h.reference((now_s - 10) * SECOND_NS)
     received = h.node.received['estimate']
-    h.estimate_publisher.publish(_odometry((2**31 - 10) * SECOND_NS))
+    h.estimate_publisher.publish(odometry((2**31 - 10) * SECOND_NS))
     h.spin_until(lambda: h.node.received['estimate'] > received, 'the future estimate')
     assert dict(h.node.dropped) == {'future_stamp': 1}
     _pairs(h, now_s - 9, 20)
@@ -161,7 +154,7 @@ def test_sim_reset_resumes_pairing_whatever_the_order(harness, order):
         set_clock(1)
     h.reference(1 * SECOND_NS)
     late = h.node.received['estimate']
-    h.estimate_publisher.publish(_odometry(995 * SECOND_NS))   # stamped before the reset
+    h.estimate_publisher.publish(odometry(995 * SECOND_NS))   # stamped before the reset
     h.spin_until(lambda: h.node.received['estimate'] > late, 'the late estimate')
     if order == 'inputs_first':
         set_clock(1)
@@ -182,7 +175,7 @@ def test_burst_beyond_the_queue_is_accounted_for(harness):
     h.estimate(SECOND_NS)        # the sequence baseline
     sent = 500
     for index in range(sent):
-        h.estimate_publisher.publish(_odometry(2 * SECOND_NS + index * 1000))
+        h.estimate_publisher.publish(odometry(2 * SECOND_NS + index * 1000))
     time.sleep(1.0)              # let DDS deliver (and overwrite) before the bridge takes any
     missed = h.node._gaps['estimate']
     h.spin_until(lambda: h.node.received['estimate'] + missed.missed >= sent + 1,
@@ -246,7 +239,7 @@ def test_best_effort_publishers_are_matched_by_default(harness, profile):
 
     def send():
         if time.monotonic() - paired[0] > 0.1:   # best effort: resend until one arrives
-            estimates.publish(_odometry(SECOND_NS // 2, x=0.1))
+            estimates.publish(odometry(SECOND_NS // 2, x=0.1))
             paired[0] = time.monotonic()
         return h.node.paired >= 1
 

@@ -22,6 +22,7 @@ from project_ghost_feedback_msgs.msg import (
     PredictionOutcome as PredictionOutcomeMsg,
     SelfAssessmentLevel as SelfAssessmentLevelMsg,
 )
+from conftest import new_rclpy_context
 import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -53,6 +54,21 @@ def set_pose(msg, stamp_ns, frame_id, x=0.0, y=0.0, yaw=0.0, covariance=None):
     pose.orientation.z, pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
     if covariance is not None:
         msg.pose.covariance = [float(v) for v in covariance]
+    return msg
+
+
+def odometry(stamp_ns=None, sec=None, nanosec=0, quaternion=(0.0, 0.0, 0.0, 1.0),
+             covariance=COVARIANCE, x=0.0):
+    """Return an Odometry in ``odom`` at ``stamp_ns`` (0 if None) with ``quaternion`` and ``x``.
+
+    ``sec`` (with ``nanosec``) overrides the header stamp as given, out-of-range values too.
+    """
+    msg = set_pose(Odometry(), 0 if stamp_ns is None else stamp_ns, 'odom', x=x,
+                   covariance=covariance)
+    if sec is not None:
+        msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
+    o = msg.pose.pose.orientation
+    o.x, o.y, o.z, o.w = (float(v) for v in quaternion)
     return msg
 
 
@@ -149,8 +165,7 @@ class Harness:
 @contextlib.contextmanager
 def harnesses():
     """Yield a factory of Harness objects in a private context; all closed afterwards."""
-    context = rclpy.Context()
-    rclpy.init(context=context)
+    context = new_rclpy_context()
     made = []
 
     def make(**kwargs):

@@ -23,7 +23,6 @@ from diagnostic_msgs.msg import DiagnosticArray
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     NamedLevel,
-    PredictionOutcome,
     SelfAssessmentLevel,
 )
 from project_ghost_feedback.core.feedback import format_overconfidence
@@ -47,6 +46,7 @@ from project_ghost_feedback_msgs.msg import (
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
+from conftest import build_outcome, new_rclpy_context
 import pytest
 from ruamel.yaml import YAML
 import rclpy
@@ -66,12 +66,6 @@ QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
 MS = 1_000_000
 
 
-def _outcome(observed_ns, distance):
-    return PredictionOutcome(
-        observed_ns - 10 * MS, observed_ns, (0.1, -0.2, 0.05), (0.0, 0.01, 0.0),
-        distance, distance / 2)
-
-
 def _raw(stamp_ns, level=KNOWN):
     return BeliefSelfAssessment(
         stamp_ns, level, (NamedLevel('position_x', KNOWN), NamedLevel('yaw', UNCERTAIN)),
@@ -86,7 +80,8 @@ def scenario(cycles=24):
         distance = 0.5 + (i % 3) * 0.4 if i < cycles // 2 else 3.5 + (i % 4)
         if i == cycles - 3:
             distance = math.inf
-        steps.append(([_outcome(stamp - MS, distance)], _raw(stamp, UNCERTAIN if i % 5 else KNOWN)))
+        steps.append(([build_outcome(stamp - MS, distance, distance / 2)],
+                      _raw(stamp, UNCERTAIN if i % 5 else KNOWN)))
     return steps
 
 
@@ -101,9 +96,7 @@ class _Harness:
     def __init__(self, bag, parameters=(), sim_time=False):
         self.contexts = []
         for _ in range(2):
-            context = rclpy.Context()
-            rclpy.init(context=context)
-            self.contexts.append(context)
+            self.contexts.append(new_rclpy_context())
         overrides = [Parameter('telemetry_bag', value=str(bag)),
                      Parameter('policy', value='mahalanobis_downgrade')]
         overrides += [Parameter(name, value=value) for name, value in parameters]
@@ -349,16 +342,11 @@ def test_tampered_bag_reports_the_first_difference(tmp_path):
         7, 'adjusted_overall_level', 'UNKNOWN')
 
 
-def test_node_refuses_an_existing_telemetry_bag(tmp_path):
+def test_node_refuses_an_existing_telemetry_bag(tmp_path, rclpy_context):
     """telemetry_bag naming an existing path: the node refuses to start (ValueError)."""
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    try:
-        with pytest.raises(ValueError, match='telemetry_bag'):
-            FeedbackNode(context=context, parameter_overrides=[
-                Parameter('telemetry_bag', value=str(tmp_path))])
-    finally:
-        context.try_shutdown()
+    with pytest.raises(ValueError, match='telemetry_bag'):
+        FeedbackNode(context=rclpy_context, parameter_overrides=[
+            Parameter('telemetry_bag', value=str(tmp_path))])
 
 
 # -- a recording node process, stopped by a signal ------------------------------------------------
@@ -376,8 +364,7 @@ def test_signal_leaves_a_readable_bag_with_every_accepted_message(tmp_path, sign
          '-p', f'telemetry_bag:={bag}', '-p', 'diagnostics_period_s:=0.1',
          '-p', 'policy:=mahalanobis_downgrade'],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    context = rclpy.Context()
-    rclpy.init(context=context)
+    context = new_rclpy_context()
     node = rclpy.create_node('signal_test_driver', context=context)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
@@ -460,11 +447,10 @@ def test_cli_echo_prints_live_calibrated_assessments():
     """ghost-feedback echo --count 2: two YAML documents of live messages, then exit 0."""
     process = subprocess.Popen(CLI + ['echo', '--count', '2'], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-    context = rclpy.Context()
-    rclpy.init(context=context)
+    context = new_rclpy_context()
     node = rclpy.create_node('echo_test_publisher', context=context)
     loop = FeedbackLoop(LoopConfig.make('mahalanobis_downgrade', None, 8, 8))
-    loop.outcome(_outcome(50 * MS, math.inf))
+    loop.outcome(build_outcome(50 * MS, math.inf, math.inf / 2))
     calibrated = loop.assessment(_raw(100 * MS)).calibrated
     try:
         from project_ghost_feedback.ros.conversions import calibrated_to_msg
@@ -534,8 +520,7 @@ def test_replays_a_foreign_bag_by_type_with_assumed_defaults(tmp_path):
 
 def test_parameter_changes_while_recording_are_noted(tmp_path):
     """A dynamic parameter change is counted in custom_data and recorded as an event."""
-    context = rclpy.Context()
-    rclpy.init(context=context)
+    context = new_rclpy_context()
     try:
         node = FeedbackNode(context=context, parameter_overrides=[
             Parameter('telemetry_bag', value=str(tmp_path / 'bag'))])

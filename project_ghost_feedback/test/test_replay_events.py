@@ -15,10 +15,11 @@ from project_ghost_feedback.ros.conversions import (
 )
 from project_ghost_feedback.telemetry import read_bag, replay_bag
 from project_ghost_feedback.telemetry.replay import NO_EVENTS_WARNING
+from conftest import build_outcome
 import pytest
 from rclpy.parameter import Parameter
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
-from test_replay import _Harness, _outcome, _raw
+from test_replay import _Harness, _raw
 
 S = 1_000_000_000
 MS = 1_000_000
@@ -30,7 +31,8 @@ def _cycles(harness, start_s, count, distance=OVERCONFIDENT * 1.6, period_ms=100
     stamp = start_s * S
     for i in range(count):
         stamp = start_s * S + i * period_ms * MS
-        harness.send_outcome(outcome_to_msg(_outcome(stamp - MS, distance + (i % 3) * 0.3)))
+        d = distance + (i % 3) * 0.3
+        harness.send_outcome(outcome_to_msg(build_outcome(stamp - MS, d, d / 2)))
         harness.send_assessment(_raw(stamp))
     return stamp
 
@@ -77,7 +79,7 @@ def _parameter_changes(harness):
 def _future_stamps(harness):
     harness.set_clock(10 * S)
     _cycles(harness, 5, 20)
-    harness.send_refused(outcome_to_msg(_outcome(500 * S, 1.0)), 'outcome')
+    harness.send_refused(outcome_to_msg(build_outcome(500 * S, 1.0, 0.5)), 'outcome')
     harness.send_refused(belief_to_msg(_raw(600 * S)), 'assessment')
     _cycles(harness, 8, 20)
     assert harness.node.rejected['outcome:future_stamp'] == 1
@@ -88,7 +90,7 @@ def _future_stamps(harness):
 def _everything(harness):
     harness.set_clock(50 * S)
     _cycles(harness, 20, 20)
-    harness.send_refused(outcome_to_msg(_outcome(900 * S, 1.0)), 'outcome')
+    harness.send_refused(outcome_to_msg(build_outcome(900 * S, 1.0, 0.5)), 'outcome')
     harness.call_reset()
     _cycles(harness, 30, 20)
     _set(harness, policy='calibrated_exceedance', max_history=16)

@@ -25,6 +25,7 @@ from project_ghost_feedback_msgs.msg import (
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
+from conftest import new_rclpy_context
 import pytest
 from rcl_interfaces.srv import GetParameters
 import rclpy
@@ -136,8 +137,7 @@ class Feeder:
     def __init__(self, namespace='', output='self_assessment/calibrated'):
         """Publish to ``prediction_outcome`` and ``self_assessment/raw`` in ``namespace``."""
         prefix = '/' + namespace.strip('/') if namespace.strip('/') else ''
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
+        self.context = new_rclpy_context()
         self.node = rclpy.create_node('cli_test_feeder', context=self.context)
         self._outcomes = self.node.create_publisher(
             PredictionOutcomeMsg, f'{prefix}/prediction_outcome', QOS)
