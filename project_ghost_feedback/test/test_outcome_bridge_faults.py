@@ -231,7 +231,7 @@ def test_best_effort_publishers_are_matched_by_default(harness, profile):
     qos = BEST_EFFORT if profile == 'best_effort' else qos_profile_sensor_data
     estimates = h.client.create_publisher(Odometry, 'estimate', qos)
     h.spin_until(lambda: estimates.get_subscription_count() >= 1, 'the match')
-    time.sleep(0.2)
+    h.wait_inputs_matched(estimate=2)
     h.reference(0)
     h.reference(SECOND_NS)
     h.client.destroy_publisher(h.estimate_publisher)

@@ -107,7 +107,20 @@ class Harness:
                      and self.node.count_subscribers(
                          f'{self.namespace}/prediction_outcome') >= 1),
             'the bridge and the client to match')
-        time.sleep(0.2)  # graph match precedes DDS match by a little: do not lose the first
+        self.wait_inputs_matched()
+
+    def wait_inputs_matched(self, estimate=1, reference=1):
+        """Spin until the bridge's input subscriptions have matched that many publishers each.
+
+        The publisher side matching first is not enough: a best-effort reader drops what comes
+        before it matched the writer (under load, seconds later).
+        """
+        wanted = {f'{self.namespace}/estimate': estimate,
+                  f'{self.namespace}/reference': reference}
+        self.spin_until(lambda: all(
+            subscription.get_publisher_count() >= wanted[subscription.topic_name]
+            for subscription in self.node.subscriptions if subscription.topic_name in wanted),
+            f'the bridge to match {estimate} estimate and {reference} reference publisher(s)')
 
     def _on_diagnostics(self, array):
         name = self.node.get_fully_qualified_name()
@@ -241,7 +254,7 @@ def test_backlog_of_both_inputs_pairs_every_estimate(harness):
     references = h.client.create_publisher(Odometry, 'reference', deep)
     h.spin_until(lambda: (estimates.get_subscription_count() >= 1
                           and references.get_subscription_count() >= 1), 'deep publishers')
-    time.sleep(0.2)
+    h.wait_inputs_matched(estimate=2, reference=2)
     for index in range(501):   # references at 0, 20, ..., 10000 ms
         stamp_ns = index * SECOND_NS // 50
         references.publish(set_pose(Odometry(), stamp_ns, 'odom', x=0.0))

@@ -38,6 +38,8 @@ FEEDBACK_NODE = 'ghost_feedback_demo_node'
 MAX_IN_FLIGHT = 50  # estimates published whose calibrated output has not come back (5 sim s)
 STALL_S = 60.0  # playback held this long with no output: a node hangs, the demo stops (exit 1)
 FEEDBACK_STATUS = f'/{FEEDBACK_NODE}: calibration'
+BRIDGE_NODE = 'outcome_bridge'
+BRIDGE_STATUS = f'/{BRIDGE_NODE}: outcome_bridge'
 
 
 def demo_phases():
@@ -117,6 +119,7 @@ class _Player:
             self.node.create_subscription(Odometry, CALIBRATED_TOPIC,
                                           self._on_calibrated_estimate, qos)]
         self.feedback_status = {}
+        self.bridge_status = {}
         self._diagnostics = self.node.create_subscription(
             DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
         self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
@@ -139,18 +142,24 @@ class _Player:
         for status in msg.status:
             if status.name == FEEDBACK_STATUS:
                 self.feedback_status = {kv.key: kv.value for kv in status.values}
+            elif status.name == BRIDGE_STATUS:
+                self.bridge_status = {kv.key: kv.value for kv in status.values}
 
     def connected(self):
-        """Return True once every link of the chain is matched, the bridge -> node ones too.
+        """Return True once every link of the chain is matched, from both ends.
 
-        The player sees its own links matched; the feedback node's /diagnostics says how many
-        publishers its two inputs have matched (the bridge's), which the player cannot see.
+        The player sees its own links matched from its side; the two nodes' /diagnostics say how
+        many publishers their inputs have matched, which the player cannot see: the bridge's
+        best-effort inputs drop what arrives before they matched the player (under load, one
+        side of a link can match seconds before the other), the feedback node's the bridge's.
         """
-        inputs = ('outcome_publishers', 'assessment_publishers')
+        feedback = ('outcome_publishers', 'assessment_publishers')
+        bridge = ('estimate_publishers', 'reference_publishers')
         return (self.estimate.get_subscription_count() > 0
                 and self.truth.get_subscription_count() > 0
                 and all(s.get_publisher_count() > 0 for s in self._subscriptions)
-                and all(int(self.feedback_status.get(key, 0)) > 0 for key in inputs))
+                and all(int(self.feedback_status.get(key, 0)) > 0 for key in feedback)
+                and all(int(self.bridge_status.get(key, 0)) > 0 for key in bridge))
 
     def spin_for(self, seconds):
         """Handle what arrived for ``seconds``; at least one pass, even when behind schedule."""
@@ -352,7 +361,8 @@ def run(args):
                         f'__node:={FEEDBACK_NODE}', '-p', 'use_sim_time:=true',
                         '-p', f'policy:={args.policy}', '-p', f'telemetry_bag:={bag_dir}')
     bridge = _process('project_ghost_feedback.ros.outcome_bridge_node',
-                      '-r', f'estimate:={ESTIMATE_TOPIC}', '-r', f'reference:={REFERENCE_TOPIC}',
+                      '-r', f'__node:={BRIDGE_NODE}', '-r', f'estimate:={ESTIMATE_TOPIC}',
+                      '-r', f'reference:={REFERENCE_TOPIC}',
                       '-r', f'estimate/calibrated:={CALIBRATED_TOPIC}',
                       '-p', 'calibrated_estimate.enabled:=true',
                       '-p', f'calibrated_estimate.confidence:={args.calibrated_confidence!r}',
