@@ -13,8 +13,8 @@ the contract factories ``outcome`` and ``raw`` (valid contracts from a stamp and
 Plain helpers, for harness classes, module fixtures and module-level builders (test modules
 import them: ``from conftest import new_rclpy_context``): ``new_rclpy_context`` (the fixture's
 context, shut down by the caller), ``build_outcome`` / ``build_raw`` (the factories),
-``zero_error_outcomes`` (outcomes from distance pairs) and ``named_level_msg`` (a NamedLevel
-message).
+``zero_error_outcomes`` (outcomes from distance pairs), ``named_level_msg`` (a NamedLevel
+message) and ``publish_clock_until`` (/clock until a node's clock reads it).
 """
 
 import os
@@ -138,6 +138,32 @@ def zero_error_outcomes(distance_pairs, observed_lag_ns=0):
 
     return [PredictionOutcome(i, i + observed_lag_ns, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), p, o)
             for i, (p, o) in enumerate(distance_pairs)]
+
+
+def publish_clock_until(spin_until, publisher, node, stamp_ns):
+    """Publish /clock = ``stamp_ns`` (again every 50 ms) until ``node``'s clock reads it.
+
+    ``spin_until(condition, what)`` is the caller's progress wait (with its ceiling).
+    """
+    import time
+
+    from rosgraph_msgs.msg import Clock
+
+    from project_ghost_feedback.core import NS_PER_S
+
+    msg = Clock()
+    msg.clock.sec, msg.clock.nanosec = divmod(stamp_ns, NS_PER_S)
+    last = [0.0]
+
+    def reads():
+        if node.get_clock().now().nanoseconds == stamp_ns:
+            return True
+        if time.monotonic() - last[0] > 0.05:
+            publisher.publish(msg)
+            last[0] = time.monotonic()
+        return False
+
+    spin_until(reads, f'the node clock to read {stamp_ns} ns')
 
 
 def named_level_msg(name, level):

@@ -30,7 +30,7 @@ from project_ghost_feedback_msgs.msg import (
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
-from conftest import named_level_msg
+from conftest import named_level_msg, publish_clock_until
 import pytest
 import rclpy
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
@@ -267,19 +267,7 @@ class Harness:
 
     def publish_clock(self, nanoseconds):
         """Publish /clock (again every 50 ms) until the node's clock reads ``nanoseconds``."""
-        msg = Clock()
-        msg.clock.sec, msg.clock.nanosec = divmod(nanoseconds, SECOND_NS)
-        last = [0.0]
-
-        def reads_it():
-            if self.node.get_clock().now().nanoseconds == nanoseconds:
-                return True
-            if time.monotonic() - last[0] > 0.05:
-                self.clock_publisher.publish(msg)
-                last[0] = time.monotonic()
-            return False
-
-        self.spin_until(reads_it, f'the node clock to read {nanoseconds} ns')
+        publish_clock_until(self.spin_until, self.clock_publisher, self.node, nanoseconds)
 
     def close(self):
         """Shut the executors down and destroy both nodes."""

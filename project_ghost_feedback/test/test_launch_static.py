@@ -19,6 +19,7 @@ from conftest import new_rclpy_context
 import pytest
 import yaml
 
+from project_ghost_feedback.evaluate.inputs import flatten_parameters
 from project_ghost_feedback.ros.feedback_node import (
     ASSESSMENT_TOPIC,
     CALIBRATED_TOPIC,
@@ -102,23 +103,12 @@ def _calls(tree, name):
     ]
 
 
-def _flatten(mapping, prefix=''):
-    """Flatten nested ROS parameters (``a: {b: 1}`` -> ``{'a.b': 1}``)."""
-    flat = {}
-    for key, value in mapping.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f'{prefix}{key}.'))
-        else:
-            flat[f'{prefix}{key}'] = value
-    return flat
-
-
 def config_parameters(path=CONFIG_FILE):
     """Return the flattened ``/**: ros__parameters`` of a parameters file."""
     document = yaml.safe_load(path.read_text(encoding='utf-8'))
     assert list(document) == ['/**']
     assert list(document['/**']) == ['ros__parameters']
-    return _flatten(document['/**']['ros__parameters'])
+    return flatten_parameters(document['/**']['ros__parameters'])
 
 
 # -- the launch file ------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from project_ghost_feedback_msgs.msg import (
     PredictionOutcome as PredictionOutcomeMsg,
     SelfAssessmentLevel as SelfAssessmentLevelMsg,
 )
-from conftest import new_rclpy_context
+from conftest import new_rclpy_context, publish_clock_until
 import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -151,19 +151,8 @@ class Harness:
         """Publish /clock = ``seconds`` until the bridge's clock reads it (use_sim_time)."""
         if self._clock_publisher is None:
             self._clock_publisher = self.client.create_publisher(Clock, '/clock', 10)
-        msg = Clock()
-        msg.clock.sec = seconds
-        last = [0.0]
-
-        def reads():
-            if self.node.get_clock().now().nanoseconds == seconds * SECOND_NS:
-                return True
-            if time.monotonic() - last[0] > 0.05:
-                self._clock_publisher.publish(msg)
-                last[0] = time.monotonic()
-            return False
-
-        self.spin_until(reads, f'the node clock to read {seconds} s')
+        publish_clock_until(self.spin_until, self._clock_publisher, self.node,
+                            seconds * SECOND_NS)
 
     def wait_assessments(self, count):
         self.spin_until(lambda: len(self.assessments) >= count, f'{count} assessments')

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..core import BeliefSelfAssessment, NamedLevel, NS_PER_S, PredictionOutcome
+from ..core.loop import FUTURE_STAMP, future_stamp_detail, went_back
 from ..msg_decoding import stamp_to_ns as _stamp_to_ns
 from .belief_claim import claim_levels, ClaimThresholds
 from .decorrelation import OutcomePacer
@@ -45,7 +46,7 @@ ESTIMATE, REFERENCE = 'estimate', 'reference'
 # at intake (bad stamp, pose or covariance, future stamp, not newer) publish nothing; an estimate
 # dropped later (no reference, gap, frame, overflow) still gets its assessment.
 DROP_BAD_STAMP = 'bad_stamp'
-DROP_FUTURE_STAMP = 'future_stamp'
+DROP_FUTURE_STAMP = FUTURE_STAMP
 DROP_NOT_NEWER = 'estimate_not_newer'
 DROP_FRAME_MISMATCH = 'frame_mismatch'
 DROP_BEFORE_BUFFER = 'before_reference_buffer'
@@ -302,11 +303,9 @@ class PairingEngine:
             covariance, refused = checked
             if refused is not None:
                 raise Refused(*refused)
-        tolerance = self.config['time_jump_tolerance_ns']
-        if now_ns and now_ns > 0 and stamp > now_ns + tolerance:
-            raise Refused(DROP_FUTURE_STAMP, f'{kind} stamp {stamp} ns is '
-                                             f'{(stamp - now_ns) / NS_PER_S:.3f} s ahead of the '
-                                             f'node clock (tolerance {tolerance / NS_PER_S:g} s)')
+        future = future_stamp_detail(kind, stamp, now_ns, self.config['time_jump_tolerance_ns'])
+        if future is not None:
+            raise Refused(DROP_FUTURE_STAMP, future)
         return stamp, position, quaternion, covariance
 
     # -- data path ----------------------------------------------------------------------------
@@ -322,7 +321,7 @@ class PairingEngine:
             self.drop_reference(refused.reason, refused.detail)
             return
         newest = self.buffer.newest_stamp_ns
-        if newest is not None and stamp < newest - config['time_jump_tolerance_ns']:
+        if newest is not None and went_back(stamp, newest, config['time_jump_tolerance_ns']):
             self._reset_timeline(RESET_REFERENCE_STAMPS, stamp,
                                  f'reference stamp went back by {(newest - stamp) / NS_PER_S:.3f}'
                                  ' s (a restarted producer or a sim reset?)')
@@ -360,14 +359,13 @@ class PairingEngine:
             raise TypeError(f'an estimate needs a pose covariance (Odometry or '
                             f'PoseWithCovarianceStamped), got {type(msg).__name__}')
         last = self.last_estimate_ns
-        if last is not None and stamp <= last:
-            tolerance = self.config['time_jump_tolerance_ns']
-            if stamp >= last - tolerance:
-                self.drop_estimate(DROP_NOT_NEWER, f'{stamp} <= {last} ns')
-                return
+        if last is not None and went_back(stamp, last, self.config['time_jump_tolerance_ns']):
             self._reset_timeline(RESET_ESTIMATE_STAMPS, stamp,
                                  f'estimate stamp went back by {(last - stamp) / NS_PER_S:.3f} s '
                                  '(a restarted estimator or a sim reset?)')
+        elif last is not None and stamp <= last:
+            self.drop_estimate(DROP_NOT_NEWER, f'{stamp} <= {last} ns')
+            return
         estimate = Estimate(stamp, msg.header.frame_id, position, quaternion, covariance,
                             msg if self.keep_messages else None)
         self.last_estimate_ns = stamp

@@ -62,6 +62,29 @@ DERIVED_CAUSES = frozenset((CAUSE_INPUT_STAMP_JUMP,))
 FUTURE_STAMP = 'future_stamp'
 
 
+def future_stamp_detail(kind: str, stamp: int, now_ns: int | None,
+                        tolerance_ns: int) -> str | None:
+    """Return why ``stamp`` is refused as ahead of the clock ``now_ns``, or None.
+
+    The stamp rule of the feedback loop and of the outcome bridge: a stamp more than
+    ``tolerance_ns`` ahead of the clock is refused (:data:`FUTURE_STAMP`), never the new newest.
+    An unknown clock (None, or 0 before the first /clock) refuses nothing.
+    """
+    if not now_ns or now_ns < 0 or stamp <= now_ns + tolerance_ns:
+        return None
+    return (f'{kind} stamp {stamp} ns is {(stamp - now_ns) / NS_PER_S:.3f} s ahead of the node '
+            f'clock (tolerance {tolerance_ns / NS_PER_S:g} s)')
+
+
+def went_back(stamp: int, newest: int, tolerance_ns: int) -> bool:
+    """Return True when ``stamp`` lies more than ``tolerance_ns`` before ``newest``.
+
+    The other stamp rule of the loop and the bridge: such an input starts a new timeline (a
+    restarted producer, a sim reset), so what is held of the old one is reset.
+    """
+    return stamp < newest - tolerance_ns
+
+
 @dataclasses.dataclass(frozen=True)
 class LoopConfig:
     """What the loop's outputs depend on: policy and parameters, window sizes, time tolerance.
@@ -245,11 +268,10 @@ class FeedbackLoop:
     ) -> tuple[tuple[str, str] | None, tuple[LoopEvent, ...]]:
         """Return ``(refusal, events)`` for an input stamp: future refusal, or a reset."""
         tolerance = self._config.time_jump_tolerance_ns
-        if now_ns is not None and now_ns > 0 and stamp > now_ns + tolerance:
-            ahead_s, tolerance_s = (stamp - now_ns) / NS_PER_S, tolerance / NS_PER_S
-            return (FUTURE_STAMP, f'{kind} stamp {stamp} ns is {ahead_s:.3f} s ahead of the node '
-                                  f'clock (tolerance {tolerance_s:g} s)'), ()
-        if newest is not None and stamp < newest - tolerance:
+        future = future_stamp_detail(kind, stamp, now_ns, tolerance)
+        if future is not None:
+            return (FUTURE_STAMP, future), ()
+        if newest is not None and went_back(stamp, newest, tolerance):
             event = self.reset(CAUSE_INPUT_STAMP_JUMP, f'{kind} stamp went back by '
                                f'{(newest - stamp) / NS_PER_S:.3f} s (a restarted producer?)',
                                stamp if now_ns is None else max(now_ns, 0))

@@ -29,11 +29,12 @@ class EvaluateError(Exception):
     """A bag or an option that cannot be evaluated; the message is one line."""
 
 
-def _flatten(values, prefix=''):
+def flatten_parameters(values, prefix=''):
+    """Flatten nested ROS parameters of a parameter file (``a: {b: 1}`` -> ``{'a.b': 1}``)."""
     flat = {}
     for key, value in values.items():
         if isinstance(value, dict):
-            flat.update(_flatten(value, f'{prefix}{key}.'))
+            flat.update(flatten_parameters(value, f'{prefix}{key}.'))
         else:
             flat[f'{prefix}{key}'] = value
     return flat
@@ -62,7 +63,7 @@ def bridge_parameters(params_file=None, node_name='outcome_bridge'):
         for node in ('/**', node_name, f'/{node_name}'):
             section = loaded.get(node)
             if isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict):
-                for name, value in _flatten(section['ros__parameters']).items():
+                for name, value in flatten_parameters(section['ros__parameters']).items():
                     if name == 'use_sim_time' or name.startswith('qos_overrides.'):
                         continue
                     if name not in PARAMETERS:

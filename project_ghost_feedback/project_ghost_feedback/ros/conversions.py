@@ -14,6 +14,7 @@ ADR-0026's (``schema_version`` 1), CalibrationHistory schema 1 or 2. Stamps map 
 """
 
 from array import array
+import math
 
 from builtin_interfaces.msg import Time as TimeMsg
 from project_ghost_feedback_msgs.msg import (
@@ -197,9 +198,10 @@ def overconfidence_to_msg(calibrated):
     msg = OverconfidenceEstimateMsg(window_outcomes=history.outcomes_considered)
     for vec3 in ('position', 'orientation'):
         estimate = estimates.get(vec3)
-        for bound in ('k_hat', 'low', 'high'):
-            field = f'{vec3}_k_{bound.removeprefix("k_")}'
-            setattr(msg, field, float('nan') if estimate is None else getattr(estimate, bound))
+        values = (math.nan,) * 3 if estimate is None else (estimate.k_hat, estimate.low,
+                                                            estimate.high)
+        for name, value in zip(('k_hat', 'k_low', 'k_high'), values):
+            setattr(msg, f'{vec3}_{name}', value)
     fill_stamp(msg.header.stamp, calibrated.raw_assessment.belief_stamp_sim_ns)
     msg.header.frame_id = calibrated.raw_assessment.frame_id
     return msg

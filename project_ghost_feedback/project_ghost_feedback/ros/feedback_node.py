@@ -270,9 +270,9 @@ class FeedbackNode(Node):
             extra = (DIAGNOSTICS, OVERCONFIDENCE) if self._param('record_diagnostics') else ()
             self._overconfidence_channel = (OVERCONFIDENCE.topic if OVERCONFIDENCE in extra
                                             else None)
+            channels = [recorded_topic(entry) for entry in self._param('record_topics') if entry]
             self._recorded_topics = tuple(
-                (recorded_topic(entry), message_class(recorded_topic(entry).msgtype))
-                for entry in self._param('record_topics') if entry)
+                (channel, message_class(channel.msgtype)) for channel in channels)
             extra += tuple(channel for channel, _ in self._recorded_topics)
             recorder = TelemetryRecorder(bag, self._config.loop, extra_channels=extra,
                                          on_error=self._telemetry_error)
