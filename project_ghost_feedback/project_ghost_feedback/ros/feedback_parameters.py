@@ -13,6 +13,7 @@ Topic names are not parameters: remap ``prediction_outcome``, ``self_assessment/
 
 from dataclasses import dataclass
 
+from ..core import NS_PER_S
 from ..core.feedback import (
     DEFAULT_MAX_HISTORY,
     DEFAULT_POLICY,
@@ -25,7 +26,6 @@ from ..core.feedback.parameter_docs import parameter_doc
 from ..core.loop import LoopConfig
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 from .node_kit import descriptor, EXECUTORS, ParameterSpec  # noqa: F401 - re-exported
-from ..core import NS_PER_S
 
 DEFAULT_EXECUTOR = 'single_threaded'
 
