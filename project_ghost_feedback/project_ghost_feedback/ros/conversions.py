@@ -198,8 +198,8 @@ def overconfidence_to_msg(calibrated):
     msg = OverconfidenceEstimateMsg(window_outcomes=history.outcomes_considered)
     for vec3 in ('position', 'orientation'):
         estimate = estimates.get(vec3)
-        values = (math.nan,) * 3 if estimate is None else (estimate.k_hat, estimate.low,
-                                                            estimate.high)
+        values = ((math.nan,) * 3 if estimate is None
+                  else (estimate.k_hat, estimate.low, estimate.high))
         for name, value in zip(('k_hat', 'k_low', 'k_high'), values):
             setattr(msg, f'{vec3}_{name}', value)
     fill_stamp(msg.header.stamp, calibrated.raw_assessment.belief_stamp_sim_ns)
