@@ -300,6 +300,13 @@ CLASSES = {
     'custom_bad_json': _meta_edit(_custom('ghost_feedback.policy_parameters', '{nope')),
     'custom_bad_policy': _meta_edit(_custom('ghost_feedback.policy', 'no_such_policy')),
     'custom_bad_history': _meta_edit(_custom('ghost_feedback.max_history', 'many')),
+    # Issue 34: values the node refuses (its range; the policy's largest window).
+    'custom_history_huge': _meta_edit(_custom('ghost_feedback.max_history', '4294967295')),
+    'custom_history_beyond_policy': _meta_edit(lambda i, r: i['custom_data'].update({
+        'ghost_feedback.policy': 'bucket_likelihood_ratio',
+        'ghost_feedback.policy_parameters': '{}', 'ghost_feedback.max_history': '2200'})),
+    'custom_buffer_huge': _meta_edit(_custom('ghost_feedback.outcome_buffer_size',
+                                             str(2**62))),
     'version_0': _meta_edit(_set_key(['version'], 0)),
     'version_negative': _meta_edit(_set_key(['version'], -1)),
     'version_10': _meta_edit(_set_key(['version'], 10)),
@@ -438,7 +445,8 @@ def test_corrupted_copies_end_in_figures_or_one_line(pristine, tmp_path):
     assert ('info', 2) in outcomes['altered_duration'], outcomes['altered_duration']
     # Unusable recorded configuration never verifies OK; a different definition is refused.
     for name in ('custom_bad_json', 'custom_bad_policy', 'custom_bad_history',
-                 'other_type_hash'):
+                 'other_type_hash', 'custom_history_huge', 'custom_history_beyond_policy',
+                 'custom_buffer_huge'):
         assert ('replay', 2) in outcomes[name], (name, outcomes[name])
 
 
@@ -565,3 +573,21 @@ def test_text_from_a_bag_reaches_the_terminal_escaped(pristine, tmp_path):
         for text in (result.stdout, result.stderr):
             assert not any(c in text for c in '\x1b\x07\u202e'), (arguments, text)
         assert '\\x1b]0;TITLE\\x07' in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize('command', ['evaluate', 'audit'])
+def test_a_window_the_node_refuses_is_refused_offline_in_one_line(pristine, tmp_path, command):
+    """Issue 34 finding 1: evaluate and audit refuse what the node refuses, before any work."""
+    bag, _ = pristine
+    for arguments, text in ((['--max-history', '100001'], 'max_history must be an int in'),
+                            (['--max-history', '2200', '--policy', 'bucket_likelihood_ratio'],
+                             'max_history must be <= 512')):
+        extra = (['--estimate', '/a', '--reference', '/b', '--output-dir', str(tmp_path / 'e')]
+                 if command == 'evaluate' else ['--json', str(tmp_path / 'a.json')])
+        result = subprocess.run(
+            [sys.executable, '-m', 'project_ghost_feedback.cli', command, str(bag)] + extra
+            + arguments, capture_output=True, text=True, timeout=300, env=_cli_env())
+        assert result.returncode == 2, result
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and text in lines[0], result.stderr
+        assert not (tmp_path / 'e').exists() and not (tmp_path / 'a.json').exists()
