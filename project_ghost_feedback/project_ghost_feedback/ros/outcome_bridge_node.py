@@ -57,7 +57,7 @@ from rclpy.qos_overriding_options import QoSOverridingOptions
 from ..bridge.calibrated_estimate import (
     CONFIDENCE_RANGE,
     DEFAULT_CONFIDENCE,
-    inflate_covariance,
+    calibrated_covariance,
     inflation_factors,
 )
 from ..bridge.geometry import AXES
@@ -323,6 +323,7 @@ class OutcomeBridge(Node):
         self._calibrated_publisher = None
         self._calibration_history = None
         self.calibrated_estimates_published = 0
+        self.calibrated_estimates_refused = collections.Counter()
         self.calibrated_factors = (1.0, 1.0)
         if self._param('calibrated_estimate.enabled'):
             self._calibrated_publisher = self.create_publisher(
@@ -455,8 +456,17 @@ class OutcomeBridge(Node):
                 self._config['calibrated_max_factor'], self._config['calibrated_confidence'])
 
     def publish_calibrated_estimate(self, msg):
-        """Publish ``msg`` (an accepted estimate) with its pose covariance inflated, in place."""
-        msg.pose.covariance = inflate_covariance(msg.pose.covariance, *self.calibrated_factors)
+        """Publish ``msg`` (an accepted estimate) with its pose covariance inflated, in place.
+
+        An inflated covariance that is not finite or loses a positive variance is not published:
+        counted by reason, WARN on /diagnostics.
+        """
+        covariance, reason = calibrated_covariance(msg.pose.covariance, *self.calibrated_factors)
+        if covariance is None:
+            self.calibrated_estimates_refused[reason] += 1
+            self._period.note(WARN, f'calibrated estimate not published ({reason})')
+            return
+        msg.pose.covariance = covariance
         self._calibrated_publisher.publish(msg)
         self.calibrated_estimates_published += 1
 
@@ -645,13 +655,17 @@ class OutcomeBridge(Node):
         }
         if self._calibrated_publisher is not None:
             values['calibrated_estimates_published'] = self.calibrated_estimates_published
+            values['calibrated_estimates_not_published'] = sum(
+                self.calibrated_estimates_refused.values())
             values['calibrated_estimate_factors'] = (
                 f'position {self.calibrated_factors[0]:.3f}, '
                 f'orientation {self.calibrated_factors[1]:.3f}')
         for prefix, counter in (('dropped', self.dropped),
                                 ('references_dropped', self.references_dropped),
                                 ('resets', self.resets),
-                                ('callback_errors', self.callback_errors)):
+                                ('callback_errors', self.callback_errors),
+                                ('calibrated_estimates_not_published',
+                                 self.calibrated_estimates_refused)):
             for key, count in sorted(counter.items()):
                 values[f'{prefix}[{key}]'] = count
         return diagnostic_status(self, DIAGNOSTIC_TASK, level, message, values)
