@@ -591,3 +591,47 @@ def test_a_window_the_node_refuses_is_refused_offline_in_one_line(pristine, tmp_
         lines = result.stderr.splitlines()
         assert len(lines) == 1 and text in lines[0], result.stderr
         assert not (tmp_path / 'e').exists() and not (tmp_path / 'a.json').exists()
+
+
+def test_evaluate_skips_and_counts_a_message_that_does_not_decode(tmp_path):
+    """Issue 34 finding 5: one estimate's CDR cut to 40 bytes is skipped and counted.
+
+    It was an AnyReaderError traceback (exit 1) that left OUT/telemetry behind, whose replay
+    said "verify: OK" for half an evaluation.
+    """
+    from test_evaluate import REFERENCE, ESTIMATE, stack_samples, write_rosbags_bag
+
+    samples = stack_samples()
+    cut = []
+
+    def mangle(index, kind, data):
+        if kind == 'estimate' and not cut and index > 40:
+            cut.append(index)
+            return data[:40]
+        return data
+
+    bag = write_rosbags_bag(tmp_path / 'run', samples, mangle=mangle)
+    clean = write_rosbags_bag(tmp_path / 'clean', samples)
+    summaries = {}
+    texts = {}
+    for name, path in (('cut', bag), ('clean', clean)):
+        out = tmp_path / f'out_{name}'
+        result = subprocess.run(
+            [sys.executable, '-m', 'project_ghost_feedback.cli', 'evaluate', str(path),
+             '--estimate', ESTIMATE, '--reference', REFERENCE, '--output-dir', str(out),
+             '--no-plot'], capture_output=True, text=True, timeout=300, env=_cli_env())
+        assert result.returncode == 0, result.stderr
+        assert 'Traceback' not in result.stderr
+        summaries[name] = json.loads((out / 'summary.json').read_text())
+        texts[name] = result.stdout
+        replayed = subprocess.run(
+            [sys.executable, '-m', 'project_ghost_feedback.cli', 'replay',
+             str(out / 'telemetry')], capture_output=True, text=True, timeout=300,
+            env=_cli_env())
+        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert cut
+    assert 'skipped (did not decode): estimates 1, references 0' in texts['cut']
+    assert summaries['cut']['bridge']['undecodable_skipped'] == {'estimate': 1, 'reference': 0}
+    assert summaries['clean']['bridge']['undecodable_skipped'] == {'estimate': 0, 'reference': 0}
+    assert summaries['cut']['bridge']['estimates'] == summaries['clean']['bridge']['estimates'] - 1
+
