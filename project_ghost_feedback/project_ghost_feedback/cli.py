@@ -98,6 +98,7 @@ def _format_stamp(stamp):
 # -- info -----------------------------------------------------------------------------------------
 
 def _command_info(args):
+    from .safe_io import cut_text
     from .telemetry.bag_reader import bag_info, BagError
 
     try:
@@ -117,7 +118,8 @@ def _command_info(args):
                 'definition': t.definition,
             } for t in info.topics],
             'counts_source': info.counts_source,
-            'custom_data': info.custom_data,
+            'custom_data': {cut_text(key): cut_text(value)
+                            for key, value in info.custom_data.items()},
         }, indent=2, sort_keys=False))
         return 0
     print(f'bag:         {info.path}')
@@ -133,18 +135,19 @@ def _command_info(args):
     else:
         print('time range:  - (no messages)')
     print('topics:')
-    width = max((len(t.name) for t in info.topics), default=0)
-    type_width = max((len(t.msgtype) for t in info.topics), default=0)
-    for topic in info.topics:
+    names = [(cut_text(t.name), cut_text(t.msgtype)) for t in info.topics]
+    width = max((len(name) for name, _ in names), default=0)
+    type_width = max((len(msgtype) for _, msgtype in names), default=0)
+    for topic, (name, msgtype) in zip(info.topics, names):
         note = {'different': '  DIFFERENT DEFINITION than ours', 'same': '',
                 'legacy': '  earlier definition of ours (ADR-0026a), still read'}.get(
             topic.definition, '')
-        print(f'  {topic.name:<{width}}  {topic.msgtype:<{type_width}}  '
+        print(f'  {name:<{width}}  {msgtype:<{type_width}}  '
               f'{topic.message_count:>9}{note}')
     if info.custom_data:
         print('custom data:')
         for key, value in sorted(info.custom_data.items()):
-            print(f'  {key}: {value}')
+            print(f'  {cut_text(key)}: {cut_text(value)}')
     return 0
 
 

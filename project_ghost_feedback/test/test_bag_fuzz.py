@@ -305,6 +305,12 @@ CLASSES = {
     'custom_history_beyond_policy': _meta_edit(lambda i, r: i['custom_data'].update({
         'ghost_feedback.policy': 'bucket_likelihood_ratio',
         'ghost_feedback.policy_parameters': '{}', 'ghost_feedback.max_history': '2200'})),
+    'custom_deep_parameters': _meta_edit(_custom('ghost_feedback.policy_parameters',
+                                                 '[' * 200_000 + ']' * 200_000)),
+    'custom_deep_short_parameters': _meta_edit(_custom('ghost_feedback.policy_parameters',
+                                                       '[' * 2_000 + ']' * 2_000)),
+    'custom_long_parameters': _meta_edit(_custom('ghost_feedback.policy_parameters',
+                                                 '{"min_outcomes": 4' + ' ' * 300_000 + '}')),
     'custom_buffer_huge': _meta_edit(_custom('ghost_feedback.outcome_buffer_size',
                                              str(2**62))),
     'version_0': _meta_edit(_set_key(['version'], 0)),
@@ -446,7 +452,8 @@ def test_corrupted_copies_end_in_figures_or_one_line(pristine, tmp_path):
     # Unusable recorded configuration never verifies OK; a different definition is refused.
     for name in ('custom_bad_json', 'custom_bad_policy', 'custom_bad_history',
                  'other_type_hash', 'custom_history_huge', 'custom_history_beyond_policy',
-                 'custom_buffer_huge'):
+                 'custom_buffer_huge', 'custom_deep_parameters', 'custom_long_parameters',
+                 'custom_deep_short_parameters'):
         assert ('replay', 2) in outcomes[name], (name, outcomes[name])
 
 
@@ -635,3 +642,27 @@ def test_evaluate_skips_and_counts_a_message_that_does_not_decode(tmp_path):
     assert summaries['clean']['bridge']['undecodable_skipped'] == {'estimate': 0, 'reference': 0}
     assert summaries['cut']['bridge']['estimates'] == summaries['clean']['bridge']['estimates'] - 1
 
+
+
+def test_info_prints_a_long_value_cut_with_a_count(pristine, tmp_path):
+    """Issue 34 finding 4: a 401 KB custom value was printed whole by ``info``."""
+    bag, _ = pristine
+    copy = tmp_path / 'bag'
+    shutil.copytree(bag, copy)
+    loaded = _metadata(copy)
+    _info_of(loaded)['custom_data']['ghost_feedback.policy_parameters'] = (
+        '[' * 200_000 + ']' * 200_000)
+    _write_metadata(copy, loaded)
+    for arguments in (['info', str(copy)], ['info', str(copy), '--json']):
+        result = subprocess.run(
+            [sys.executable, '-m', 'project_ghost_feedback.cli'] + arguments,
+            capture_output=True, text=True, timeout=120, env=_cli_env())
+        assert result.returncode == 0, result.stderr
+        assert '... (399,800 more characters)' in result.stdout
+        assert len(result.stdout) < 20_000
+    replay = subprocess.run(
+        [sys.executable, '-m', 'project_ghost_feedback.cli', 'replay', str(copy)],
+        capture_output=True, text=True, timeout=120, env=_cli_env())
+    assert replay.returncode == 2 and 'Traceback' not in replay.stderr, replay.stderr[-2000:]
+    assert 'more than 65,536' in replay.stderr
+    assert len(replay.stderr.splitlines()) == 1

@@ -678,3 +678,15 @@ def test_the_node_refuses_a_max_history_its_policy_cannot_judge(rclpy_context):
         assert result.successful, result.reason
     finally:
         node.destroy_node()
+
+
+def test_a_recorded_parameter_text_is_bounded_before_it_is_parsed():
+    """A FeedbackEvent value of deep JSON is refused in one line, never a RecursionError."""
+    for text, words in (('[' * 200_000 + ']' * 200_000, 'more than 65,536'),
+                        ('[' * 5_000 + ']' * 5_000, 'nested 5000 deep'),
+                        ('{"a": "' + '[' * 100 + '"}', 'min_outcomes')):
+        with pytest.raises((TypeError, ValueError)) as caught:
+            LoopConfig.from_texts('calibrated_exceedance', ('min_outcomes',), (text,), 32, 1024,
+                                  10**9)
+        if words != 'min_outcomes':
+            assert words in str(caught.value) and '\n' not in str(caught.value)

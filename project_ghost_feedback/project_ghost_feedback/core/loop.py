@@ -93,6 +93,45 @@ def went_back(stamp: int, newest: int, tolerance_ns: int) -> bool:
     return stamp < newest - tolerance_ns
 
 
+MAX_JSON_TEXT = 65_536
+"""Longest JSON text of a configuration read back (a bag's custom data, a FeedbackEvent value)."""
+MAX_JSON_DEPTH = 16
+"""Deepest nesting of such a text (a policy's parameters are one flat object)."""
+
+
+def parse_json_text(text: str, what: str) -> object:
+    """Return ``json.loads(text)`` once ``text`` is within :data:`MAX_JSON_TEXT` and depth.
+
+    The bounds are checked before parsing (a text of 200,000 nested brackets made the parser
+    raise RecursionError): ValueError naming ``what`` and the size, TypeError for a non-str.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f'{what} must be JSON text, got {type(text).__name__}')
+    if len(text) > MAX_JSON_TEXT:
+        raise ValueError(f'{what} is {len(text):,} characters long, more than {MAX_JSON_TEXT:,}')
+    if '[' in text or '{' in text:
+        depth = deepest = 0
+        in_string = escaped = False
+        for char in text:
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif char == '\\':
+                    escaped = True
+                elif char == '"':
+                    in_string = False
+            elif char == '"':
+                in_string = True
+            elif char in '[{':
+                depth += 1
+                deepest = max(deepest, depth)
+            elif char in ']}':
+                depth -= 1
+        if deepest > MAX_JSON_DEPTH:
+            raise ValueError(f'{what} is nested {deepest} deep, more than {MAX_JSON_DEPTH}')
+    return json.loads(text)
+
+
 @dataclasses.dataclass(frozen=True)
 class LoopConfig:
     """What the loop's outputs depend on: policy and parameters, window sizes, time tolerance.
@@ -172,7 +211,8 @@ class LoopConfig:
         """Inverse of :meth:`parameter_texts` (ValueError for text that is not JSON)."""
         if len(names) != len(values):
             raise ValueError(f'{len(names)} parameter names for {len(values)} values')
-        return cls.make(policy, {n: json.loads(v) for n, v in zip(names, values)},
+        return cls.make(policy, {n: parse_json_text(v, f'parameter {n!r}')
+                                 for n, v in zip(names, values)},
                         max_history, outcome_buffer_size, time_jump_tolerance_ns)
 
 
