@@ -666,3 +666,39 @@ def test_info_prints_a_long_value_cut_with_a_count(pristine, tmp_path):
     assert replay.returncode == 2 and 'Traceback' not in replay.stderr, replay.stderr[-2000:]
     assert 'more than 65,536' in replay.stderr
     assert len(replay.stderr.splitlines()) == 1
+
+
+def test_evaluate_does_not_pair_poses_of_different_bodies(tmp_path):
+    """Issue 34 finding 9, offline: the same rule as the bridge (child_frame_mismatch counted)."""
+    import dataclasses
+
+    from test_evaluate import (_typestore, ESTIMATE, ODOMETRY, REFERENCE, stack_samples,
+                               write_rosbags_bag)
+
+    store = _typestore()
+
+    def other_body(index, kind, data):
+        if kind != 'reference':
+            return data
+        msg = store.deserialize_cdr(data, ODOMETRY)
+        return store.serialize_cdr(dataclasses.replace(msg, child_frame_id='robot2/base_link'),
+                                   ODOMETRY)
+
+    bag = write_rosbags_bag(tmp_path / 'run', stack_samples(), mangle=other_body)
+    params = tmp_path / 'bridge.yaml'
+    params.write_text('/**:\n  ros__parameters:\n'
+                      "    child_frame_map: ['base_link:robot2/base_link']\n")
+    bridges = {}
+    for name, extra in (('unrelated', []), ('mapped', ['--params-file', str(params)])):
+        out = tmp_path / f'out_{name}'
+        result = subprocess.run(
+            [sys.executable, '-m', 'project_ghost_feedback.cli', 'evaluate', str(bag),
+             '--estimate', ESTIMATE, '--reference', REFERENCE, '--output-dir', str(out),
+             '--no-plot'] + extra, capture_output=True, text=True, timeout=300, env=_cli_env())
+        assert result.returncode == 0, result.stderr
+        bridges[name] = json.loads((out / 'summary.json').read_text())['bridge']
+    unrelated = bridges['unrelated']
+    assert unrelated['paired'] == 0
+    assert unrelated['estimates_dropped']['child_frame_mismatch'] == unrelated['estimates']
+    assert bridges['mapped']['paired'] > 0
+    assert 'child_frame_mismatch' not in bridges['mapped']['estimates_dropped']

@@ -400,3 +400,43 @@ def test_the_calibrated_estimate_never_carries_a_zero_or_infinite_variance(harne
     assert variances[3:] == pytest.approx([COVARIANCE[7 * i] for i in range(3, 6)])
     if case == 'zero_distances':
         assert h.node.calibrated_factors == (1.0, 1.0)
+
+
+def test_estimates_and_references_of_different_bodies_are_not_paired(harness):
+    """Issue 34 finding 9: robot1/base_link against robot2/base_link paired without a word.
+
+    They are counted as child_frame_mismatch (ERROR on /diagnostics while nothing pairs); a
+    child_frame_map entry relates two names of one body.
+    """
+    h = harness(**UNPACED)
+
+    def send(stamp_s, estimate_child, reference_child):
+        reference = odometry(stamp_s * SECOND_NS)
+        reference.child_frame_id = reference_child
+        received = h.node.received['reference']
+        h.reference_publisher.publish(reference)
+        h.spin_until(lambda: h.node.received['reference'] > received, 'a reference')
+        estimate = odometry(stamp_s * SECOND_NS, x=0.1)
+        estimate.child_frame_id = estimate_child
+        received = h.node.received['estimate']
+        h.estimate_publisher.publish(estimate)
+        h.spin_until(lambda: h.node.received['estimate'] > received, 'an estimate')
+
+    for second in range(1, 6):
+        send(second, 'robot1/base_link', 'robot2/base_link')
+    send(6, 'robot1/base_link', 'robot2/base_link')
+    h.spin_until(lambda: h.node.dropped['child_frame_mismatch'] >= 5, 'the mismatches')
+    assert h.node.paired == 0 and not h.outcomes
+    count = len(h.diagnostics)
+    h.spin_until(lambda: len(h.diagnostics) > count, 'a status')
+    status = h.diagnostics[-1]
+    assert status.level == DiagnosticStatus.ERROR and 'different bodies' in status.message
+    assert int(_values(status)['dropped[child_frame_mismatch]']) >= 5
+    # Related by the map: they pair.
+    h.node.set_parameters([Parameter('child_frame_map',
+                                     value=['robot1/base_link:robot2/base_link'])])
+    for second in range(20, 24):
+        send(second, 'robot1/base_link', 'robot2/base_link')
+    h.spin_until(lambda: h.node.paired >= 2, 'pairs once the map relates the bodies')
+    refused = h.node.set_parameters([Parameter('child_frame_map', value=['no_colon'])])[0]
+    assert not refused.successful and 'child_frame_map' in refused.reason

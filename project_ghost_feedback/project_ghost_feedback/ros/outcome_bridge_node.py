@@ -65,6 +65,7 @@ from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes
     DROP_BAD_STAMP,
     DROP_BEFORE_BUFFER,
     DROP_CALLBACK_ERROR,
+    DROP_CHILD_FRAME_MISMATCH,
     DROP_FRAME_MISMATCH,
     DROP_FUTURE_STAMP,
     DROP_GAP,
@@ -182,6 +183,11 @@ PARAMETERS = {
     'calibrated_estimate.max_factor': ParameterSpec(
         100.0, 'Largest factor applied per vec3 (a distance of +inf gives an infinite bound).',
         float_range=(1.0, 1e6)),
+    'child_frame_map': ParameterSpec(
+        [''], "Estimate and reference bodies that are the same robot, each "
+        "'estimate_child:reference_child' (e.g. 'base_link:robot1/base_link'). Odometry inputs "
+        'whose child_frame_id differ and are not related here are not paired '
+        '(child_frame_mismatch); [""] or [] for none.'),
     'transform.enabled': ParameterSpec(
         False, 'Map references in transform.from_frame_id into transform.to_frame_id first.'),
     'transform.from_frame_id': ParameterSpec('', 'Reference frame of the fixed transform.'),
@@ -610,6 +616,8 @@ class OutcomeBridge(Node):
         self._paired_at_last_status = self.paired
         if counts[DROP_FRAME_MISMATCH] and not counts['paired']:
             self._period.note(ERROR, 'estimate and reference frames differ')
+        if counts[DROP_CHILD_FRAME_MISMATCH] and not counts['paired']:
+            self._period.note(ERROR, 'estimate and reference are poses of different bodies')
         received = self.received[ESTIMATE] - self._estimates_at_last_status
         self._estimates_at_last_status = self.received[ESTIMATE]
         if received and not counts['paired']:
