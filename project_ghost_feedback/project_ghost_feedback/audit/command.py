@@ -22,10 +22,10 @@ dask.distributed (an embedded LocalCluster of --workers processes bound to 127.0
 cluster at --scheduler, whose workers must see the same paths), and report per bag and policy:
 assessments, time per level, downgrades, the downgrade episodes (from, to, level, reason, k =
 true error / claimed std with its 95% interval), k over the run, level transitions; with
---inject, the detection delay of a fault injected into the recorded outcomes (a robot already downgraded by a
-real fault at the injection is reported as such and left out of the detection figures), and the
-downgrades before the injection (false downgrades only where that stretch was calibrated). A bag
-that fails is reported with its reason; the audit goes on.
+--inject, the detection delay of a fault injected into the recorded outcomes (a robot already
+downgraded by a real fault at the injection is reported as such and left out of the detection
+figures), and the downgrades before the injection (false downgrades only where that stretch was
+calibrated). A bag that fails is reported with its reason; the audit goes on.
 
 Trust: dask exchanges pickles, so whoever can talk to a scheduler can run code on its workers
 (and a scheduler on its clients). The embedded cluster accepts only this process (TLS with a key

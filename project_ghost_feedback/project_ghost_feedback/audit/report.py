@@ -26,9 +26,9 @@ EPISODE_ROWS = 200
 """Rows of the report's episode table (every episode is in the JSON, up to EPISODE_LIMIT)."""
 _WINDOWS_NOTE = (
     'Downgrade rates are empirical figures on the recorded traffic: the share of full windows '
-    '(assessments judged on max_history outcomes) that a policy downgraded. Without an '
-    'injected fault nothing tells a real fault from a false alarm: compare the episodes and k '
-    'with what you know of the runs. Consecutive windows overlap, so a rate rests on about '
+    '(assessments judged on max_history outcomes) that a policy downgraded. A downgrade may '
+    'be a real fault or a spurious one: compare the episodes and k with what is known of the '
+    'runs. Consecutive windows overlap, so a rate rests on about '
     '"independent_windows" independent windows.')
 _EMPIRICAL_NOTE = (
     'Detection delays and downgrade rates are empirical figures on the recorded traffic. '

@@ -297,23 +297,10 @@ def summary_text(summary):
         f'telemetry bag: {summary["telemetry_bag"]} (check it: ghost-feedback replay '
         f'{summary["telemetry_bag"]})',
     ]
-    return '\n'.join(lines + episode_lines(summary['episodes'], summary['time_origin']['kind']))
+    from ..core.feedback.episodes import episode_lines
 
-
-EPISODE_LINES = 20
-"""Episodes listed in summary.txt (all are in summary.json)."""
-
-
-def episode_lines(episodes, origin_kind, limit=EPISODE_LINES):
-    """Return the text lines listing downgrade ``episodes`` (dicts of ``Episode.as_dict``)."""
-    if not episodes:
-        return ['downgrade episodes: none']
-    origin = 'the bag start' if origin_kind == 'bag_start' else 'the first header stamp'
-    lines = [f'downgrade episodes ({len(episodes)}; seconds from {origin}):']
-    lines += [f'  {i}. {e["description"]}' for i, e in enumerate(episodes[:limit], start=1)]
-    if len(episodes) > limit:
-        lines.append(f'  ... and {len(episodes) - limit} more (summary.json)')
-    return lines
+    return '\n'.join(lines + episode_lines(summary['episodes'], summary['time_origin']['kind'],
+                                           where='summary.json'))
 
 
 def add_input_arguments(parser, note=''):

@@ -25,7 +25,7 @@ audit) says *when* and *why* the estimator was downgraded with the same code:
 counted); :func:`downgrade_episodes` is the same over a sequence.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 import math
 
@@ -368,6 +368,23 @@ class PoseErrorStatistics:
                 f'{self.rotation_max:.2f} deg ({self.count} pairs)')
 
 
+EPISODE_LINES = 20
+"""Episodes a text summary lists (the JSON has them all)."""
+
+
+def episode_lines(episodes: Sequence[Mapping[str, object]], origin_kind: str,
+                  limit: int = EPISODE_LINES, where: str = 'the JSON') -> list[str]:
+    """Return text lines listing downgrade ``episodes`` (dicts of :meth:`Episode.as_dict`)."""
+    if not episodes:
+        return ['downgrade episodes: none']
+    origin = 'the bag start' if origin_kind == ORIGIN_BAG_START else 'the first header stamp'
+    lines = [f'downgrade episodes ({len(episodes)}; seconds from {origin}):']
+    lines += [f'  {i}. {e["description"]}' for i, e in enumerate(episodes[:limit], start=1)]
+    if len(episodes) > limit:
+        lines.append(f'  ... and {len(episodes) - limit} more ({where})')
+    return lines
+
+
 def verdict_line(tracker: EpisodeTracker, run: RunOverconfidence, origin_ns: int) -> str:
     """Return the first line of a summary: what happened, in words.
 
@@ -395,6 +412,8 @@ def verdict_line(tracker: EpisodeTracker, run: RunOverconfidence, origin_ns: int
 __all__ = [
     'downgrade_episodes',
     'Episode',
+    'episode_lines',
+    'EPISODE_LINES',
     'EpisodeTracker',
     'longest',
     'ORIGIN_BAG_START',
