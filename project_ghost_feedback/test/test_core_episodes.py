@@ -162,3 +162,15 @@ def test_pose_error_statistics_are_rmse_and_max_of_norms():
 def test_time_origin(start, end, first, expected):
     """The bag's start when the stamps share its clock, else the first stamp."""
     assert time_origin(start, end, first) == expected
+
+
+def test_schema_1_histories_give_episodes_without_k():
+    """A bag recorded before ADR-0026a: episodes with their stamps and level, k None."""
+    stamp = 5 * NS_PER_S
+    outcomes = [build_outcome(stamp - i, 4.0) for i in range(3, -1, -1)]
+    history = build_calibration_history(outcomes, 4, schema_version=1)
+    down = CalibratedSelfAssessment(build_raw(stamp), history, U, 'test_policy', 'x')
+    episode, = downgrade_episodes([down])
+    assert episode.overconfidence is None and episode.ongoing
+    assert episode.as_dict(0)['overconfidence'] is None
+    assert 'k not known (schema-1 history)' in episode.describe(0)

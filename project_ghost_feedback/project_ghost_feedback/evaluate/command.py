@@ -80,7 +80,11 @@ class _Trace:
     """What one evaluation saw: distances and levels by stamp, episodes, k, NEES."""
 
     def __init__(self, bag_dir, calibrated_estimate):
+        from ..bridge.calibrated_estimate import inflation_factors
         from ..core.feedback import EpisodeTracker, RunOverconfidence
+        from ..core.feedback.overconfidence import estimate_from_sum
+
+        self._inflation_factors, self._estimate_from_sum = inflation_factors, estimate_from_sum
 
         self.bag_dir = bag_dir
         self.distances = {}
@@ -112,24 +116,18 @@ class _Trace:
         self.k_series.append((stamp, self._k(history.position_squared_distances),
                               self._k(history.orientation_squared_distances)))
         if self.calibrated_estimate is not None:
-            from ..bridge.calibrated_estimate import inflation_factors
-
-            self.factors = inflation_factors(history, *self.calibrated_estimate)
+            self.factors = self._inflation_factors(history, *self.calibrated_estimate)
 
     def _k(self, squares):
         """Return ``(k_hat, low, high)`` of a window's squared distances (None when empty)."""
         if not squares:
             return None
-        import math
-
-        from ..core.feedback.overconfidence import estimate_from_sum
-
         key = (len(squares), math.fsum(squares))  # consecutive windows often are the same
         found = self._k_cache.get(key)
         if found is None:
             if len(self._k_cache) > 4096:
                 self._k_cache.clear()
-            estimate = estimate_from_sum(key[1], key[0])
+            estimate = self._estimate_from_sum(key[1], key[0])
             found = self._k_cache[key] = (estimate.k_hat, estimate.low, estimate.high)
         return found
 

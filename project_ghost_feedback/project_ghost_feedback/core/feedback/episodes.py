@@ -183,7 +183,7 @@ class _Open:
         for index, values in enumerate(squares):
             if not values:
                 continue
-            k2 = math.fsum(values) / len(values)  # the order of k_hat^2 (times 3)
+            k2 = sum(values) / len(values)  # orders windows by k_hat (exact: at close)
             if k2 > self.peak_k2[index]:
                 self.peak_k2[index], self.peak[index] = k2, values
 
