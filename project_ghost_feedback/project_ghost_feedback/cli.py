@@ -246,6 +246,11 @@ def _print_replay(report):
     if any(estimates.values()):  # ADR-0026a: schema-2 histories only
         print('overconfidence (recomputed, last window, k_hat [95%]): '
               + ', '.join(f'{vec3} {text or "-"}' for vec3, text in estimates.items()))
+    from .core.feedback.episodes import episode_lines
+
+    recomputed = report.to_dict()['recomputed']
+    print('\n'.join(['recomputed ' + line if i == 0 else line for i, line in enumerate(
+        episode_lines(recomputed['episodes'], report.time_origin()[1], where='--json'))]))
     if report.recorded_outputs > 0:
         print()
         print(f'changed level: {report.changed_levels} of {report.compared} assessments '

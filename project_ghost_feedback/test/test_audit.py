@@ -127,9 +127,14 @@ def test_results_equal_per_bag_replay(client, fleet):
                 (ASSESSMENTS - 1) / 10.0)
             assert figures['transitions'] == len(figures['timeline']) - 2 or \
                 figures['transitions'] == len(figures['timeline']) - 1
+            # The episodes: the same core tracker over the same loop, as replay reports them.
+            assert figures['episodes'] == report.to_dict()['recomputed']['episodes']
+            assert figures['episode_count'] == len(figures['episodes'])
         # ADR-0026a: the overconfidence estimate of the last window, as replay reports it.
-        assert result['overconfidence'] == report.to_dict()['recomputed']['final_overconfidence']
-        assert set(result['overconfidence']) == {'position', 'orientation'}
+        last_window = result['overconfidence_last_window']
+        assert last_window == report.to_dict()['recomputed']['final_overconfidence']
+        assert set(last_window) == {'position', 'orientation'}
+        assert result['overconfidence_over_run']['outcomes'] == result['outcomes']
         if result['robot'] == 'robot_faulty':
             faulty_downgrades = result['policies']['calibrated_exceedance']['downgrades']
     assert faulty_downgrades > 0.3 * ASSESSMENTS  # the 10x stretch is 40% of the run
@@ -269,8 +274,8 @@ def test_policy_parsing():
 
 
 def _check_schema(document):
-    """Check the audit document's schema (keys and types), version 1."""
-    assert document['schema_version'] == AUDIT_SCHEMA_VERSION == 1
+    """Check the audit document's schema (keys and types), version 2."""
+    assert document['schema_version'] == AUDIT_SCHEMA_VERSION == 2
     assert document['kind'] == 'ghost_feedback_audit'
     config = document['config']
     assert isinstance(config['max_history'], int)
@@ -283,8 +288,12 @@ def _check_schema(document):
         assert set(total['levels']) == levels and set(total['time_per_level_s']) == levels
         for key in ('bags', 'assessments', 'downgrades', 'bags_with_downgrades', 'transitions'):
             assert isinstance(total[key], int)
-        assert set(total['untouched']) >= {'full_windows', 'independent_windows',
-                                           'false_downgrade_rate'}
+        if config.get('injection') is not None:
+            assert set(total['untouched']) >= {'full_windows', 'independent_windows',
+                                               'false_downgrade_rate'}
+        else:
+            assert set(total['windows']) >= {'full_windows', 'independent_windows',
+                                             'downgrade_rate'}
     for bag in document['bags']:
         assert bag['ok'] is True
         for key in ('bag', 'robot', 'outcomes', 'assessments', 'raw', 'distances', 'policies'):
@@ -292,11 +301,13 @@ def _check_schema(document):
         assert set(bag['policies']) == set(labels)
         for figures in bag['policies'].values():
             for key in ('assessments', 'levels', 'time_per_level_s', 'downgrades',
-                        'first_downgrade_stamp_sim_ns', 'transitions', 'timeline', 'untouched'):
+                        'first_downgrade_stamp_sim_ns', 'transitions', 'timeline', 'episodes',
+                        'episode_count', 'downgraded_s'):
                 assert key in figures
+            assert ('untouched' in figures) == (config.get('injection') is not None)
             for stamp, level in figures['timeline']:
                 assert isinstance(stamp, int) and level in levels
-            if config['injection'] is not None:
+            if config.get('injection') is not None:
                 assert {'detected', 'downgraded_before_injection'} <= set(figures['injected'])
     assert 'empirical' in document['notes'][0]
 

@@ -100,3 +100,71 @@ def test_the_report_renders_in_headless_chromium(results, tmp_path):
                         '--window-size=1000,2000', page.as_uri()],
                        capture_output=True, timeout=120, check=False)
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def _keys(value):
+    """Yield every key of a JSON document, recursively."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _keys(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _keys(item)
+
+
+@pytest.fixture(scope='module')
+def plain(tmp_path_factory):
+    """Audit without --inject: a calibrated robot, one 10x overconfident from 60% of its run."""
+    root = tmp_path_factory.mktemp('plain')
+    calm = write_bag(root / 'calm' / 'rosbag2_2026_12_04-10_00_00', seed=1, assessments=200)
+    faulty = write_bag(root / 'faulty' / 'rosbag2_2026_12_04-11_00_00', seed=2, assessments=200,
+                       overconfidence=10.0, fault_at=0.6)
+    found = [audit_bag(str(path), POLICIES) for path in (calm, faulty)]
+    for result in found:
+        result['robot'] = robot_name(result['bag'])
+    return build_document(found, policies=POLICIES, max_history=32)
+
+
+def test_without_injection_no_key_or_column_speaks_of_injection_or_false_downgrades(plain):
+    """JSON keys and the whole page: no 'inject', no 'false'; the rates are plain rates."""
+    keys = set(_keys(plain))
+    assert not [k for k in keys if 'inject' in k.lower() or 'false' in k.lower()]
+    assert {'windows', 'downgrade_rate', 'episodes'} <= keys and 'untouched' not in keys
+    page = render_html(plain, {}).lower()
+    assert 'inject' not in page and 'false' not in page
+    assert html.escape('downgraded full windows (windows; independent)') in page
+
+
+def test_with_injection_the_injection_columns_stay(results):
+    """The same audit with --inject keeps its injection keys and columns (issue 21)."""
+    document = build_document(results, policies=POLICIES, max_history=32,
+                              injection=parse_injection('20@10'))
+    keys = set(_keys(document))
+    assert {'injection', 'injection_stamp_sim_ns', 'untouched', 'false_downgrade_rate'} <= keys
+    assert 'downgrades before the injection' in render_html(document, {})
+
+
+def test_each_robot_has_its_episodes_and_k_over_the_run(plain):
+    """The faulty robot: an episode from the fault with its peak k; k over the run per robot."""
+    faulty = next(b for b in plain['bags'] if b['robot'] == 'faulty')
+    calm = next(b for b in plain['bags'] if b['robot'] == 'calm')
+    origin = faulty['time_origin']['stamp_ns']
+    assert origin == faulty['start_time_ns'] and faulty['time_origin']['kind'] == 'bag_start'
+    for label in plain['totals']:
+        episodes = faulty['policies'][label]['episodes']
+        main = max(episodes, key=lambda e: e['duration_s'])
+        # 200 assessments at 10 Hz: the fault starts at 12 s (60%); detected within 2 s.
+        assert 12.0 <= main['start_s'] <= 14.0 and main['ongoing'], (label, main)
+        assert main['end_stamp_ns'] == faulty['policies'][label]['timeline'][-1][0]
+        assert main['overconfidence']['position']['low'] > 3.0
+        assert faulty['policies'][label]['episode_count'] == len(episodes)
+    over_run = faulty['overconfidence_over_run']
+    assert over_run['outcomes'] == faulty['outcomes']
+    assert over_run['position']['k_hat'] > 3.0  # 40% of the run at 10x
+    assert 0.8 < calm['overconfidence_over_run']['position']['k_hat'] < 1.25
+    page = render_html(plain, {})
+    assert '<h2>Downgrade episodes (seconds from each bag start)</h2>' in page
+    assert html.escape('k over the run (95% interval)') in page
+    first = faulty['policies'][next(iter(plain['totals']))]['episodes'][0]
+    assert f'<td>{first["start_s"]:.5g}</td>' in page

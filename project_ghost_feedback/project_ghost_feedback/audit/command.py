@@ -20,11 +20,12 @@ DESCRIPTION = """\
 Replay every telemetry bag found under PATH... under every --policy, in parallel on
 dask.distributed (an embedded LocalCluster of --workers processes bound to 127.0.0.1, or the
 cluster at --scheduler, whose workers must see the same paths), and report per bag and policy:
-assessments, time per level, downgrades, first downgrade, level transitions; with --inject, the
-detection delay of a fault injected into the recorded outcomes (a robot already downgraded by a
-real fault at the injection is reported as such and left out of the detection figures), and the
-downgrades before the injection (false downgrades only where that stretch was calibrated). A bag
-that fails is reported with its reason; the audit goes on.
+assessments, time per level, downgrades, the downgrade episodes (from, to, level, reason, k =
+true error / claimed std with its 95% interval), k over the run, level transitions; with
+--inject, the detection delay of a fault injected into the recorded outcomes (a robot already
+downgraded by a real fault at the injection is reported as such and left out of the detection
+figures), and the downgrades before the injection (false downgrades only where that stretch was
+calibrated). A bag that fails is reported with its reason; the audit goes on.
 
 Trust: dask exchanges pickles, so whoever can talk to a scheduler can run code on its workers
 (and a scheduler on its clients). The embedded cluster accepts only this process (TLS with a key
@@ -215,20 +216,29 @@ def _write_outputs(args, document, dumps, write_report):
 
 
 def _print_summary(document, stream):
+    from .report import windows_key
+
+    injected_run = document['config'].get('injection') is not None
     lines = [f'audited {document["bags_audited"]} bags ({document["bags_failed"]} failed)']
-    lines.append(f'{"policy":44} {"assessments":>11} {"downgrades":>10} '
-                 f'{"before inj./window":>18} {"detected":>9} {"fault before":>12} '
-                 f'{"median delay":>12}')
+    header = (f'{"policy":44} {"assessments":>11} {"downgrades":>10} {"episodes":>8} '
+              f'{"before inj./window" if injected_run else "downgraded/window":>18}')
+    if injected_run:
+        header += f' {"detected":>9} {"fault before":>12} {"median delay":>12}'
+    lines.append(header)
     for label, total in document['totals'].items():
-        rate = total['untouched']['false_downgrade_rate']
+        key = windows_key(total)
+        rate = total[key]['false_downgrade_rate' if key == 'untouched' else 'downgrade_rate']
+        line = (f'{label[:44]:44} {total["assessments"]:>11} {total["downgrades"]:>10} '
+                f'{total["episodes"]:>8} {"-" if rate is None else f"{100 * rate:.2f}%":>18}')
         injected = total.get('injected')
-        detected = f'{injected["detected"]}/{injected["calibrated_bags"]}' if injected else '-'
-        before = str(injected['fault_before_injection']) if injected else '-'
-        delay = injected['median_delay_s'] if injected else None
-        lines.append(
-            f'{label[:44]:44} {total["assessments"]:>11} {total["downgrades"]:>10} '
-            f'{"-" if rate is None else f"{100 * rate:.2f}%":>18} {detected:>9} {before:>12} '
-            f'{"-" if delay is None else f"{delay:.2f} s":>12}')
+        if injected_run:
+            detected = (f'{injected["detected"]}/{injected["calibrated_bags"]}' if injected
+                        else '-')
+            before = str(injected['fault_before_injection']) if injected else '-'
+            delay = injected['median_delay_s'] if injected else None
+            line += (f' {detected:>9} {before:>12} '
+                     f'{"-" if delay is None else f"{delay:.2f} s":>12}')
+        lines.append(line)
     print('\n'.join(lines), file=stream)
 
 

@@ -17,10 +17,19 @@ import statistics
 from ..safe_io import terminal_text
 from ..core import NS_PER_S
 
-AUDIT_SCHEMA_VERSION = 1
+AUDIT_SCHEMA_VERSION = 2
+"""2: episodes, ``overconfidence_over_run``; without injection ``windows`` (was ``untouched``)."""
 TIMELINE_ROBOTS = 8
-ROBOT_ROWS = 50
 """Robots drawn in the timelines figure: those with the most downgrades under the first policy."""
+ROBOT_ROWS = 50
+EPISODE_ROWS = 200
+"""Rows of the report's episode table (every episode is in the JSON, up to EPISODE_LIMIT)."""
+_WINDOWS_NOTE = (
+    'Downgrade rates are empirical figures on the recorded traffic: the share of full windows '
+    '(assessments judged on max_history outcomes) that a policy downgraded. A downgrade may '
+    'be a real fault or a spurious one: compare the episodes and k with what is known of the '
+    'runs. Consecutive windows overlap, so a rate rests on about '
+    '"independent_windows" independent windows.')
 _EMPIRICAL_NOTE = (
     'Detection delays and downgrade rates are empirical figures on the recorded traffic. '
     '"Downgrades before the injection" is the share of full windows before the injection instant '
@@ -39,6 +48,11 @@ _GLOSSARY = (
     ('full window', 'an assessment judged on max_history outcomes'),
     ('independent windows', 'full windows that share no outcome (overlapping windows are not '
      'independent evidence)'),
+    ('k', 'how overconfident a vec3 is: true error / claimed standard deviation (a ratio of '
+     'standard deviations; 1 honest, 3 errors three times the claim), with its 95% interval'),
+    ('episode', 'a stretch of consecutive assessments whose calibrated level is below the raw '
+     'one: from its first downgraded assessment to the first one back at the raw level; its k '
+     "is that of the window with the largest k in it, its reason the policy's"),
     ('injection', 'with --inject K@T, every outcome from sim time T on is scaled by K: a known '
      'fault to detect'),
     ('delay [s] / [outcomes]', 'from the injection instant to the first downgrade after it, in '
@@ -46,6 +60,7 @@ _GLOSSARY = (
     ('fault before the injection', 'the policy was already downgrading just before the '
      'injection: a real fault; excluded from the detection figures'),
 )
+_INJECTION_TERMS = ('injection', 'delay [s] / [outcomes]', 'fault before the injection')
 LEVEL_COLORS = {'KNOWN': '#4caf50', 'UNCERTAIN': '#ffb300', 'UNKNOWN': '#e53935'}
 
 
@@ -53,8 +68,18 @@ def _median(values):
     return statistics.median(values) if values else None
 
 
-def _totals(results, labels):
+def windows_key(figures):
+    """Return ``'untouched'`` (with an injection: before it) or ``'windows'`` (without)."""
+    return 'untouched' if 'untouched' in figures else 'windows'
+
+
+def _rate_key(key):
+    return 'false_downgrade_rate' if key == 'untouched' else 'downgrade_rate'
+
+
+def _totals(results, labels, injected_run):
     totals = {}
+    key = 'untouched' if injected_run else 'windows'
     for label in labels:
         runs = [r['policies'][label] for r in results if r.get('ok')]
         levels = {}
@@ -67,10 +92,10 @@ def _totals(results, labels):
                 levels[name] = levels.get(name, 0) + count
             for name, seconds in run['time_per_level_s'].items():
                 time_per_level[name] = time_per_level.get(name, 0.0) + seconds
-            for key in untouched:
-                untouched[key] += run['untouched'][key]
+            for name in untouched:
+                untouched[name] += run[key][name]
         full = untouched['full_windows']
-        untouched['false_downgrade_rate'] = (
+        untouched[_rate_key(key)] = (
             untouched['full_window_downgrades'] / full if full else None)
         injected = [run['injected'] for run in runs if 'injected' in run]
         # A robot already downgraded by a real fault at the injection says nothing about
@@ -83,7 +108,9 @@ def _totals(results, labels):
             'downgrades': sum(run['downgrades'] for run in runs),
             'bags_with_downgrades': sum(1 for run in runs if run['downgrades']),
             'transitions': sum(run['transitions'] for run in runs),
-            'untouched': untouched,
+            'episodes': sum(run['episode_count'] for run in runs),
+            'downgraded_s': sum(run['downgraded_s'] for run in runs),
+            key: untouched,
         }
         if injected:
             delays = [i['delay_s'] for i in detected]
@@ -113,14 +140,15 @@ def build_document(results, *, policies, max_history, injection=None, problems=(
             'policies': [{'label': spec.label, 'policy': spec.name,
                           'parameters': dict(spec.parameters)} for spec in policies],
             'max_history': max_history,
-            'injection': injection.to_dict() if injection is not None else None,
+            # Without --inject no key speaks of an injection.
+            **({'injection': injection.to_dict()} if injection is not None else {}),
         },
         'engine': engine or {},
         'bags_audited': len(good), 'bags_failed': len(results) - len(good),
         'failed': [{'bag': r['bag'], 'error': r['error']} for r in results if not r.get('ok')],
         'discovery_problems': list(problems),
-        'totals': _totals(good, labels),
-        'notes': [_EMPIRICAL_NOTE],
+        'totals': _totals(good, labels, injection is not None),
+        'notes': [_EMPIRICAL_NOTE if injection is not None else _WINDOWS_NOTE],
         'bags': good,
     }
 
@@ -187,8 +215,9 @@ def timelines_png(document, plt):
         axis.tick_params(axis='x', labelsize=7)
         for tick in axis.get_yticklabels():
             tick.set_parse_math(False)
-    axes[-1, 0].set_xlabel('sim time since the bag start [s]; dashed: injection instant',
-                           fontsize=8)
+    injected = document['config'].get('injection') is not None
+    axes[-1, 0].set_xlabel('time since the bag start [s]' + (
+        '; dashed: injection instant' if injected else ''), fontsize=8)
     key = [Patch(color=color, label=level) for level, color in LEVEL_COLORS.items()]
     figure.legend(handles=key, loc='upper right', ncol=3, fontsize=7, frameon=False)
     figure.tight_layout(rect=(0, 0, 1, 0.97))
@@ -239,30 +268,43 @@ def _fmt(value, digits=3):
 
 
 def _policy_table(document):
-    header = ('policy', 'robots', 'assessments', 'KNOWN / UNCERTAIN / UNKNOWN', 'downgrades',
-              'robots with downgrades',
-              'downgrades before the injection / full window (windows; independent)',
-              'injection detected (of robots calibrated at it)', 'fault before the injection',
-              'median / max delay [s]', 'median / max delay [outcomes]')
+    injected_run = document['config'].get('injection') is not None
+    header = ['policy', 'robots', 'assessments', 'KNOWN / UNCERTAIN / UNKNOWN', 'downgrades',
+              'robots with downgrades', 'episodes', 'time downgraded [s]']
+    if injected_run:
+        header += ['downgrades before the injection / full window (windows; independent)',
+                   'injection detected (of robots calibrated at it)',
+                   'fault before the injection', 'median / max delay [s]',
+                   'median / max delay [outcomes]']
+    else:
+        header += ['downgraded full windows (windows; independent)']
     rows = []
     for label, total in document['totals'].items():
         levels = total['levels']
-        untouched = total['untouched']
-        injected = total.get('injected')
-        rate = untouched['false_downgrade_rate']
-        cells = (
+        key = windows_key(total)
+        windows = total[key]
+        rate = windows[_rate_key(key)]
+        cells = [
             label, total['bags'], total['assessments'],
             f'{levels.get("KNOWN", 0)} / {levels.get("UNCERTAIN", 0)} / {levels.get("UNKNOWN", 0)}',
-            total['downgrades'], total['bags_with_downgrades'],
-            f'{"-" if rate is None else f"{100 * rate:.2f}%"} ({untouched["full_windows"]}; '
-            f'~{untouched["independent_windows"]})',
-            f'{injected["detected"]} of {injected["calibrated_bags"]}' if injected else '-',
-            injected['fault_before_injection'] if injected else '-',
-            f'{_fmt(injected["median_delay_s"])} / {_fmt(injected["max_delay_s"])}'
-            if injected else '-',
-            f'{_fmt(injected["median_delay_outcomes"])} / {_fmt(injected["max_delay_outcomes"])}'
-            if injected else '-')
+            total['downgrades'], total['bags_with_downgrades'], total['episodes'],
+            _fmt(total['downgraded_s']),
+            f'{"-" if rate is None else f"{100 * rate:.2f}%"} ({windows["full_windows"]}; '
+            f'~{windows["independent_windows"]})']
+        injected = total.get('injected')
+        if injected_run:
+            cells += [
+                f'{injected["detected"]} of {injected["calibrated_bags"]}' if injected else '-',
+                injected['fault_before_injection'] if injected else '-',
+                f'{_fmt(injected["median_delay_s"])} / {_fmt(injected["max_delay_s"])}'
+                if injected else '-',
+                f'{_fmt(injected["median_delay_outcomes"])} / '
+                f'{_fmt(injected["max_delay_outcomes"])}' if injected else '-']
         rows.append(cells)
+    return _table(header, rows)
+
+
+def _table(header, rows):
     lines = ['<table><tr>' + ''.join(f'<th>{html.escape(h)}</th>' for h in header) + '</tr>']
     for cells in rows:
         lines.append('<tr>' + ''.join(f'<td>{html.escape(str(c))}</td>' for c in cells) + '</tr>')
@@ -270,26 +312,83 @@ def _policy_table(document):
     return '\n'.join(lines)
 
 
+def _k_text(estimate):
+    """Return ``2.90 [2.50, 3.40]`` of an estimate dict, '-' when None."""
+    if estimate is None:
+        return '-'
+
+    def number(value):
+        return value if isinstance(value, str) else f'{value:.2f}'
+
+    return f'{number(estimate["k_hat"])} [{number(estimate["low"])}, {number(estimate["high"])}]'
+
+
+def k_pair_text(estimates):
+    """Return ``position 1.02 [0.95, 1.10]; orientation ...`` of a per-vec3 dict."""
+    if not estimates:
+        return '-'
+    return '; '.join(f'{name} {_k_text(estimates.get(name))}'
+                     for name in ('position', 'orientation'))
+
+
+def _sorted_bags(document):
+    labels = [p['label'] for p in document['config']['policies']]
+    return sorted(document['bags'], key=lambda b: (
+        -b['policies'][labels[0]]['downgrades'] if labels else 0, b['bag']))
+
+
 def _robot_table(document, limit=ROBOT_ROWS):
     labels = [p['label'] for p in document['config']['policies']]
-    bags = sorted(document['bags'], key=lambda b: (
-        -b['policies'][labels[0]]['downgrades'] if labels else 0, b['bag']))
-    header = ['robot', 'bag', 'assessments'] + [
-        f'{label}: downgrades, first [s]; status' for label in labels]
-    lines = ['<table><tr>' + ''.join(f'<th>{html.escape(h)}</th>' for h in header) + '</tr>']
+    bags = _sorted_bags(document)
+    header = ['robot', 'bag', 'assessments', 'k over the run (95% interval)'] + [
+        f'{label}: downgrades, episodes, time downgraded [s], first [s]; status'
+        for label in labels]
+    rows = []
     for bag in bags[:limit]:
-        start = bag['start_time_ns'] or 0
-        cells = [bag['robot'], bag['bag'], bag['assessments']]
+        origin = bag['time_origin']['stamp_ns']
+        over_run = bag.get('overconfidence_over_run') or {}
+        cells = [bag['robot'], bag['bag'], bag['assessments'], k_pair_text(over_run)]
         for label in labels:
             figures = bag['policies'][label]
             first = figures['first_downgrade_stamp_sim_ns']
-            first_s = None if first is None else (first - start) / NS_PER_S
-            cells.append(f'{figures["downgrades"]}, {_fmt(first_s)}; {robot_status(figures)}')
-        lines.append('<tr>' + ''.join(f'<td>{html.escape(str(c))}</td>' for c in cells) + '</tr>')
-    lines.append('</table>')
+            first_s = None if first is None else (first - origin) / NS_PER_S
+            cells.append(f'{figures["downgrades"]}, {figures["episode_count"]}, '
+                         f'{_fmt(figures["downgraded_s"])}, {_fmt(first_s)}; '
+                         f'{robot_status(figures)}')
+        rows.append(cells)
+    text = _table(header, rows)
     if len(bags) > limit:
-        lines.append(f'<p>... and {len(bags) - limit} more robots (all in the JSON).</p>')
-    return '\n'.join(lines)
+        text += f'\n<p>... and {len(bags) - limit} more robots (all in the JSON).</p>'
+    return text
+
+
+def _episode_table(document, limit=EPISODE_ROWS):
+    """Return the table of downgrade episodes (robots in the robots table's order)."""
+    labels = [p['label'] for p in document['config']['policies']]
+    header = ['robot', 'policy', 'from [s]', 'to [s]', 'duration [s]', 'level', 'reason',
+              'peak k: position', 'peak k: orientation']
+    rows = []
+    total = 0
+    for bag in _sorted_bags(document):
+        for label in labels:
+            figures = bag['policies'][label]
+            total += figures['episode_count']
+            for episode in figures['episodes']:
+                if len(rows) >= limit:
+                    continue
+                k = episode['overconfidence'] or {}
+                rows.append([
+                    bag['robot'], label, _fmt(episode['start_s'], 5),
+                    f'{_fmt(episode["end_s"], 5)}{" (end of bag)" if episode["ongoing"] else ""}',
+                    _fmt(episode['duration_s']),
+                    f'{episode["level"]} (raw {episode["raw_level"]})', episode['reason'],
+                    _k_text(k.get('position')), _k_text(k.get('orientation'))])
+    if not rows:
+        return '<p>No downgrade episode.</p>'
+    text = _table(header, rows)
+    if total > len(rows):
+        text += f'\n<p>... {total - len(rows)} more episodes (the JSON has them).</p>'
+    return text
 
 
 def robot_status(figures):
@@ -304,9 +403,10 @@ def robot_status(figures):
     return 'injection NOT detected'
 
 
-def _glossary():
+def _glossary(injected_run):
     items = ''.join(f'<dt>{html.escape(term)}</dt><dd>{html.escape(text)}</dd>'
-                    for term, text in _GLOSSARY)
+                    for term, text in _GLOSSARY
+                    if injected_run or term not in _INJECTION_TERMS)
     colors = ', '.join(f'{level} {color}' for level, color in LEVEL_COLORS.items())
     return (f'<h2>How to read this page</h2><dl>{items}</dl>'
             f'<p><small>Level colours in the timelines: {html.escape(colors)}.</small></p>')
@@ -321,17 +421,17 @@ _STYLE = ('body{font-family:sans-serif;max-width:1000px;margin:1em auto}'
 def render_html(document, images):
     """Return the report page; ``images`` maps a title to PNG bytes, embedded as base64."""
     config = document['config']
-    injection = config['injection']
+    injection = config.get('injection')
     parts = [
         '<!DOCTYPE html><html><head><meta charset="utf-8"><title>ghost-feedback audit</title>',
         f'<style>{_STYLE}</style></head><body>',
         '<h1>ghost-feedback audit</h1>',
         f'<p>{document["bags_audited"]} bags audited, {document["bags_failed"]} failed; '
-        f'max_history {config["max_history"]}; injection: '
-        f'{html.escape(json.dumps(injection)) if injection else "none"}.</p>',
+        f'max_history {config["max_history"]}'
+        f'{"; injection: " + html.escape(json.dumps(injection)) if injection else ""}.</p>',
         '<h2>Policy comparison</h2>', _policy_table(document),
         f'<p><small>{html.escape(document["notes"][0])}</small></p>',
-        _glossary(),
+        _glossary(injection is not None),
     ]
     if document['failed'] or document['discovery_problems']:
         parts.append('<h2>Bags that failed</h2><ul>')
@@ -342,7 +442,9 @@ def render_html(document, images):
             parts.append(f'<li>{html.escape(problem)}</li>')
         parts.append('</ul>')
     if document['bags']:
-        parts += ['<h2>Robots (most downgrades first)</h2>', _robot_table(document)]
+        parts += ['<h2>Robots (most downgrades first)</h2>', _robot_table(document),
+                  '<h2>Downgrade episodes (seconds from each bag start)</h2>',
+                  _episode_table(document)]
     for title, data in images.items():
         encoded = base64.b64encode(data).decode('ascii')
         parts.append(f'<h2>{html.escape(title)}</h2>'

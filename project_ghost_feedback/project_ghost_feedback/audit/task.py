@@ -19,10 +19,13 @@ from ..core import BeliefSelfAssessment, PredictionOutcome, SelfAssessmentLevel
 from ..core.feedback import (
     coerce_parameters,
     DEFAULT_MAX_HISTORY,
+    EpisodeTracker,
     make_policy,
     overconfidence_as_dict,
     parse_setting,
     policy_names,
+    RunOverconfidence,
+    time_origin,
 )
 from ..core.loop import CONFIGURATION, FeedbackLoop, LoopConfig, LoopEvent
 from .injection import scale_outcome
@@ -31,6 +34,8 @@ from ..core import NS_PER_S
 DEFAULT_OUTCOME_BUFFER_SIZE = 1024
 TIMELINE_LIMIT = 2000
 """Level change points kept per policy and bag (the counts stay exact beyond it)."""
+EPISODE_LIMIT = 200
+"""Downgrade episodes kept per policy and bag (``episode_count`` counts them all)."""
 HISTOGRAM_BIN = 0.1
 HISTOGRAM_BINS = 80
 """Distances in [0, 8) in bins of 0.1; beyond in ``over``, +inf in ``inf``."""
@@ -178,6 +183,7 @@ class _PolicyRun:
         self.untouched = {'assessments': 0, 'downgrades': 0, 'full_windows': 0,
                           'full_window_downgrades': 0}
         self.down_at_injection = False
+        self.episodes = EpisodeTracker(limit=EPISODE_LIMIT)
 
     def judge(self, raw, injected_outcomes, max_history):
         step = self.loop.assessment(raw)
@@ -188,6 +194,7 @@ class _PolicyRun:
         stamp = raw.belief_stamp_sim_ns
         level = calibrated.adjusted_overall_level
         self.levels.add(stamp, level)
+        self.episodes.add(calibrated)
         down = level < raw.overall_level
         if down:
             self.downgrades += 1
@@ -206,18 +213,27 @@ class _PolicyRun:
             self.detection = {'stamp_sim_ns': stamp, 'delay_s': delay_s,
                               'delay_outcomes': injected_outcomes, 'level': level.name}
 
-    def to_dict(self, end_stamp, untouched_outcomes, max_history):
+    def to_dict(self, end_stamp, untouched_outcomes, max_history, origin_ns):
+        episodes = self.episodes
         result = {'policy': self.spec.name, 'parameters': dict(self.spec.parameters),
                   'assessments': sum(self.levels.counts.values()),
                   'downgrades': self.downgrades,
-                  'first_downgrade_stamp_sim_ns': self.first_downgrade}
+                  'first_downgrade_stamp_sim_ns': self.first_downgrade,
+                  'episodes': [e.as_dict(origin_ns) for e in episodes.episodes()],
+                  'episode_count': episodes.count, 'episodes_truncated': episodes.truncated,
+                  'downgraded_s': episodes.downgraded_s}
         result.update(self.levels.to_dict(end_stamp))
-        untouched = dict(self.untouched)
-        untouched['independent_windows'] = untouched_outcomes // max_history
-        full = untouched['full_windows']
-        untouched['false_downgrade_rate'] = (
-            untouched['full_window_downgrades'] / full if full else None)
-        result['untouched'] = untouched
+        windows = dict(self.untouched)
+        windows['independent_windows'] = untouched_outcomes // max_history
+        full = windows['full_windows']
+        rate = windows['full_window_downgrades'] / full if full else None
+        if self.injection_ns is None:
+            # No injection: every downgrade may be a real one; nothing here is called false.
+            windows['downgrade_rate'] = rate
+            result['windows'] = windows
+        else:
+            windows['false_downgrade_rate'] = rate
+            result['untouched'] = windows
         if self.injection_ns is not None:
             result['injected'] = {'detected': self.detection is not None,
                                   'downgraded_before_injection': self.down_at_injection,
@@ -262,10 +278,13 @@ def _audit(path, info, contracts, policies, max_history, buffer_size, injection)
     raw_levels = _Levels()
     position, orientation = _Histogram(), _Histogram()
     outcomes = untouched_outcomes = injected_outcomes = assessments = resets = 0
-    last_stamp = None
+    last_stamp = first_stamp = None
+    pooled = RunOverconfidence()
     for contract in contracts:
         if isinstance(contract, PredictionOutcome):
             outcomes += 1
+            if first_stamp is None:
+                first_stamp = contract.observed_stamp_sim_ns
             position.add(contract.position_mahalanobis)
             orientation.add(contract.orientation_mahalanobis)
             if injection_ns is not None and contract.observed_stamp_sim_ns >= injection_ns:
@@ -273,11 +292,14 @@ def _audit(path, info, contracts, policies, max_history, buffer_size, injection)
                 injected_outcomes += 1
             else:
                 untouched_outcomes += 1
+            pooled.add(contract)
             for run in runs:
                 run.loop.outcome(contract)
         elif isinstance(contract, BeliefSelfAssessment):
             assessments += 1
             stamp = last_stamp = contract.belief_stamp_sim_ns
+            if first_stamp is None:
+                first_stamp = stamp
             raw_levels.add(stamp, contract.overall_level)
             for run in runs:
                 run.judge(contract, injected_outcomes, max_history)
@@ -287,17 +309,23 @@ def _audit(path, info, contracts, policies, max_history, buffer_size, injection)
                 run.loop.apply(contract)
     if assessments == 0:
         raise ValueError(f'{path}: no BeliefSelfAssessment to replay')
-    return {
+    origin, origin_kind = time_origin(info.start_time_ns, info.end_time_ns, first_stamp)
+    # Without --inject no key speaks of an injection.
+    injected = {} if injection_ns is None else {
+        'injection_stamp_sim_ns': injection_ns, 'injected_outcomes': injected_outcomes}
+    return injected | {
         'bag': path, 'ok': True, 'robot': _robot_name(path),
         'start_time_ns': info.start_time_ns, 'end_time_ns': info.end_time_ns,
+        'time_origin': {'stamp_ns': origin, 'kind': origin_kind},
         'outcomes': outcomes, 'assessments': assessments, 'recorded_resets': resets,
-        'injection_stamp_sim_ns': injection_ns, 'injected_outcomes': injected_outcomes,
         'raw': raw_levels.to_dict(last_stamp),
         'distances': {'position': position.to_dict(), 'orientation': orientation.to_dict()},
-        'policies': {run.spec.label: run.to_dict(last_stamp, untouched_outcomes, max_history)
-                     for run in runs},
-        # ADR-0026a: k_hat and its 95% interval per vec3, from the last assessment's window.
-        'overconfidence': overconfidence_as_dict(runs[0].last_history)
+        'policies': {run.spec.label: run.to_dict(last_stamp, untouched_outcomes, max_history,
+                                                 origin) for run in runs},
+        # ADR-0026a: k_hat and its 95% interval per vec3 over every outcome of the run (as the
+        # policies saw them: injected ones scaled), and of the last assessment's window.
+        'overconfidence_over_run': {'outcomes': pooled.outcomes, **pooled.as_dict()},
+        'overconfidence_last_window': overconfidence_as_dict(runs[0].last_history)
         if runs and runs[0].last_history is not None else None,
     }
 

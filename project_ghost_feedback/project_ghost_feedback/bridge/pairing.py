@@ -156,6 +156,9 @@ class EngineListener:
     def outcome(self, outcome: PredictionOutcome, estimate: 'Estimate') -> None:
         """Take a PredictionOutcome paired and paced in (``estimate``: its :class:`Estimate`)."""
 
+    def paced_out(self, outcome: PredictionOutcome, estimate: 'Estimate') -> None:
+        """Note a PredictionOutcome paired but paced out (not published; its error is real)."""
+
     def assessment(self, belief: BeliefSelfAssessment, estimate: 'Estimate') -> None:
         """Take the BeliefSelfAssessment of an estimate (always after its outcome, if any)."""
 
@@ -485,6 +488,7 @@ class PairingEngine:
         if not self.pacer.offer(estimate.stamp_ns, error.position_mahalanobis,
                                 error.orientation_mahalanobis):
             self.paced_out += 1
+            self.listener.paced_out(outcome, estimate)
             return
         self.outcomes += 1
         self.listener.outcome(outcome, estimate)

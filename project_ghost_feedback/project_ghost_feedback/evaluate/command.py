@@ -24,7 +24,11 @@ YAML the bridge launch uses. Offline the bridge's clock is each message's header
 
 Writes, per bag, into --output-dir (a sub-directory per bag when several are given):
 telemetry/ (a telemetry bag: `ghost-feedback replay` verifies it), summary.txt, summary.json and
-evaluate.png (distances with the 1/3/5 std lines; raw vs calibrated level).
+evaluate.png. The summary's first line says what happened (the longest downgrade episode, its
+level, reason and k = true error / claimed std with its 95% interval, and k over the run), the
+second the pose error (RMSE and max: position in m, rotation in deg); every downgrade episode
+follows, in seconds from the bag start. The picture: distances with their chi(3) quantiles,
+raw vs calibrated level, k over time with its interval, episodes shaded.
 """
 
 LEVEL_NAMES = ('UNKNOWN', 'UNCERTAIN', 'KNOWN')
@@ -52,7 +56,7 @@ def evaluate_bag(path, estimate_topic, reference_topic, values, loop_config, out
     run = bridge_outputs(path, estimate_topic, reference_topic, values)
     output_dir.mkdir(parents=True)
     try:
-        recorded = _record(run, loop_config, output_dir)
+        recorded = _record(run, loop_config, output_dir, values)
     except BaseException as error:
         # The inputs are read lazily: a missing topic, no overlap or a storage that breaks
         # half-way shows only now. Leave no half-written output behind (a cut-short telemetry
@@ -63,28 +67,86 @@ def evaluate_bag(path, estimate_topic, reference_topic, values, loop_config, out
         text = ' '.join(str(error).split()) or type(error).__name__
         raise EvaluateError(f'{path}: cannot read the bag: {type(error).__name__}: '
                             f'{text}'[:500]) from None
-    distances, levels, bag_dir = recorded
+    distances, levels, bag_dir = recorded.distances, recorded.levels, recorded.bag_dir
     summary = _summary(run, loop_config, distances, levels, bag_dir)
+    summary = _verdict(run, recorded) | summary | _episodes_summary(run, recorded)
     (output_dir / 'summary.json').write_text(json.dumps(summary, indent=2) + '\n',
                                              encoding='utf-8')
     (output_dir / 'summary.txt').write_text(summary_text(summary) + '\n', encoding='utf-8')
     if plot and distances:
-        from ..demo.stack_demo import write_plot
-
-        start = min(min(distances), min(levels)) if levels else min(distances)
-        end = max(max(distances), max(levels) if levels else 0)
         picture = output_dir / 'evaluate.png'
-        write_plot(str(picture), [(pathlib.Path(path).name, 0, end - start)],
-                   {stamp - start: d for stamp, d in distances.items()},
-                   {stamp - start: pair for stamp, pair in levels.items()},
-                   f'{pathlib.Path(path).name}: {estimate_topic} vs {reference_topic} '
-                   f'({loop_config.policy}); time from the first stamp')
+        _picture(picture, run, recorded, f'{pathlib.Path(path).name}: {estimate_topic} vs '
+                 f'{reference_topic} ({loop_config.policy})')
         summary['picture'] = str(picture)
     return summary
 
 
-def _record(run, loop_config, output_dir):
-    """Run the bridge's outputs through the loop into a telemetry bag; return what was seen."""
+class _Trace:
+    """What one evaluation saw: distances and levels by stamp, episodes, k, NEES."""
+
+    def __init__(self, bag_dir, calibrated_estimate):
+        from ..bridge.calibrated_estimate import inflation_factors
+        from ..core.feedback import EpisodeTracker, RunOverconfidence
+        from ..core.feedback.overconfidence import estimate_from_sum
+
+        self._inflation_factors, self._estimate_from_sum = inflation_factors, estimate_from_sum
+
+        self.bag_dir = bag_dir
+        self.distances = {}
+        self.levels = {}
+        self.tracker = EpisodeTracker()
+        self.pooled = RunOverconfidence()
+        self.k_series = []  # (stamp, position (k, low, high) or None, orientation ...)
+        self._k_cache = {}
+        # The bridge's calibrated estimate (calibrated_estimate.* parameters), or None: its
+        # factors come from the latest calibrated assessment, as the live bridge takes them.
+        self.calibrated_estimate = calibrated_estimate
+        self.factors = (1.0, 1.0)
+        self.nees = []  # (stamp, raw position NEES, calibrated position NEES)
+
+    def outcome(self, outcome):
+        stamp = outcome.observed_stamp_sim_ns
+        position = outcome.position_mahalanobis
+        self.distances[stamp] = (position, outcome.orientation_mahalanobis)
+        self.pooled.add(outcome)
+        if self.calibrated_estimate is not None:
+            self.nees.append((stamp, position * position,
+                              (position / self.factors[0]) ** 2))
+
+    def assessment(self, raw, calibrated):
+        stamp = raw.belief_stamp_sim_ns
+        self.levels[stamp] = (raw.overall_level.value, calibrated.adjusted_overall_level.value)
+        self.tracker.add(calibrated)
+        history = calibrated.calibration_history
+        self.k_series.append((stamp, self._k(history.position_squared_distances),
+                              self._k(history.orientation_squared_distances)))
+        if self.calibrated_estimate is not None:
+            self.factors = self._inflation_factors(history, *self.calibrated_estimate)
+
+    def _k(self, squares):
+        """Return ``(k_hat, low, high)`` of a window's squared distances (None when empty)."""
+        if not squares:
+            return None
+        key = (len(squares), math.fsum(squares))  # consecutive windows often are the same
+        found = self._k_cache.get(key)
+        if found is None:
+            if len(self._k_cache) > 4096:
+                self._k_cache.clear()
+            estimate = self._estimate_from_sum(key[1], key[0])
+            found = self._k_cache[key] = (estimate.k_hat, estimate.low, estimate.high)
+        return found
+
+
+def _calibrated_estimate(values):
+    """Return the bridge's ``(allow_deflation, max_factor, confidence)``, None when disabled."""
+    if not values.get('calibrated_estimate.enabled'):
+        return None
+    return (values['calibrated_estimate.allow_deflation'],
+            values['calibrated_estimate.max_factor'], values['calibrated_estimate.confidence'])
+
+
+def _record(run, loop_config, output_dir, values=None):
+    """Run the bridge's outputs through the loop into a telemetry bag; return its _Trace."""
     from ..core.loop import FeedbackLoop
     from ..telemetry import TelemetryRecorder
     from .inputs import ASSESSMENT, EvaluateError
@@ -92,26 +154,84 @@ def _record(run, loop_config, output_dir):
     loop = FeedbackLoop(loop_config)
     bag_dir = output_dir / 'telemetry'
     recorder = TelemetryRecorder(str(bag_dir), loop_config, recorder='evaluate')
-    distances = {}
-    levels = {}
+    trace = _Trace(bag_dir, _calibrated_estimate(values or {}))
     try:
         for kind, contract in run:
             if kind == ASSESSMENT:
                 calibrated = loop.assessment(contract).calibrated
                 recorder.record_assessment(contract, calibrated)
-                levels[contract.belief_stamp_sim_ns] = (contract.overall_level.value,
-                                                        calibrated.adjusted_overall_level.value)
+                trace.assessment(contract, calibrated)
             else:
                 loop.outcome(contract)
                 recorder.record_outcome(contract)
-                distances[contract.observed_stamp_sim_ns] = (
-                    contract.position_mahalanobis, contract.orientation_mahalanobis)
+                trace.outcome(contract)
     finally:
         recorder.close()
     if recorder.error is not None:
         raise EvaluateError(f'{bag_dir}: {recorder.error}')
     run.check_overlap()
-    return distances, levels, bag_dir
+    return trace
+
+
+def _origin(run, trace):
+    """Return ``(origin_ns, kind)``: where the summary's and the picture's seconds count from."""
+    from ..core.feedback import time_origin
+
+    stamps = [min(d) for d in (trace.distances, trace.levels) if d]
+    return time_origin(run.bag_start_ns, run.bag_end_ns, min(stamps) if stamps else None)
+
+
+def _verdict(run, trace):
+    """Return the summary's leading keys: the verdict in words and the pose error."""
+    from ..core.feedback import verdict_line
+
+    origin, _ = _origin(run, trace)
+    return {'verdict': verdict_line(trace.tracker, trace.pooled, origin),
+            'error_text': run.errors.text()}
+
+
+def _episodes_summary(run, trace):
+    """Return the episodes, k over the run, the pose error and the time origin (JSON-ready)."""
+    origin, kind = _origin(run, trace)
+    tracker = trace.tracker
+    result = {
+        'time_origin': {'stamp_ns': origin, 'kind': kind},
+        'episodes': [episode.as_dict(origin) for episode in tracker.episodes()],
+        'downgraded_s': tracker.downgraded_s,
+        'overconfidence_over_run': {'outcomes': trace.pooled.outcomes, **trace.pooled.as_dict()},
+        'error': run.errors.as_dict(),
+    }
+    if trace.nees:
+        raw = [r for _, r, _ in trace.nees]
+        calibrated = [c for _, _, c in trace.nees]
+        result['nees'] = {'outcomes': len(raw), 'raw_mean': sum(raw) / len(raw),
+                          'calibrated_mean': sum(calibrated) / len(calibrated),
+                          'confidence': trace.calibrated_estimate[2]}
+    return result
+
+
+def _picture(path, run, trace, title):
+    """Write evaluate.png (:mod:`.plot`) of a _Trace, in seconds from the bag start."""
+    from ..core import NS_PER_S
+    from ..core.feedback.episodes import ORIGIN_BAG_START
+    from .plot import write_picture
+
+    origin, kind = _origin(run, trace)
+
+    def s(stamp):
+        return (stamp - origin) / NS_PER_S
+
+    write_picture(
+        str(path), title=title,
+        distances=[(s(t), p, o) for t, (p, o) in sorted(trace.distances.items())],
+        levels=[(s(t), raw, cal) for t, (raw, cal) in sorted(trace.levels.items())],
+        k_series=[(s(t), p, o) for t, p, o in trace.k_series],
+        episodes=[(s(e.start_ns), s(e.end_ns), e.level.name)
+                  for e in trace.tracker.episodes()],
+        nees=[(s(t), raw, cal) for t, raw, cal in trace.nees] or None,
+        nees_confidence=(trace.calibrated_estimate or (0, 0, 0.975))[2],
+        time_label='s from the bag start' if kind == ORIGIN_BAG_START
+        else 's from the first header stamp')
 
 
 def _summary(run, loop_config, distances, levels, bag_dir):
@@ -161,6 +281,8 @@ def summary_text(summary):
 
     dropped = ', '.join(f'{k} {v}' for k, v in bridge['estimates_dropped'].items()) or 'none'
     lines = [
+        summary['verdict'],
+        f'error of the estimate against the reference: {summary["error_text"]}',
         f'bag {summary["bag"]}: estimate {summary["estimate"]["topic"]} '
         f'({summary["estimate"]["type"]}), reference {summary["reference"]["topic"]} '
         f'({summary["reference"]["type"]})',
@@ -180,7 +302,10 @@ def summary_text(summary):
         f'telemetry bag: {summary["telemetry_bag"]} (check it: ghost-feedback replay '
         f'{summary["telemetry_bag"]})',
     ]
-    return '\n'.join(lines)
+    from ..core.feedback.episodes import episode_lines
+
+    return '\n'.join(lines + episode_lines(summary['episodes'], summary['time_origin']['kind'],
+                                           where='summary.json'))
 
 
 def add_input_arguments(parser, note=''):

@@ -157,15 +157,24 @@ class StampRange:
 
 def _collector():
     from ..bridge.pairing import EngineListener
+    from ..core.feedback import PoseErrorStatistics
 
     class Collect(EngineListener):
-        """The engine listener of an offline run: keeps the outputs in the order handed over."""
+        """The engine listener of an offline run: keeps the outputs in the order handed over.
+
+        ``errors``: the pose error of every paired estimate, paced out or not (evo's APE).
+        """
 
         def __init__(self):
             self.events = []
+            self.errors = PoseErrorStatistics()
 
         def outcome(self, outcome, estimate):
             self.events.append((OUTCOME, outcome))
+            self.errors.add(outcome.position_error_m, outcome.orientation_error_rad)
+
+        def paced_out(self, outcome, estimate):
+            self.errors.add(outcome.position_error_m, outcome.orientation_error_rad)
 
         def assessment(self, belief, estimate):
             self.events.append((ASSESSMENT, belief))
@@ -190,6 +199,12 @@ class BridgeRun:
         self.undecodable = {'estimate': 0, 'reference': 0}
         """Messages of each input that did not decode (a cut CDR): skipped, counted."""
         self.estimate_type = self.reference_type = None
+        self.bag_start_ns = self.bag_end_ns = None
+
+    @property
+    def errors(self):
+        """Return the PoseErrorStatistics of every paired estimate so far."""
+        return self._listener.errors
 
     def __iter__(self):
         from ..msg_decoding import stamp_to_ns
@@ -202,6 +217,7 @@ class BridgeRun:
                                 REFERENCE_TYPES)
             self.estimate_type = estimates[0].msgtype
             self.reference_type = references[0].msgtype
+            self.bag_start_ns, self.bag_end_ns = reader.start_time, reader.end_time
             kinds = {c.id: 'estimate' for c in estimates}
             kinds.update({c.id: 'reference' for c in references})
             engine = self.engine

@@ -179,7 +179,8 @@ def _replay(bag, overrides, order):
     config = overrides.apply(base)
     report = ReplayReport(
         bag=info.path, order=order, mode='verify' if config == base else 'compare',
-        recorded_config=base, config_source=source, replay_config=config, warnings=warnings)
+        recorded_config=base, config_source=source, replay_config=config, warnings=warnings,
+        bag_start_ns=info.start_time_ns, bag_end_ns=info.end_time_ns)
     # Rebuild the histories in the schema the bag recorded (schema 1 before ADR-0026a).
     history_schema = (HISTORY_SCHEMA_SQUARED_DISTANCES if first is None
                       else first.calibration_history.schema_version)

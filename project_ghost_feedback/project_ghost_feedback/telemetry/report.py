@@ -5,7 +5,7 @@ import dataclasses
 import math
 
 from ..core import SelfAssessmentLevel
-from ..core.feedback import overconfidence_as_dict
+from ..core.feedback import EpisodeTracker, overconfidence_as_dict, time_origin
 from ..core.loop import LoopConfig
 
 
@@ -15,7 +15,8 @@ class LevelSummary:
 
     ``to_dict`` adds ``final_overconfidence``: the continuous estimate of how overconfident each
     vec3 is (ADR-0026a, :func:`~project_ghost_feedback.core.feedback.estimate_overconfidence`)
-    from the history of the last assessment; None for a schema-1 history or no assessment.
+    from the history of the last assessment; None for a schema-1 history or no assessment; and
+    the downgrade ``episodes`` (:class:`~project_ghost_feedback.core.feedback.EpisodeTracker`).
     """
 
     assessments: int = 0
@@ -24,10 +25,13 @@ class LevelSummary:
     downgrades: int = 0
     first_downgrade_stamp_sim_ns: int | None = None
     last_history: object = dataclasses.field(default=None, repr=False, compare=False)
+    episodes: EpisodeTracker = dataclasses.field(
+        default_factory=EpisodeTracker, repr=False, compare=False)
 
     def add(self, calibrated):
         """Count one calibrated assessment."""
         self.assessments += 1
+        self.episodes.add(calibrated)
         self.last_history = calibrated.calibration_history
         adjusted = calibrated.adjusted_overall_level
         raw = calibrated.raw_assessment.overall_level
@@ -37,14 +41,22 @@ class LevelSummary:
             if self.first_downgrade_stamp_sim_ns is None:
                 self.first_downgrade_stamp_sim_ns = calibrated.raw_assessment.belief_stamp_sim_ns
 
-    def to_dict(self):
-        """Return a JSON-ready dict."""
+    def to_dict(self, origin_ns=None):
+        """Return a JSON-ready dict.
+
+        The episodes' seconds count from ``origin_ns`` (default: the first assessment's stamp).
+        """
         last = self.last_history
+        tracker = self.episodes
+        if origin_ns is None:
+            origin_ns = tracker.first_stamp_ns or 0
         return {
             'assessments': self.assessments, 'levels': dict(self.levels),
             'downgrades': self.downgrades,
             'first_downgrade_stamp_sim_ns': self.first_downgrade_stamp_sim_ns,
             'final_overconfidence': None if last is None else overconfidence_as_dict(last),
+            'episodes': [episode.as_dict(origin_ns) for episode in tracker.episodes()],
+            'downgraded_s': tracker.downgraded_s,
         }
 
 
@@ -131,6 +143,15 @@ class ReplayReport:
     rejected: dict = dataclasses.field(default_factory=dict)
     events: int = 0
     resets: dict = dataclasses.field(default_factory=dict)
+    bag_start_ns: int | None = None
+    bag_end_ns: int | None = None
+
+    def time_origin(self):
+        """Return ``(origin_ns, kind)`` of the episodes' seconds (:func:`time_origin`)."""
+        first = self.recomputed.episodes.first_stamp_ns
+        if first is None:
+            first = self.recorded.episodes.first_stamp_ns
+        return time_origin(self.bag_start_ns, self.bag_end_ns, first)
 
     @property
     def identical(self):
@@ -141,6 +162,7 @@ class ReplayReport:
 
     def to_dict(self):
         """Return a JSON-ready dict (the ``--json`` output of ``ghost-feedback replay``)."""
+        origin, kind = self.time_origin()
         return {
             'bag': self.bag, 'order': self.order, 'mode': self.mode,
             'recorded_config': self.recorded_config.to_dict(),
@@ -154,8 +176,9 @@ class ReplayReport:
             'changed_levels': self.changed_levels, 'more_confident': self.more_confident,
             'less_confident': self.less_confident,
             'first_change': self.first_change.to_dict() if self.first_change else None,
-            'recorded': self.recorded.to_dict() if self.recorded_outputs else None,
-            'recomputed': self.recomputed.to_dict(),
+            'time_origin': {'stamp_ns': origin, 'kind': kind},
+            'recorded': self.recorded.to_dict(origin) if self.recorded_outputs else None,
+            'recomputed': self.recomputed.to_dict(origin),
             'warnings': list(self.warnings),
             'rejected': dict(sorted(self.rejected.items())),
             'events': self.events, 'resets': dict(sorted(self.resets.items())),

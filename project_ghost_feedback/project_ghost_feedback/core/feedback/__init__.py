@@ -14,6 +14,15 @@ from .graded_policy import (
     REASON_SIGNIFICANT_OVERCONFIDENCE,
     REASON_UNDERCONFIDENT_CALIBRATION,
 )
+from .episodes import (
+    downgrade_episodes,
+    Episode,
+    EpisodeTracker,
+    PoseErrorStatistics,
+    RunOverconfidence,
+    time_origin,
+    verdict_line,
+)
 from .orchestration import assess_with_feedback, build_calibration_history, DEFAULT_MAX_HISTORY
 from .overconfidence import (
     chi2_quantile,
@@ -82,6 +91,13 @@ __all__ = [
     'MahalanobisDowngradePolicy',
     'assess_with_feedback',
     'build_calibration_history',
+    'downgrade_episodes',
+    'Episode',
+    'EpisodeTracker',
+    'PoseErrorStatistics',
+    'RunOverconfidence',
+    'time_origin',
+    'verdict_line',
     'chi2_quantile',
     'estimate_overconfidence',
     'format_overconfidence',

@@ -86,6 +86,15 @@ def estimate_from_squared_distances(
     if total != total or min(values) < 0.0:
         raise value_error('estimate_overconfidence', 'squared_distances', 'invalid',
                           'must be >= 0 and not NaN')
+    return estimate_from_sum(total, n, dof)
+
+
+def estimate_from_sum(total: float, n: int, dof: int = DOF_PER_VEC3) -> OverconfidenceEstimate:
+    """Return the OverconfidenceEstimate of ``n`` >= 1 squared distances summing to ``total``.
+
+    ``total`` is ``>= 0`` (``+inf`` legal); a run's pooled estimate accumulates it outcome by
+    outcome (:class:`~.episodes.RunOverconfidence`).
+    """
     if math.isinf(total):
         return OverconfidenceEstimate(math.inf, math.inf, math.inf, n)
     degrees = n * dof
@@ -141,6 +150,7 @@ __all__ = [
     'CONFIDENCE',
     'DOF_PER_VEC3',
     'estimate_from_squared_distances',
+    'estimate_from_sum',
     'estimate_overconfidence',
     'format_overconfidence',
     'OverconfidenceEstimate',

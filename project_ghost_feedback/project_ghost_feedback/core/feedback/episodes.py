@@ -1,0 +1,430 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Downgrade episodes of a run, its pooled overconfidence and its pose error (pure, stdlib only).
+
+Every offline summary of a verdict (``ghost-feedback evaluate``, ``replay --json``, the fleet
+audit) says *when* and *why* the estimator was downgraded with the same code:
+
+- an **episode** is a maximal run of consecutive calibrated assessments whose calibrated level
+  is below the raw one (:attr:`~.types.CalibratedSelfAssessment.was_downgraded`). It starts at
+  the belief stamp of its first downgraded assessment and ends at the belief stamp of the first
+  assessment back at the raw level (``ongoing`` when the run ends while downgraded: it then ends
+  at the last assessment). Its ``level`` is the least confident calibrated level reached, its
+  ``reason`` the policy's reason where that level was first reached (``reasons``: every reason
+  seen, in order), and its ``overconfidence`` the estimate ``k`` with its 95% interval
+  (:mod:`.overconfidence`) of the window with the largest ``k_hat`` during the episode, per vec3
+  (the peak; None with schema-1 histories);
+- :class:`RunOverconfidence` pools every outcome of the run: ``k`` over the run with its 95%
+  interval (the window estimate of one assessment says only what its last ``max_history``
+  outcomes said);
+- :class:`PoseErrorStatistics`: the estimate's error against the reference as evo's APE reports
+  it, RMSE and maximum of the position error's norm in metres and of the rotation angle in
+  degrees;
+- :func:`time_origin`: where "seconds from the bag start" count from.
+
+:class:`EpisodeTracker` streams (bounded memory: at most ``limit`` episodes are kept, all are
+counted); :func:`downgrade_episodes` is the same over a sequence.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+import math
+
+from ..contracts import NS_PER_S, PredictionOutcome, SelfAssessmentLevel
+from .overconfidence import (
+    DOF_PER_VEC3,
+    estimate_from_squared_distances,
+    estimate_from_sum,
+    OverconfidenceEstimate,
+)
+from .types import CalibratedSelfAssessment, HISTORY_SCHEMA_SQUARED_DISTANCES
+
+VEC3_NAMES = ('position', 'orientation')
+
+TIME_ORIGIN_TOLERANCE_NS = 5 * NS_PER_S
+"""How far before the bag's first log time (or after its last) a header stamp may lie and still
+be taken to share the bag's clock (the node's default ``time_jump_tolerance_s``)."""
+
+ORIGIN_BAG_START = 'bag_start'
+ORIGIN_FIRST_STAMP = 'first_stamp'
+
+REASON_WORDS = {
+    'significant_overconfidence': 'overconfident',
+    'gross_overconfidence': 'grossly overconfident',
+    'overconfident_position': 'overconfident in position',
+    'overconfident_orientation': 'overconfident in orientation',
+    'grossly_overconfident_position': 'grossly overconfident in position',
+    'grossly_overconfident_orientation': 'grossly overconfident in orientation',
+    'significant_miscalibration': 'miscalibrated',
+    'gross_miscalibration': 'grossly miscalibrated',
+    'infinite_mahalanobis': 'contradicted (an infinite distance)',
+    'downgrade_from_calibration': 'downgraded by the calibration',
+    'no_outcomes_yet': 'no outcomes yet',
+}
+"""A policy's reason in words, for the first line of a summary (others: underscores as spaces)."""
+
+
+def reason_words(reason: str) -> str:
+    """Return a policy's ``adjustment_reason`` in words (``gross_overconfidence`` -> ...)."""
+    return REASON_WORDS.get(reason, reason.replace('_', ' '))
+
+
+def time_origin(bag_start_ns: int | None, bag_end_ns: int | None,
+                first_stamp_ns: int | None) -> tuple[int, str]:
+    """Return ``(origin_ns, kind)``: where "seconds from the bag start" count from.
+
+    The bag's first log time (``kind`` :data:`ORIGIN_BAG_START`) when the run's first header
+    stamp lies in the bag's log-time range (within :data:`TIME_ORIGIN_TOLERANCE_NS`): stamps and
+    log times share a clock, so a second here is a second on the bag's timeline (rqt_bag,
+    Foxglove). Otherwise (sim-time stamps in a bag recorded on wall time, or no bag times) the
+    first header stamp (:data:`ORIGIN_FIRST_STAMP`); 0 when there is neither.
+    """
+    if first_stamp_ns is None:
+        return (bag_start_ns or 0), ORIGIN_BAG_START
+    if (bag_start_ns is not None and bag_end_ns is not None
+            and bag_start_ns - TIME_ORIGIN_TOLERANCE_NS <= first_stamp_ns
+            <= bag_end_ns + TIME_ORIGIN_TOLERANCE_NS):
+        return bag_start_ns, ORIGIN_BAG_START
+    return first_stamp_ns, ORIGIN_FIRST_STAMP
+
+
+def seconds(stamp_ns: int, origin_ns: int) -> float:
+    """Return ``stamp_ns`` in seconds from ``origin_ns``, rounded to the microsecond."""
+    return round((stamp_ns - origin_ns) / NS_PER_S, 6)
+
+
+def _estimates_text(estimates: dict[str, OverconfidenceEstimate | None] | None) -> str:
+    if not estimates:
+        return 'k not known (schema-1 history)'
+    parts = [f'{name} k = {value}' for name, value in estimates.items() if value is not None]
+    return ', '.join(parts) or 'k not known (empty window)'
+
+
+def _estimates_dict(estimates: dict[str, OverconfidenceEstimate | None] | None,
+                    ) -> dict[str, dict[str, float | str | int] | None] | None:
+    if estimates is None:
+        return None
+    return {name: None if value is None else value.as_dict() for name, value in estimates.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    """One downgrade episode (see the module documentation); stamps are belief stamps in ns."""
+
+    start_ns: int
+    end_ns: int
+    level: SelfAssessmentLevel
+    raw_level: SelfAssessmentLevel
+    reason: str
+    reasons: tuple[str, ...]
+    assessments: int
+    ongoing: bool
+    overconfidence: dict[str, OverconfidenceEstimate | None] | None
+
+    @property
+    def duration_s(self) -> float:
+        """Return ``end - start`` in seconds."""
+        return round((self.end_ns - self.start_ns) / NS_PER_S, 6)
+
+    def as_dict(self, origin_ns: int) -> dict[str, object]:
+        """Return a JSON-ready dict; ``*_s`` count from ``origin_ns`` (:func:`time_origin`)."""
+        return {
+            'start_s': seconds(self.start_ns, origin_ns),
+            'end_s': seconds(self.end_ns, origin_ns),
+            'duration_s': self.duration_s,
+            'start_stamp_ns': self.start_ns, 'end_stamp_ns': self.end_ns,
+            'level': self.level.name, 'raw_level': self.raw_level.name,
+            'reason': self.reason, 'reasons': list(self.reasons),
+            'assessments': self.assessments, 'ongoing': self.ongoing,
+            'overconfidence': _estimates_dict(self.overconfidence),
+            'description': self.describe(origin_ns),
+        }
+
+    def describe(self, origin_ns: int) -> str:
+        """Return e.g. ``overconfident from 151.2 s to 170.3 s (19.1 s, UNCERTAIN): position k...``.
+
+        ``k`` is the peak window estimate of the episode, per vec3, with its 95% interval.
+        """
+        start = seconds(self.start_ns, origin_ns)
+        end = seconds(self.end_ns, origin_ns)
+        until = f'to the end at {end:.1f} s' if self.ongoing else f'to {end:.1f} s'
+        return (f'{reason_words(self.reason)} from {start:.1f} s {until} '
+                f'({self.duration_s:.1f} s, {self.level.name} below raw {self.raw_level.name}): '
+                f'peak {_estimates_text(self.overconfidence)}')
+
+
+class _Open:
+    """The episode being built."""
+
+    __slots__ = ('assessments', 'level', 'peak', 'peak_k2', 'raw_level', 'reason', 'reasons',
+                 'start_ns')
+
+    def __init__(self, calibrated: CalibratedSelfAssessment) -> None:
+        self.start_ns = calibrated.raw_assessment.belief_stamp_sim_ns
+        self.raw_level = calibrated.raw_assessment.overall_level
+        self.level = calibrated.adjusted_overall_level
+        self.reason = calibrated.adjustment_reason
+        self.reasons = [self.reason]
+        self.assessments = 0
+        self.peak: list[tuple[float, ...] | None] = [None, None]
+        self.peak_k2 = [-1.0, -1.0]
+
+    def add(self, calibrated: CalibratedSelfAssessment) -> None:
+        self.assessments += 1
+        level = calibrated.adjusted_overall_level
+        reason = calibrated.adjustment_reason
+        if level < self.level:
+            self.level, self.reason = level, reason
+        if reason != self.reasons[-1] and reason not in self.reasons:
+            self.reasons.append(reason)
+        history = calibrated.calibration_history
+        if history.schema_version != HISTORY_SCHEMA_SQUARED_DISTANCES:
+            return
+        squares = (history.position_squared_distances, history.orientation_squared_distances)
+        for index, values in enumerate(squares):
+            if not values:
+                continue
+            k2 = sum(values) / len(values)  # orders windows by k_hat (exact: at close)
+            if k2 > self.peak_k2[index]:
+                self.peak_k2[index], self.peak[index] = k2, values
+
+    def close(self, end_ns: int, ongoing: bool) -> Episode:
+        estimates: dict[str, OverconfidenceEstimate | None] | None = None
+        if any(values is not None for values in self.peak):
+            estimates = {name: None if values is None
+                         else estimate_from_squared_distances(values)
+                         for name, values in zip(VEC3_NAMES, self.peak)}
+        return Episode(self.start_ns, end_ns, self.level, self.raw_level, self.reason,
+                       tuple(self.reasons), self.assessments, ongoing, estimates)
+
+
+class EpisodeTracker:
+    """Build the downgrade episodes of a stream of calibrated assessments (recorded order).
+
+    :meth:`add` each CalibratedSelfAssessment; :meth:`episodes` returns those seen so far (an
+    episode still open as ``ongoing``), at most ``limit`` (the first ones; :attr:`count` counts
+    them all). Streaming and bounded: the audit feeds it whole bags.
+    """
+
+    __slots__ = ('_closed', '_closed_ns', '_open', 'count', 'first_stamp_ns', 'last_stamp_ns',
+                 'limit')
+
+    def __init__(self, limit: int | None = None) -> None:
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise ValueError(f'EpisodeTracker.limit must be an int >= 0 or None, got {limit!r}')
+        self.limit = limit
+        self._closed: list[Episode] = []
+        self._open: _Open | None = None
+        self._closed_ns = 0
+        self.count = 0
+        """Episodes seen (closed and open), also beyond ``limit``."""
+        self.first_stamp_ns: int | None = None
+        self.last_stamp_ns: int | None = None
+
+    def add(self, calibrated: CalibratedSelfAssessment) -> None:
+        """Take the next calibrated assessment."""
+        stamp = calibrated.raw_assessment.belief_stamp_sim_ns
+        if self.first_stamp_ns is None:
+            self.first_stamp_ns = stamp
+        self.last_stamp_ns = stamp
+        current = self._open
+        if calibrated.was_downgraded:
+            if current is None:
+                self.count += 1
+                current = self._open = _Open(calibrated)
+            current.add(calibrated)
+        elif current is not None:
+            self._closed_ns += stamp - current.start_ns
+            self._keep(current.close(stamp, ongoing=False))
+            self._open = None
+
+    def _keep(self, episode: Episode) -> None:
+        if self.limit is None or len(self._closed) < self.limit:
+            self._closed.append(episode)
+
+    @property
+    def truncated(self) -> bool:
+        """Return True when more episodes happened than :meth:`episodes` returns."""
+        return self.limit is not None and self.count > self.limit
+
+    @property
+    def downgraded_s(self) -> float:
+        """Return the time spent in episodes (all of them, also beyond ``limit``), seconds."""
+        total = self._closed_ns
+        if self._open is not None and self.last_stamp_ns is not None:
+            total += self.last_stamp_ns - self._open.start_ns
+        return total / NS_PER_S
+
+    def episodes(self) -> tuple[Episode, ...]:
+        """Return the episodes so far, oldest first (an open one closed as ``ongoing``)."""
+        result = list(self._closed)
+        if self._open is not None and (self.limit is None or len(result) < self.limit):
+            assert self.last_stamp_ns is not None  # set with the first assessment
+            result.append(self._open.close(self.last_stamp_ns, ongoing=True))
+        return tuple(result)
+
+
+def downgrade_episodes(
+        assessments: Iterable[CalibratedSelfAssessment]) -> tuple[Episode, ...]:
+    """Return the downgrade episodes of ``assessments`` (see :class:`EpisodeTracker`)."""
+    tracker = EpisodeTracker()
+    for calibrated in assessments:
+        tracker.add(calibrated)
+    return tracker.episodes()
+
+
+def longest(episodes: Sequence[Episode]) -> Episode | None:
+    """Return the longest episode (the first of equal ones), None when there is none."""
+    best: Episode | None = None
+    for episode in episodes:
+        if best is None or episode.end_ns - episode.start_ns > best.end_ns - best.start_ns:
+            best = episode
+    return best
+
+
+class RunOverconfidence:
+    """``k`` over a whole run: every outcome's squared distances pooled, per vec3.
+
+    The same estimate and 95% interval as a window's (:mod:`.overconfidence`) over ``n`` = all
+    the outcomes. The interval assumes independent outcomes (the bridge paces them apart by the
+    decorrelation time) and one ``k`` for the whole run: a run that is honest, then 3x
+    overconfident, pools to a ``k`` in between, which is why the episodes carry their own.
+    """
+
+    __slots__ = ('outcomes', 'position_total', 'orientation_total')
+
+    def __init__(self) -> None:
+        self.outcomes = 0
+        self.position_total = 0.0
+        self.orientation_total = 0.0
+
+    def add(self, outcome: PredictionOutcome) -> None:
+        """Pool one outcome."""
+        self.outcomes += 1
+        position, orientation = outcome.position_mahalanobis, outcome.orientation_mahalanobis
+        self.position_total += position * position
+        self.orientation_total += orientation * orientation
+
+    def estimates(self) -> dict[str, OverconfidenceEstimate | None]:
+        """Return ``{'position': estimate, 'orientation': estimate}`` (None without outcomes)."""
+        n = self.outcomes
+        if n == 0:
+            return dict.fromkeys(VEC3_NAMES)
+        return {'position': estimate_from_sum(self.position_total, n, DOF_PER_VEC3),
+                'orientation': estimate_from_sum(self.orientation_total, n, DOF_PER_VEC3)}
+
+    def as_dict(self) -> dict[str, dict[str, float | str | int] | None]:
+        """Return a JSON-ready dict of :meth:`estimates`."""
+        return _estimates_dict(self.estimates()) or {}
+
+    def text(self) -> str:
+        """Return ``position k = 1.02 [0.95, 1.09], orientation k = ...`` over the run."""
+        return _estimates_text(self.estimates())
+
+
+class PoseErrorStatistics:
+    """RMSE and maximum of the estimate's error, as evo's APE: position in m, rotation in deg.
+
+    Per paired estimate: the position error's Euclidean norm (metres) and the rotation angle of
+    the orientation error (the norm of its rotation vector, in degrees).
+    """
+
+    __slots__ = ('count', 'position_max', 'position_sum2', 'rotation_max', 'rotation_sum2')
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.position_sum2 = self.rotation_sum2 = 0.0
+        self.position_max = self.rotation_max = 0.0
+
+    def add(self, position_error_m: Sequence[float], orientation_error_rad: Sequence[float],
+            ) -> None:
+        """Take one pair's errors (finite 3-vectors: metres, rotation vector in radians)."""
+        position = math.hypot(*position_error_m)
+        rotation = math.degrees(math.hypot(*orientation_error_rad))
+        self.count += 1
+        self.position_sum2 += position * position
+        self.rotation_sum2 += rotation * rotation
+        self.position_max = max(self.position_max, position)
+        self.rotation_max = max(self.rotation_max, rotation)
+
+    def as_dict(self) -> dict[str, object]:
+        """Return ``{'pairs', 'position_m': {'rmse', 'max'}, 'rotation_deg': {...}}``."""
+        if not self.count:
+            return {'pairs': 0, 'position_m': None, 'rotation_deg': None}
+        return {
+            'pairs': self.count,
+            'position_m': {'rmse': math.sqrt(self.position_sum2 / self.count),
+                           'max': self.position_max},
+            'rotation_deg': {'rmse': math.sqrt(self.rotation_sum2 / self.count),
+                             'max': self.rotation_max},
+        }
+
+    def text(self) -> str:
+        """Return ``position RMSE 0.123 m, max 0.456 m; rotation RMSE 1.23 deg, max 4.56 deg``."""
+        if not self.count:
+            return 'no paired estimate'
+        return (f'position RMSE {math.sqrt(self.position_sum2 / self.count):.3f} m, max '
+                f'{self.position_max:.3f} m; rotation RMSE '
+                f'{math.sqrt(self.rotation_sum2 / self.count):.2f} deg, max '
+                f'{self.rotation_max:.2f} deg ({self.count} pairs)')
+
+
+EPISODE_LINES = 20
+"""Episodes a text summary lists (the JSON has them all)."""
+
+
+def episode_lines(episodes: Sequence[Mapping[str, object]], origin_kind: str,
+                  limit: int = EPISODE_LINES, where: str = 'the JSON') -> list[str]:
+    """Return text lines listing downgrade ``episodes`` (dicts of :meth:`Episode.as_dict`)."""
+    if not episodes:
+        return ['downgrade episodes: none']
+    origin = 'the bag start' if origin_kind == ORIGIN_BAG_START else 'the first header stamp'
+    lines = [f'downgrade episodes ({len(episodes)}; seconds from {origin}):']
+    lines += [f'  {i}. {e["description"]}' for i, e in enumerate(episodes[:limit], start=1)]
+    if len(episodes) > limit:
+        lines.append(f'  ... and {len(episodes) - limit} more ({where})')
+    return lines
+
+
+def verdict_line(tracker: EpisodeTracker, run: RunOverconfidence, origin_ns: int) -> str:
+    """Return the first line of a summary: what happened, in words.
+
+    With episodes: the longest one (:meth:`Episode.describe`), how many there were and the time
+    downgraded in all; without: that the level was never lowered, and ``k`` over the run.
+    """
+    episodes = tracker.episodes()
+    if tracker.first_stamp_ns is None or tracker.last_stamp_ns is None:
+        return 'no assessment: nothing was judged'
+    span = (tracker.last_stamp_ns - tracker.first_stamp_ns) / NS_PER_S
+    if not episodes:
+        return (f'never downgraded over {span:.1f} s of assessments; over the run '
+                f'{run.text()}')
+    main = longest(episodes)
+    assert main is not None
+    total = tracker.downgraded_s
+    more = tracker.count - 1
+    others = ('the only downgrade episode' if not more else
+              f'{more} other episode{"s" if more > 1 else ""}, the first from '
+              f'{seconds(episodes[0].start_ns, origin_ns):.1f} s')
+    return (f'{main.describe(origin_ns)}; {others}; downgraded {total:.1f} s of {span:.1f} s; '
+            f'over the run {run.text()}')
+
+
+__all__ = [
+    'downgrade_episodes',
+    'Episode',
+    'episode_lines',
+    'EPISODE_LINES',
+    'EpisodeTracker',
+    'longest',
+    'ORIGIN_BAG_START',
+    'ORIGIN_FIRST_STAMP',
+    'PoseErrorStatistics',
+    'reason_words',
+    'REASON_WORDS',
+    'RunOverconfidence',
+    'seconds',
+    'time_origin',
+    'TIME_ORIGIN_TOLERANCE_NS',
+    'verdict_line',
+    'VEC3_NAMES',
+]
