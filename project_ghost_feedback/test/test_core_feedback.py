@@ -35,6 +35,7 @@ from project_ghost_feedback.core.feedback import (
     REASON_CALIBRATION_WITHIN_TOLERANCE,
     REASON_DOWNGRADE_FROM_CALIBRATION,
     REASON_NO_OUTCOMES_YET,
+    Vec3ScalePolicy,
 )
 from conftest import build_raw
 import pytest
@@ -816,11 +817,12 @@ def test_non_iterable_outcomes_is_type_error(outcomes):
 
 
 def test_registry_names_and_default():
-    """The reference policy is registered; the default has a stated rate; names are sorted."""
+    """The reference policy is registered; the default is v3 (issue 28); names are sorted."""
     assert 'mahalanobis_downgrade' in policy_names()
     assert POLICIES['mahalanobis_downgrade'] is MahalanobisDowngradePolicy
     assert policy_names() == sorted(POLICIES)
-    assert DEFAULT_POLICY == 'overconfidence_scale'
+    assert DEFAULT_POLICY == 'vec3_scale'
+    assert POLICIES[DEFAULT_POLICY] is Vec3ScalePolicy
 
 
 @pytest.mark.parametrize('name', sorted(POLICIES))

@@ -57,7 +57,7 @@ def test_demo_downgrades_only_when_overconfident(demo_run):
     assert process.returncode == 0, process.stderr
     summary = json.loads((output / 'summary.json').read_text())
     phases = {phase['name']: phase for phase in summary['phases']}
-    assert summary['policy'] == DEFAULT_POLICY == 'overconfidence_scale'
+    assert summary['policy'] == DEFAULT_POLICY == 'vec3_scale'
     assert summary['missing_outputs'] == 0
     assert summary['false_downgrades'] == 0
     calibrated = phases['calibrated']

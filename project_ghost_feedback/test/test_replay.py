@@ -514,6 +514,8 @@ def test_replays_a_foreign_bag_by_type_with_assumed_defaults(tmp_path):
             writer.write(connections[record.channel], record.log_time, record.payload)
     report = replay_bag(bag)
     assert report.config_source == 'assumed'
+    # The policy the bag's calibrated assessments name, not the default (vec3_scale, issue 28).
+    assert report.replay_config.policy == 'mahalanobis_downgrade'
     assert any('does not record the node configuration' in w for w in report.warnings)
     assert report.identical is True and report.compared == len(scenario())
 
@@ -744,6 +746,11 @@ def test_legacy_bag_decodes_to_schema_1_and_replays_exactly(tmp_path):
     report = replay_bag(LEGACY_BAG)
     assert report.identical is True, report.to_dict()
     assert report.compared == 24
+    # Recorded before vec3_scale became the default (issue 28): its configuration names its
+    # policy, which replay uses, not today's default.
+    assert report.config_source == 'recorded'
+    assert report.recorded_config.policy == report.replay_config.policy == 'overconfidence_scale'
+    assert {c.adjustment_policy_id for c in contracts} == {'overconfidence_scale'}
     assert report.to_dict()['recomputed']['final_overconfidence'] is None  # schema 1
     result = subprocess.run(CLI + ['replay', str(LEGACY_BAG), '--json'], capture_output=True,
                             text=True, timeout=120)

@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 
+from project_ghost_feedback.core.feedback import DEFAULT_POLICY
 import pytest
 
 CLI = [sys.executable, '-m', 'project_ghost_feedback.cli']
@@ -42,14 +43,25 @@ def test_stack_demo_runs_the_whole_chain(stack_run):
 
 
 def test_stack_demo_downgrades_the_mistuned_filter_only(stack_run):
-    """Tuned: (almost) never downgraded; mistuned: downgraded for most of the phase."""
+    """The default policy (v3, issue 28) over DDS: tuned never downgraded, mistuned found fast.
+
+    Tuned: 0 false downgrades (its largest window CUSUM on seed 1 is about half the threshold,
+    so the small run-to-run differences of the windows cannot reach it). Mistuned (about 2.5x
+    in position): the first downgrade within 6 mistuned outcomes, the default's median at 1.5x
+    (bench/honesty_bench.py: 6 at 1.5x, 2 at 2x), and downgraded for most of the phase. The
+    calibrated outputs name the policy that made them: it fails if the default is not v3.
+    """
     process, output = stack_run
     assert process.returncode == 0, process.stdout + process.stderr
     summary = json.loads((output / 'summary.json').read_text())
+    assert summary['policy'] == DEFAULT_POLICY == 'vec3_scale'
+    assert summary['policies'] == ['vec3_scale']
+    assert summary['feedback_diagnostics']['policy'] == 'vec3_scale'
     tuned, mistuned = summary['phases']['tuned'], summary['phases']['mistuned']
-    assert tuned['downgraded'] <= 0.05 * tuned['assessments'], summary
+    assert tuned['assessments'] > 0 and tuned['downgraded'] == 0, summary
     assert mistuned['downgraded'] >= 0.5 * mistuned['assessments'], summary
     assert summary['detection_delay_s'] is not None
+    assert 1 <= summary['detection_outcomes'] <= 6, summary
 
 
 def test_stack_demo_reports_the_nees_of_the_raw_and_calibrated_estimates(stack_run):

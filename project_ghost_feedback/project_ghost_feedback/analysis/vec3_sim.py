@@ -62,7 +62,7 @@ def _suffix_max(increments, window):
     prefix = np.cumsum(increments, axis=1)
     padded = np.concatenate([np.zeros((prefix.shape[0], 1)), prefix], axis=1)
     low = padded[:, 1:].copy()
-    for shift in range(1, window + 1):
+    for shift in range(1, min(window, prefix.shape[1]) + 1):
         low[:, shift - 1:] = np.minimum(low[:, shift - 1:], padded[:, :padded.shape[1] - shift])
     return prefix - low
 
@@ -127,7 +127,8 @@ def levels(policy, xp, xo, window=32, start_previous=None, underconfident=None):
 FLAP_FACTORS = tuple(round(1.0 + 0.1 * i, 1) for i in range(21)) + (4.0, 5.0, 10.0)
 
 
-def _binomial_se(p, n):
+def binomial_se(p, n):
+    """Return the binomial standard error of a share ``p`` of ``n``."""
     return math.sqrt(max(p * (1.0 - p), 0.0) / max(n, 1))
 
 
@@ -189,6 +190,37 @@ def first_passage(policy, rng, streams, window=32, chunk=4096, max_length=200_00
     times[censored] = offset
     mean = times.sum() / max((~censored).sum(), 1)
     return mean, times.std(ddof=1) / math.sqrt(streams), int(censored.sum())
+
+
+def reset_starts(policy, rng, starts, window=32, chunk=200_000, **model):
+    """Return what the first ``window`` outcomes after a reset (an empty window) do.
+
+    ``{'unknown': (p, s.e.), 'downgrade': (p, s.e.), 'starts': starts}``: the share of starts
+    with a level UNKNOWN (respectively below KNOWN) at any of those outcomes, with its binomial
+    standard error; the window is empty at the start as after a reset or a start of the node.
+    """
+    unknown = downgrade = 0
+    done = 0
+    while done < starts:
+        size = min(chunk, starts - done)
+        xp, xo = squared_distances(rng, size, window, **model)
+        lv = levels(policy, xp, xo, window)
+        unknown += int((lv == UNKNOWN).any(axis=1).sum())
+        downgrade += int((lv != KNOWN).any(axis=1).sum())
+        done += size
+    return {'unknown': (unknown / starts, binomial_se(unknown / starts, starts)),
+            'downgrade': (downgrade / starts, binomial_se(downgrade / starts, starts)),
+            'starts': starts, 'unknown_count': unknown}
+
+
+def from_reset(policy, rng, streams, factor_model, window=32, cap=128):
+    """Return arrays (to first downgrade, to UNKNOWN) of streams overconfident from a reset."""
+    xp, xo = squared_distances(rng, streams, cap, **factor_model)
+    lv = levels(policy, xp, xo, window)
+    down = lv != KNOWN
+    unk = lv == UNKNOWN
+    return (np.where(down.any(1), down.argmax(1) + 1, np.inf),
+            np.where(unk.any(1), unk.argmax(1) + 1, np.inf))
 
 
 def detection(policy, rng, streams, factor_model, window=32, cap=128, burn=96):

@@ -45,8 +45,8 @@ def add_arguments(parser, positive_int):
                         help='bag directories, or directories to search for bags')
     parser.add_argument(
         '--policy', dest='policies', metavar='NAME[:k=v,...]', action='append', default=[],
-        help='a policy and its parameters (repeatable; default: all registered policies, '
-        'e.g. calibrated_exceedance:false_alarm_probability=0.01)')
+        help='a policy and its parameters (repeatable; default: all registered policies, the '
+        'default policy first, e.g. calibrated_exceedance:false_alarm_probability=0.01)')
     parser.add_argument('--max-history', metavar='N', type=positive_int, default=None,
                         help='outcomes per calibration window (default 32)')
     parser.add_argument('--scheduler', metavar='tls://HOST:PORT',
@@ -83,7 +83,7 @@ def add_arguments(parser, positive_int):
 
 def run(args, fail):
     """Run the audit for parsed ``args``; ``fail(message, status)`` prints a one-line error."""
-    from ..core.feedback import DEFAULT_MAX_HISTORY, policy_names
+    from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY, policy_names
     from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
     from .discovery import find_bags, robot_name
     from .driver import run_audit
@@ -93,7 +93,9 @@ def run(args, fail):
     from .task import parse_policy
 
     try:
-        policies = [parse_policy(text) for text in (args.policies or policy_names())]
+        names = args.policies or [DEFAULT_POLICY] + [
+            name for name in policy_names() if name != DEFAULT_POLICY]
+        policies = [parse_policy(text) for text in names]
         injection = parse_injection(args.inject, args.seed) if args.inject else None
         security = _check_engine(args)
         if args.json:

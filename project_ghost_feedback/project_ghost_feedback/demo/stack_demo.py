@@ -132,7 +132,8 @@ class _Player:
     def _on_calibrated(self, msg):
         stamp = msg.header.stamp.sec * NS_PER_S + msg.header.stamp.nanosec
         self.calibrated[stamp] = (msg.raw_assessment.overall_level.value,
-                                  msg.adjusted_overall_level.value, msg.adjustment_reason)
+                                  msg.adjusted_overall_level.value, msg.adjustment_reason,
+                                  msg.adjustment_policy_id)
 
     def _on_calibrated_estimate(self, msg):
         stamp = msg.header.stamp.sec * NS_PER_S + msg.header.stamp.nanosec
@@ -174,16 +175,25 @@ class _Player:
         self._rclpy.try_shutdown(context=self.context)
 
 
-def summarize(spans, calibrated):
-    """Return per-phase downgrade counts, detection delay and time back to raw (sim s)."""
-    summary = {'phases': {}, 'detection_delay_s': None, 'back_to_raw_s': None}
+def summarize(spans, calibrated, outcomes=()):
+    """Return per-phase downgrade counts, detection delay and time back to raw (sim s).
+
+    Per phase also the assessments published UNKNOWN; with ``outcomes`` (stamps), the number of
+    mistuned-phase outcomes observed up to the first downgrade (``detection_outcomes``). And the
+    policy ids the calibrated outputs carried (``policies``).
+    """
+    summary = {'phases': {}, 'detection_delay_s': None, 'back_to_raw_s': None,
+               'detection_outcomes': None,
+               'policies': sorted({value[3] for value in calibrated.values() if len(value) > 3})}
     starts = {name: start for name, start, _ in spans}
     for name, start, end in spans:
         stamps = [s for s in sorted(calibrated) if start <= s < end]
         downgraded = [s for s in stamps if calibrated[s][1] < calibrated[s][0]]
-        summary['phases'][name] = {'assessments': len(stamps), 'downgraded': len(downgraded)}
+        summary['phases'][name] = {'assessments': len(stamps), 'downgraded': len(downgraded),
+                                   'unknown': sum(calibrated[s][1] == 0 for s in stamps)}
         if name == 'mistuned' and downgraded:
             summary['detection_delay_s'] = (downgraded[0] - start) / NS_PER_S
+            summary['detection_outcomes'] = sum(start <= o <= downgraded[0] for o in outcomes)
         if name == 'recovered':
             back = [s for s in stamps if calibrated[s][1] >= calibrated[s][0]]
             if back:
@@ -193,13 +203,16 @@ def summarize(spans, calibrated):
 
 def format_summary(summary):
     """Return the summary as a markdown table plus two lines."""
-    lines = ['| phase | assessments | downgraded |', '|---|---|---|']
+    lines = ['| phase | assessments | downgraded | of which UNKNOWN |', '|---|---|---|---|']
     for name, row in summary['phases'].items():
-        lines.append(f'| {name} | {row["assessments"]} | {row["downgraded"]} |')
+        lines.append(f'| {name} | {row["assessments"]} | {row["downgraded"]} '
+                     f'| {row.get("unknown", "-")} |')
     delay, back = summary['detection_delay_s'], summary['back_to_raw_s']
     lines.append('')
+    outcomes = summary.get('detection_outcomes')
     lines.append('detection delay after mistuning: '
-                 + ('never' if delay is None else f'{delay:.1f} s'))
+                 + ('never' if delay is None else f'{delay:.1f} s')
+                 + ('' if outcomes is None else f' ({outcomes} mistuned outcomes)'))
     lines.append('back to the raw level after recovery: '
                  + ('never' if back is None else f'{back:.1f} s'))
     return '\n'.join(lines)
@@ -402,7 +415,8 @@ def run(args):
     finally:
         player.close()
         codes = (_stop_node(bridge), _stop_node(feedback))
-    summary = summarize(spans, player.calibrated)
+    summary = summarize(spans, player.calibrated, player.outcomes)
+    summary['policy'] = args.policy
     nees = nees_series(spans, player.outcomes, player.samples, player.calibrated_covariances)
     summary['nees'] = summarize_nees(nees)
     summary['calibrated_confidence'] = args.calibrated_confidence

@@ -70,8 +70,9 @@ NODE_PARAMETERS = {
         'ghost-feedback evaluate): as received, best effort, log time the node clock '
         '([""] or [] for none; read-only).', read_only=True),
     'policy': ParameterSpec(
-        DEFAULT_POLICY, 'Adjustment policy (docs/policies.md). mahalanobis_downgrade is the '
-        'ADR-0026 reference (no stated false-alarm rate).', choices=tuple(policy_names())),
+        DEFAULT_POLICY, 'Adjustment policy (docs/policies.md; default vec3_scale, graded per '
+        'vec3 with hysteresis). mahalanobis_downgrade is the ADR-0026 reference (no stated '
+        'false-alarm rate).', choices=tuple(policy_names())),
     'max_history': ParameterSpec(
         DEFAULT_MAX_HISTORY, 'Outcomes per calibration window (ADR-0026 max_history). The buffer '
         'holds at least this many, whatever outcome_buffer_size says. bucket_likelihood_ratio '

@@ -41,17 +41,18 @@ POLICIES: dict[str, type[RegisteredPolicy]] = {
 }
 """Policy name -> policy class. The name equals the class's ``policy_id``."""
 
-DEFAULT_POLICY = 'overconfidence_scale'
-"""The node's, replay's and the demos' default: a stated false-alarm rate and a graded level.
+DEFAULT_POLICY = 'vec3_scale'
+"""The default of the node, replay, evaluate, the audit and the demos (issue 28): graded policy v3.
 
-Its one-step rule is ``calibrated_exceedance``'s (the same exact 0.2976% of a calibrated full
-window of 32 and the same exact mean run length, 3398 outcomes, to the first false downgrade);
-it adds a level that means something (UNCERTAIN: somewhat overconfident, UNKNOWN: about 2.5x or
-worse) and reports underconfidence. The ADR reference (``mahalanobis_downgrade``) downgrades
-55.8% of a calibrated estimator's full windows; it stays one parameter away (docs/policies.md).
-``vec3_scale`` (graded policy v3, issue 20) is registered beside it: it grades each vec3 on the
-squared distances of a schema-2 history, with hysteresis, and answers as ``overconfidence_scale``
-on a schema-1 history; whether it becomes the default is the lead's decision (docs/policies.md).
+``vec3_scale`` grades each vec3 on the squared distances of a schema-2 history (a window CUSUM
+for one step, per-vec3 bounds, a fast CUSUM and a 10-sigma outcome for UNKNOWN), with hysteresis
+through the loop's previous output: at a stated false-downgrade fraction (about 0.19% of full
+windows of 32, a mean run of about 12 800 outcomes to the first false downgrade) it detects
+1.5x / 2x / 10x in 6 / 2 / 1 outcomes (the full-information CUSUM limit), reaches UNKNOWN in 1
+outcome at 10x and 50x, and changes level at most ~6 times per 1000 outcomes at any constant
+overconfidence (``overconfidence_scale``, the previous default, up to 70). On a schema-1 history
+(bags recorded before ADR-0026a) it answers as ``overconfidence_scale``. Figures, targets and
+assumptions: docs/policies.md. A bag replays under the policy its recorded configuration names.
 """
 
 

@@ -18,7 +18,11 @@ are ``k`` times the claimed ones, so ``x = d**2`` is ``k**2`` times a chi-square
   sum ``S`` of one vec3 exceeds ``gross_overconfidence**2 * q(dof n, gross_confidence)`` (the exact
   lower confidence bound of that vec3's ``k`` from the chi-square law with ``dof * n`` degrees of
   freedom exceeds ``gross_overconfidence``: each vec3 on its own, so a position-only fault is not
-  diluted by a calibrated orientation), or one outcome in the window has a distance beyond
+  diluted by a calibrated orientation) and the calibrated vec3's chance of that sum,
+  ``P(chi-square(dof n) > threshold)``, is at most ``gross_false_alarm_probability`` (the
+  small-sample floor: the threshold is at least the ``1 - gross_false_alarm_probability``
+  quantile, which binds at ``n`` <= 2 and keeps one or two outcomes after a reset from deciding
+  UNKNOWN on a median-unbiased bound), or one outcome in the window has a distance beyond
   ``gross_distance`` (10: a calibrated Gaussian estimator gives one in about 1e21 outcomes);
 - **hysteresis** (only through ``previous``, the assessment the feedback loop published last,
   :class:`~.protocols.HysteresisPolicy`): after UNKNOWN the level stays UNKNOWN while the larger
@@ -58,7 +62,7 @@ from typing import TYPE_CHECKING
 from .._validation import require_instance, type_error, value_error
 from ..contracts import BeliefSelfAssessment, SelfAssessmentLevel
 from .calibrated_policies import _check_inputs, MAX_DOF, MAX_WINDOW, REASON_INFINITE_MAHALANOBIS
-from .chi_square import chi_square_quantile, chi_survival
+from .chi_square import chi_square_quantile, chi_square_survival, chi_survival
 from .graded_policy import OverconfidenceScalePolicy, REASON_UNDERCONFIDENT_CALIBRATION
 from .reference_policy import REASON_CALIBRATION_WITHIN_TOLERANCE, REASON_NO_OUTCOMES_YET
 from .types import CalibratedSelfAssessment, CalibrationHistory, HISTORY_SCHEMA_SQUARED_DISTANCES
@@ -100,8 +104,9 @@ def _require_float(owner: str, field: str, value: object, low: float, high: floa
     return value
 
 
-_Key = tuple[int, float, float, float, float, float, float]
-"""(dof, gross, gross_exit, calibrated, confidence, under_p, cap): what the thresholds depend on."""
+_Key = tuple[int, float, float, float, float, float, float, float]
+"""(dof, gross, gross_exit, calibrated, confidence, under_p, cap, gross_alpha): what the
+thresholds depend on."""
 
 _Row = tuple[float, float, float, float]
 """Window-sum thresholds ``(gross_in, gross_out, joint_out, under)`` at one ``n``."""
@@ -116,17 +121,20 @@ def _threshold_table(key: _Key, max_n: int) -> tuple[_Row, ...]:
 @functools.lru_cache(maxsize=4096)
 def _threshold_row(key: _Key, n: int) -> _Row:
     """Return the thresholds at one ``n``: a few quantiles, whatever ``n`` (no table to it)."""
-    (dof, gross, gross_exit, calibrated, confidence, under_p, cap) = key
+    (dof, gross, gross_exit, calibrated, confidence, under_p, cap, gross_alpha) = key
     if n == 0:
         return (math.inf, math.inf, math.inf, -1.0)
     under = chi_square_quantile(under_p, 2 * dof * n)
+    # Small-sample floor of the UNKNOWN window-sum test: a calibrated vec3's sum exceeds it
+    # with probability gross_alpha (a capped sum, never above the uncapped one, with less).
+    floor = chi_square_quantile(1.0 - gross_alpha, dof * n)
     if cap > 0.0:
         c2 = cap * cap
-        return (n * capped_mean(gross, dof, c2), n * capped_mean(gross_exit, dof, c2),
+        return (max(n * capped_mean(gross, dof, c2), floor), n * capped_mean(gross_exit, dof, c2),
                 2 * n * capped_mean(calibrated, dof, c2), -1.0)
     q = chi_square_quantile(confidence, dof * n)
     q_joint = chi_square_quantile(confidence, 2 * dof * n)
-    return (gross * gross * q, gross_exit * gross_exit * q,
+    return (max(gross * gross * q, floor), gross_exit * gross_exit * q,
             calibrated * calibrated * q_joint, under)
 
 
@@ -147,6 +155,7 @@ class Vec3ScalePolicy:
     gross_overconfidence: float = 2.4
     gross_exit_overconfidence: float = 1.9
     gross_confidence: float = 0.5
+    gross_false_alarm_probability: float = 1e-6
     gross_reference_overconfidence: float = 2.1
     gross_design_overconfidence: float = 3.0
     gross_cusum_threshold: float = 6.0
@@ -172,6 +181,10 @@ class Vec3ScalePolicy:
                                       "the larger vec3's bound exceeds this, in [1, "
                                       'gross_overconfidence].'),
         'gross_confidence': ((0.5, 0.999), 'Confidence of those bounds, in [0.5, 0.999].'),
+        'gross_false_alarm_probability': ((1e-12, 0.01), 'Small-sample floor of that UNKNOWN '
+                                          'test: a calibrated vec3 passes its threshold with at '
+                                          'most this probability at every window size (binds '
+                                          'at 1-2 outcomes), in [1e-12, 0.01].'),
         'gross_reference_overconfidence': ((1.0, 100.0), 'Null of the fast UNKNOWN CUSUM, in '
                                            '[1, 100].'),
         'gross_design_overconfidence': ((1.0, 100.0), 'Alternative of the fast UNKNOWN CUSUM '
@@ -213,6 +226,9 @@ class Vec3ScalePolicy:
                 owner, 'gross_overconfidence', self.gross_overconfidence, 1.0, 100.0, True),
             'gross_confidence': _require_float(
                 owner, 'gross_confidence', self.gross_confidence, 0.5, 0.999),
+            'gross_false_alarm_probability': _require_float(
+                owner, 'gross_false_alarm_probability', self.gross_false_alarm_probability,
+                1e-12, 0.01),
             'gross_cusum_threshold': _require_float(
                 owner, 'gross_cusum_threshold', self.gross_cusum_threshold, 0.0, 1000.0, True),
             'gross_distance': _require_float(
@@ -256,7 +272,8 @@ class Vec3ScalePolicy:
         setattr_(self, '_key', (
             self.degrees_of_freedom, self.gross_overconfidence, self.gross_exit_overconfidence,
             self.calibrated_overconfidence, self.gross_confidence,
-            self.underconfidence_probability, self.winsorize_distance))
+            self.underconfidence_probability, self.winsorize_distance,
+            self.gross_false_alarm_probability))
         setattr_(self, '_rows', _threshold_table(self._key, self.max_window))
         setattr_(self, '_fallback', OverconfidenceScalePolicy(
             degrees_of_freedom=self.degrees_of_freedom))
@@ -281,6 +298,26 @@ class Vec3ScalePolicy:
         if n <= self.max_window:
             return self._rows[n]
         return _threshold_row(self._key, n)
+
+    def calibrated_unknown_probability(self, n: int) -> float:
+        """Return P(the window-sum UNKNOWN test fires on a calibrated window of ``n``).
+
+        Exact for i.i.d. Gaussian errors without ``winsorize_distance`` (either vec3's sum of
+        ``n`` chi-square(``dof``) draws above its threshold); with it, an upper bound (a capped
+        sum is never above the uncapped one). Summed over ``n`` = 1..W it bounds the false
+        UNKNOWN of that test from a reset (``docs/policies.md``).
+        """
+        if type(n) is not int or n < 1:
+            raise ValueError(f'n must be an int >= 1, got {n!r}')
+        one = chi_square_survival(self.thresholds(n)[0], self.degrees_of_freedom * n)
+        return one * (2.0 - one)
+
+    def calibrated_gross_distance_probability(self) -> float:
+        """Return P(one calibrated Gaussian outcome has a distance beyond ``gross_distance``)."""
+        if self.gross_distance == 0.0:
+            return 0.0
+        one = chi_survival(self.gross_distance, self.degrees_of_freedom)
+        return one * (2.0 - one)
 
     def adjust(
             self, raw: BeliefSelfAssessment, history: CalibrationHistory,
