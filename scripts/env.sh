@@ -33,6 +33,20 @@ set +u
 source "${_ghost_feedback_root}/.venv/bin/activate"
 # shellcheck disable=SC1091
 source "${_ghost_feedback_root}/install/setup.bash"
+# ROS source sets built by scripts/ros_sources.sh (e.g. tf2) into the cache outside the clone;
+# setup.sh lists their install spaces in .venv/ros_sources.d/<set>.
+for _ghost_feedback_set in "${_ghost_feedback_root}"/.venv/ros_sources.d/*; do
+  [[ -f "${_ghost_feedback_set}" ]] || continue
+  _ghost_feedback_prefix="$(cat "${_ghost_feedback_set}")"
+  if [[ -f "${_ghost_feedback_prefix}/local_setup.bash" ]]; then
+    # shellcheck disable=SC1091
+    source "${_ghost_feedback_prefix}/local_setup.bash"
+  else
+    echo "[env] ${_ghost_feedback_set##*/}: ${_ghost_feedback_prefix} is gone (cache cleared?);" \
+      'run: bash scripts/setup.sh' >&2
+  fi
+done
+unset _ghost_feedback_set _ghost_feedback_prefix
 ((_ghost_feedback_nounset)) && set -u
 unset _ghost_feedback_nounset
 

@@ -178,6 +178,25 @@ else
   log "ROS 2 CLI tools: ${TOOLS_DIR} not found; the ros2 CLI tests will skip"
 fi
 
+# --- 4c. tf2 (the bridge's use_tf; not on PyPI) ------------------------------------------------
+# third_party/tf2: unmodified ros2/geometry2 Jazzy sources (tf2, tf2_msgs, tf2_py, tf2_ros_py),
+# built once per key into a cache outside the clone (scripts/ros_sources.sh); env.sh sources it.
+# With a ROS 2 install that already has tf2 (e.g. /opt/ros/jazzy sourced) nothing is built.
+# GHOST_FEEDBACK_SKIP_TF2=1 skips it (the bridge then runs without tf; its tf tests skip).
+rm -f "${VENV}/ros_sources.d/tf2"
+system_tf2="$("${PY}" -c 'import os, tf2_ros; print(os.path.dirname(tf2_ros.__file__))' \
+  2>/dev/null || true)"
+if [[ "${GHOST_FEEDBACK_SKIP_TF2:-0}" == 1 ]]; then
+  log 'tf2: skipped (GHOST_FEEDBACK_SKIP_TF2=1); the bridge runs without tf'
+elif [[ -n "${system_tf2}" && "${system_tf2}" != */project_ghost_feedback/ros_sources/* ]]; then
+  log "tf2: using the ROS 2 install's (${system_tf2})"
+else
+  tf2_start=${SECONDS}
+  VENV="${VENV}" bash "${ROOT}/scripts/ros_sources.sh" tf2 "${ROOT}"/third_party/tf2/*.tar.gz \
+    >/dev/null || die 'tf2 build failed (above); GHOST_FEEDBACK_SKIP_TF2=1 skips it'
+  log "tf2 ready ($((SECONDS - tf2_start)) s)"
+fi
+
 # --- 5. colcon build ----------------------------------------------------------------------------
 # shellcheck disable=SC1091
 source "${VENV}/bin/activate"

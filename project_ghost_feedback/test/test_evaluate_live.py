@@ -27,10 +27,11 @@ from test_outcome_bridge_node import harnesses
 PHASES = (StackPhase('tuned', 8.0), StackPhase('mistuned', 8.0, truth_accel_factor=6.0))
 
 
-def _odometry(stamp_ns, position, quaternion, covariance=None):
+def odometry_msg(stamp_ns, position, quaternion, covariance=None, frame_id='odom'):
+    """Return an Odometry in ``frame_id`` (child base_link) with a pose and its covariance."""
     msg = Odometry()
     msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
-    msg.header.frame_id = 'odom'
+    msg.header.frame_id = frame_id
     msg.child_frame_id = 'base_link'
     p, q = msg.pose.pose.position, msg.pose.pose.orientation
     p.x, p.y, p.z = (float(v) for v in position)
@@ -45,6 +46,20 @@ def _outcome_key(stamp_ns, position_error, orientation_error, position_d, orient
             tuple(float(v) for v in orientation_error), float(position_d), float(orientation_d))
 
 
+def offline_outputs(run):
+    """Return ``(outcome keys, (stamp, overall level) of each assessment)`` of an offline run."""
+    outcomes, levels = [], []
+    for kind, contract in run:
+        if kind == ASSESSMENT:
+            levels.append((contract.belief_stamp_sim_ns, contract.overall_level.value))
+        else:
+            outcomes.append(_outcome_key(
+                contract.observed_stamp_sim_ns, contract.position_error_m,
+                contract.orientation_error_rad, contract.position_mahalanobis,
+                contract.orientation_mahalanobis))
+    return outcomes, levels
+
+
 def test_evaluate_gives_the_live_bridges_outcomes(tmp_path):
     """Live bridge over DDS vs evaluate's path over the recorded inputs: equal outputs."""
     samples = stack_samples(seed=5, phases=PHASES)
@@ -53,10 +68,10 @@ def test_evaluate_gives_the_live_bridges_outcomes(tmp_path):
         for kind, sample in ordered(samples):
             received = h.node.received[kind]
             if kind == 'reference':
-                h.reference_publisher.publish(_odometry(
+                h.reference_publisher.publish(odometry_msg(
                     sample.stamp_ns, sample.truth_position, sample.truth_quaternion))
             else:
-                h.estimate_publisher.publish(_odometry(
+                h.estimate_publisher.publish(odometry_msg(
                     sample.stamp_ns, sample.estimate_position, sample.estimate_quaternion,
                     sample.pose_covariance))
             # One at a time: the bridge takes the inputs in the order they are recorded below.
@@ -75,15 +90,8 @@ def test_evaluate_gives_the_live_bridges_outcomes(tmp_path):
         assert h.node.paced_out > 0  # the pacing is part of what is compared
 
     bag = write_rosbags_bag(tmp_path / 'inputs', samples, ODOMETRY)
-    offline_outcomes, offline_levels = [], []
-    for kind, contract in bridge_outputs(bag, ESTIMATE, REFERENCE, bridge_parameters(CONFIG)):
-        if kind == ASSESSMENT:
-            offline_levels.append((contract.belief_stamp_sim_ns, contract.overall_level.value))
-        else:
-            offline_outcomes.append(_outcome_key(
-                contract.observed_stamp_sim_ns, contract.position_error_m,
-                contract.orientation_error_rad, contract.position_mahalanobis,
-                contract.orientation_mahalanobis))
+    offline_outcomes, offline_levels = offline_outputs(
+        bridge_outputs(bag, ESTIMATE, REFERENCE, bridge_parameters(CONFIG)))
     assert len(live_outcomes) > 10
     assert offline_outcomes == live_outcomes
     assert offline_levels == live_levels and len(live_levels) == estimates

@@ -10,6 +10,15 @@ estimate for a reference after its stamp, the interpolation, the pose error, the
 and the claim levels. The ROS node (ros/outcome_bridge_node.py) and ``ghost-feedback evaluate``
 both drive it, so the same inputs in the same order with the same clock give the same outputs.
 
+Frames through tf (``use_tf``): with a transform provider (:mod:`.transforms`; tf2 in the node
+and in evaluate) every reference passes a tf filter before the buffer: it waits, in arrival
+order, until the transform from its frame into the estimate's frame at its own stamp is known,
+is mapped (position, orientation, covariance ``J S J^T``), and goes into the buffer; a reference
+whose transform is unavailable or lies in the future waits until an input stamped
+``tf.max_wait_s`` after it has arrived (input time, so a bag gives what the live bridge gave),
+one in the past is dropped at once; dropped ones are counted by reason. Nothing is paired with a
+transform from another time.
+
 Inputs are messages read by attribute (an rclpy message or a rosbags one: ``header.stamp.sec``,
 ``header.stamp.nanosec``, ``header.frame_id``, ``pose.pose`` + ``pose.covariance`` for Odometry
 and PoseWithCovarianceStamped, ``pose`` for PoseStamped) with the clock ``now_ns`` (0 or None:
@@ -40,6 +49,7 @@ from .geometry import (
     Refusal,
 )
 from .reference_buffer import AFTER_BUFFER, EMPTY, ReferenceBuffer, ReferenceSample
+from .transforms import TF_EXTRAPOLATION_PAST, TransformFailure, TransformProvider
 
 ESTIMATE, REFERENCE = 'estimate', 'reference'
 
@@ -133,6 +143,8 @@ def engine_config(values: Mapping[str, Any]) -> dict[str, Any] | str:
         'time_jump_tolerance_ns': int(values['time_jump_tolerance_s'] * NS_PER_S),
         'use_reference_covariance': values['use_reference_covariance'],
         'null_tolerance': values['null_tolerance'],
+        'use_tf': values['use_tf'],
+        'tf_max_wait_ns': int(values['tf.max_wait_s'] * NS_PER_S),
     }
 
 
@@ -193,6 +205,18 @@ class Estimate:
         self.message = message
 
 
+class _TfWaiting:
+    """A reference waiting for its transform: the sample (in ``frame_id``) and the last failure."""
+
+    __slots__ = ('sample', 'frame_id', 'child', 'failure')
+
+    def __init__(self, sample: ReferenceSample, frame_id: str, child: str) -> None:
+        self.sample = sample
+        self.frame_id = frame_id
+        self.child = child  # the body (child_frame_id) of the reference, '' when unknown
+        self.failure: TransformFailure | None = None
+
+
 class Refused(Exception):
     """An input refused at intake: ``reason`` (counted) and ``detail`` (logged, capped)."""
 
@@ -206,9 +230,12 @@ class PairingEngine:
 
     def __init__(self, config: dict[str, Any], listener: EngineListener, *,
                  reference_buffer_size: int = 1000, pending_capacity: int = 1000,
-                 keep_messages: bool = False) -> None:
+                 keep_messages: bool = False,
+                 transforms: TransformProvider | None = None) -> None:
         self.config = config
         self.listener = listener
+        # With use_tf: where transforms come from (None: no tf, frames compared as they are).
+        self.transforms = transforms
         self.pacer: OutcomePacer = config['pacer']
         self.buffer = ReferenceBuffer(reference_buffer_size, config['max_reference_gap_ns'])
         self.pending_capacity = int(pending_capacity)
@@ -229,6 +256,9 @@ class PairingEngine:
         self.no_reference_since_ns: int | None = None
         self.reference_frame_id: str | None = None
         self.reference_child_frame_id = ''  # the body of the buffered references ('' unknown)
+        self.estimate_frame_id: str | None = None   # of the newest accepted estimate
+        self.tf_waiting: collections.deque[_TfWaiting] = collections.deque()
+        self.newest_input_ns: int | None = None     # newest accepted stamp of either input
         self._covariances: dict[str, tuple[bytes | None, CheckedCovariance | None]] = {
             ESTIMATE: (None, None), REFERENCE: (None, None)}
 
@@ -260,9 +290,35 @@ class PairingEngine:
         self.references_dropped[reason] += 1
         self.listener.reference_dropped(reason, detail)
 
+    @property
+    def tf_active(self) -> bool:
+        """Return True when references pass the tf filter (``use_tf`` and a provider)."""
+        return self.transforms is not None and bool(self.config['use_tf'])
+
+    def _note_input_stamp(self, stamp_ns: int) -> None:
+        if self.newest_input_ns is None or stamp_ns > self.newest_input_ns:
+            self.newest_input_ns = stamp_ns
+
+    def _newest_reference_ns(self) -> int | None:
+        newest = self.buffer.newest_stamp_ns
+        if self.tf_waiting:
+            waiting = max(w.sample.stamp_ns for w in self.tf_waiting)
+            newest = waiting if newest is None else max(newest, waiting)
+        return newest
+
     def _reset_timeline(self, cause: str, stamp_ns: int, detail: str) -> None:
         """Forget what is time-ordered beyond ``stamp_ns`` + tolerance."""
         horizon = stamp_ns + self.config['time_jump_tolerance_ns']
+        if self.tf_waiting:
+            still: collections.deque[_TfWaiting] = collections.deque()
+            for waiting in self.tf_waiting:
+                if waiting.sample.stamp_ns > horizon:
+                    self.drop_reference(DROP_TIME_RESET, f'waiting for tf at the {cause} reset')
+                else:
+                    still.append(waiting)
+            self.tf_waiting = still
+        if self.newest_input_ns is not None and self.newest_input_ns > horizon:
+            self.newest_input_ns = stamp_ns
         kept: collections.deque[Estimate] = collections.deque()
         for estimate in self.pending:
             if estimate.stamp_ns > horizon:
@@ -287,7 +343,7 @@ class PairingEngine:
         if delta_ns >= 0:
             return
         horizon = now_ns + self.config['time_jump_tolerance_ns']
-        stamps = (self.buffer.newest_stamp_ns, self.last_estimate_ns,
+        stamps = (self._newest_reference_ns(), self.last_estimate_ns,
                   self.pending[-1].stamp_ns if self.pending else None)
         if any(stamp is not None and stamp > horizon for stamp in stamps):
             self._reset_timeline(RESET_CLOCK_JUMP, now_ns,
@@ -343,12 +399,11 @@ class PairingEngine:
         except Refused as refused:
             self.drop_reference(refused.reason, refused.detail)
             return
-        newest = self.buffer.newest_stamp_ns
+        newest = self._newest_reference_ns()
         if newest is not None and went_back(stamp, newest, config['time_jump_tolerance_ns']):
             self._reset_timeline(RESET_REFERENCE_STAMPS, stamp,
                                  f'reference stamp went back by {(newest - stamp) / NS_PER_S:.3f}'
                                  ' s (a restarted producer or a sim reset?)')
-            newest = self.buffer.newest_stamp_ns
         frame_id = msg.header.frame_id
         transform = config['transform']
         if transform is not None and frame_id == config['from_frame_id']:
@@ -356,6 +411,17 @@ class PairingEngine:
             frame_id = config['to_frame_id']
         sample = ReferenceSample(stamp, position, quaternion, covariance)
         child = child_frame_id(msg)
+        self._note_input_stamp(stamp)
+        if self.tf_active:
+            self.tf_waiting.append(_TfWaiting(sample, frame_id, child))
+            self._resolve_tf_waiting()
+            return
+        self._add_reference(sample, frame_id, child)
+
+    def _add_reference(self, sample: ReferenceSample, frame_id: str, child: str) -> None:
+        """Put a reference (in ``frame_id``, after any transform, of body ``child``) in; pair."""
+        stamp = sample.stamp_ns
+        newest = self.buffer.newest_stamp_ns
         if self.reference_frame_id != frame_id or self.reference_child_frame_id != child:
             if self.reference_frame_id is not None:
                 self.buffer.clear()  # never interpolate across frames, nor across bodies
@@ -369,6 +435,49 @@ class PairingEngine:
         if newest is None or stamp > newest:
             self.no_reference_since_ns = None  # references are moving: estimates may wait
         self._resolve_pending()
+
+    def retry_transforms(self) -> None:
+        """Try the references waiting for tf again (the node calls it when time passes)."""
+        if self.tf_active:
+            self._resolve_tf_waiting()
+
+    def _resolve_tf_waiting(self, final: bool = False) -> None:
+        """Transform waiting references, oldest first, as far as tf allows; drop the hopeless.
+
+        ``final`` (end of input): whatever still fails is dropped with its reason.
+        """
+        assert self.transforms is not None  # only called with tf active
+        target = self.estimate_frame_id
+        waiting_list = self.tf_waiting
+        while waiting_list:
+            waiting = waiting_list[0]
+            if target is None:
+                # No estimate yet, so no target frame: the references wait, bounded by count.
+                if len(waiting_list) <= self.buffer.capacity and not final:
+                    return
+                waiting_list.popleft()
+                self.drop_reference(DROP_TOO_OLD, 'no estimate (so no target frame) yet')
+                continue
+            sample = waiting.sample
+            if waiting.frame_id != target:
+                found = self.transforms.lookup(target, waiting.frame_id, sample.stamp_ns)
+                if isinstance(found, TransformFailure):
+                    waiting.failure = found
+                    assert self.newest_input_ns is not None  # set when the reference came
+                    waited = self.newest_input_ns - sample.stamp_ns
+                    if (found.reason != TF_EXTRAPOLATION_PAST and not final
+                            and waited < self.config['tf_max_wait_ns']
+                            and len(waiting_list) <= self.buffer.capacity):
+                        return  # the transform may still come
+                    waiting_list.popleft()
+                    self.drop_reference(found.reason, found.detail)
+                    continue
+                position, quaternion, covariance = FixedTransform(
+                    found.translation_m, found.rotation_xyzw).apply(
+                        sample.position, sample.quaternion, sample.covariance)
+                sample = ReferenceSample(sample.stamp_ns, position, quaternion, covariance)
+            waiting_list.popleft()
+            self._add_reference(sample, target, waiting.child)
 
     def take_estimate(self, msg: Any, now_ns: int | None = None) -> None:
         """Take one estimate message (``now_ns``: the clock, None or 0 when unknown)."""
@@ -394,6 +503,10 @@ class PairingEngine:
         estimate = Estimate(stamp, msg.header.frame_id, position, quaternion, covariance,
                             msg if self.keep_messages else None, child_frame_id(msg))
         self.last_estimate_ns = stamp
+        self.estimate_frame_id = estimate.frame_id
+        self._note_input_stamp(stamp)
+        if self.tf_active and self.tf_waiting:
+            self._resolve_tf_waiting()
         if self.no_reference_since_ns is None:
             self.no_reference_since_ns = stamp
         if len(self.pending) >= self.pending_capacity:
@@ -402,7 +515,13 @@ class PairingEngine:
         self._resolve_pending()
 
     def flush(self) -> None:
-        """End of input (offline): drop the estimates still waiting (no_reference_after)."""
+        """End of input (offline): transform what tf allows, then drop what still waits.
+
+        References waiting for tf are dropped by their last reason; estimates waiting for a
+        reference as no_reference_after.
+        """
+        if self.tf_active and self.tf_waiting:
+            self._resolve_tf_waiting(final=True)
         while self.pending:
             self._finish(self.pending.popleft(), None, DROP_NO_REFERENCE_AFTER, 'end of input')
 

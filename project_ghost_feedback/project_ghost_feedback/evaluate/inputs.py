@@ -12,6 +12,12 @@ say when the recorder saw a message, not when the bridge would have). So no inpu
 ``future_stamp`` and no backward clock jump happens; every other rule (pairing, waits, gaps,
 stamp resets, frames, pacing) is the live bridge's.
 
+Frames: with ``use_tf`` (the default) the bag's /tf and /tf_static (tf2_msgs/TFMessage) go, in
+recorded order with the inputs, into tf2's ``BufferCore`` (no ROS graph), which answers the
+engine's lookups as the live bridge's tf2_ros Buffer does (ros/tf_frames.py): the same rule, the
+same waits (in input time), the same counts. Without tf2 importable a bag with /tf is an error
+(one line); a bag without it is evaluated without tf, as the live bridge would run.
+
 The bridge's parameters come from the same YAML file the bridge launch uses
 (config/outcome_bridge.yaml): :func:`bridge_parameters`.
 """
@@ -23,6 +29,8 @@ ESTIMATE_TYPES = ('nav_msgs/msg/Odometry', 'geometry_msgs/msg/PoseWithCovariance
 REFERENCE_TYPES = ('nav_msgs/msg/Odometry', 'geometry_msgs/msg/PoseStamped',
                    'geometry_msgs/msg/PoseWithCovarianceStamped')
 OUTCOME, ASSESSMENT = 'outcome', 'assessment'
+TF_TOPICS = {'/tf': False, '/tf_static': True}   # topic -> static
+TF_TYPE = 'tf2_msgs/msg/TFMessage'
 
 
 class EvaluateError(Exception):
@@ -168,6 +176,7 @@ def _collector():
         def __init__(self):
             self.events = []
             self.errors = PoseErrorStatistics()
+            self.tf_core = None
 
         def outcome(self, outcome, estimate):
             self.events.append((OUTCOME, outcome))
@@ -178,6 +187,10 @@ def _collector():
 
         def assessment(self, belief, estimate):
             self.events.append((ASSESSMENT, belief))
+
+        def timeline_reset(self, cause, detail):
+            if self.tf_core is not None:
+                self.tf_core.clear()  # as the live bridge does (its static transforms stay)
 
     return Collect()
 
@@ -196,15 +209,43 @@ class BridgeRun:
             reference_buffer_size=values['reference_buffer_size'],
             pending_capacity=values['pending_capacity'])
         self.ranges = {'estimate': StampRange(), 'reference': StampRange()}
-        self.undecodable = {'estimate': 0, 'reference': 0}
+        self.undecodable = {'estimate': 0, 'reference': 0, 'tf': 0}
         """Messages of each input that did not decode (a cut CDR): skipped, counted."""
         self.estimate_type = self.reference_type = None
         self.bag_start_ns = self.bag_end_ns = None
+        self._use_tf = values['use_tf']
+        self._tf_cache_s = values['tf.cache_s']
+        self.tf_state = 'off (use_tf false)'
+        self.tf_messages = 0
+        self.tf_refused = 0
 
     @property
     def errors(self):
         """Return the PoseErrorStatistics of every paired estimate so far."""
         return self._listener.errors
+
+    def _tf_connections(self, reader):
+        """Return the bag's /tf and /tf_static connections and start tf (or raise why not)."""
+        connections = [c for c in reader.connections
+                       if c.topic in TF_TOPICS and c.msgtype == TF_TYPE]
+        if not self._use_tf:
+            return []
+        from ..ros.tf_frames import tf2_missing
+
+        missing = tf2_missing()
+        if missing is not None:
+            if connections:
+                raise EvaluateError(f'{self.path}: the bag has /tf but {missing} (or set '
+                                    'use_tf: false in --params-file)')
+            self.tf_state = f'unavailable: {missing}'
+            return []
+        from ..ros.tf_frames import offline_buffer, Tf2Transforms
+
+        self._tf_core = offline_buffer(self._tf_cache_s)
+        self.engine.transforms = Tf2Transforms(self._tf_core)
+        self._listener.tf_core = self._tf_core
+        self.tf_state = 'on'
+        return connections
 
     def __iter__(self):
         from ..msg_decoding import stamp_to_ns
@@ -220,14 +261,23 @@ class BridgeRun:
             self.bag_start_ns, self.bag_end_ns = reader.start_time, reader.end_time
             kinds = {c.id: 'estimate' for c in estimates}
             kinds.update({c.id: 'reference' for c in references})
+            tf = self._tf_connections(reader)
+            kinds.update({c.id: 'tf' for c in tf})
             engine = self.engine
             events = self._listener.events
-            for connection, _, rawdata in reader.messages(connections=estimates + references):
+            for connection, _, rawdata in reader.messages(
+                    connections=estimates + references + tf):
                 kind = kinds[connection.id]
                 try:
                     msg = reader.deserialize(rawdata, connection.msgtype)
                 except Exception:  # noqa: BLE001 - any decoder error: counted, skipped
                     self.undecodable[kind] += 1
+                    continue
+                if kind == 'tf':
+                    from ..ros.tf_frames import feed
+
+                    self.tf_messages += 1
+                    self.tf_refused += feed(self._tf_core, msg, TF_TOPICS[connection.topic])
                     continue
                 try:
                     clock_ns = stamp_to_ns(msg.header.stamp, kind, 'header.stamp')
@@ -269,6 +319,9 @@ class BridgeRun:
             'references_dropped': dict(sorted(engine.references_dropped.items())),
             'resets': dict(sorted(engine.resets.items())),
             'undecodable_skipped': dict(self.undecodable),
+            'tf': self.tf_state,
+            'tf_messages': self.tf_messages,
+            'tf_transforms_refused': self.tf_refused,
         }
 
 

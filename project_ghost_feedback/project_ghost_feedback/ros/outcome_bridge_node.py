@@ -33,6 +33,12 @@ Hardened for what real publishers send (docs/bridge.md):
 - /diagnostics reports the worst of each period: publishers per input (none or several: WARN),
   silence longer than ``stale_after_s`` (STALE), drops, resets, losses, incompatible QoS.
 
+Frames (docs/bridge.md, "Frames"): with ``use_tf`` (default) a tf2_ros Buffer and
+TransformListener on /tf and /tf_static map each reference into the estimate's frame at the
+reference's stamp (the rule is the engine's: bridge/pairing.py); what cannot be transformed is
+counted by reason. Without tf2 importable it runs without tf and says so. The fixed
+``transform.*`` stays for stacks without tf.
+
 Run it with ``ros2 run project_ghost_feedback outcome_bridge`` or ``outcome_bridge`` (venv).
 """
 
@@ -61,6 +67,7 @@ from ..bridge.calibrated_estimate import (
     inflation_factors,
 )
 from ..bridge.geometry import AXES
+from ..bridge.transforms import TF_REASONS
 from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes, re-exported
     DROP_BAD_STAMP,
     DROP_BEFORE_BUFFER,
@@ -188,6 +195,18 @@ PARAMETERS = {
         "'estimate_child:reference_child' (e.g. 'base_link:robot1/base_link'). Odometry inputs "
         'whose child_frame_id differ and are not related here are not paired '
         '(child_frame_mismatch); [""] or [] for none.'),
+    'use_tf': ParameterSpec(
+        True, 'Map each reference into the estimate frame with tf2 (/tf, /tf_static) at the '
+        "reference's stamp (read-only; docs/bridge.md, Frames). Without tf2 importable the bridge "
+        'runs without tf and says so on /diagnostics.', read_only=True),
+    'tf.max_wait_s': ParameterSpec(
+        1.0, 'A reference whose transform is not known yet (unavailable, or extrapolation into '
+        'the future) waits until an input stamped this much later arrives (input time), then is '
+        'dropped by reason; extrapolation into the past is dropped at once.',
+        float_range=(0.0, 3600.0)),
+    'tf.cache_s': ParameterSpec(
+        10.0, 'Seconds of /tf history the tf2 buffer keeps (read-only).', read_only=True,
+        float_range=(0.1, 3600.0)),
     'transform.enabled': ParameterSpec(
         False, 'Map references in transform.from_frame_id into transform.to_frame_id first.'),
     'transform.from_frame_id': ParameterSpec('', 'Reference frame of the fixed transform.'),
@@ -261,6 +280,8 @@ class _NodeListener(EngineListener):
     def reference_dropped(self, reason, detail):
         node = self._node
         node.last_drop_reason = cap_text(f'reference {reason}: {detail}' if detail else reason)
+        if reason in TF_REASONS:
+            node._period_counts['reference_tf'] += 1
         node._period.note(WARN, f'references dropped ({reason})')
         node._log('drop_reference', 'warning',
                   f'dropped a reference ({node.last_drop_reason}); '
@@ -268,6 +289,10 @@ class _NodeListener(EngineListener):
 
     def timeline_reset(self, cause, detail):
         node = self._node
+        if node._tf_buffer is not None:
+            # tf2 refuses data older than its newest by more than its cache: start over (the
+            # static transforms stay).
+            node._tf_buffer.clear()
         node.last_reset_reason = f'{cause}: {detail}'
         node._period.note(WARN, f'time-ordered state reset ({cause}: {detail})')
         node._log('reset', 'warning', f'reset ({cause}): {detail}; pending estimates and '
@@ -291,11 +316,17 @@ class OutcomeBridge(Node):
             self.destroy_node()
             raise
         config = self._config = self._parameter_set.config
+        self._tf_buffer = self._tf_listener = None
+        self.tf_state = 'off (use_tf false)'
+        transforms = None
+        if self._param('use_tf'):
+            transforms = self._start_tf()
         self._engine = PairingEngine(
             config, _NodeListener(self),
             reference_buffer_size=self._param('reference_buffer_size'),
             pending_capacity=self._param('pending_capacity'),
-            keep_messages=self._param('calibrated_estimate.enabled'))
+            keep_messages=self._param('calibrated_estimate.enabled'),
+            transforms=transforms)
 
         self.received = collections.Counter()
         self.outcomes_published = 0
@@ -378,6 +409,35 @@ class OutcomeBridge(Node):
             f'({self._param("estimate_type")}) + {self._reference_subscription.topic_name} '
             f'({self._param("reference_type")}) -> {self._outcome_publisher.topic_name} + '
             f'{self._assessment_publisher.topic_name}')
+
+    def _start_tf(self):
+        """Start a tf2_ros Buffer + TransformListener; return the engine's provider or None."""
+        from .tf_frames import tf2_missing
+
+        missing = tf2_missing()
+        if missing is not None:
+            self.tf_state = f'unavailable: {missing}'
+            self.get_logger().warning(f'use_tf: {missing}; references are compared in their '
+                                      'own frame (or through transform.*) only')
+            return None
+        import tf2_ros
+
+        from .tf_frames import Tf2Transforms
+
+        # No node for the Buffer: the bridge clears it itself on a timeline reset (its own
+        # clock-jump and stamp rules); the listener's subscriptions run on this node's executor.
+        self._tf_buffer = tf2_ros.Buffer(
+            cache_time=Duration(nanoseconds=int(self._param('tf.cache_s') * NS_PER_S)))
+        self._tf_listener = tf2_ros.TransformListener(self._tf_buffer, self, spin_thread=False)
+        self.tf_state = 'on'
+        return Tf2Transforms(self._tf_buffer)
+
+    def destroy_node(self):
+        """Unsubscribe the tf listener, then destroy the node."""
+        listener, self._tf_listener = getattr(self, '_tf_listener', None), None
+        if listener is not None:
+            listener.unregister()
+        return super().destroy_node()
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -571,13 +631,14 @@ class OutcomeBridge(Node):
         """Return ``{input: messages received but in no bucket}`` (always 0 unless a bug).
 
         Estimates: received = paired + dropped (by reason) + pending. References: received =
-        used (put in the buffer) + dropped (by reason).
+        used (put in the buffer) + dropped (by reason) + waiting for their transform.
         """
         return {
             ESTIMATE: (self.received[ESTIMATE] - self.paired - sum(self.dropped.values())
                        - len(self._pending)),
             REFERENCE: (self.received[REFERENCE] - self.references_used
-                        - sum(self.references_dropped.values())),
+                        - sum(self.references_dropped.values())
+                        - len(self._engine.tf_waiting)),
         }
 
     def _note_inputs(self, steady_ns):
@@ -605,11 +666,13 @@ class OutcomeBridge(Node):
         """Return the DiagnosticStatus of the period since the last call, and start a new one.
 
         The worst of the period: STALE when an input brought nothing for ``stale_after_s``;
-        ERROR on a callback error, or when every estimate of the period met a frame mismatch;
+        ERROR on a callback error, when every estimate of the period met a frame mismatch, or
+        when references could not be transformed (tf) and nothing was paired;
         WARN on drops, resets, losses, incompatible QoS, no publisher or several on an input, or
         estimates received but none paired; else OK.
         """
         steady_ns = self._steady_clock.now().nanoseconds
+        self._engine.retry_transforms()  # tf data may have come since the last input
         publishers = self._note_inputs(steady_ns)
         counts, self._period_counts = self._period_counts, collections.Counter()
         counts['paired'] = self.paired - self._paired_at_last_status
@@ -618,6 +681,9 @@ class OutcomeBridge(Node):
             self._period.note(ERROR, 'estimate and reference frames differ')
         if counts[DROP_CHILD_FRAME_MISMATCH] and not counts['paired']:
             self._period.note(ERROR, 'estimate and reference are poses of different bodies')
+        if counts['reference_tf'] and not counts['paired']:
+            self._period.note(ERROR, 'references cannot be transformed into the estimate frame '
+                                     '(tf; references_dropped[tf_*])')
         received = self.received[ESTIMATE] - self._estimates_at_last_status
         self._estimates_at_last_status = self.received[ESTIMATE]
         if received and not counts['paired']:
@@ -657,6 +723,8 @@ class OutcomeBridge(Node):
             'last_callback_error': self.last_callback_error,
             'reference_buffer_fill': f'{len(self._buffer)}/{self._buffer.capacity}',
             'reference_frame_id': self._engine.reference_frame_id or '',
+            'tf': self.tf_state,
+            'references_waiting_tf': len(self._engine.tf_waiting),
             'decorrelation_interval_s': f'{self._pacer.interval_ns / NS_PER_S:.3f}',
             'd2_lag1_autocorrelation': f'{self._pacer.autocorrelation:.3f}',
             'last_drop_reason': self.last_drop_reason,
