@@ -12,15 +12,22 @@ One run, three parts, each against its own process over loopback DDS:
    (``python -m project_ghost_feedback.ros.outcome_bridge_node``, decorrelation off, so every pair
    gives an outcome), with each of ``--executors``.
 
-   Both driven alike: references and estimates with the same stamps (the lookup still runs), at
-   most ``--in-flight`` estimates ahead of the assessments that came back (flow control, so the
-   figure is the sustained rate, never a queue overflow); pairs/s and the process's CPU per pair.
+   Both driven alike, relay then bridge per executor (the same load for both): references and
+   estimates with the same stamps (the lookup still runs). First the fine figure: the process's
+   CPU per pair over ``--cpu-pairs`` pairs at ``--cpu-rate-hz`` (a rate both sustain), best of
+   ``--cpu-repeats``; the relay / bridge ratio shows a 10% change. Then at most ``--in-flight``
+   estimates ahead of the assessments that came back (flow control, so the figure is the
+   sustained rate, never a queue overflow): pairs/s and CPU per pair.
 3. **Accounting at a fixed rate**: the bridge fed ``--rate-hz`` pairs/s open loop for
    ``--duration-s``; afterwards its /diagnostics must account for every input sent:
    ``sent = received + messages_missed`` (sequence gaps: losses before the bridge took them) and
    ``received = paired + dropped + pending`` (``estimates_unaccounted``).
 
     python3 bench/bridge_dds_bench.py [--pairs N] [--in-flight W] [--rate-hz R] [--duration-s S]
+    python3 bench/bridge_dds_bench.py --no-pure --pairs 0 --duration-s 0   # CPU per pair only
+
+The process, the relay's spin, the driver's node, pacing and CPU per message are bench/harness.py
+(shared with node_bench).
 
 Figures, not a gate: a 2-CPU machine shares its cores between the driver and the node.
 """
@@ -31,7 +38,14 @@ import os
 import sys
 import time
 
-from measured_process import MeasuredProcess
+from harness import (
+    cpu_per_message,
+    DriverNode,
+    load_1min,
+    MeasuredProcess,
+    run_paced,
+    serve,
+)
 from project_ghost_feedback.core import NS_PER_S
 
 COVARIANCE = [0.0] * 36
@@ -50,16 +64,13 @@ def _odometry(msg_type, stamp_ns, x, yaw):
     return msg
 
 
-def serve_relay(namespace, executor_name):
-    """Run the bare relay until SIGINT (``--serve-relay``): the bridge's QoS, none of its work."""
+def make_relay(namespace):
+    """Return the bare relay node (``--serve-relay``): the bridge's QoS, none of its work."""
     import rclpy
     from nav_msgs.msg import Odometry
     from project_ghost_feedback_msgs.msg import BeliefSelfAssessment, PredictionOutcome
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-    from project_ghost_feedback.ros.node_kit import make_executor
-
-    rclpy.init()
     node = rclpy.create_node('bare_relay', namespace=namespace)
     inputs = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=INPUT_DEPTH,
                         reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -77,18 +88,7 @@ def serve_relay(namespace, executor_name):
 
     node.create_subscription(Odometry, 'reference', lambda msg: None, inputs)
     node.create_subscription(Odometry, 'estimate', on_estimate, inputs)
-    executor = make_executor(executor_name)
-    executor.add_node(node)
-    try:
-        while rclpy.ok():   # as run_node() spins (EventsExecutor.spin() never answered here)
-            executor.spin_once(timeout_sec=0.1)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return node
 
 
 class Process(MeasuredProcess):
@@ -109,53 +109,41 @@ class Process(MeasuredProcess):
         super().__init__(command, f'{kind}[{executor}]', log_prefix=f'bridge_dds_bench_{kind}_')
 
 
-class Driver:
+class Driver(DriverNode):
     """This process's side: publishes the two inputs, counts the outputs and /diagnostics."""
 
-    def __init__(self, context, namespace, target):
-        from diagnostic_msgs.msg import DiagnosticArray
+    def __init__(self, namespace, target):
         from nav_msgs.msg import Odometry
         from project_ghost_feedback_msgs.msg import BeliefSelfAssessment, PredictionOutcome
-        import rclpy
-        from rclpy.experimental import EventsExecutor
         from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+        super().__init__('bridge_dds_bench_driver', namespace,
+                         status_id=f'{namespace}/outcome_bridge')
         self.namespace, self.target = namespace, target
-        self.node = rclpy.create_node('bridge_dds_bench_driver', namespace=namespace,
-                                      context=context)
-        # The driver shares the 2 cores with the node under test: the cheapest executor.
-        self.executor = EventsExecutor(context=context)
-        self.executor.add_node(self.node)
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                          reliability=ReliabilityPolicy.RELIABLE)
         self.estimates = self.node.create_publisher(Odometry, 'estimate', qos)
         self.references = self.node.create_publisher(Odometry, 'reference', qos)
         self.received = {'assessments': 0, 'outcomes': 0}
-        self.status = {}
         self.node.create_subscription(BeliefSelfAssessment, 'self_assessment/raw',
-                                      lambda _: self._count('assessments'), qos)
+                                      lambda _: self._count('assessments'), qos, raw=True)
         self.node.create_subscription(PredictionOutcome, 'prediction_outcome',
-                                      lambda _: self._count('outcomes'), qos)
-        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
+                                      lambda _: self._count('outcomes'), qos, raw=True)
         self.reference = _odometry(Odometry, 0, 0.0, 0.0)
         self.estimate = _odometry(Odometry, 0, 0.05, 0.01)
         self.stamp_ns = NS_PER_S
+        self.start()
+
+    @property
+    def status(self):
+        """Return the bridge's last /diagnostics values (empty before the first)."""
+        return self.diagnostics or {}
 
     def _count(self, key):
         self.received[key] += 1
 
-    def _on_diagnostics(self, array):
-        for status in array.status:
-            if status.hardware_id == f'{self.namespace}/outcome_bridge':
-                self.status = {kv.key: kv.value for kv in status.values}
-
-    def spin_until(self, condition, what, timeout=120.0):
-        deadline = time.monotonic() + timeout
-        while not condition():
-            self.target.check_alive()
-            if time.monotonic() > deadline:
-                raise RuntimeError(f'timed out waiting for {what}: {self.received}')
-            self.executor.spin_once(timeout_sec=0.001)
+    def spin_until(self, condition, what, timeout=120.0, poll_s=0.0002):
+        self.wait_until(condition, what, self.target, timeout, poll_s)
 
     def send_pair(self):
         for msg in (self.reference, self.estimate):
@@ -182,43 +170,44 @@ class Driver:
 
         self.spin_until(answered, 'a first answer', timeout=60.0)
 
-    def flow(self, pairs, in_flight):
-        """Send ``pairs`` pairs, at most ``in_flight`` ahead; return (pairs/s, CPU us/pair)."""
-        for _ in range(200):   # warm-up, one at a time
+    def warm_up(self, pairs=200):
+        """Send ``pairs`` pairs one at a time, each after the previous answer."""
+        for _ in range(pairs):
             sent = self.received['assessments'] + 1
             self.send_pair()
             self.spin_until(lambda: self.received['assessments'] >= sent, 'a warm-up answer')
+
+    def flow(self, pairs, in_flight):
+        """Send ``pairs`` pairs, at most ``in_flight`` ahead; return (pairs/s, CPU us/pair)."""
         base = self.received['assessments']
         cpu0, start = self.target.cpu_s(), time.perf_counter()
         for index in range(pairs):
             self.send_pair()
-            self.executor.spin_once(timeout_sec=0)
-            while index + 1 - (self.received['assessments'] - base) > in_flight:
-                self.executor.spin_once(timeout_sec=0.001)
+            if index + 1 - (self.received['assessments'] - base) > in_flight:
+                self.spin_until(lambda: index + 1 - (self.received['assessments'] - base)
+                                <= in_flight, 'an answer')
         self.spin_until(lambda: self.received['assessments'] - base >= pairs, 'the last answer')
         elapsed, cpu = time.perf_counter() - start, self.target.cpu_s() - cpu0
         return pairs / elapsed, cpu / pairs * 1e6
 
+    def paced(self, rate_hz, pairs):
+        """Send ``pairs`` pairs at ``rate_hz`` and wait for every answer (the CPU figure)."""
+        base = self.received['assessments']
+        run_paced(rate_hz, pairs, self.send_pair)
+        self.spin_until(lambda: self.received['assessments'] - base >= pairs,
+                        f'every answer at {rate_hz:g} Hz (lower --cpu-rate-hz)', timeout=60.0)
+
     def fixed_rate(self, rate_hz, duration_s):
         """Send pairs open loop at ``rate_hz`` for ``duration_s``; return the figures."""
         quiet_until = time.monotonic() + 2.0   # > 3 diagnostics periods: a status after the flow
-        self.spin_until(lambda: time.monotonic() > quiet_until, 'a quiet status')
+        self.spin_until(lambda: time.monotonic() > quiet_until, 'a quiet status', poll_s=0.05)
         sent0 = int(self.status.get('estimates_received', 0))
         missed0 = int(self.status.get('estimate_messages_missed', 0))
         received0 = dict(self.received)
-        period_ns = NS_PER_S // rate_hz
         count = int(rate_hz * duration_s)
         cpu0 = self.target.cpu_s()
-        start_ns = time.monotonic_ns()
-        late = 0
-        for index in range(count):
-            due = start_ns + index * period_ns
-            while time.monotonic_ns() < due:
-                self.executor.spin_once(timeout_sec=0)
-            if time.monotonic_ns() - due > 10 * period_ns:
-                late += 1
-            self.send_pair()
-        elapsed = (time.monotonic_ns() - start_ns) / NS_PER_S
+        start_ns, end_ns, _, late = run_paced(rate_hz, count, self.send_pair)
+        elapsed = (end_ns - start_ns) / NS_PER_S
         cpu = self.target.cpu_s() - cpu0
 
         def settled():
@@ -228,7 +217,8 @@ class Driver:
             return taken - sent0 - missed0 >= count and status.get('pending') == '0'
 
         try:
-            self.spin_until(settled, 'the bridge to report every input', timeout=60.0)
+            self.spin_until(settled, 'the bridge to report every input', timeout=60.0,
+                            poll_s=0.01)
         except RuntimeError:
             pass   # reported below as unaccounted
         status = self.status
@@ -242,32 +232,29 @@ class Driver:
             'unaccounted': count - received - missed,
             'dropped': int(status.get('dropped_total', 0)),
             'outputs': self.received['assessments'] - received0['assessments'],
-            'cpu_us': cpu / count * 1e6,
+            'cpu_us': cpu / count * 1e6, 'load': load_1min(),
         }
-
-    def close(self):
-        self.executor.shutdown()
-        self.node.destroy_node()
 
 
 def run(kind, args, executor='single_threaded', fixed_rate=False):
     """Return the figures of one process under test."""
-    import rclpy
-
     namespace = f'/bridge_dds_bench_{kind}_{executor}_{os.getpid()}'
     target = Process(kind, namespace, executor)
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    driver = Driver(context, namespace, target)
+    driver = Driver(namespace, target)
     figures = {}
     try:
         driver.connect()
-        figures['rate'], figures['cpu_us'] = driver.flow(args.pairs, args.in_flight)
-        if fixed_rate:
+        driver.warm_up()
+        figures['cpu_us'], figures['cpu_runs'], figures['cpu_loads'] = cpu_per_message(
+            target, lambda: driver.paced(args.cpu_rate_hz, args.cpu_pairs), args.cpu_pairs,
+            args.cpu_repeats)
+        if args.pairs:
+            figures['rate'], figures['flow_cpu_us'] = driver.flow(args.pairs, args.in_flight)
+            figures['flow_load'] = load_1min()
+        if fixed_rate and args.duration_s > 0:
             figures['fixed'] = driver.fixed_rate(args.rate_hz, args.duration_s)
     finally:
         driver.close()
-        context.try_shutdown()
         figures['exit_code'] = target.stop()
     return figures
 
@@ -275,48 +262,69 @@ def run(kind, args, executor='single_threaded', fixed_rate=False):
 def main(argv=None):
     """Run the bench and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--pairs', type=int, default=20_000)
+    parser.add_argument('--pairs', type=int, default=20_000,
+                        help='pairs of the flow-controlled rate (0: skip it)')
     parser.add_argument('--in-flight', type=int, default=50,
                         help='estimates sent ahead of the returned assessments (default 50)')
+    parser.add_argument('--cpu-rate-hz', type=float, default=500.0,
+                        help='pairs/s of the CPU-per-pair figure: a rate both sustain')
+    parser.add_argument('--cpu-pairs', type=int, default=5000,
+                        help='pairs per CPU-per-pair run (default 5000)')
+    parser.add_argument('--cpu-repeats', type=int, default=3,
+                        help='CPU-per-pair runs, the best reported (default 3)')
     parser.add_argument('--rate-hz', type=int, default=1000)
-    parser.add_argument('--duration-s', type=float, default=60.0)
+    parser.add_argument('--duration-s', type=float, default=60.0,
+                        help='seconds of the accounting run at --rate-hz (0: skip it)')
     parser.add_argument('--executors', default='single_threaded,events',
                         help='bridge executors to measure (comma-separated)')
+    parser.add_argument('--no-pure', action='store_true',
+                        help='skip the pure bridge path figure (60 s)')
     parser.add_argument('--serve-relay', metavar='NAMESPACE', help=argparse.SUPPRESS)
     parser.add_argument('--relay-executor', default='single_threaded', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_relay:
-        return serve_relay(args.serve_relay, args.relay_executor)
+        return serve(lambda: make_relay(args.serve_relay), args.relay_executor)
     from bridge_bench import bench_pairs  # the sibling bench (this folder is sys.path[0])
 
-    pure = bench_pairs(60.0)
+    pure = None if args.no_pure else bench_pairs(60.0)
     executors = args.executors.split(',')
-    relays = {name: run('relay', args, name) for name in executors}
-    bridges = {name: run('bridge', args, name, fixed_rate=(name == executors[0]))
-               for name in executors}
-    load = os.getloadavg()[0]
-    print(f'bridge over DDS: {args.pairs} pairs flow-controlled, at most {args.in_flight} in '
-          f'flight; {os.cpu_count()} CPUs, load {load:.1f}')
-    print(f'  pure bridge path (this process):    {pure:>8,.0f} pairs/s ({1e6 / pure:.0f} us/pair)')
+    figures = {}
+    for name in executors:   # relay and bridge back to back: the same load for both
+        figures[name] = (run('relay', args, name),
+                         run('bridge', args, name, fixed_rate=(name == executors[0])))
+    print(f'bridge over DDS: CPU per pair over {args.cpu_pairs} pairs at {args.cpu_rate_hz:g} '
+          f'pairs/s (best of {args.cpu_repeats})'
+          + (f'; {args.pairs} pairs flow-controlled, at most {args.in_flight} in flight'
+             if args.pairs else '') + f'; {os.cpu_count()} CPUs')
+    if pure is not None:
+        print(f'  pure bridge path (this process):    {pure:>8,.0f} pairs/s '
+              f'({1e6 / pure:.0f} us/pair)')
     ok = True
     for name in executors:
-        relay, bridge = relays[name], bridges[name]
-        print(f'  bare rclpy relay ({name + "):":<17} {relay["rate"]:>8,.0f} pairs/s, CPU '
-              f'{relay["cpu_us"]:.0f} us/pair')
-        print(f'  outcome_bridge ({name + "):":<18} {bridge["rate"]:>8,.0f} pairs/s = '
-              f'{bridge["rate"] / relay["rate"]:.2f}x the relay, CPU {bridge["cpu_us"]:.0f} '
-              f'us/pair; exit code {bridge["exit_code"]}')
+        relay, bridge = figures[name]
+        print(f'  bare rclpy relay ({name + "):":<17} CPU {relay["cpu_us"]:6.1f} us/pair (load '
+              f'{relay["cpu_loads"][0]:.2f})'
+              + (f', {relay["rate"]:>8,.0f} pairs/s flow-controlled (CPU '
+                 f'{relay["flow_cpu_us"]:.0f} us/pair, load {relay["flow_load"]:.2f})'
+                 if args.pairs else ''))
+        print(f'  outcome_bridge ({name + "):":<18} CPU {bridge["cpu_us"]:6.1f} us/pair = '
+              f'{relay["cpu_us"] / bridge["cpu_us"]:.2f}x the relay (load '
+              f'{bridge["cpu_loads"][0]:.2f})'
+              + (f', {bridge["rate"]:>8,.0f} pairs/s = {bridge["rate"] / relay["rate"]:.2f}x '
+                 f'(CPU {bridge["flow_cpu_us"]:.0f} us/pair, load {bridge["flow_load"]:.2f})'
+                 if args.pairs else '') + f'; exit code {bridge["exit_code"]}')
         ok = ok and relay['exit_code'] == 0 and bridge['exit_code'] == 0
-    fixed = bridges[executors[0]]['fixed']
-    print(f'  at {args.rate_hz} Hz for {args.duration_s:g} s ({executors[0]}): sent '
-          f'{fixed["sent"]} in {fixed["elapsed_s"]:.1f} s ({fixed["late_sends"]} sends >10 '
-          f'periods late), received {fixed["received"]}, missed (sequence gaps) '
-          f'{fixed["missed"]}, message_lost events {fixed["lost_events"]}, dropped '
-          f'{fixed["dropped"]}, assessments out {fixed["outputs"]}; unaccounted: '
-          f'{fixed["unaccounted"]} (sent - received - missed), '
-          f'{fixed["unaccounted_in_bridge"]} (received - paired - dropped - pending); bridge '
-          f'CPU {fixed["cpu_us"]:.0f} us/pair')
-    ok = ok and fixed['unaccounted'] == 0 and fixed['unaccounted_in_bridge'] == 0
+    fixed = figures[executors[0]][1].get('fixed')
+    if fixed is not None:
+        print(f'  at {args.rate_hz} Hz for {args.duration_s:g} s ({executors[0]}): sent '
+              f'{fixed["sent"]} in {fixed["elapsed_s"]:.1f} s ({fixed["late_sends"]} sends >10 '
+              f'periods late), received {fixed["received"]}, missed (sequence gaps) '
+              f'{fixed["missed"]}, message_lost events {fixed["lost_events"]}, dropped '
+              f'{fixed["dropped"]}, assessments out {fixed["outputs"]}; unaccounted: '
+              f'{fixed["unaccounted"]} (sent - received - missed), '
+              f'{fixed["unaccounted_in_bridge"]} (received - paired - dropped - pending); bridge '
+              f'CPU {fixed["cpu_us"]:.0f} us/pair; load {fixed["load"]:.2f}')
+        ok = ok and fixed['unaccounted'] == 0 and fixed['unaccounted_in_bridge'] == 0
     return 0 if ok else 1
 
 

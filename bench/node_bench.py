@@ -6,6 +6,7 @@ Run from the repository root after ``source scripts/env.sh``::
     python bench/node_bench.py                       # every part, both executors (~10 min)
     python bench/node_bench.py --quick               # short CI-style run (~2-3 min)
     python bench/node_bench.py --part throughput     # one part: throughput|latency|scale|memory
+    python bench/node_bench.py --part cpu --with-telemetry   # CPU per cycle only (~1-2 min)
     python bench/node_bench.py --part memory --messages 1000000 --executor events
 
 Set-up, the same for every part: the node under test runs as its own process, the real executable
@@ -16,16 +17,22 @@ the same executor (the node's own ``make_executor``), QoS (reliable, keep_last 1
 keep_last 10 output) and ``/diagnostics`` counters. The load generator is this process: one
 PredictionOutcome then one BeliefSelfAssessment per cycle, pre-serialized CDR published raw, and a
 raw subscription to ``/self_assessment/calibrated`` timestamped on receipt, spun by an
-EventsExecutor in a second thread. DDS is Fast DDS confined to this machine by scripts/env.sh
-(loopback discovery, shared memory / 127.0.0.1), in this shell's own ROS_DOMAIN_ID.
+EventsExecutor in a second thread (bench/harness.py: the process, the relay's spin, the driver,
+the ladder, CPU per message and the report lines are shared with bridge_dds_bench). DDS is Fast
+DDS confined to this machine by scripts/env.sh (loopback discovery, shared memory / 127.0.0.1),
+in this shell's own ROS_DOMAIN_ID.
 
 Parts:
 
-- throughput: for each executor, a ladder of assessment rates (outcomes at the same rate,
+- throughput: for each executor, first the fine figure: process CPU per cycle of the node and
+  of the relay over a fixed count (3000-6000 cycles) at 1 kHz, a rate both sustain, best of 3;
+  their ratio (relay / node) is what the node costs against the relay, where a 10% change
+  shows (``--part cpu`` stops there). Target: >= 0.8x (>= 0.7x recording a telemetry bag,
+  ``--with-telemetry``). Then a ladder of assessment rates (outcomes at the same rate,
   max_history 32); a rate is *sustained* when every assessment got its calibrated output, the node
   counted every outcome, and the last output came within 100 ms of the last publish (no growing
   backlog). Reports the highest sustained rate of the node and of the relay, and their ratio.
-  Target: node >= 0.8x relay and >= 5 kHz.
+  Target: node >= 0.8x relay (0.7x recording) and >= 5 kHz.
 - latency: assessment publish -> calibrated receipt, p50/p99, at 100 Hz and 1 kHz, node and relay.
   Target: node p99 - relay p99 <= 0.5 ms at 1 kHz.
 - scale: cost per assessment at max_history 32, 256, 2048: the pure function alone
@@ -43,14 +50,24 @@ import argparse
 import json
 import math
 import os
-import platform
 import statistics
 import sys
 import tempfile
-import threading
 import time
 
-from measured_process import MeasuredProcess
+from harness import (
+    climb,
+    CountsDiagnostics,
+    cpu_per_message,
+    DriverNode,
+    load_1min,
+    load_average,
+    machine_lines,
+    MeasuredProcess,
+    percentile,
+    run_paced,
+    serve,
+)
 from project_ghost_feedback.core import NS_PER_S
 
 RELAY_NODE_NAME = 'bench_relay'
@@ -66,6 +83,7 @@ MS = 1_000_000
 MAX_LAG_S = 0.1          # a rate is sustained only if the last output trails the last publish less
 
 THROUGHPUT_TARGET_RATIO = 0.8
+THROUGHPUT_TARGET_RATIO_TELEMETRY = 0.7
 THROUGHPUT_TARGET_HZ = 5000.0
 LATENCY_TARGET_ADDED_P99_MS = 0.5
 MEMORY_TARGET_MB = 5.0
@@ -77,6 +95,7 @@ FULL = {
     'latency_s': {100: 20.0, 1000: 10.0},
     'scale_rate_hz': 500.0, 'scale_s': 6.0, 'scale_loops': 2000,
     'messages': 1_000_000, 'memory_rate_hz': {'single_threaded': 1000.0, 'events': 2000.0},
+    'cpu_rate_hz': 1000.0, 'cpu_pairs': 6000, 'cpu_repeats': 3,
 }
 QUICK = {
     'ladder': (1000, 2000, 3000, 4000, 6000, 8000, 10000, 14000, 20000),
@@ -84,35 +103,19 @@ QUICK = {
     'latency_s': {100: 3.0, 1000: 2.0},
     'scale_rate_hz': 500.0, 'scale_s': 2.0, 'scale_loops': 400,
     'messages': 100_000, 'memory_rate_hz': {'single_threaded': 1000.0, 'events': 2000.0},
+    'cpu_rate_hz': 1000.0, 'cpu_pairs': 3000, 'cpu_repeats': 3,
 }
-
-
-def _percentile(values, fraction):
-    """Return the ``fraction`` quantile of ``values`` (nearest rank on the sorted list)."""
-    ordered = sorted(values)
-    if not ordered:
-        return math.nan
-    index = min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))
-    return ordered[index]
-
-
-def _load_average():
-    return ' '.join(f'{x:.2f}' for x in os.getloadavg())
 
 
 # -- the relay (baseline) process ----------------------------------------------------------------
 
-def relay_main(executor_name):
-    """Run the bare relay node until SIGINT or SIGTERM (the baseline of every part)."""
+def make_relay():
+    """Return the bare relay node (the baseline of every part); ``--relay`` serves it."""
     import rclpy
-    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-    from rclpy.executors import ExternalShutdownException
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-    from project_ghost_feedback.ros import feedback_node, node_main
     from project_ghost_feedback_msgs.msg import (
         BeliefSelfAssessment, CalibratedSelfAssessment, PredictionOutcome)
 
-    rclpy.init()
     node = rclpy.create_node(RELAY_NODE_NAME)
     counts = {'outcomes_received': 0, 'assessments_received': 0, 'published': 0}
     input_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=INPUT_QOS_DEPTH,
@@ -120,7 +123,6 @@ def relay_main(executor_name):
     output_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=OUTPUT_QOS_DEPTH,
                             reliability=ReliabilityPolicy.RELIABLE)
     publisher = node.create_publisher(CalibratedSelfAssessment, CALIBRATED_TOPIC, output_qos)
-    diagnostics = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
 
     def on_outcome(msg):
         counts['outcomes_received'] += 1
@@ -130,32 +132,10 @@ def relay_main(executor_name):
         publisher.publish(CalibratedSelfAssessment(header=msg.header, raw_assessment=msg))
         counts['published'] += 1
 
-    def publish_diagnostics():
-        status = DiagnosticStatus(name='bench relay', values=[
-            KeyValue(key=key, value=str(value)) for key, value in counts.items()])
-        diagnostics.publish(DiagnosticArray(status=[status]))
-
     node.create_subscription(PredictionOutcome, OUTCOME_TOPIC, on_outcome, input_qos)
     node.create_subscription(BeliefSelfAssessment, ASSESSMENT_TOPIC, on_assessment, input_qos)
-    node.create_timer(DIAGNOSTICS_PERIOD_S, publish_diagnostics)
-    executor = feedback_node.make_executor(executor_name)
-    executor.add_node(node)
-    spin = getattr(node_main, 'spin_until_shutdown', None)
-    try:
-        if spin is not None:
-            spin(executor, node.context)  # exactly the node's own spin loop
-        else:
-            executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception:
-        if rclpy.ok():
-            raise
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    node.relay_diagnostics = CountsDiagnostics(node, 'bench relay', counts, DIAGNOSTICS_PERIOD_S)
+    return node
 
 
 # -- target processes ----------------------------------------------------------------------------
@@ -181,79 +161,39 @@ class Target(MeasuredProcess):
 
 # -- the load generator --------------------------------------------------------------------------
 
-class Driver:
+class Driver(DriverNode):
     """Publishes raw outcome/assessment pairs, receives calibrated outputs with receipt times."""
 
     def __init__(self):
-        import rclpy
-        from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.experimental import EventsExecutor
         from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-        from rclpy.serialization import deserialize_message
         from project_ghost_feedback_msgs.msg import (
             BeliefSelfAssessment, CalibratedSelfAssessment, PredictionOutcome)
 
-        self._rclpy = rclpy
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node('node_bench_driver', context=self.context)
+        super().__init__('node_bench_driver')
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=INPUT_QOS_DEPTH,
                          reliability=ReliabilityPolicy.RELIABLE)
         self.outcomes = self.node.create_publisher(PredictionOutcome, OUTCOME_TOPIC, qos)
         self.assessments = self.node.create_publisher(BeliefSelfAssessment, ASSESSMENT_TOPIC, qos)
         self.received = []   # (receipt perf_counter_ns, raw CDR of the calibrated output)
-        self.diagnostics = None
         self.calibrated = self.node.create_subscription(
             CalibratedSelfAssessment, CALIBRATED_TOPIC, self._on_output, qos, raw=True)
-        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
         self._templates = _templates()
-        self._deserialize = deserialize_message
-        self._calibrated_type = CalibratedSelfAssessment
         self.sequence = 0
-        self._executor = EventsExecutor(context=self.context)
-        self._executor.add_node(self.node)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, name='node_bench_spin', daemon=True)
-        self._thread.start()
-
-    def _spin(self):
-        from rclpy.task import Future
-        never = Future()
-        while not self._stop.is_set() and self.context.ok():
-            self._executor.spin_until_future_complete(never, timeout_sec=0.1)
+        self.start()
 
     def _on_output(self, data):
         self.received.append((time.perf_counter_ns(), data))
-
-    def _on_diagnostics(self, array):
-        values = {kv.key: kv.value for status in array.status for kv in status.values}
-        if 'published' in values:
-            self.diagnostics = values
-
-    def close(self):
-        """Stop the spin thread and shut the context down."""
-        self._stop.set()
-        self._thread.join(timeout=10.0)
-        self._executor.shutdown()
-        self.node.destroy_node()
-        self._rclpy.try_shutdown(context=self.context)
 
     # .. graph ..
 
     def wait_connected(self, target, timeout=30.0):
         """Wait until the target matched every topic and published its diagnostics."""
-        deadline = time.monotonic() + timeout
         self.diagnostics = None
-        while True:
-            target.check_alive()
-            if (self.outcomes.get_subscription_count() > 0
-                    and self.assessments.get_subscription_count() > 0
-                    and self.calibrated.get_publisher_count() > 0
-                    and self.diagnostics is not None):
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f'{target.label} did not connect within {timeout:g} s')
-            time.sleep(0.05)
+        self.wait_until(lambda: (self.outcomes.get_subscription_count() > 0
+                                 and self.assessments.get_subscription_count() > 0
+                                 and self.calibrated.get_publisher_count() > 0
+                                 and self.diagnostics is not None),
+                        f'{target.label} to connect', target, timeout, poll_s=0.05)
 
     def counters(self):
         """Return the target's last diagnostics counters as ints."""
@@ -264,33 +204,18 @@ class Driver:
     # .. traffic ..
 
     def publish_pair(self):
-        """Publish the next outcome then the next assessment; return the assessment's send time."""
+        """Publish the next outcome then the next assessment; return (sequence, send time)."""
         self.sequence += 1
         outcome, assessment = self._templates.pair(self.sequence)
         self.outcomes.publish(outcome)
         sent = time.perf_counter_ns()
         self.assessments.publish(assessment)
-        return sent
+        return self.sequence, sent
 
     def run_paced(self, rate_hz, count):
         """Publish ``count`` pairs at ``rate_hz``; return (start_ns, end_ns, send times by seq)."""
-        sends = {}
-        start = time.perf_counter_ns()
-        period_ns = NS_PER_S / rate_hz
-        done = 0
-        while done < count:
-            due = min(count, int((time.perf_counter_ns() - start) / period_ns) + 1)
-            if due <= done:
-                wait_ns = start + done * period_ns - time.perf_counter_ns()
-                if wait_ns > 0:
-                    wait_s = wait_ns / NS_PER_S
-                    time.sleep(min(wait_s, 0.001) if rate_hz > 500 else wait_s)
-                continue
-            while done < due:
-                sent = self.publish_pair()   # increments self.sequence
-                sends[self.sequence] = sent
-                done += 1
-        return start, time.perf_counter_ns(), sends
+        start, end, sends, _ = run_paced(rate_hz, count, self.publish_pair)
+        return start, end, dict(sends)
 
     def wait_outputs(self, expected, idle_timeout=1.5, total_timeout=120.0):
         """Wait until ``expected`` outputs arrived or none arrived for ``idle_timeout`` s."""
@@ -431,33 +356,44 @@ def measure_step(driver, target, rate_hz, step_s):
         'rate_hz': rate_hz, 'count': count, 'outputs': got, 'lost': lost,
         'outcomes_counted': outcomes_counted, 'lag_s': lag_s, 'achieved_hz': achieved,
         'generator_limited': achieved < 0.95 * rate_hz, 'sustained': sustained,
+        'summary': f'lost {lost}/{count}, outcomes counted {outcomes_counted}, lag '
+                   f'{1000 * lag_s:.0f} ms, sent at {achieved:.0f} Hz',
     }
 
 
 def max_sustained_rate(driver, target, ladder, step_s):
     """Climb ``ladder`` until a rate is not sustained (twice); return (best, steps)."""
-    best, steps = 0.0, []
-    for rate in ladder:
-        step = measure_step(driver, target, rate, step_s)
-        if not step['sustained']:
-            _drain(driver)
-            step = measure_step(driver, target, rate, step_s)  # one retry: a shared machine
-        steps.append(step)
-        print(f'    {target.label:24s} {rate:7.0f} Hz: '
-              f'{"sustained" if step["sustained"] else "NOT sustained"} '
-              f'(lost {step["lost"]}/{step["count"]}, outcomes counted '
-              f'{step["outcomes_counted"]}, lag {1000 * step["lag_s"]:.0f} ms, sent at '
-              f'{step["achieved_hz"]:.0f} Hz)', flush=True)
-        if step['generator_limited']:
-            print('    (the generator could not send faster: the figure is a lower bound)')
-            if step['sustained']:
-                best = max(best, step['achieved_hz'])
-            break
-        if not step['sustained']:
-            break
-        best = rate
-        _drain(driver)
-    return best, steps
+    return climb(ladder, lambda rate: measure_step(driver, target, rate, step_s), target.label,
+                 drain=lambda: _drain(driver))
+
+
+def cpu_cost(driver, target, settings):
+    """Return the target's CPU per cycle at a rate both targets sustain (see harness).
+
+    ``settings['cpu_pairs']`` cycles (one outcome + one assessment in, one output out) at
+    ``settings['cpu_rate_hz']``, best of ``settings['cpu_repeats']``; each run ends when the
+    target counted every input on /diagnostics (and the outputs came back); returns a dict.
+    """
+    rate, pairs = settings['cpu_rate_hz'], settings['cpu_pairs']
+    shortfalls = []
+
+    def run():
+        driver.received.clear()
+        before = driver.counters()
+        driver.run_paced(rate, pairs)
+        got = driver.wait_outputs(pairs, idle_timeout=1.0)
+        counters = driver.wait_counters(before['outcomes_received'] + pairs, timeout=5.0)
+        taken = counters['assessments_received'] - before['assessments_received']
+        if got < pairs or taken < pairs:
+            shortfalls.append(f'{taken}/{pairs} assessments taken, {got} outputs')
+
+    best, samples, loads = cpu_per_message(target, run, pairs, settings['cpu_repeats'])
+    print(f'    {target.label:24s} CPU per cycle at {rate:.0f} Hz x {pairs}: best '
+          f'{best:.1f} us (runs {", ".join(f"{s:.1f}" for s in samples)}; load '
+          f'{", ".join(f"{x:.2f}" for x in loads)})'
+          + (f'; NOT sustained: {"; ".join(shortfalls)}' if shortfalls else ''), flush=True)
+    return {'rate_hz': rate, 'pairs': pairs, 'cpu_us': best, 'runs_us': samples, 'loads': loads,
+            'shortfalls': shortfalls}
 
 
 def _drain(driver, quiet_s=0.5):
@@ -468,13 +404,18 @@ def _drain(driver, quiet_s=0.5):
         time.sleep(quiet_s)
 
 
-def part_throughput(driver, settings, executors, results, telemetry_dir=None):
-    """Measure (a): the highest sustained assessment rate, node vs relay, per executor.
+def part_throughput(driver, settings, executors, results, telemetry_dir=None, ladder=True):
+    """Measure (a): CPU per cycle and the highest sustained rate, node vs relay, per executor.
 
-    With ``telemetry_dir`` the node records a telemetry bag there (one per executor).
+    First the fine figure (process CPU per cycle over a fixed count at a rate both sustain),
+    then, with ``ladder``, the highest sustained assessment rate. With ``telemetry_dir`` the node
+    records a telemetry bag there (one per executor).
     """
-    print('\n== (a) throughput: highest sustained assessment rate (outcomes at the same rate, '
-          f'max_history 32, telemetry {"on" if telemetry_dir else "off"}) ==', flush=True)
+    target_ratio = THROUGHPUT_TARGET_RATIO_TELEMETRY if telemetry_dir else THROUGHPUT_TARGET_RATIO
+    print('\n== (a) throughput: CPU per cycle at a fixed rate'
+          + (' and highest sustained assessment rate' if ladder else '')
+          + f' (outcomes at the same rate, max_history 32, telemetry '
+          f'{"on" if telemetry_dir else "off"}) ==', flush=True)
     rows = []
     for executor in executors:
         row = {'executor': executor, 'telemetry': bool(telemetry_dir)}
@@ -485,24 +426,39 @@ def part_throughput(driver, settings, executors, results, telemetry_dir=None):
                     ('telemetry_bag', os.path.join(telemetry_dir, f'throughput_{executor}')))
             target = _with_target(driver, kind, executor, parameters)
             try:
-                best, steps = max_sustained_rate(
-                    driver, target, settings['ladder'], settings['step_s'])
+                row[f'{kind}_cpu'] = cpu_cost(driver, target, settings)
+                if ladder:
+                    _drain(driver)
+                    best, steps = max_sustained_rate(
+                        driver, target, settings['ladder'], settings['step_s'])
+                    row[kind] = best
+                    row[f'{kind}_steps'] = steps
+                    row[f'{kind}_generator_limited'] = any(
+                        s['generator_limited'] for s in steps)
             finally:
                 target.stop()
-            row[kind] = best
-            row[f'{kind}_steps'] = steps
-            row[f'{kind}_generator_limited'] = any(s['generator_limited'] for s in steps)
-        row['ratio'] = row['node'] / row['relay'] if row['relay'] else math.nan
+        row['cpu_ratio'] = row['relay_cpu']['cpu_us'] / row['node_cpu']['cpu_us']
+        if ladder:
+            row['ratio'] = row['node'] / row['relay'] if row['relay'] else math.nan
+        row['load_end'] = load_1min()
         rows.append(row)
     print()
-    print(f'{"executor":16s} {"relay max Hz":>13s} {"node max Hz":>12s} {"node/relay":>11s}  '
-          f'target (>= {THROUGHPUT_TARGET_RATIO}x and >= {THROUGHPUT_TARGET_HZ:.0f} Hz)')
+    print(f'{"executor":16s} {"relay CPU/cycle":>16s} {"node CPU/cycle":>15s} '
+          f'{"relay/node":>11s}  target (>= {target_ratio}x)')
     for row in rows:
-        met = row['ratio'] >= THROUGHPUT_TARGET_RATIO and row['node'] >= THROUGHPUT_TARGET_HZ
-        bound = '>=' if row['relay_generator_limited'] else '  '
-        print(f'{row["executor"]:16s} {bound}{row["relay"]:11.0f} {row["node"]:12.0f} '
-              f'{row["ratio"]:10.2f}x  {"met" if met else "NOT met"}')
-    results['throughput'] = rows
+        ratio = row['cpu_ratio']
+        print(f'{row["executor"]:16s} {row["relay_cpu"]["cpu_us"]:13.1f} us '
+              f'{row["node_cpu"]["cpu_us"]:12.1f} us {ratio:10.2f}x  '
+              f'{"met" if ratio >= target_ratio else "NOT met"} (load {row["load_end"]:.2f})')
+    if ladder:
+        print(f'{"executor":16s} {"relay max Hz":>13s} {"node max Hz":>12s} {"node/relay":>11s}  '
+              f'target (>= {target_ratio}x and >= {THROUGHPUT_TARGET_HZ:.0f} Hz)')
+        for row in rows:
+            met = row['ratio'] >= target_ratio and row['node'] >= THROUGHPUT_TARGET_HZ
+            bound = '>=' if row['relay_generator_limited'] else '  '
+            print(f'{row["executor"]:16s} {bound}{row["relay"]:11.0f} {row["node"]:12.0f} '
+                  f'{row["ratio"]:10.2f}x  {"met" if met else "NOT met"}')
+    results.setdefault('throughput', []).extend(rows)
 
 
 # -- (b) latency ---------------------------------------------------------------------------------
@@ -534,8 +490,8 @@ def part_latency(driver, settings, executors, results):
                     row = {
                         'executor': executor, 'kind': kind, 'rate_hz': rate, 'count': count,
                         'received': len(latencies),
-                        'p50_ms': _percentile(latencies, 0.50),
-                        'p99_ms': _percentile(latencies, 0.99),
+                        'p50_ms': percentile(latencies, 0.50),
+                        'p99_ms': percentile(latencies, 0.99),
                         'max_ms': max(latencies) if latencies else math.nan,
                     }
                     rows.append(row)
@@ -778,38 +734,15 @@ def part_memory(driver, settings, executor, results, messages, telemetry_dir=Non
 
 # -- main ----------------------------------------------------------------------------------------
 
-def machine_lines():
-    """Return lines describing the machine, Python, rclpy and the load."""
-    cpu = platform.processor() or 'unknown cpu'
-    try:
-        with open('/proc/cpuinfo') as info:
-            cpu = next(line.split(':', 1)[1].strip() for line in info
-                       if line.startswith('model name'))
-    except (OSError, StopIteration):
-        pass
-    try:
-        from importlib.metadata import version
-        rclpy_version = version('ros-jazzy-rclpy')
-    except Exception:  # noqa: BLE001 - informational only
-        rclpy_version = 'unknown'
-    return [
-        f'machine: {cpu}, {os.cpu_count()} cpus, {platform.platform()}',
-        f'python {platform.python_version()}, rclpy {rclpy_version} (Jazzy wheels), '
-        f'RMW {os.environ.get("RMW_IMPLEMENTATION", "default")}, ROS_DOMAIN_ID '
-        f'{os.environ.get("ROS_DOMAIN_ID", "0")}, discovery '
-        f'{os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "unset")}',
-        f'date {time.strftime("%Y-%m-%d %H:%M %Z")}, load average {_load_average()}',
-    ]
-
-
 def main(argv=None):
     """Run the selected parts and print their tables."""
     parser = argparse.ArgumentParser(
         description=__doc__.split('\n\n')[0],
         epilog='Run inside scripts/env.sh. Each part starts and stops its own node processes.')
     parser.add_argument('--part', action='append',
-                        choices=('throughput', 'latency', 'scale', 'memory'),
-                        help='part to run (repeatable; default: all)')
+                        choices=('throughput', 'cpu', 'latency', 'scale', 'memory'),
+                        help='part to run (repeatable; default: all but cpu, which is '
+                             'throughput without its ladder: CPU per cycle only)')
     parser.add_argument('--quick', action='store_true',
                         help='short run: coarser ladder, shorter steps, 100k messages for memory')
     parser.add_argument('--executor', choices=EXECUTORS + ('both',), default=None,
@@ -821,14 +754,14 @@ def main(argv=None):
                         help='memory: pairs per second (default 1000 single_threaded, '
                              '2000 events: below what each sustains here)')
     parser.add_argument('--with-telemetry', action='store_true',
-                        help='throughput: the node records a telemetry bag; memory: also '
-                             'measure a node recording a telemetry bag')
+                        help='throughput/cpu: also measure a node recording a telemetry bag '
+                             '(after the figures without); memory: likewise')
     parser.add_argument('--json', metavar='PATH', help='also write the figures as JSON')
     parser.add_argument('--relay', action='store_true', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.relay:
-        return relay_main(args.executor or 'single_threaded')
+        return serve(make_relay, args.executor or 'single_threaded')
 
     from project_ghost_feedback.ros.dds import ensure_loopback
     from project_ghost_feedback.ros.feedback_parameters import DEFAULT_EXECUTOR
@@ -855,12 +788,12 @@ def main(argv=None):
     driver = Driver()
     started = time.monotonic()
     try:
-        if 'throughput' in parts:
+        if 'throughput' in parts or 'cpu' in parts:
+            ladder = 'throughput' in parts
+            part_throughput(driver, settings, executors, results, ladder=ladder)
             if args.with_telemetry:
                 with tempfile.TemporaryDirectory(prefix='node_bench_') as directory:
-                    part_throughput(driver, settings, executors, results, directory)
-            else:
-                part_throughput(driver, settings, executors, results)
+                    part_throughput(driver, settings, executors, results, directory, ladder)
         if 'latency' in parts:
             part_latency(driver, settings, executors, results)
         if 'scale' in parts:
@@ -872,9 +805,9 @@ def main(argv=None):
                     part_memory(driver, settings, single, results, messages, directory)
     finally:
         driver.close()
-    results['load_average_end'] = _load_average()
+    results['load_average_end'] = load_average()
     results['elapsed_s'] = time.monotonic() - started
-    print(f'\nload average at the end: {_load_average()}; {results["elapsed_s"]:.0f} s')
+    print(f'\nload average at the end: {load_average()}; {results["elapsed_s"]:.0f} s')
     if args.json:
         with open(args.json, 'w') as output:
             json.dump(results, output, indent=2, default=str)

@@ -72,34 +72,15 @@ def belief_to_msg(belief):
     return fill_belief_msg(BeliefSelfAssessmentMsg(), belief)
 
 
-def fill_belief_msg(msg, belief, named_level_msg=named_level_to_msg):
-    """Set every field of the BeliefSelfAssessment message ``msg`` from ``belief``; return it.
-
-    ``named_level_msg(named)`` makes the NamedLevel messages; a caller publishing many messages
-    may pass one that returns cached messages (:class:`NamedLevelMessages`).
-    """
+def fill_belief_msg(msg, belief):
+    """Set every field of the BeliefSelfAssessment message ``msg`` from ``belief``; return it."""
     msg.overall_level = level_to_msg(belief.overall_level)
-    msg.axis_levels = [named_level_msg(n) for n in belief.axis_levels]
-    msg.block_levels = [named_level_msg(n) for n in belief.block_levels]
+    msg.axis_levels = [named_level_to_msg(n) for n in belief.axis_levels]
+    msg.block_levels = [named_level_to_msg(n) for n in belief.block_levels]
     msg.schema_version = MSG_SCHEMA_VERSION
     fill_stamp(msg.header.stamp, belief.belief_stamp_sim_ns)
     msg.header.frame_id = belief.frame_id
     return msg
-
-
-class NamedLevelMessages:
-    """NamedLevel messages made once per (name, level) and reused (never mutated after)."""
-
-    def __init__(self):
-        self._made = {}
-
-    def __call__(self, named):
-        """Return the NamedLevel message of ``named``."""
-        key = (named.name, named.level)
-        msg = self._made.get(key)
-        if msg is None:
-            msg = self._made[key] = named_level_to_msg(named)
-        return msg
 
 
 def outcome_to_msg(outcome):

@@ -44,7 +44,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.serialization import serialize_message
+from rclpy.serialization import deserialize_message, serialize_message
 from rcl_interfaces.msg import SetParametersResult
 from std_srvs.srv import Trigger
 
@@ -83,6 +83,7 @@ from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for mai
     validate,
 )
 from .input_accounting import is_negative_time_error, LogGate, SequenceGaps
+from .wire import belief_view, calibrated_bytes, outcome_view, WireError
 from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s users
     cap_text,
     diagnostic_array,
@@ -203,12 +204,15 @@ class FeedbackNode(Node):
                 durability=DurabilityPolicy.TRANSIENT_LOCAL))
         # Created first: when both inputs are ready in one wait, the executor takes the outcomes
         # first (SingleThreadedExecutor serves a node's subscriptions in creation order).
+        # Raw: the node reads the serialized bytes itself (.wire), no message objects built.
         self._outcome_subscription = self.create_subscription(
             PredictionOutcomeMsg, OUTCOME_TOPIC, on_outcome, input_qos,
-            event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_message_lost))
+            event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_message_lost),
+            raw=True)
         self._assessment_subscription = self.create_subscription(
             BeliefSelfAssessmentMsg, ASSESSMENT_TOPIC, on_assessment, input_qos,
-            event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_message_lost))
+            event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_message_lost),
+            raw=True)
         self._outcome_gaps = SequenceGaps(self._outcome_subscription.get_publisher_count)
         self._assessment_gaps = SequenceGaps(self._assessment_subscription.get_publisher_count)
         self._reset_service = self.create_service(Trigger, '~/reset', self._on_reset_request)
@@ -426,27 +430,47 @@ class FeedbackNode(Node):
     def _input_callbacks(self):
         if self._message_info:
             return self._on_outcome_with_info, self._on_assessment_with_info
-        return self._on_outcome, self._on_assessment
+        return self._on_outcome_data, self._on_assessment_data
 
     def input_handlers(self):
         """Return ``(on_outcome, on_assessment)``: the subscription callbacks, taking a message.
 
-        For handler-level tests and benches, which feed messages without DDS: the same code
-        the subscriptions run (the message-info path with an empty info where it is in use).
+        For handler-level tests and benches, which feed messages without DDS: serialized bytes
+        take the subscriptions' own path (the message-info path with an empty info where it is
+        in use); a message object (rclpy's, or any with the same attributes) is converted from
+        its attributes and then handled by the same code.
         """
         on_outcome, on_assessment = self._input_callbacks()
-        if not self._message_info:
-            return on_outcome, on_assessment
-        return (lambda msg: on_outcome(msg, {})), (lambda msg: on_assessment(msg, {}))
+        if self._message_info:
+            def with_info(callback):
+                return lambda data: callback(data, {})
+            on_outcome, on_assessment = with_info(on_outcome), with_info(on_assessment)
+
+        def outcome_handler(msg):
+            return on_outcome(msg) if isinstance(msg, bytes) else self._on_outcome(msg)
+
+        def assessment_handler(msg):
+            return (on_assessment(msg) if isinstance(msg, bytes)
+                    else self._on_assessment(msg, None, 0))
+        return outcome_handler, assessment_handler
 
     def _note_missed(self, kind, missed):
         self._period.note(WARN, f'{missed} {kind} messages missing from the publication '
                                 'sequence (input queue overflow)')
 
-    def _on_outcome_with_info(self, msg, info):
+    def _on_outcome_with_info(self, data, info):
         missed = self._outcome_gaps.note(info)
         if missed:
             self._note_missed('outcome', missed)
+        self._on_outcome_data(data)
+
+    def _on_outcome_data(self, data):
+        try:
+            msg = outcome_view(data)
+        except WireError:
+            # Another encapsulation (big endian, ...) or unreadable: rclpy reads what it can
+            # and raises for the rest (counted as a callback error, as a failed take was).
+            msg = deserialize_message(data, PredictionOutcomeMsg)
         self._on_outcome(msg)
 
     def _on_outcome(self, msg):
@@ -476,13 +500,22 @@ class FeedbackNode(Node):
             # It would have counted for an assessment already published.
             self.late_outcomes += 1
 
-    def _on_assessment_with_info(self, msg, info):
+    def _on_assessment_with_info(self, data, info):
         missed = self._assessment_gaps.note(info)
         if missed:
             self._note_missed('assessment', missed)
-        self._on_assessment(msg)
+        self._on_assessment_data(data)
 
-    def _on_assessment(self, msg):
+    def _on_assessment_data(self, data):
+        try:
+            msg, header_end = belief_view(data)
+        except WireError:
+            msg = deserialize_message(data, BeliefSelfAssessmentMsg)  # as for outcomes
+            data = None
+        self._on_assessment(msg, data, header_end if data is not None else 0)
+
+    def _on_assessment(self, msg, data, header_end):
+        """Take one assessment: ``msg`` to read it from; ``data`` its bytes, or None."""
         self.received['assessment'] += 1
         try:
             raw = belief_from_msg(msg)
@@ -490,7 +523,9 @@ class FeedbackNode(Node):
             self._reject('assessment', error)
             return
         if not self._loop.hold(raw, self._steady.now().nanoseconds):
-            self._judge(raw, msg)
+            self._after_judging(
+                self._loop.assessment(raw, self.get_clock().now().nanoseconds), msg, data,
+                header_end)
 
     def _release_held(self):
         """Judge the held assessments whose hold time is over, in arrival order."""
@@ -499,14 +534,15 @@ class FeedbackNode(Node):
             return
         for step in loop.release(self._steady.now().nanoseconds,
                                  self.get_clock().now().nanoseconds):
-            self._after_judging(step, None)
+            self._after_judging(step, None, None, 0)
 
-    def _judge(self, raw, msg):
-        self._after_judging(
-            self._loop.assessment(raw, self.get_clock().now().nanoseconds), msg)
+    def _after_judging(self, step, msg, data, header_end):
+        """Publish, record and account one judged assessment.
 
-    def _after_judging(self, step, msg):
-        """Publish, record and account one judged assessment (``msg``: its message, or None)."""
+        ``data`` (with ``header_end``): the assessment's serialized bytes, around which the output
+        is encoded (.wire); else ``msg``, the rclpy message it came from (its raw assessment as
+        is), or None (the output message built from the contract).
+        """
         if step.refusal is not None:
             self._count_rejection('assessment', *step.refusal)
             return
@@ -514,7 +550,11 @@ class FeedbackNode(Node):
             self._note_reset(event)
         calibrated = step.calibrated
         raw = calibrated.raw_assessment
-        self._publisher.publish(fill_calibrated_msg(self._output_msg, calibrated, raw_msg=msg))
+        if data is not None:
+            self._publisher.publish(calibrated_bytes(data, header_end, calibrated))
+        else:
+            raw_msg = msg if isinstance(msg, BeliefSelfAssessmentMsg) else None
+            self._publisher.publish(fill_calibrated_msg(self._output_msg, calibrated, raw_msg))
         if self._telemetry is not None:
             self._telemetry.record_assessment(raw, calibrated)
         self.published += 1

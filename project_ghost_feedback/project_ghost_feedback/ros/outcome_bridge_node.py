@@ -93,7 +93,7 @@ from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes
 )
 from ..msg_decoding import history_from_msg
 from .calibration_status import ERROR, OK, PeriodStatus, STALE, WARN
-from .conversions import fill_belief_msg, fill_outcome_msg, NamedLevelMessages
+from .wire import belief_bytes, outcome_bytes
 from .input_accounting import is_negative_time_error, LogGate, SequenceGaps
 from .node_kit import (
     cap_text,
@@ -257,13 +257,12 @@ class _NodeListener(EngineListener):
 
     def outcome(self, outcome, estimate):
         node = self._node
-        node._outcome_publisher.publish(fill_outcome_msg(node._outcome_msg, outcome))
+        node._outcome_publisher.publish(outcome_bytes(outcome))
         node.outcomes_published += 1
 
     def assessment(self, belief, estimate):
         node = self._node
-        node._assessment_publisher.publish(
-            fill_belief_msg(node._assessment_msg, belief, node._named_level_msgs))
+        node._assessment_publisher.publish(belief_bytes(belief))
         node.assessments_published += 1
         if node._calibrated_publisher is not None:
             node.publish_calibrated_estimate(estimate.message)
@@ -348,10 +347,8 @@ class OutcomeBridge(Node):
         output_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST,
                                 depth=self._param('output_qos_depth'),
                                 reliability=ReliabilityPolicy.RELIABLE)
-        # One message per output, refilled per estimate: publish() serializes synchronously.
-        self._outcome_msg = PredictionOutcomeMsg()
-        self._assessment_msg = BeliefSelfAssessmentMsg()
-        self._named_level_msgs = NamedLevelMessages()
+        # The outputs are published as the CDR bytes of the contracts (.wire): no message
+        # objects to fill and convert (issue 32).
         self._outcome_publisher = self.create_publisher(
             PredictionOutcomeMsg, 'prediction_outcome', output_qos)
         self._assessment_publisher = self.create_publisher(

@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The node's CDR reading and writing (ros/wire.py) against rclpy's and rosbags' own codecs.
+
+Seeded random messages: what rclpy serializes, wire reads to the same contracts as rclpy's
+deserialization + conversion; what wire encodes, rclpy and rosbags both read back to the message
+rclpy would have published. Malformed payloads raise WireError, never anything else.
+"""
+
+import random
+
+from project_ghost_feedback.core import (
+    BeliefSelfAssessment,
+    NamedLevel,
+    PredictionOutcome,
+    SelfAssessmentLevel,
+)
+from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
+from project_ghost_feedback.ros import wire
+from project_ghost_feedback.ros.conversions import (
+    belief_from_msg,
+    belief_to_msg,
+    calibrated_from_msg,
+    fill_calibrated_msg,
+    outcome_from_msg,
+    outcome_to_msg,
+)
+from project_ghost_feedback.telemetry.msgdefs import typestore
+from project_ghost_feedback_msgs.msg import (
+    BeliefSelfAssessment as BeliefMsg,
+    CalibratedSelfAssessment as CalibratedMsg,
+    PredictionOutcome as OutcomeMsg,
+)
+import pytest
+from rclpy.serialization import deserialize_message, serialize_message
+
+MS = 1_000_000
+LEVELS = list(SelfAssessmentLevel)
+POLICIES = ('overconfidence_scale', 'mahalanobis_downgrade', 'calibrated_exceedance')
+
+
+def _named(rng, prefix, count):
+    return tuple(NamedLevel(f'{prefix}{"n" * rng.randrange(0, 9)}{k}', rng.choice(LEVELS))
+                 for k in range(count))
+
+
+def _streams(seed, trials):
+    """Yield (outcomes, belief, calibrated) of seeded random loops (frames, names, windows)."""
+    rng = random.Random(seed)
+    for _ in range(trials):
+        loop = FeedbackLoop(LoopConfig.make(rng.choice(POLICIES), None,
+                                            rng.choice((1, 2, 5, 32)), 1024))
+        count = rng.randrange(0, 40)
+        outcomes = []
+        for i in range(1, count + 1):
+            outcome = PredictionOutcome(
+                i * MS - MS // 2, i * MS, (rng.gauss(0, 1), -0.0, 1e308),
+                (rng.random(), 0.0, -rng.random()), rng.random() * 4,
+                rng.choice((rng.random() * 3, float('inf'))),
+                frame_id='o' * rng.randrange(0, 6))
+            outcomes.append(outcome)
+            loop.outcome(outcome)
+        belief = BeliefSelfAssessment(
+            (count + 1) * MS, rng.choice(LEVELS), _named(rng, 'axis', rng.randrange(0, 5)),
+            _named(rng, 'block', rng.randrange(0, 3)), frame_id='f' * rng.randrange(0, 9))
+        yield outcomes, belief, loop.assessment(belief).calibrated
+
+
+def test_reading_equals_rclpy_deserialization():
+    """Outcomes and beliefs read from rclpy's bytes equal their contracts."""
+    for outcomes, belief, _ in _streams(1, 150):
+        for outcome in outcomes:
+            assert wire.read_outcome(serialize_message(outcome_to_msg(outcome))) == outcome
+        data = serialize_message(belief_to_msg(belief))
+        read, header_end = wire.read_belief(data)
+        assert read == belief
+        assert read == belief_from_msg(deserialize_message(data, BeliefMsg))
+        assert header_end == 12 + len(belief.frame_id) + 1
+
+
+def test_encoded_output_reads_back_as_rclpy_and_rosbags_read_it():
+    """The encoded CalibratedSelfAssessment is the message rclpy would publish, to both readers."""
+    store = typestore()
+    checked = 0
+    for _, belief, calibrated in _streams(2, 200):
+        if calibrated is None:
+            continue
+        belief_msg = belief_to_msg(belief)
+        data = serialize_message(belief_msg)
+        _, header_end = wire.read_belief(data)
+        payload = wire.calibrated_bytes(data, header_end, calibrated)
+        expected = fill_calibrated_msg(CalibratedMsg(), calibrated, raw_msg=belief_msg)
+        assert deserialize_message(payload, CalibratedMsg) == expected
+        assert calibrated_from_msg(store.deserialize_cdr(
+            payload, 'project_ghost_feedback_msgs/msg/CalibratedSelfAssessment')) == calibrated
+        checked += 1
+    assert checked > 100
+
+
+def test_malformed_payloads_raise_wire_error():
+    """Truncations, another encapsulation and over-long sequences are WireError."""
+    belief = BeliefSelfAssessment(MS, SelfAssessmentLevel.KNOWN,
+                                  (NamedLevel('position_x', SelfAssessmentLevel.KNOWN),))
+    data = serialize_message(belief_to_msg(belief))
+    outcome = serialize_message(outcome_to_msg(PredictionOutcome(
+        MS - 1, MS, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 1.0, 1.0)))
+    for cut in range(0, len(data) - 4):
+        with pytest.raises(wire.WireError):
+            wire.belief_view(data[:cut])
+    for cut in range(0, 84):
+        with pytest.raises(wire.WireError):
+            wire.outcome_view(outcome[:cut])
+    with pytest.raises(wire.WireError):
+        wire.belief_view(b'\x00\x00\x00\x00' + data[4:])   # big-endian encapsulation
+    too_many = bytearray(data)
+    count_at = 4 + 12 + len(belief.frame_id) + 1 + 1 + 3   # axis_levels count, 4-aligned
+    count_at -= (count_at - 4) % 4
+    too_many[count_at:count_at + 4] = (65).to_bytes(4, 'little')
+    with pytest.raises(wire.WireError):
+        wire.belief_view(bytes(too_many))
+
+
+def test_encoded_inputs_read_back_as_rclpy_reads_them():
+    """outcome_bytes and belief_bytes (the bridge's outputs) give rclpy's messages, both readers."""
+    store = typestore()
+    for outcomes, belief, _ in _streams(3, 100):
+        for outcome in outcomes:
+            payload = wire.outcome_bytes(outcome)
+            assert deserialize_message(payload, OutcomeMsg) == outcome_to_msg(outcome)
+            assert wire.read_outcome(payload) == outcome
+            assert outcome_from_msg(store.deserialize_cdr(
+                payload, 'project_ghost_feedback_msgs/msg/PredictionOutcome')) == outcome
+        payload = wire.belief_bytes(belief)
+        assert deserialize_message(payload, BeliefMsg) == belief_to_msg(belief)
+        assert wire.read_belief(payload)[0] == belief
+        assert belief_from_msg(store.deserialize_cdr(
+            payload, 'project_ghost_feedback_msgs/msg/BeliefSelfAssessment')) == belief
