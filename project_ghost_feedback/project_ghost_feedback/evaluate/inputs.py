@@ -209,7 +209,7 @@ class BridgeRun:
             reference_buffer_size=values['reference_buffer_size'],
             pending_capacity=values['pending_capacity'])
         self.ranges = {'estimate': StampRange(), 'reference': StampRange()}
-        self.undecodable = {'estimate': 0, 'reference': 0, 'tf': 0}
+        self.undecodable = {'estimate': 0, 'reference': 0}
         """Messages of each input that did not decode (a cut CDR): skipped, counted."""
         self.estimate_type = self.reference_type = None
         self.bag_start_ns = self.bag_end_ns = None
@@ -271,7 +271,7 @@ class BridgeRun:
                 try:
                     msg = reader.deserialize(rawdata, connection.msgtype)
                 except Exception:  # noqa: BLE001 - any decoder error: counted, skipped
-                    self.undecodable[kind] += 1
+                    self.undecodable[kind] = self.undecodable.get(kind, 0) + 1  # + 'tf'
                     continue
                 if kind == 'tf':
                     from ..ros.tf_frames import feed
