@@ -12,76 +12,25 @@ parameter changes of the node are not applied. Without recorded changes the coun
 of ``replay_bag(path, policy=...)``'s recomputed summary.
 """
 
-import dataclasses
 import math
 
 from ..core import BeliefSelfAssessment, PredictionOutcome, SelfAssessmentLevel
 from ..core.feedback import (
-    coerce_parameters,
     DEFAULT_MAX_HISTORY,
-    make_policy,
     overconfidence_as_dict,
-    parse_setting,
-    policy_names,
+    PolicySpec,
 )
 from ..core.loop import CONFIGURATION, FeedbackLoop, LoopConfig, LoopEvent
+from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 from .injection import scale_outcome
 from ..core import NS_PER_S
 
-DEFAULT_OUTCOME_BUFFER_SIZE = 1024
 TIMELINE_LIMIT = 2000
 """Level change points kept per policy and bag (the counts stay exact beyond it)."""
 HISTOGRAM_BIN = 0.1
 HISTOGRAM_BINS = 80
 """Distances in [0, 8) in bins of 0.1; beyond in ``over``, +inf in ``inf``."""
 LEVEL_NAMES = tuple(level.name for level in sorted(SelfAssessmentLevel))
-
-
-@dataclasses.dataclass(frozen=True)
-class PolicySpec:
-    """A policy and its parameters as given on the command line (``NAME[:k=v,...]``)."""
-
-    name: str
-    parameters: tuple = ()
-
-    @property
-    def label(self):
-        """Return ``name`` or ``name(k=v,...)``: the key of this policy in the results."""
-        if not self.parameters:
-            return self.name
-        return f'{self.name}({",".join(f"{k}={v!r}" for k, v in self.parameters)})'
-
-    def make(self):
-        """Return the policy object (ValueError/TypeError for an invalid parameter)."""
-        return make_policy(self.name, dict(self.parameters))
-
-    def loop(self, max_history, buffer_size):
-        """Return a FeedbackLoop running this policy."""
-        return FeedbackLoop(LoopConfig.make(self.name, dict(self.parameters), max_history,
-                                            buffer_size))
-
-
-def parse_policy(text):
-    """Parse ``NAME`` or ``NAME:k=v,k=v`` into a validated :class:`PolicySpec`."""
-    name, _, rest = text.partition(':')
-    name = name.strip()
-    if name not in policy_names():
-        raise ValueError(f'unknown policy {name!r} (known: {", ".join(policy_names())})')
-    settings = {}
-    for item in filter(None, (part.strip() for part in rest.split(','))):
-        try:
-            key, value = parse_setting(item)
-        except ValueError:
-            raise ValueError(f'{text!r}: expected NAME:key=value,...; got {item!r}') from None
-        settings[key] = value
-    try:
-        values = coerce_parameters(name, settings)
-    except ValueError as error:
-        message = str(error)
-        raise ValueError(message if name in message else f'{name}: {message}') from None
-    spec = PolicySpec(name, tuple(sorted(values.items())))
-    spec.make()
-    return spec
 
 
 def _select_topics(info):
@@ -166,9 +115,10 @@ class _Levels:
 
 
 class _PolicyRun:
-    def __init__(self, spec, injection_ns, max_history, buffer_size):
+    def __init__(self, spec: PolicySpec, injection_ns, max_history, buffer_size):
         self.spec = spec
-        self.loop = spec.loop(max_history, buffer_size)
+        self.loop = FeedbackLoop(LoopConfig.make(spec.name, dict(spec.parameters), max_history,
+                                                 buffer_size))
         self.last_history = None
         self.levels = _Levels()
         self.downgrades = 0
