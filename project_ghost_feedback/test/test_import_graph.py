@@ -181,7 +181,7 @@ def test_the_offline_tools_import_no_node_and_no_demo():
 
 @pytest.fixture
 def toy_package(tmp_path):
-    """A small package with one cycle, one arrow back up and one sideways import."""
+    """Return a small package with one cycle, one arrow back up and one sideways import."""
     root = tmp_path / 'toy'
     files = {
         '__init__.py': '',
