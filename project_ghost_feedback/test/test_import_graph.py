@@ -179,6 +179,33 @@ def test_the_offline_tools_import_no_node_and_no_demo():
             assert not {group_of(t) for t in targets} & {'ros', 'demo'}, (module, targets)
 
 
+def modules_importing_tests(test_root):
+    """Return ``(file, imported)`` for each test file importing a test module or conftest."""
+    found = []
+    for path in sorted(pathlib.Path(test_root).rglob('*.py')):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ''] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                top = name.split('.')[0]
+                if top == 'conftest' or top.startswith('test_'):
+                    found.append((path.relative_to(test_root).as_posix(), name))
+    return found
+
+
+def test_no_test_module_imports_another():
+    """Shared harnesses live in test/support/; a test module imports neither tests nor conftest."""
+    assert modules_importing_tests(pathlib.Path(__file__).resolve().parents[0]) == []
+
+
+def test_self_test_a_test_module_importing_another_is_found(tmp_path):
+    (tmp_path / 'core').mkdir()
+    (tmp_path / 'core' / 'test_a.py').write_text('def test():\n    from test_b import x\n')
+    (tmp_path / 'core' / 'test_c.py').write_text('from conftest import y\nfrom support.z import w\n')
+    assert modules_importing_tests(tmp_path) == [
+        ('core/test_a.py', 'test_b'), ('core/test_c.py', 'conftest')]
+
+
 @pytest.fixture
 def toy_package(tmp_path):
     """Return a small package with one cycle, one arrow back up and one sideways import."""
