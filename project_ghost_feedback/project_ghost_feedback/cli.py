@@ -98,7 +98,7 @@ def _format_stamp(stamp):
 # -- info -----------------------------------------------------------------------------------------
 
 def _command_info(args):
-    from .telemetry.bag_reader import bag_info, BagError
+    from .telemetry import bag_info, BagError
 
     try:
         info = bag_info(args.bag)
@@ -172,7 +172,7 @@ def _print_level_table(report):
 
 
 def _command_replay(args):
-    from .telemetry.bag_reader import BagError
+    from .telemetry import BagError
     from .telemetry.replay import replay_bag
 
     try:

@@ -23,7 +23,8 @@ from typing import NamedTuple
 from ..core._validation import ContractViolation
 from ..core.feedback import coerce_parameters, HISTORY_SCHEMA_SQUARED_DISTANCES
 from ..core.loop import CONFIGURATION, DERIVED_CAUSES, FeedbackLoop, LoopConfig
-from .bag_reader import BagError, normalize_type_name, one_line, OpenBag, ORDERS
+from .bag_metadata import BagError, normalize_type_name, one_line
+from .bag_reader import OpenBag, ORDERS
 from .channels import (
     CHANNEL_BY_TYPE,
     TYPE_BELIEF_SELF_ASSESSMENT,
