@@ -12,7 +12,6 @@ self-test on a small generated package.
 """
 
 import ast
-import collections
 import pathlib
 
 import pytest
@@ -201,7 +200,8 @@ def test_no_test_module_imports_another():
 def test_self_test_a_test_module_importing_another_is_found(tmp_path):
     (tmp_path / 'core').mkdir()
     (tmp_path / 'core' / 'test_a.py').write_text('def test():\n    from test_b import x\n')
-    (tmp_path / 'core' / 'test_c.py').write_text('from conftest import y\nfrom support.z import w\n')
+    (tmp_path / 'core' / 'test_c.py').write_text(
+        'from conftest import y\nfrom support.z import w\n')
     assert modules_importing_tests(tmp_path) == [
         ('core/test_a.py', 'test_b'), ('core/test_c.py', 'conftest')]
 
