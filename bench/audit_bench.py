@@ -32,7 +32,8 @@ import sys
 import tempfile
 import time
 
-from project_ghost_feedback.audit import parse_policy, run_audit
+from project_ghost_feedback.audit import run_audit
+from project_ghost_feedback.core.feedback import parse_policy
 from project_ghost_feedback.audit.driver import local_cluster
 from project_ghost_feedback.audit.task import audit_bag
 from project_ghost_feedback.core.feedback import policy_names

@@ -99,7 +99,7 @@ def _format_stamp(stamp):
 
 def _command_info(args):
     from .safe_io import cut_text
-    from .telemetry.bag_reader import bag_info, BagError
+    from .telemetry import bag_info, BagError
 
     try:
         info = bag_info(args.bag)
@@ -175,7 +175,7 @@ def _print_level_table(report):
 
 
 def _command_replay(args):
-    from .telemetry.bag_reader import BagError
+    from .telemetry import BagError
     from .telemetry.replay import replay_bag
 
     try:

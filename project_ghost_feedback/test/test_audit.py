@@ -32,7 +32,6 @@ from project_ghost_feedback.audit import (
     build_document,
     find_bags,
     parse_injection,
-    parse_policy,
     run_audit,
     write_report,
 )
@@ -43,7 +42,7 @@ from project_ghost_feedback.core import (
     PredictionOutcome,
     SelfAssessmentLevel,
 )
-from project_ghost_feedback.core.feedback import assess_with_feedback
+from project_ghost_feedback.core.feedback import assess_with_feedback, parse_policy
 from project_ghost_feedback.telemetry import (
     Channel,
     read_bag,

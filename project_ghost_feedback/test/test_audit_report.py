@@ -15,7 +15,8 @@ from project_ghost_feedback.audit.injection import parse_injection
 from project_ghost_feedback.audit.report import build_document, render_html, robot_status, \
     write_report
 from project_ghost_feedback.audit.synthetic import write_bag
-from project_ghost_feedback.audit.task import audit_bag, parse_policy
+from project_ghost_feedback.audit.task import audit_bag
+from project_ghost_feedback.core.feedback import parse_policy
 import pytest
 
 POLICIES = [parse_policy('calibrated_exceedance'), parse_policy('overconfidence_scale')]

@@ -215,7 +215,8 @@ def test_bad_inputs_give_one_line_and_exit_2(tmp_path, capsys, case, expected):
 
 def test_audit_of_an_ordinary_bag_equals_the_audit_of_its_evaluated_telemetry(tmp_path):
     """Audit with the bridge options: the per-policy results of evaluate's telemetry bag."""
-    from project_ghost_feedback.audit.task import audit_bag, parse_policy
+    from project_ghost_feedback.audit.task import audit_bag
+    from project_ghost_feedback.core.feedback import parse_policy
     from project_ghost_feedback.evaluate.inputs import bridge_parameters
 
     bag = write_rosbags_bag(tmp_path / 'bag', stack_samples(), POSE, 'sqlite3')

@@ -15,17 +15,15 @@ from .discovery import find_bags
 from .driver import run_audit
 from .injection import Injection, parse_injection
 from .report import AUDIT_SCHEMA_VERSION, build_document, write_report
-from .task import audit_bag, parse_policy, PolicySpec
+from .task import audit_bag
 
 __all__ = [
     'AUDIT_SCHEMA_VERSION',
     'Injection',
-    'PolicySpec',
     'audit_bag',
     'build_document',
     'find_bags',
     'parse_injection',
-    'parse_policy',
     'run_audit',
     'write_report',
 ]

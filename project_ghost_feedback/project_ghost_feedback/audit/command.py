@@ -83,14 +83,13 @@ def add_arguments(parser, positive_int):
 
 def run(args, fail):
     """Run the audit for parsed ``args``; ``fail(message, status)`` prints a one-line error."""
-    from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY, policy_names
+    from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY, parse_policy, policy_names
     from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
     from .discovery import find_bags, robot_name
     from .driver import run_audit
     from .injection import parse_injection
     from ..safe_io import check_output_dir, check_output_file
     from .report import build_document, dumps, write_report
-    from .task import parse_policy
 
     try:
         names = args.policies or [DEFAULT_POLICY] + [

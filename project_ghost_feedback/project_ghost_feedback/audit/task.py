@@ -3,35 +3,33 @@
 
 Pure in the sense that matters for dask: its only input is a path and plain values, its only
 effect is reading that bag, and its result is a dict of a few kilobytes (counts, durations, the
-level *change points*, a distance histogram), whatever the bag's length. The bag is streamed
-through :func:`project_ghost_feedback.telemetry.read_bag` in recorded order, as ``ghost-feedback
-replay`` does, into one :class:`~..core.loop.FeedbackLoop` per policy (the node's own loop), with
-the recorded resets (``/feedback_events``) applied where they happened. The audited
+level *change points*, a distance histogram), whatever the bag's length. The bag's inputs are
+read and fed in recorded order by :mod:`..telemetry.loop_inputs`, the code ``ghost-feedback
+replay`` reads them with, into one :class:`~..core.loop.FeedbackLoop` per policy (the node's own
+loop), with the recorded resets (``/feedback_events``) applied where they happened; an input the
+core's contracts refuse is skipped, as replay and the node skip it. The audited
 configuration (policy, parameters, max_history) stays as given for the whole bag: recorded
 parameter changes of the node are not applied. Without recorded changes the counts equal those
 of ``replay_bag(path, policy=...)``'s recomputed summary.
 """
 
-import dataclasses
 import math
 
 from ..core import BeliefSelfAssessment, PredictionOutcome, SelfAssessmentLevel
 from ..core.feedback import (
-    coerce_parameters,
     DEFAULT_MAX_HISTORY,
     EpisodeTracker,
-    make_policy,
     overconfidence_as_dict,
-    parse_setting,
-    policy_names,
+    PolicySpec,
     RunOverconfidence,
     time_origin,
 )
 from ..core.loop import CONFIGURATION, FeedbackLoop, LoopConfig, LoopEvent
+from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
+from ..telemetry.loop_inputs import LoopFeeder
 from .injection import scale_outcome
 from ..core import NS_PER_S
 
-DEFAULT_OUTCOME_BUFFER_SIZE = 1024
 TIMELINE_LIMIT = 2000
 """Level change points kept per policy and bag (the counts stay exact beyond it)."""
 EPISODE_LIMIT = 200
@@ -40,78 +38,6 @@ HISTOGRAM_BIN = 0.1
 HISTOGRAM_BINS = 80
 """Distances in [0, 8) in bins of 0.1; beyond in ``over``, +inf in ``inf``."""
 LEVEL_NAMES = tuple(level.name for level in sorted(SelfAssessmentLevel))
-
-
-@dataclasses.dataclass(frozen=True)
-class PolicySpec:
-    """A policy and its parameters as given on the command line (``NAME[:k=v,...]``)."""
-
-    name: str
-    parameters: tuple = ()
-
-    @property
-    def label(self):
-        """Return ``name`` or ``name(k=v,...)``: the key of this policy in the results."""
-        if not self.parameters:
-            return self.name
-        return f'{self.name}({",".join(f"{k}={v!r}" for k, v in self.parameters)})'
-
-    def make(self):
-        """Return the policy object (ValueError/TypeError for an invalid parameter)."""
-        return make_policy(self.name, dict(self.parameters))
-
-    def loop(self, max_history, buffer_size):
-        """Return a FeedbackLoop running this policy."""
-        return FeedbackLoop(LoopConfig.make(self.name, dict(self.parameters), max_history,
-                                            buffer_size))
-
-
-def parse_policy(text):
-    """Parse ``NAME`` or ``NAME:k=v,k=v`` into a validated :class:`PolicySpec`."""
-    name, _, rest = text.partition(':')
-    name = name.strip()
-    if name not in policy_names():
-        raise ValueError(f'unknown policy {name!r} (known: {", ".join(policy_names())})')
-    settings = {}
-    for item in filter(None, (part.strip() for part in rest.split(','))):
-        try:
-            key, value = parse_setting(item)
-        except ValueError:
-            raise ValueError(f'{text!r}: expected NAME:key=value,...; got {item!r}') from None
-        settings[key] = value
-    try:
-        values = coerce_parameters(name, settings)
-    except ValueError as error:
-        message = str(error)
-        raise ValueError(message if name in message else f'{name}: {message}') from None
-    spec = PolicySpec(name, tuple(sorted(values.items())))
-    spec.make()
-    return spec
-
-
-def _select_topics(info):
-    """Return the input topics to audit: per input type, the default topic or the first by name.
-
-    The recorded calibrated output is not read: the audit recomputes it under every policy.
-    """
-    from ..telemetry.channels import (
-        CHANNEL_FEEDBACK_EVENTS,
-        CHANNEL_PREDICTION_OUTCOME,
-        CHANNEL_RAW_SELF_ASSESSMENT,
-        TYPE_BELIEF_SELF_ASSESSMENT,
-        TYPE_FEEDBACK_EVENT,
-        TYPE_PREDICTION_OUTCOME,
-    )
-
-    chosen = []
-    for msgtype, default in ((TYPE_PREDICTION_OUTCOME, CHANNEL_PREDICTION_OUTCOME),
-                             (TYPE_BELIEF_SELF_ASSESSMENT, CHANNEL_RAW_SELF_ASSESSMENT),
-                             (TYPE_FEEDBACK_EVENT, CHANNEL_FEEDBACK_EVENTS)):
-        short = msgtype.replace('/msg/', '/')
-        names = sorted(t.name for t in info.topics if t.msgtype in (msgtype, short))
-        if names:
-            chosen.append(default if default in names else names[0])
-    return chosen
 
 
 class _Histogram:
@@ -171,9 +97,11 @@ class _Levels:
 
 
 class _PolicyRun:
-    def __init__(self, spec, injection_ns, max_history, buffer_size):
+    def __init__(self, spec: PolicySpec, injection_ns, max_history, buffer_size):
         self.spec = spec
-        self.loop = spec.loop(max_history, buffer_size)
+        # The audited configuration stays as given: recorded configuration changes are skipped.
+        self.feeder = LoopFeeder(FeedbackLoop(LoopConfig.make(
+            spec.name, dict(spec.parameters), max_history, buffer_size)))
         self.last_history = None
         self.levels = _Levels()
         self.downgrades = 0
@@ -186,7 +114,7 @@ class _PolicyRun:
         self.episodes = EpisodeTracker(limit=EPISODE_LIMIT)
 
     def judge(self, raw, injected_outcomes, max_history):
-        step = self.loop.assessment(raw)
+        step = self.feeder.feed(raw)
         self.last_history = step.calibrated.calibration_history
         self.add(raw, step.calibrated, len(step.judged) >= max_history, injected_outcomes)
 
@@ -252,13 +180,13 @@ def audit_bag(path, policies, *, max_history=DEFAULT_MAX_HISTORY,
     assessments come from the bridge's engine over those two topics, as ``ghost-feedback
     evaluate`` makes them (:mod:`..evaluate.inputs`).
     """
-    from ..telemetry import bag_info, read_bag
+    from ..telemetry import bag_info
 
     path = str(path)
     try:
         info = bag_info(path)
         if bridge is None:
-            contracts = (item[3] for item in read_bag(path, topics=_select_topics(info)))
+            contracts = _recorded_inputs(path)
         else:
             from ..evaluate.inputs import bridge_outputs
 
@@ -268,6 +196,22 @@ def audit_bag(path, policies, *, max_history=DEFAULT_MAX_HISTORY,
     except Exception as error:  # noqa: BLE001 - one line per failing bag, the audit goes on
         text = ' '.join(str(error).split()) or type(error).__name__
         return {'bag': path, 'ok': False, 'error': f'{type(error).__name__}: {text}'[:500]}
+
+
+def _recorded_inputs(path):
+    """Yield a telemetry bag's loop inputs (contracts and recorded events) in recorded order.
+
+    The recorded calibrated output is not read: the audit recomputes it under every policy. An
+    input the core's contracts refuse is skipped, as replay and the live node skip it.
+    """
+    from ..telemetry.bag_reader import OpenBag
+    from ..telemetry.loop_inputs import loop_inputs, select_loop_topics
+
+    with OpenBag(path) as bag:
+        topics = select_loop_topics(bag.info)
+        bag.check_definitions(set(topics))
+        for _, _, _, item in loop_inputs(bag, topics, 'recorded', {}):
+            yield item
 
 
 def _audit(path, info, contracts, policies, max_history, buffer_size, injection):
@@ -294,7 +238,7 @@ def _audit(path, info, contracts, policies, max_history, buffer_size, injection)
                 untouched_outcomes += 1
             pooled.add(contract)
             for run in runs:
-                run.loop.outcome(contract)
+                run.feeder.feed(contract)
         elif isinstance(contract, BeliefSelfAssessment):
             assessments += 1
             stamp = last_stamp = contract.belief_stamp_sim_ns
@@ -306,7 +250,7 @@ def _audit(path, info, contracts, policies, max_history, buffer_size, injection)
         elif isinstance(contract, LoopEvent) and contract.kind != CONFIGURATION:
             resets += 1
             for run in runs:
-                run.loop.apply(contract)
+                run.feeder.feed(contract)
     if assessments == 0:
         raise ValueError(f'{path}: no BeliefSelfAssessment to replay')
     origin, origin_kind = time_origin(info.start_time_ns, info.end_time_ns, first_stamp)

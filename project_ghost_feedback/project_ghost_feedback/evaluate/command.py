@@ -322,7 +322,7 @@ def add_input_arguments(parser, note=''):
 
 def run(args, fail):
     """Run ``evaluate`` for parsed ``args``; ``fail(message, status)`` prints one line."""
-    from ..audit.task import parse_policy
+    from ..core.feedback import parse_policy
     from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY
     from ..core.loop import LoopConfig
     from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE

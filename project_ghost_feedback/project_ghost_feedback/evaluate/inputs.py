@@ -120,7 +120,8 @@ def open_reader(path):
     # storage file checked in one bounded pass (chunk and message sizes, capped decompression,
     # CRCs) before rosbags opens anything.
     from ..telemetry.bag_limits import check_mcap_file
-    from ..telemetry.bag_reader import BagError, load_metadata
+    from ..telemetry.bag_metadata import BagError
+    from ..telemetry.bag_reader import load_metadata
 
     try:
         if path.is_dir():

@@ -37,7 +37,8 @@ from .channels import (
     TYPE_CALIBRATED_SELF_ASSESSMENT,
     TYPE_PREDICTION_OUTCOME,
 )
-from .bag_reader import bag_info, BagError, BagInfo
+from .bag_metadata import BagError
+from .bag_reader import bag_info, BagInfo
 from .codecs import decode, register_decoder
 from .config import recorded_config
 from .recorder import TelemetryRecorder

@@ -5,7 +5,7 @@ rosbags and mcap decompress a chunk (rosbags also a message) in one call whose o
 as the compressed *data* says (a zstd frame header's content size, or every frame of the data),
 whatever the record declared: a 65 kB file can demand a GiB. :func:`check_storage` reads every
 storage file once, as a stream, and refuses the bag with a one-line :class:`BagLimitError`
-(a :class:`~.bag_reader.BagError`) when
+(a :class:`~.bag_metadata.BagError`) when
 
 - a record declares more than :attr:`BagLimits.chunk_bytes` (mcap's ``record_size_limit``), or a
   record inside a chunk more than :attr:`BagLimits.message_bytes`;
@@ -29,7 +29,7 @@ import sqlite3
 import struct
 import zlib
 
-from .bag_reader import BagError, compression_mode, one_line, storage_paths
+from .bag_metadata import BagError, compression_mode, one_line, storage_paths
 
 MCAP_MESSAGE = 0x05
 MCAP_MESSAGE_HEADER = 22

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..msg_decoding import belief_from_msg, calibrated_from_msg, event_from_msg, outcome_from_msg
-from .bag_reader import normalize_type_name
+from .bag_metadata import normalize_type_name
 from .channels import (
     TYPE_BELIEF_SELF_ASSESSMENT,
     TYPE_CALIBRATED_SELF_ASSESSMENT,

@@ -10,7 +10,7 @@ import json
 from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY, policy_names
 from ..core.loop import DEFAULT_TIME_JUMP_TOLERANCE_NS, LoopConfig, parse_json_text
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
-from .bag_reader import BagError, one_line
+from .bag_metadata import BagError, one_line
 
 
 # metadata.yaml custom_data keys written by the node's recorder (telemetry.recorder).

@@ -20,20 +20,30 @@ with a one-line message (:mod:`.bag_reader`).
 from collections import deque
 from typing import NamedTuple
 
-from ..core._validation import ContractViolation
+from ..core import PredictionOutcome
 from ..core.feedback import coerce_parameters, HISTORY_SCHEMA_SQUARED_DISTANCES
-from ..core.loop import CONFIGURATION, DERIVED_CAUSES, FeedbackLoop, LoopConfig
-from .bag_reader import BagError, normalize_type_name, one_line, OpenBag, ORDERS
+from ..core.loop import CONFIGURATION, DERIVED_CAUSES, FeedbackLoop, LoopConfig, LoopEvent
+from .bag_metadata import BagError
+from .bag_reader import OpenBag, ORDERS
 from .channels import (
-    CHANNEL_BY_TYPE,
     TYPE_BELIEF_SELF_ASSESSMENT,
     TYPE_CALIBRATED_SELF_ASSESSMENT,
     TYPE_FEEDBACK_EVENT,
-    TYPE_PREDICTION_OUTCOME,
 )
 from .codecs import _DECODERS, decode, decoder_for
 from .config import recorded_config
+from .loop_inputs import (
+    decode_error,
+    INPUT_TYPES,
+    loop_inputs,
+    LoopFeeder,
+    RecordedOutput,
+    select_loop_topics,
+)
 from .report import Difference, first_field_difference, ReplayReport, summary_line
+
+LOOP_TOPIC_TYPES = INPUT_TYPES + (TYPE_CALIBRATED_SELF_ASSESSMENT,)
+"""What replay reads: the loop's inputs and the recorded output it compares with."""
 
 NO_EVENTS_WARNING = (
     'no /feedback_events topic: resets and parameter changes of the node cannot be known '
@@ -82,7 +92,7 @@ def read_bag(path, *, order='recorded', topics=None, skip_unknown=True):
             try:
                 contract = decoder(message.payload)
             except Exception as error:  # noqa: BLE001 - any decoder error is one line
-                raise _decode_error(path, index, message.topic, message.log_time,
+                raise decode_error(path, index, message.topic, message.log_time,
                                     message.msgtype, error) from None
             yield BagContract(message.topic, message.msgtype, message.log_time, contract)
 
@@ -100,23 +110,6 @@ def _first_recorded_calibrated(bag):
     except Exception:  # noqa: BLE001
         return None  # the full read reports the problem
     return None
-
-
-def _select_topics(info, warnings):
-    """Return {msgtype: topic} for the replayed types (the default topic wins a tie)."""
-    selected = {}
-    for msgtype in (TYPE_PREDICTION_OUTCOME, TYPE_BELIEF_SELF_ASSESSMENT,
-                    TYPE_CALIBRATED_SELF_ASSESSMENT, TYPE_FEEDBACK_EVENT):
-        names = sorted(t.name for t in info.topics if normalize_type_name(t.msgtype) == msgtype)
-        if not names:
-            continue
-        default = CHANNEL_BY_TYPE[msgtype].topic
-        chosen = default if default in names else names[0]
-        if len(names) > 1:
-            warnings.append(f'several topics of type {msgtype} ({", ".join(names)}); '
-                            f'replaying {chosen}')
-        selected[msgtype] = chosen
-    return selected
 
 
 class Overrides(NamedTuple):
@@ -165,7 +158,7 @@ def replay_bag(path, *, policy=None, parameters=None, max_history=None,
 def _replay(bag, overrides, order):
     info = bag.info
     warnings = []
-    topics = _select_topics(info, warnings)
+    topics = select_loop_topics(info, warnings, LOOP_TOPIC_TYPES)
     if TYPE_BELIEF_SELF_ASSESSMENT not in topics:
         raise BagError(f'{info.path}: no {TYPE_BELIEF_SELF_ASSESSMENT} topic to replay')
     bag.check_definitions(set(topics))
@@ -190,74 +183,41 @@ def _replay(bag, overrides, order):
 
 
 def _run(bag, topics, loop, overrides, report, order):
-    """Stream the bag's messages through ``loop``, comparing outputs into ``report``."""
-    decode_outcome = _DECODERS[TYPE_PREDICTION_OUTCOME]
-    decode_raw = _DECODERS[TYPE_BELIEF_SELF_ASSESSMENT]
-    decode_event = _DECODERS[TYPE_FEEDBACK_EVENT]
+    """Stream the bag's inputs through ``loop``, comparing outputs into ``report``."""
     calibrated_topic = topics.get(TYPE_CALIBRATED_SELF_ASSESSMENT)
     comparer = _Comparer(report, definition=next(
         (t.definition for t in bag.info.topics if t.name == calibrated_topic), 'same'))
     recomputed_queue = deque()
     recorded_queue = deque()
     recomputed_summary = report.recomputed
-    outcome_topic = topics.get(TYPE_PREDICTION_OUTCOME)
-    raw_topic = topics[TYPE_BELIEF_SELF_ASSESSMENT]
     events_topic = topics.get(TYPE_FEEDBACK_EVENT)
-    wanted = [t for t in (outcome_topic, raw_topic, calibrated_topic, events_topic)
-              if t is not None]
-    rejected = report.rejected
     derived = {'recorded': {}, 'replayed': {}}
-    info_path = report.bag
-    for index, (topic, msgtype, log_time, payload) in enumerate(bag.messages(order, wanted)):
-        if topic == calibrated_topic:
+    feeder = LoopFeeder(loop, configure=lambda event: overrides.apply(event.config))
+    for _, _, _, item in loop_inputs(bag, topics, order, report.rejected):
+        if isinstance(item, RecordedOutput):
             report.recorded_outputs += 1
-            recorded_queue.append((index, log_time, payload))
-            while recomputed_queue and recorded_queue:
-                comparer.compare(
-                    recorded_queue.popleft(), recomputed_queue.popleft(), calibrated_topic)
-            continue
-        if topic == events_topic:
-            try:
-                event = decode_event(payload)
-            except Exception as error:  # noqa: BLE001 - any decoder error is one line
-                raise _decode_error(info_path, index, topic, log_time, msgtype, error) from None
+            recorded_queue.append(item)
+        elif isinstance(item, LoopEvent):
             report.events += 1
-            if event.cause in DERIVED_CAUSES:
-                _count(derived['recorded'], event.cause)
-            elif event.kind == CONFIGURATION:
-                loop.configure(overrides.apply(event.config), event.stamp_ns, event.cause)
-            elif loop.apply(event):
-                _count(report.resets, event.cause)
+            if item.cause in DERIVED_CAUSES:
+                _count(derived['recorded'], item.cause)
+            elif feeder.feed(item) and item.kind != CONFIGURATION:
+                _count(report.resets, item.cause)
             continue
-        is_outcome = topic == outcome_topic
-        decoder = decode_outcome if is_outcome else decode_raw
-        try:
-            message = decoder.decode_message(payload)
-        except Exception as error:  # noqa: BLE001 - any decoder error is one line
-            raise _decode_error(info_path, index, topic, log_time, msgtype, error) from None
-        try:
-            contract = decoder.to_contract(message)
-        except (ContractViolation, TypeError, ValueError) as error:
-            # The live node counts and skips an input its contracts refuse: so does replay.
-            kind = 'outcome' if is_outcome else 'assessment'
-            reason = error.reason if isinstance(error, ContractViolation) else (
-                type(error).__name__)
-            _count(rejected, f'{kind}:{reason}')
-            continue
-        if is_outcome:
-            report.outcomes += 1
-            step = loop.outcome(contract)
         else:
-            report.assessments += 1
-            step = loop.assessment(contract)
-            recomputed_summary.add(step.calibrated)
-            recomputed_queue.append(step.calibrated)
-            while recomputed_queue and recorded_queue:
-                comparer.compare(
-                    recorded_queue.popleft(), recomputed_queue.popleft(), calibrated_topic)
-        for event in step.events:
-            _count(derived['replayed'], event.cause)
-            _count(report.resets, event.cause)
+            step = feeder.feed(item)
+            if isinstance(item, PredictionOutcome):
+                report.outcomes += 1
+            else:
+                report.assessments += 1
+                recomputed_summary.add(step.calibrated)
+                recomputed_queue.append(step.calibrated)
+            for event in step.events:
+                _count(derived['replayed'], event.cause)
+                _count(report.resets, event.cause)
+        while recomputed_queue and recorded_queue:
+            comparer.compare(
+                recorded_queue.popleft(), recomputed_queue.popleft(), calibrated_topic)
     _finish(report, recorded_queue, comparer, calibrated_topic, derived, events_topic)
 
 
@@ -281,12 +241,6 @@ def _finish(report, recorded_queue, comparer, calibrated_topic, derived, events_
                 report.compared, None, '(count)', report.recorded_outputs, report.assessments)
 
 
-def _decode_error(path, index, topic, log_time, msgtype, error):
-    return BagError(
-        f'{path}: message {index} on {topic} (log time {log_time}) does not decode as '
-        f'{msgtype}: {one_line(error)}')
-
-
 class _Comparer:
     """Compare recorded calibrated payloads with recomputed contracts, into a ReplayReport.
 
@@ -308,7 +262,7 @@ class _Comparer:
         try:
             return self.decoder(payload)
         except Exception as error:  # noqa: BLE001 - any decoder error is one line
-            raise _decode_error(
+            raise decode_error(
                 self.report.bag, index, topic, log_time, TYPE_CALIBRATED_SELF_ASSESSMENT,
                 error) from None
 

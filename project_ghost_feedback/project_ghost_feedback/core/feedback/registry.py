@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Registry of adjustment policies by name, and construction from plain parameter values.
 
-Also the parsing every command line shares: ``key=value`` settings (:func:`parse_setting`) and
-text values typed like the parameter's default (:func:`coerce_parameters`).
+Also the parsing every command line shares: ``key=value`` settings (:func:`parse_setting`),
+text values typed like the parameter's default (:func:`coerce_parameters`) and a policy with its
+settings, ``NAME[:k=v,...]`` (:func:`parse_policy` -> :class:`PolicySpec`), the one parser of
+``--policy`` for ``ghost-feedback replay``, ``evaluate`` and ``audit``.
 
 Every registered policy is a frozen dataclass whose fields are its parameters (with defaults) and
 whose ``__post_init__`` validates them. Adding a policy is one line in ``POLICIES``. The node
@@ -150,3 +152,45 @@ def coerce_parameters(
                 f'{key}={value}: expected {type(default).__name__} like the default '
                 f'{default!r}') from None
     return values
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicySpec:
+    """A policy and its validated parameters as given on a command line (``NAME[:k=v,...]``)."""
+
+    name: str
+    parameters: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def label(self) -> str:
+        """Return ``name`` or ``name(k=v,...)``: the key of this policy in results."""
+        if not self.parameters:
+            return self.name
+        return f'{self.name}({",".join(f"{k}={v!r}" for k, v in self.parameters)})'
+
+    def make(self) -> CalibrationAdjustmentPolicy:
+        """Return the policy object (ValueError/TypeError for an invalid parameter)."""
+        return make_policy(self.name, dict(self.parameters))
+
+
+def parse_policy(text: str) -> PolicySpec:
+    """Parse ``NAME`` or ``NAME:k=v,k=v`` into a validated :class:`PolicySpec` (else ValueError)."""
+    name, _, rest = text.partition(':')
+    name = name.strip()
+    if name not in POLICIES:
+        raise ValueError(f'unknown policy {name!r} (known: {", ".join(policy_names())})')
+    settings: dict[str, object] = {}
+    for item in filter(None, (part.strip() for part in rest.split(','))):
+        try:
+            key, value = parse_setting(item)
+        except ValueError:
+            raise ValueError(f'{text!r}: expected NAME:key=value,...; got {item!r}') from None
+        settings[key] = value
+    try:
+        values = coerce_parameters(name, settings)
+    except ValueError as error:
+        message = str(error)
+        raise ValueError(message if name in message else f'{name}: {message}') from None
+    spec = PolicySpec(name, tuple(sorted(values.items())))
+    spec.make()
+    return spec
