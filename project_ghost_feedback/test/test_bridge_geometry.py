@@ -324,7 +324,7 @@ def test_engine_refuses_an_estimate_without_covariance_before_changing_state():
     from types import SimpleNamespace
 
     from project_ghost_feedback.bridge.pairing import EngineListener, engine_config, PairingEngine
-    from project_ghost_feedback.evaluate.inputs import bridge_parameters
+    from project_ghost_feedback.bridge_inputs import bridge_parameters
 
     engine = PairingEngine(engine_config(bridge_parameters()), EngineListener())
     pose = SimpleNamespace(position=SimpleNamespace(x=0.0, y=0.0, z=0.0),

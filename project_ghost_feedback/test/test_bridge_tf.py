@@ -23,8 +23,8 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.serialization import serialize_message
 from rclpy.time import Time
 
-from project_ghost_feedback.evaluate.inputs import ASSESSMENT, bridge_outputs, bridge_parameters
-from project_ghost_feedback.ros.tf_frames import tf2_missing
+from project_ghost_feedback.bridge_inputs import ASSESSMENT, bridge_outputs, bridge_parameters
+from project_ghost_feedback.bridge.tf2_transforms import tf2_missing
 from project_ghost_feedback.sim.localization_stack import StackPhase
 from project_ghost_feedback.sim.odom_drift import MAP_FRAME, ODOM_FRAME, OdomDrift
 from test_evaluate import ordered, stack_samples

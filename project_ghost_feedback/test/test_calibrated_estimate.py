@@ -35,7 +35,7 @@ from project_ghost_feedback.core.feedback.overconfidence import (
     estimate_from_squared_distances,
 )
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
-from project_ghost_feedback.evaluate.inputs import ASSESSMENT, bridge_outputs, bridge_parameters
+from project_ghost_feedback.bridge_inputs import ASSESSMENT, bridge_outputs, bridge_parameters
 from project_ghost_feedback.sim.localization_stack import StackPhase
 from test_evaluate import CONFIG, ESTIMATE, POSE, REFERENCE, stack_samples, write_rosbags_bag
 from test_outcome_bridge_node import COVARIANCE, harnesses, QOS, SECOND_NS, UNPACED

@@ -217,7 +217,7 @@ def test_audit_of_an_ordinary_bag_equals_the_audit_of_its_evaluated_telemetry(tm
     """Audit with the bridge options: the per-policy results of evaluate's telemetry bag."""
     from project_ghost_feedback.audit.task import audit_bag
     from project_ghost_feedback.core.feedback import parse_policy
-    from project_ghost_feedback.evaluate.inputs import bridge_parameters
+    from project_ghost_feedback.bridge_inputs import bridge_parameters
 
     bag = write_rosbags_bag(tmp_path / 'bag', stack_samples(), POSE, 'sqlite3')
     assert evaluate(bag, tmp_path / 'out', '--no-plot') == 0

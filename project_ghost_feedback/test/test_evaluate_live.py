@@ -13,7 +13,7 @@ import pathlib
 from nav_msgs.msg import Odometry
 
 from project_ghost_feedback.cli import main
-from project_ghost_feedback.evaluate.inputs import (
+from project_ghost_feedback.bridge_inputs import (
     ASSESSMENT,
     bridge_outputs,
     bridge_parameters,

@@ -20,17 +20,18 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'project_ghost_feedback'
 
 LAYERS = (
     ('core',),
-    ('msg_decoding', 'safe_io', 'sim', 'analysis'),
+    ('msg_decoding', 'safe_io', 'analysis'),
     ('bridge',),
-    ('telemetry',),
+    ('sim', 'telemetry'),
+    ('bridge_inputs',),
     ('evaluate', 'audit'),
     ('ros',),
     ('demo',),
     ('cli', '__init__'),
 )
-"""Groups by layer, lowest first: the pure core; leaf helpers; the pure bridge; bags (which
-may run the bridge over recorded inputs); the offline tools; the ROS nodes; the demos (which
-start nodes); the command line."""
+"""Groups by layer, lowest first: the pure core; leaf helpers; the pure bridge; the simulators
+and bags; an ordinary bag's inputs run through the bridge (what evaluate and audit share); the
+offline tools; the ROS nodes; the demos (which start nodes); the command line."""
 
 
 def module_graph(package_dir):

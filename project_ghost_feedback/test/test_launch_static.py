@@ -19,7 +19,7 @@ from conftest import new_rclpy_context
 import pytest
 import yaml
 
-from project_ghost_feedback.evaluate.inputs import flatten_parameters
+from project_ghost_feedback.bridge_inputs import flatten_parameters
 from project_ghost_feedback.ros.feedback_node import (
     ASSESSMENT_TOPIC,
     CALIBRATED_TOPIC,

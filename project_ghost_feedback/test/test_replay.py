@@ -580,7 +580,7 @@ def test_the_node_records_the_topics_asked_for_and_evaluate_reads_them(tmp_path)
     from nav_msgs.msg import Odometry
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-    from project_ghost_feedback.evaluate.inputs import (
+    from project_ghost_feedback.bridge_inputs import (
         ASSESSMENT,
         bridge_outputs,
         bridge_parameters,

@@ -75,7 +75,7 @@ def add_arguments(parser, positive_int):
                         help='name each robot after its bag folder (bag), the folder holding '
                              'it (parent), or auto: the parent for timestamped bag folders '
                              '(rosbag2_YYYY_MM_DD-..., ghost_feedback_...), else the bag folder')
-    from ..evaluate.command import add_input_arguments
+    from ..bridge_inputs import add_input_arguments
 
     add_input_arguments(parser, " (ordinary bags: their outcomes come from the bridge's engine, "
                                 'as with evaluate)')
@@ -84,6 +84,7 @@ def add_arguments(parser, positive_int):
 def run(args, fail):
     """Run the audit for parsed ``args``; ``fail(message, status)`` prints a one-line error."""
     from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY, parse_policy, policy_names
+    from ..core.loop import LoopConfig
     from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
     from .discovery import find_bags, robot_name
     from .driver import run_audit
@@ -109,18 +110,19 @@ def run(args, fail):
     max_history = args.max_history or DEFAULT_MAX_HISTORY
     try:  # the node's own validation (LoopConfig.make), before any bag is opened
         for spec in policies:
-            spec.loop(max_history, max(DEFAULT_OUTCOME_BUFFER_SIZE, max_history))
+            LoopConfig.make(spec.name, dict(spec.parameters), max_history,
+                            max(DEFAULT_OUTCOME_BUFFER_SIZE, max_history))
     except (TypeError, ValueError) as error:
         return fail(error, 2)
     bridge = None
     if args.estimate or args.reference or args.params_file:
-        from ..evaluate.inputs import bridge_parameters, EvaluateError
+        from ..bridge_inputs import BagInputError, bridge_parameters
 
         if not (args.estimate and args.reference):
             return fail('--estimate and --reference go together (ordinary bags)', 2)
         try:
             bridge = (args.estimate, args.reference, bridge_parameters(args.params_file))
-        except EvaluateError as error:
+        except BagInputError as error:
             return fail(error, 2)
     bags, problems = find_bags(args.paths)
     for problem in problems:

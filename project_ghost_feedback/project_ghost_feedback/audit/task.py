@@ -178,7 +178,7 @@ def audit_bag(path, policies, *, max_history=DEFAULT_MAX_HISTORY,
     telemetry bag: its recorded outcomes and assessments) or ``(estimate_topic,
     reference_topic, bridge parameter values)``: an ordinary bag, whose outcomes and
     assessments come from the bridge's engine over those two topics, as ``ghost-feedback
-    evaluate`` makes them (:mod:`..evaluate.inputs`).
+    evaluate`` makes them (:mod:`..bridge_inputs`).
     """
     from ..telemetry import bag_info
 
@@ -188,7 +188,7 @@ def audit_bag(path, policies, *, max_history=DEFAULT_MAX_HISTORY,
         if bridge is None:
             contracts = _recorded_inputs(path)
         else:
-            from ..evaluate.inputs import bridge_outputs
+            from ..bridge_inputs import bridge_outputs
 
             contracts = (contract for _, contract in bridge_outputs(path, *bridge))
         return _audit(path, info, contracts, policies, max_history,

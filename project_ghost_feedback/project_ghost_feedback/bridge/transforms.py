@@ -3,8 +3,8 @@
 
 The engine (:mod:`.pairing`) asks a *transform provider* for the transform taking coordinates in
 a source frame (the reference's) into a target frame (the estimate's) at a stamp. Two drivers
-implement it with tf2 (``ros/tf_frames.py``): the bridge node with a ``tf2_ros.Buffer`` fed by a
-``TransformListener`` on /tf and /tf_static, and ``ghost-feedback evaluate`` with tf2's
+implement it with tf2 (:mod:`.tf2_transforms`): the bridge node with a ``tf2_ros.Buffer`` fed by
+a ``TransformListener`` on /tf and /tf_static, and ``ghost-feedback evaluate`` with tf2's
 ``BufferCore`` fed from a bag's /tf and /tf_static. The rule that uses it is written once, in the
 engine; tests may implement it with anything that answers the same way.
 
@@ -41,7 +41,7 @@ class TransformFailure(NamedTuple):
 
 
 class TransformProvider(Protocol):
-    """What the engine asks for frames (implemented with tf2 in ``ros/tf_frames.py``)."""
+    """What the engine asks for frames (implemented with tf2 in ``bridge/tf2_transforms.py``)."""
 
     def lookup(self, target_frame: str, source_frame: str,
                stamp_ns: int) -> Transform | TransformFailure:

@@ -15,6 +15,8 @@ import math
 import pathlib
 import shutil
 
+from ..bridge_inputs import add_input_arguments, BagInputError
+
 DESCRIPTION = """\
 Run the outcome bridge's pure path and the feedback loop over ordinary rosbag2 bags (MCAP or
 sqlite3): an estimate topic (nav_msgs/Odometry or geometry_msgs/PoseWithCovarianceStamped) and a
@@ -34,6 +36,10 @@ raw vs calibrated level, k over time with its interval, episodes shaded.
 LEVEL_NAMES = ('UNKNOWN', 'UNCERTAIN', 'KNOWN')
 
 
+class EvaluateError(BagInputError):
+    """``evaluate`` cannot go on (an output that exists, a recording that failed): one line."""
+
+
 def _quantile(values, q):
     if not values:
         return None
@@ -48,7 +54,7 @@ def evaluate_bag(path, estimate_topic, reference_topic, values, loop_config, out
     EvaluateError (one line) for a missing topic, a wrong type, inputs that do not overlap in
     time, or a bag that cannot be read.
     """
-    from .inputs import bridge_outputs, EvaluateError
+    from ..bridge_inputs import bridge_outputs
 
     output_dir = pathlib.Path(output_dir)
     if output_dir.exists():
@@ -62,7 +68,7 @@ def evaluate_bag(path, estimate_topic, reference_topic, values, loop_config, out
         # half-way shows only now. Leave no half-written output behind (a cut-short telemetry
         # bag would verify), so the same command works once the input is corrected.
         shutil.rmtree(output_dir, ignore_errors=True)
-        if isinstance(error, EvaluateError) or not isinstance(error, Exception):
+        if isinstance(error, BagInputError) or not isinstance(error, Exception):
             raise
         text = ' '.join(str(error).split()) or type(error).__name__
         raise EvaluateError(f'{path}: cannot read the bag: {type(error).__name__}: '
@@ -149,7 +155,7 @@ def _record(run, loop_config, output_dir, values=None):
     """Run the bridge's outputs through the loop into a telemetry bag; return its _Trace."""
     from ..core.loop import FeedbackLoop
     from ..telemetry import TelemetryRecorder
-    from .inputs import ASSESSMENT, EvaluateError
+    from ..bridge_inputs import ASSESSMENT
 
     loop = FeedbackLoop(loop_config)
     bag_dir = output_dir / 'telemetry'
@@ -308,25 +314,13 @@ def summary_text(summary):
                                            where='summary.json'))
 
 
-def add_input_arguments(parser, note=''):
-    """Add --estimate, --reference and --params-file (evaluate and audit share them)."""
-    parser.add_argument('--estimate', metavar='TOPIC',
-                        help='estimate topic (nav_msgs/Odometry or PoseWithCovarianceStamped)'
-                        + note)
-    parser.add_argument('--reference', metavar='TOPIC',
-                        help='reference topic (Odometry, PoseStamped or PoseWithCovarianceStamped)')
-    parser.add_argument('--params-file', metavar='YAML',
-                        help="the bridge's parameter file (default: the bridge's defaults), e.g. "
-                        'config/outcome_bridge.yaml')
-
-
 def run(args, fail):
     """Run ``evaluate`` for parsed ``args``; ``fail(message, status)`` prints one line."""
     from ..core.feedback import parse_policy
     from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY
     from ..core.loop import LoopConfig
     from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
-    from .inputs import bridge_parameters, EvaluateError
+    from ..bridge_inputs import bridge_parameters
 
     try:
         spec = parse_policy(args.policy or DEFAULT_POLICY)
@@ -334,7 +328,7 @@ def run(args, fail):
         loop_config = LoopConfig.make(spec.name, dict(spec.parameters), max_history,
                                       max(DEFAULT_OUTCOME_BUFFER_SIZE, max_history))
         values = bridge_parameters(args.params_file)
-    except (TypeError, ValueError, EvaluateError) as error:
+    except (TypeError, ValueError, BagInputError) as error:
         return fail(error, 2)
     output_dir = pathlib.Path(args.output_dir)
     several = len(args.bags) > 1
@@ -343,7 +337,7 @@ def run(args, fail):
         try:
             summary = evaluate_bag(bag, args.estimate, args.reference, values, loop_config,
                                    target, plot=not args.no_plot)
-        except EvaluateError as error:
+        except BagInputError as error:
             return fail(error, 2)
         print(summary_text(summary))
         if 'picture' in summary:

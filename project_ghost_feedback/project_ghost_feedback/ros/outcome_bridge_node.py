@@ -409,7 +409,7 @@ class OutcomeBridge(Node):
 
     def _start_tf(self):
         """Start a tf2_ros Buffer + TransformListener; return the engine's provider or None."""
-        from .tf_frames import tf2_missing
+        from ..bridge.tf2_transforms import tf2_missing
 
         missing = tf2_missing()
         if missing is not None:
@@ -419,7 +419,7 @@ class OutcomeBridge(Node):
             return None
         import tf2_ros
 
-        from .tf_frames import Tf2Transforms
+        from ..bridge.tf2_transforms import Tf2Transforms
 
         # No node for the Buffer: the bridge clears it itself on a timeline reset (its own
         # clock-jump and stamp rules); the listener's subscriptions run on this node's executor.

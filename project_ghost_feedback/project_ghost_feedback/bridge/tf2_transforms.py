@@ -10,7 +10,7 @@ tf2 comes from a ROS 2 install or from third_party/tf2 (built by scripts/setup.s
 :func:`tf2_missing` says why it cannot be imported, if it cannot.
 """
 
-from ..bridge.transforms import (
+from .transforms import (
     TF_EXTRAPOLATION_FUTURE,
     TF_EXTRAPOLATION_PAST,
     TF_UNAVAILABLE,

@@ -14,16 +14,18 @@ stamp resets, frames, pacing) is the live bridge's.
 
 Frames: with ``use_tf`` (the default) the bag's /tf and /tf_static (tf2_msgs/TFMessage) go, in
 recorded order with the inputs, into tf2's ``BufferCore`` (no ROS graph), which answers the
-engine's lookups as the live bridge's tf2_ros Buffer does (ros/tf_frames.py): the same rule, the
-same waits (in input time), the same counts. Without tf2 importable a bag with /tf is an error
-(one line); a bag without it is evaluated without tf, as the live bridge would run.
+engine's lookups as the live bridge's tf2_ros Buffer does (bridge/tf2_transforms.py): the same
+rule, the same waits (in input time), the same counts. Without tf2 importable a bag with /tf is
+an error (one line); a bag without it is evaluated without tf, as the live bridge would run.
 
 The bridge's parameters come from the same YAML file the bridge launch uses
-(config/outcome_bridge.yaml): :func:`bridge_parameters`.
+(config/outcome_bridge.yaml): :func:`bridge_parameters`. :func:`add_input_arguments` adds the
+options that choose these inputs (``--estimate``, ``--reference``, ``--params-file``) to the
+command lines that read them (``ghost-feedback evaluate`` and ``audit``).
 """
 
 import pathlib
-from ..core import NS_PER_S
+from .core import NS_PER_S
 
 ESTIMATE_TYPES = ('nav_msgs/msg/Odometry', 'geometry_msgs/msg/PoseWithCovarianceStamped')
 REFERENCE_TYPES = ('nav_msgs/msg/Odometry', 'geometry_msgs/msg/PoseStamped',
@@ -33,8 +35,8 @@ TF_TOPICS = {'/tf': False, '/tf_static': True}   # topic -> static
 TF_TYPE = 'tf2_msgs/msg/TFMessage'
 
 
-class EvaluateError(Exception):
-    """A bag or an option that cannot be evaluated; the message is one line."""
+class BagInputError(Exception):
+    """A bag or an option whose bridge inputs cannot be read; the message is one line."""
 
 
 def flatten_parameters(values, prefix=''):
@@ -53,10 +55,10 @@ def bridge_parameters(params_file=None, node_name='outcome_bridge'):
 
     ``params_file`` is a ROS 2 parameter file (``/**:`` or the node name, then
     ``ros__parameters``; nested keys are dotted: ``decorrelation.adaptive``), as the launch uses.
-    Unknown keys, values of the wrong type and out-of-range values are an EvaluateError naming
+    Unknown keys, values of the wrong type and out-of-range values are an BagInputError naming
     them; ``use_sim_time`` is ignored.
     """
-    from ..ros.outcome_bridge_node import config_from, PARAMETERS
+    from .ros.outcome_bridge_node import config_from, PARAMETERS
 
     values = {name: spec.default for name, spec in PARAMETERS.items()}
     if params_file is not None:
@@ -65,9 +67,9 @@ def bridge_parameters(params_file=None, node_name='outcome_bridge'):
         try:
             loaded = yaml.safe_load(pathlib.Path(params_file).read_text(encoding='utf-8'))
         except (OSError, yaml.YAMLError) as error:
-            raise EvaluateError(f'{params_file}: {" ".join(str(error).split())}') from None
+            raise BagInputError(f'{params_file}: {" ".join(str(error).split())}') from None
         if not isinstance(loaded, dict):
-            raise EvaluateError(f'{params_file}: not a ROS 2 parameter file')
+            raise BagInputError(f'{params_file}: not a ROS 2 parameter file')
         for node in ('/**', node_name, f'/{node_name}'):
             section = loaded.get(node)
             if isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict):
@@ -75,20 +77,20 @@ def bridge_parameters(params_file=None, node_name='outcome_bridge'):
                     if name == 'use_sim_time' or name.startswith('qos_overrides.'):
                         continue
                     if name not in PARAMETERS:
-                        raise EvaluateError(f'{params_file}: unknown bridge parameter {name!r}')
+                        raise BagInputError(f'{params_file}: unknown bridge parameter {name!r}')
                     default = PARAMETERS[name].default
                     if isinstance(default, float) and isinstance(value, int) \
                             and not isinstance(value, bool):
                         value = float(value)
                     if type(value) is not type(default) and not (
                             isinstance(default, list) and isinstance(value, list)):
-                        raise EvaluateError(
+                        raise BagInputError(
                             f'{params_file}: {name} must be a {type(default).__name__}, got '
                             f'{value!r}')
                     values[name] = value
     config = config_from(values)
     if isinstance(config, str):
-        raise EvaluateError(f'{params_file or "bridge parameters"}: {config}')
+        raise BagInputError(f'{params_file or "bridge parameters"}: {config}')
     return values
 
 
@@ -96,12 +98,12 @@ def _topic(path, reader, name, kind, allowed):
     connections = [c for c in reader.connections if c.topic == name]
     if not connections:
         topics = ', '.join(sorted({c.topic for c in reader.connections})) or 'none'
-        raise EvaluateError(f'{path}: no {kind} topic {name} in the bag '
+        raise BagInputError(f'{path}: no {kind} topic {name} in the bag '
                             f'(topics: {topics})')
     types = {c.msgtype for c in connections}
     wrong = types - set(allowed)
     if wrong:
-        raise EvaluateError(f'{path}: {kind} topic {name} has type '
+        raise BagInputError(f'{path}: {kind} topic {name} has type '
                             f'{", ".join(sorted(wrong))}; expected one of {", ".join(allowed)}')
     return connections
 
@@ -113,15 +115,15 @@ def open_reader(path):
 
     path = pathlib.Path(path)
     if path.is_dir() and not (path / 'metadata.yaml').is_file():
-        raise EvaluateError(f'{path}: not a rosbag2 bag directory (no metadata.yaml)')
+        raise BagInputError(f'{path}: not a rosbag2 bag directory (no metadata.yaml)')
     if not path.is_dir() and not (path.is_file() and path.suffix == '.mcap'):
-        raise EvaluateError(f'{path}: neither a rosbag2 bag directory nor an .mcap file')
+        raise BagInputError(f'{path}: neither a rosbag2 bag directory nor an .mcap file')
     # Every read has a ceiling, as for info/replay/audit: metadata.yaml validated and every
     # storage file checked in one bounded pass (chunk and message sizes, capped decompression,
     # CRCs) before rosbags opens anything.
-    from ..telemetry.bag_limits import check_mcap_file
-    from ..telemetry.bag_metadata import BagError
-    from ..telemetry.bag_reader import load_metadata
+    from .telemetry.bag_limits import check_mcap_file
+    from .telemetry.bag_metadata import BagError
+    from .telemetry.bag_reader import load_metadata
 
     try:
         if path.is_dir():
@@ -129,12 +131,12 @@ def open_reader(path):
         else:
             check_mcap_file(path)
     except BagError as error:
-        raise EvaluateError(str(error)) from None
+        raise BagInputError(str(error)) from None
     try:
         reader = AnyReader([path], default_typestore=get_typestore(Stores.ROS2_JAZZY))
         reader.open()
     except Exception as error:  # noqa: BLE001 - every library error is one line
-        raise EvaluateError(f'{path}: cannot open bag: {" ".join(str(error).split())}') \
+        raise BagInputError(f'{path}: cannot open bag: {" ".join(str(error).split())}') \
             from None
     return reader
 
@@ -165,8 +167,8 @@ class StampRange:
 
 
 def _collector():
-    from ..bridge.pairing import EngineListener
-    from ..core.feedback import PoseErrorStatistics
+    from .bridge.pairing import EngineListener
+    from .core.feedback import PoseErrorStatistics
 
     class Collect(EngineListener):
         """The engine listener of an offline run: keeps the outputs in the order handed over.
@@ -200,7 +202,7 @@ class BridgeRun:
     """One offline bridge run over a bag: iterate it for the outputs, then read the counts."""
 
     def __init__(self, path, estimate_topic, reference_topic, values):
-        from ..bridge.pairing import PairingEngine, engine_config
+        from .bridge.pairing import PairingEngine, engine_config
 
         self.path = str(path)
         self.estimate_topic, self.reference_topic = estimate_topic, reference_topic
@@ -231,16 +233,16 @@ class BridgeRun:
                        if c.topic in TF_TOPICS and c.msgtype == TF_TYPE]
         if not self._use_tf:
             return []
-        from ..ros.tf_frames import tf2_missing
+        from .bridge.tf2_transforms import tf2_missing
 
         missing = tf2_missing()
         if missing is not None:
             if connections:
-                raise EvaluateError(f'{self.path}: the bag has /tf but {missing} (or set '
+                raise BagInputError(f'{self.path}: the bag has /tf but {missing} (or set '
                                     'use_tf: false in --params-file)')
             self.tf_state = f'unavailable: {missing}'
             return []
-        from ..ros.tf_frames import offline_buffer, Tf2Transforms
+        from .bridge.tf2_transforms import offline_buffer, Tf2Transforms
 
         self._tf_core = offline_buffer(self._tf_cache_s)
         self.engine.transforms = Tf2Transforms(self._tf_core)
@@ -249,7 +251,7 @@ class BridgeRun:
         return connections
 
     def __iter__(self):
-        from ..msg_decoding import stamp_to_ns
+        from .msg_decoding import stamp_to_ns
 
         reader = open_reader(self.path)
         try:
@@ -275,7 +277,7 @@ class BridgeRun:
                     self.undecodable[kind] = self.undecodable.get(kind, 0) + 1  # + 'tf'
                     continue
                 if kind == 'tf':
-                    from ..ros.tf_frames import feed
+                    from .bridge.tf2_transforms import feed
 
                     self.tf_messages += 1
                     self.tf_refused += feed(self._tf_core, msg, TF_TOPICS[connection.topic])
@@ -299,10 +301,10 @@ class BridgeRun:
             reader.close()
 
     def check_overlap(self):
-        """Raise EvaluateError when nothing paired because the two inputs never overlap."""
+        """Raise BagInputError when nothing paired because the two inputs never overlap."""
         estimate, reference = self.ranges['estimate'], self.ranges['reference']
         if not self.engine.paired and not estimate.overlaps(reference):
-            raise EvaluateError(
+            raise BagInputError(
                 f'{self.path}: {self.estimate_topic} (header stamps {estimate.text()}) and '
                 f'{self.reference_topic} ({reference.text()}) do not overlap in time')
 
@@ -329,3 +331,15 @@ class BridgeRun:
 def bridge_outputs(path, estimate_topic, reference_topic, values):
     """Return a :class:`BridgeRun`; iterate it for ``(kind, contract)`` in publication order."""
     return BridgeRun(path, estimate_topic, reference_topic, values)
+
+
+def add_input_arguments(parser, note=''):
+    """Add --estimate, --reference and --params-file (evaluate and audit share them)."""
+    parser.add_argument('--estimate', metavar='TOPIC',
+                        help='estimate topic (nav_msgs/Odometry or PoseWithCovarianceStamped)'
+                        + note)
+    parser.add_argument('--reference', metavar='TOPIC',
+                        help='reference topic (Odometry, PoseStamped or PoseWithCovarianceStamped)')
+    parser.add_argument('--params-file', metavar='YAML',
+                        help="the bridge's parameter file (default: the bridge's defaults), e.g. "
+                        'config/outcome_bridge.yaml')
