@@ -643,7 +643,6 @@ def test_evaluate_skips_and_counts_a_message_that_does_not_decode(tmp_path):
     assert summaries['cut']['bridge']['estimates'] == summaries['clean']['bridge']['estimates'] - 1
 
 
-
 def test_info_prints_a_long_value_cut_with_a_count(pristine, tmp_path):
     """Issue 34 finding 4: a 401 KB custom value was printed whole by ``info``."""
     bag, _ = pristine
