@@ -118,6 +118,8 @@ def _command_info(args):
                 'definition': t.definition,
             } for t in info.topics],
             'counts_source': info.counts_source,
+            'skipped_oversized': {cut_text(topic): count
+                                  for topic, count in info.skipped.items()},
             'custom_data': {cut_text(key): cut_text(value)
                             for key, value in info.custom_data.items()},
         }, indent=2, sort_keys=False))
@@ -144,6 +146,11 @@ def _command_info(args):
             topic.definition, '')
         print(f'  {name:<{width}}  {msgtype:<{type_width}}  '
               f'{topic.message_count:>9}{note}')
+    if info.skipped:
+        print(f'skipped:     {sum(info.skipped.values())} message(s) over the 1 MiB limit on '
+              'topics not the node\'s own (not refused): '
+              + ', '.join(f'{cut_text(topic)} {count}'
+                          for topic, count in sorted(info.skipped.items())))
     if info.custom_data:
         print('custom data:')
         for key, value in sorted(info.custom_data.items()):
