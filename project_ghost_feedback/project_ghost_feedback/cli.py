@@ -148,7 +148,7 @@ def _command_info(args):
               f'{topic.message_count:>9}{note}')
     if info.skipped:
         print(f'skipped:     {sum(info.skipped.values())} message(s) over the 1 MiB limit on '
-              'topics not the node\'s own (not refused): '
+              "topics not the node's own (not refused): "
               + ', '.join(f'{cut_text(topic)} {count}'
                           for topic, count in sorted(info.skipped.items())))
     if info.custom_data:
