@@ -204,15 +204,19 @@ def _command_replay(args):
 
 
 def _value_text(value):
+    """Return a field value of a recorded message as printed: cut, as every text from a bag."""
+    from .safe_io import cut_text
+
     if hasattr(value, 'name') and not isinstance(value, str):
-        return value.name
+        return cut_text(value.name)
     if isinstance(value, float) and math.isinf(value):
         return repr(value)
-    return repr(value) if isinstance(value, str) else str(value)
+    return cut_text(repr(value) if isinstance(value, str) else str(value))
 
 
 def _print_replay(report):
     from .core.feedback import format_overconfidence
+    from .safe_io import cut_text
 
     config = report.replay_config
     print(f'bag:       {report.bag}')
@@ -227,7 +231,7 @@ def _print_replay(report):
         print(f'events:    {report.events} recorded; resets replayed: '
               + (', '.join(f'{k} {v}' for k, v in sorted(report.resets.items())) or 'none'))
     for warning in report.warnings:
-        print(f'warning:   {warning}')
+        print(f'warning:   {cut_text(warning, 1000)}')
     if report.rejected:
         print(f'rejected:  {sum(report.rejected.values())} inputs skipped as the node does ('
               + ', '.join(f'{k} {v}' for k, v in sorted(report.rejected.items())) + ')')
