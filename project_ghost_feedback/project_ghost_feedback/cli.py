@@ -118,6 +118,8 @@ def _command_info(args):
                 'definition': t.definition,
             } for t in info.topics],
             'counts_source': info.counts_source,
+            'skipped_oversized': {cut_text(topic): count
+                                  for topic, count in info.skipped.items()},
             'custom_data': {cut_text(key): cut_text(value)
                             for key, value in info.custom_data.items()},
         }, indent=2, sort_keys=False))
@@ -144,6 +146,11 @@ def _command_info(args):
             topic.definition, '')
         print(f'  {name:<{width}}  {msgtype:<{type_width}}  '
               f'{topic.message_count:>9}{note}')
+    if info.skipped:
+        print(f'skipped:     {sum(info.skipped.values())} message(s) over the 1 MiB limit on '
+              "topics not the node's own (not refused): "
+              + ', '.join(f'{cut_text(topic)} {count}'
+                          for topic, count in sorted(info.skipped.items())))
     if info.custom_data:
         print('custom data:')
         for key, value in sorted(info.custom_data.items()):
@@ -197,15 +204,19 @@ def _command_replay(args):
 
 
 def _value_text(value):
+    """Return a field value of a recorded message as printed: cut, as every text from a bag."""
+    from .safe_io import cut_text
+
     if hasattr(value, 'name') and not isinstance(value, str):
-        return value.name
+        return cut_text(value.name)
     if isinstance(value, float) and math.isinf(value):
         return repr(value)
-    return repr(value) if isinstance(value, str) else str(value)
+    return cut_text(repr(value) if isinstance(value, str) else str(value))
 
 
 def _print_replay(report):
     from .core.feedback import format_overconfidence
+    from .safe_io import cut_text
 
     config = report.replay_config
     print(f'bag:       {report.bag}')
@@ -220,7 +231,7 @@ def _print_replay(report):
         print(f'events:    {report.events} recorded; resets replayed: '
               + (', '.join(f'{k} {v}' for k, v in sorted(report.resets.items())) or 'none'))
     for warning in report.warnings:
-        print(f'warning:   {warning}')
+        print(f'warning:   {cut_text(warning, 1000)}')
     if report.rejected:
         print(f'rejected:  {sum(report.rejected.values())} inputs skipped as the node does ('
               + ', '.join(f'{k} {v}' for k, v in sorted(report.rejected.items())) + ')')

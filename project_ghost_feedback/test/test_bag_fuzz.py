@@ -701,3 +701,53 @@ def test_evaluate_does_not_pair_poses_of_different_bodies(tmp_path):
     assert unrelated['estimates_dropped']['child_frame_mismatch'] == unrelated['estimates']
     assert bridges['mapped']['paired'] > 0
     assert 'child_frame_mismatch' not in bridges['mapped']['estimates_dropped']
+
+
+def test_a_foreign_channel_over_the_message_limit_is_skipped_with_a_count(tmp_path):
+    """Issue 34 finding 6, read side: a bag is not refused whole for a topic not the node's.
+
+    2 MB messages on a ``record_topics`` topic (as a bag recorded before the recorder refused
+    them holds) made ``info`` and ``replay`` refuse the bag with the node's own channels in it.
+    """
+    from project_ghost_feedback.telemetry.adapters import TelemetryRecord
+    from project_ghost_feedback.telemetry.channels import CHANNELS, recorded_topic
+    from project_ghost_feedback.telemetry.config import custom_data_for_config
+    from project_ghost_feedback.telemetry.writer import TelemetryWriter
+
+    config = LoopConfig.make('calibrated_exceedance', None, 16, 64)
+    loop = FeedbackLoop(config)
+    big = recorded_topic('/big:std_msgs/msg/String')
+    levels = (NamedLevel('x', SelfAssessmentLevel.KNOWN),)
+    outcomes = OutcomeModel().outcomes(20, seed=SEED, overconfidence=3.0, rate_hz=10.0,
+                                       start_stamp_sim_ns=10**9)
+
+    def string_cdr(size):
+        return b'\x00\x01\x00\x00' + struct.pack('<I', size + 1) + b'x' * size + b'\x00'
+
+    bag = tmp_path / 'bag'
+    with TelemetryWriter(str(bag), channels=CHANNELS + (big,),
+                         custom_data=custom_data_for_config(config)) as writer:
+        for index, outcome in enumerate(outcomes):
+            loop.outcome(outcome)
+            writer.write_contract(outcome)
+            raw = BeliefSelfAssessment(outcome.observed_stamp_sim_ns + 1,
+                                       SelfAssessmentLevel.KNOWN, levels, ())
+            writer.write_contract(raw)
+            writer.write_contract(loop.assessment(raw).calibrated)
+            writer.write(TelemetryRecord('/big', outcome.observed_stamp_sim_ns + 2,
+                                         string_cdr(2_000_000 if index % 5 == 0 else 10)))
+    info = subprocess.run([sys.executable, '-m', 'project_ghost_feedback.cli', 'info', str(bag),
+                           '--json'], capture_output=True, text=True, timeout=300,
+                          env=_cli_env())
+    assert info.returncode == 0, info.stderr
+    document = json.loads(info.stdout)
+    assert document['skipped_oversized'] == {'/big': 4}
+    assert {t['name']: t['message_count'] for t in document['topics']}['/big'] == 20
+    text = subprocess.run([sys.executable, '-m', 'project_ghost_feedback.cli', 'info', str(bag)],
+                          capture_output=True, text=True, timeout=300, env=_cli_env())
+    assert 'skipped:     4 message(s) over the 1 MiB limit' in text.stdout
+    replay = subprocess.run([sys.executable, '-m', 'project_ghost_feedback.cli', 'replay',
+                             str(bag), '--json'], capture_output=True, text=True, timeout=300,
+                            env=_cli_env())
+    assert replay.returncode == 0, replay.stderr
+    assert json.loads(replay.stdout)['identical'] is True

@@ -59,6 +59,11 @@ NODE_PARAMETERS = {
         10_000, 'Records waiting for the telemetry writer thread; when full (a slow disk) new '
         'records are counted as not recorded, the data path never waits (read-only).',
         read_only=True, integer_range=(1, 10_000_000)),
+    'telemetry_queue_bytes': ParameterSpec(
+        64 << 20, 'Byte budget of the records waiting for the telemetry writer thread (a '
+        'record_topics message counts its size); beyond it new records are counted as not '
+        'recorded (over_byte_budget), WARN on /diagnostics (read-only).',
+        read_only=True, integer_range=(1 << 20, 1 << 34)),
     'record_diagnostics': ParameterSpec(
         True, 'When recording, also record /diagnostics (every publisher, as received, log time '
         "the node clock), so Foxglove's Diagnostics panel shows the run, and the node's "
