@@ -59,8 +59,12 @@ def _rosbags_msg(store, msgtype, stamp_ns, position, quaternion, covariance=None
 
 
 def write_rosbags_bag(path, samples, reference_type=ODOMETRY, storage='mcap',
-                      estimate_topic=ESTIMATE, reference_topic=REFERENCE, shift_reference_ns=0):
-    """Write the samples with rosbags' Writer: estimates (Odometry) and truth (reference_type)."""
+                      estimate_topic=ESTIMATE, reference_topic=REFERENCE, shift_reference_ns=0,
+                      log_start_ns=1):
+    """Write the samples with rosbags' Writer: estimates (Odometry) and truth (reference_type).
+
+    Log times count 1 ns per message from ``log_start_ns``.
+    """
     from rosbags.rosbag2 import StoragePlugin, Writer
 
     store = _typestore()
@@ -68,7 +72,7 @@ def write_rosbags_bag(path, samples, reference_type=ODOMETRY, storage='mcap',
     with Writer(path, version=9, storage_plugin=plugin) as writer:
         estimates = writer.add_connection(estimate_topic, ODOMETRY, typestore=store)
         references = writer.add_connection(reference_topic, reference_type, typestore=store)
-        for log_ns, (kind, sample) in enumerate(ordered(samples), start=1):
+        for log_ns, (kind, sample) in enumerate(ordered(samples), start=log_start_ns):
             if kind == 'reference':
                 stamp = sample.stamp_ns + shift_reference_ns
                 msg = _rosbags_msg(store, reference_type, stamp, sample.truth_position,
