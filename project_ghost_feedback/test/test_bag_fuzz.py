@@ -376,9 +376,11 @@ def pristine(tmp_path_factory):
 
 
 def _comparable(document):
-    # The path differs; custom_data is shown verbatim by info (replay checks its content).
+    # The path differs; custom_data is shown verbatim by info (replay checks its content);
+    # time_origin is the bag's start as metadata.yaml declares it (the episodes' seconds count
+    # from it), shown as declared like info's start time.
     document = dict(document)
-    for key in ('path', 'bag', 'custom_data'):
+    for key in ('path', 'bag', 'custom_data', 'time_origin'):
         document.pop(key, None)
     if 'topics' in document:  # a recorded hash other than ours: test_a_different_recorded_...
         document['topics'] = [

@@ -70,7 +70,7 @@ def test_a_raw_level_already_low_is_no_episode():
 
 
 def test_the_tracker_keeps_at_most_limit_and_counts_all():
-    """A flapping stream: every episode counted, the first ``limit`` kept, time summed."""
+    """A flapping stream: every episode counted, the ``limit`` longest kept, time summed."""
     tracker = EpisodeTracker(limit=2)
     for second in range(10):
         level = U if second % 2 else K
@@ -78,6 +78,15 @@ def test_the_tracker_keeps_at_most_limit_and_counts_all():
     assert tracker.count == 5 and tracker.truncated
     assert [e.start_ns for e in tracker.episodes()] == [1 * NS_PER_S, 3 * NS_PER_S]
     assert tracker.downgraded_s == pytest.approx(5.0 - 1.0)  # four closed of 1 s, one open of 0
+    # A longer episode later replaces the shortest kept one: the longest are kept, in order.
+    for second in range(10, 16):
+        tracker.add(_calibrated(second, U, 'gross_overconfidence'))
+    assert [e.start_ns for e in tracker.episodes()] == [3 * NS_PER_S, 9 * NS_PER_S]
+    assert tracker.episodes()[-1].ongoing and tracker.episodes()[-1].duration_s == 6.0
+    tracker.add(_calibrated(16, K, 'within'))
+    assert [(e.start_ns, e.ongoing) for e in tracker.episodes()] == [
+        (3 * NS_PER_S, False), (9 * NS_PER_S, False)]
+    assert tracker.count == 5 and tracker.downgraded_s == pytest.approx(4.0 + 7.0)
     with pytest.raises(ValueError, match='limit'):
         EpisodeTracker(limit=-1)
 

@@ -60,10 +60,11 @@ def _rosbags_msg(store, msgtype, stamp_ns, position, quaternion, covariance=None
 
 def write_rosbags_bag(path, samples, reference_type=ODOMETRY, storage='mcap',
                       estimate_topic=ESTIMATE, reference_topic=REFERENCE, shift_reference_ns=0,
-                      mangle=None):
+                      mangle=None, log_start_ns=1):
     """Write the samples with rosbags' Writer: estimates (Odometry) and truth (reference_type).
 
-    ``mangle(index, kind, cdr) -> cdr``, when given, may change each message's bytes.
+    ``mangle(index, kind, cdr) -> cdr``, when given, may change each message's bytes. Log times
+    count 1 ns per message from ``log_start_ns``.
     """
     from rosbags.rosbag2 import StoragePlugin, Writer
 
@@ -72,7 +73,7 @@ def write_rosbags_bag(path, samples, reference_type=ODOMETRY, storage='mcap',
     with Writer(path, version=9, storage_plugin=plugin) as writer:
         estimates = writer.add_connection(estimate_topic, ODOMETRY, typestore=store)
         references = writer.add_connection(reference_topic, reference_type, typestore=store)
-        for log_ns, (kind, sample) in enumerate(ordered(samples), start=1):
+        for log_ns, (kind, sample) in enumerate(ordered(samples), start=log_start_ns):
             if kind == 'reference':
                 stamp = sample.stamp_ns + shift_reference_ns
                 msg = _rosbags_msg(store, reference_type, stamp, sample.truth_position,
@@ -85,7 +86,7 @@ def write_rosbags_bag(path, samples, reference_type=ODOMETRY, storage='mcap',
                 data = store.serialize_cdr(msg, ODOMETRY)
                 connection = estimates
             if mangle is not None:
-                data = mangle(log_ns - 1, kind, data)
+                data = mangle(log_ns - log_start_ns, kind, data)
             writer.write(connection, log_ns, data)
     return path
 

@@ -180,3 +180,18 @@ def test_the_picture_functions_draw_the_named_panels():
         assert figure.axes[3].get_title(loc='left') == plot.NEES_TITLE
     finally:
         pyplot.close(figure)
+
+
+def test_sim_time_stamps_in_a_wall_clock_bag_count_from_the_first_stamp(tmp_path, samples):
+    """Log times in 2023, header stamps from 0: seconds from the first header stamp, said so."""
+    bag = write_rosbags_bag(tmp_path / 'bag', samples, POSE,
+                            log_start_ns=1_700_000_000 * NS_PER_S)
+    assert evaluate(bag, tmp_path / 'out', '--no-plot') == 0
+    summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())
+    first = min(s.stamp_ns for s in samples)
+    assert summary['time_origin'] == {'stamp_ns': first, 'kind': 'first_stamp'}
+    main = max(summary['episodes'], key=lambda e: e['duration_s'])
+    assert main['start_s'] == pytest.approx((main['start_stamp_ns'] - first) / NS_PER_S)
+    assert 12.0 <= main['start_s'] <= 20.0
+    text = (tmp_path / 'out' / 'summary.txt').read_text()
+    assert 'seconds from the first header stamp' in text

@@ -198,7 +198,7 @@ def timelines_png(document, plt):
     from matplotlib.patches import Patch
 
     for axis, bag in zip(axes[:, 0], chosen):
-        start = bag['start_time_ns'] or 0
+        start = bag['time_origin']['stamp_ns']  # the episodes' origin: the same seconds
         end_s = ((bag.get('end_time_ns') or start) - start) / NS_PER_S
         series = [bag['raw']['timeline']]
         series += [bag['policies'][label]['timeline'] for label in labels]

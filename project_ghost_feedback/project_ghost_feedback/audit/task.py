@@ -32,8 +32,8 @@ from ..core import NS_PER_S
 
 TIMELINE_LIMIT = 2000
 """Level change points kept per policy and bag (the counts stay exact beyond it)."""
-EPISODE_LIMIT = 200
-"""Downgrade episodes kept per policy and bag (``episode_count`` counts them all)."""
+EPISODE_LIMIT = 50
+"""Downgrade episodes kept per policy and bag: the longest (``episode_count`` counts them all)."""
 HISTOGRAM_BIN = 0.1
 HISTOGRAM_BINS = 80
 """Distances in [0, 8) in bins of 0.1; beyond in ``over``, +inf in ``inf``."""

@@ -96,7 +96,6 @@ class _Trace:
         from ..core.feedback.overconfidence import estimate_from_sum
 
         self._inflation_factors, self._estimate_from_sum = inflation_factors, estimate_from_sum
-
         self.bag_dir = bag_dir
         self.distances = {}
         self.levels = {}
@@ -210,10 +209,15 @@ def _episodes_summary(run, trace):
     if trace.nees:
         raw = [r for _, r, _ in trace.nees]
         calibrated = [c for _, _, c in trace.nees]
-        result['nees'] = {'outcomes': len(raw), 'raw_mean': sum(raw) / len(raw),
-                          'calibrated_mean': sum(calibrated) / len(calibrated),
+        result['nees'] = {'outcomes': len(raw), 'raw_mean': _finite_or_text(sum(raw) / len(raw)),
+                          'calibrated_mean': _finite_or_text(sum(calibrated) / len(calibrated)),
                           'confidence': trace.calibrated_estimate[2]}
     return result
+
+
+def _finite_or_text(value):
+    """Return ``value``, or ``'inf'`` when it is not finite (strict JSON, as the k estimates)."""
+    return value if math.isfinite(value) else 'inf'
 
 
 def _picture(path, run, trace, title):

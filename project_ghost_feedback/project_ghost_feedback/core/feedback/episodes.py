@@ -201,8 +201,9 @@ class EpisodeTracker:
     """Build the downgrade episodes of a stream of calibrated assessments (recorded order).
 
     :meth:`add` each CalibratedSelfAssessment; :meth:`episodes` returns those seen so far (an
-    episode still open as ``ongoing``), at most ``limit`` (the first ones; :attr:`count` counts
-    them all). Streaming and bounded: the audit feeds it whole bags.
+    episode still open as ``ongoing``), oldest first. With ``limit``, only the ``limit`` longest
+    are kept (a flapping start-up does not crowd out a long detection later; :attr:`count` and
+    :attr:`downgraded_s` count them all). Streaming and bounded: the audit feeds it whole bags.
     """
 
     __slots__ = ('_closed', '_closed_ns', '_open', 'count', 'first_stamp_ns', 'last_stamp_ns',
@@ -238,8 +239,16 @@ class EpisodeTracker:
             self._open = None
 
     def _keep(self, episode: Episode) -> None:
-        if self.limit is None or len(self._closed) < self.limit:
-            self._closed.append(episode)
+        kept = self._closed
+        if self.limit is None or len(kept) < self.limit:
+            kept.append(episode)
+            return
+        if not kept:
+            return
+        shortest = min(range(len(kept)), key=lambda i: _length(kept[i]))
+        if _length(episode) > _length(kept[shortest]):
+            del kept[shortest]  # the rest stay in time order
+            kept.append(episode)
 
     @property
     def truncated(self) -> bool:
@@ -257,10 +266,19 @@ class EpisodeTracker:
     def episodes(self) -> tuple[Episode, ...]:
         """Return the episodes so far, oldest first (an open one closed as ``ongoing``)."""
         result = list(self._closed)
-        if self._open is not None and (self.limit is None or len(result) < self.limit):
+        if self._open is not None:
             assert self.last_stamp_ns is not None  # set with the first assessment
-            result.append(self._open.close(self.last_stamp_ns, ongoing=True))
+            current = self._open.close(self.last_stamp_ns, ongoing=True)
+            if self.limit is None or len(result) < self.limit:
+                result.append(current)
+            elif result and _length(current) > min(_length(e) for e in result):
+                result.remove(min(result, key=_length))
+                result.append(current)
         return tuple(result)
+
+
+def _length(episode: Episode) -> int:
+    return episode.end_ns - episode.start_ns
 
 
 def downgrade_episodes(
