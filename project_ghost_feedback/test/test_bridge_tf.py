@@ -17,13 +17,13 @@ with one line saying so.
 import math
 
 from diagnostic_msgs.msg import DiagnosticStatus
-from geometry_msgs.msg import TransformStamped
 import pytest
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from rclpy.time import Time
 
 from project_ghost_feedback.evaluate.inputs import ASSESSMENT, bridge_outputs, bridge_parameters
+from project_ghost_feedback.ros.sim_stack_node import tf_msg
 from project_ghost_feedback.ros.tf_frames import tf2_missing
 from project_ghost_feedback.sim.localization_stack import StackPhase
 from project_ghost_feedback.sim.odom_drift import MAP_FRAME, ODOM_FRAME, OdomDrift
@@ -41,18 +41,6 @@ TF_STATIC_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                            reliability=ReliabilityPolicy.RELIABLE,
                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
 ESTIMATE_TOPIC, REFERENCE_TOPIC = '/odometry/filtered', '/ground_truth'
-
-
-def _tf_message(stamp_ns, parent, child, translation, rotation):
-    from tf2_msgs.msg import TFMessage
-
-    transform = TransformStamped()
-    transform.header.stamp.sec, transform.header.stamp.nanosec = divmod(stamp_ns, SECOND_NS)
-    transform.header.frame_id, transform.child_frame_id = parent, child
-    t, r = transform.transform.translation, transform.transform.rotation
-    t.x, t.y, t.z = (float(v) for v in translation)
-    r.x, r.y, r.z, r.w = (float(v) for v in rotation)
-    return TFMessage(transforms=[transform])
 
 
 def _stamp(msg):
@@ -84,7 +72,7 @@ def _play(h, samples, drift, by_hand, tf_publisher=None):
                 msg = odometry_msg(stamp, position, quaternion, frame_id=ODOM_FRAME)
             else:
                 translation, rotation = drift.map_to_odom(stamp)
-                tf = _tf_message(stamp, MAP_FRAME, ODOM_FRAME, translation, rotation)
+                tf = tf_msg(stamp, MAP_FRAME, ODOM_FRAME, translation, rotation)
                 tf_publisher.publish(tf)
                 published.append(('/tf', tf))
                 h.spin_until(lambda stamp=stamp: _can_transform(h, stamp), 'the tf')
@@ -223,7 +211,7 @@ def test_late_transform_waits_too_late_and_past_are_dropped(harness):
     shift = ((1.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))  # odom at x = 1 in map
 
     def send_tf(stamp_ns):
-        tf.publish(_tf_message(stamp_ns, MAP_FRAME, ODOM_FRAME, *shift))
+        tf.publish(tf_msg(stamp_ns, MAP_FRAME, ODOM_FRAME, *shift))
         h.spin_until(lambda: _can_transform(h, stamp_ns), 'the tf')
 
     send_tf(SECOND_NS)
