@@ -244,3 +244,35 @@ def harness():
     """Return a factory of Harness objects in a private context; all closed afterwards."""
     with harnesses() as make:
         yield make
+
+
+def test_the_simulator_stack_publishes_its_frames_through_tf():
+    """StackFrames (sim_stack_node --tf, the demo): truth in map, estimate in odom, map -> odom.
+
+    tf2 itself (a BufferCore fed the published /tf) maps the truth into odom as the stack states
+    it (OdomDrift.to_odom), and the transform moves in steps.
+    """
+    from project_ghost_feedback.ros.sim_stack_node import StackFrames
+    from project_ghost_feedback.ros.tf_frames import feed, offline_buffer, Tf2Transforms
+    from project_ghost_feedback.bridge.geometry import FixedTransform
+
+    frames = StackFrames(OdomDrift(seed=2))
+    core = offline_buffer(10.0)
+    transforms = Tf2Transforms(core)
+    steps = set()
+    for sample in stack_samples(seed=1, phases=(StackPhase('tuned', 7.0),)):
+        tf, truth, estimate = frames.messages(sample)
+        assert truth.header.frame_id == MAP_FRAME
+        assert estimate is None or estimate.header.frame_id == ODOM_FRAME
+        (transform,) = tf.transforms
+        assert (transform.header.frame_id, transform.child_frame_id) == (MAP_FRAME, ODOM_FRAME)
+        assert _stamp(transform) == _stamp(truth) == sample.stamp_ns
+        assert feed(core, tf, static=False) == 0
+        found = transforms.lookup(ODOM_FRAME, MAP_FRAME, sample.stamp_ns)
+        position, quaternion, _ = FixedTransform(*found).apply(
+            sample.truth_position, sample.truth_quaternion)
+        published = frames.as_published(sample)
+        assert list(position) == pytest.approx(list(published.truth_position), abs=1e-12)
+        assert abs(float(quaternion @ published.truth_quaternion)) == pytest.approx(1.0)
+        steps.add(tuple(found.translation_m))
+    assert len(steps) == 4  # 7 s, corrected every 2 s

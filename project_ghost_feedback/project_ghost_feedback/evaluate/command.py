@@ -163,6 +163,8 @@ def summary_text(summary):
         f'{bridge["paired"]} paired, {bridge["outcomes"]} outcomes emitted '
         f'({bridge["outcomes_paced_out"]} paced out), {bridge["assessments"]} assessments; '
         f'estimates dropped: {dropped}',
+        f'frames: tf {bridge["tf"]}, {bridge["tf_messages"]} tf messages; references dropped: '
+        + (', '.join(f'{k} {v}' for k, v in bridge['references_dropped'].items()) or 'none'),
         f'distances (unsquared Mahalanobis): position median {fmt(summary["position_d_median"])}'
         f', p95 {fmt(summary["position_d_p95"])}; orientation median '
         f'{fmt(summary["orientation_d_median"])}, p95 {fmt(summary["orientation_d_p95"])}; '
