@@ -47,6 +47,11 @@ def _stamp(msg):
     return msg.header.stamp.sec * SECOND_NS + msg.header.stamp.nanosec
 
 
+def _published_outcomes(h):
+    return [_outcome_key(_stamp(m), m.position_error_m, m.orientation_error_rad,
+                         m.position_mahalanobis, m.orientation_mahalanobis) for m in h.outcomes]
+
+
 def _tf_publisher(h):
     from tf2_msgs.msg import TFMessage
 
@@ -121,8 +126,7 @@ def drift_run():
         h = make(**UNPACED)
         assert h.node.tf_state == 'on'
         published = _play(h, samples, drift, by_hand=False, tf_publisher=_tf_publisher(h))
-        outcomes = [_outcome_key(_stamp(m), m.position_error_m, m.orientation_error_rad,
-                         m.position_mahalanobis, m.orientation_mahalanobis) for m in h.outcomes]
+        outcomes = _published_outcomes(h)
         levels = [(_stamp(m), m.overall_level.value) for m in h.assessments]
         counts = (dict(h.node.dropped), dict(h.node.references_dropped), h.node.accounting(),
                   h.node.references_used)
@@ -144,8 +148,7 @@ def test_moving_map_to_odom_through_tf_equals_the_transform_applied_by_hand(drif
     with harnesses() as make:
         h = make(**UNPACED)
         _play(h, samples, drift, by_hand=True)
-        by_hand = [_outcome_key(_stamp(m), m.position_error_m, m.orientation_error_rad,
-                        m.position_mahalanobis, m.orientation_mahalanobis) for m in h.outcomes]
+        by_hand = _published_outcomes(h)
         assert h.node.references_used == len(samples)
     assert [key[0] for key in by_hand] == [key[0] for key in outcomes]
     for live, hand in zip(outcomes, by_hand):
