@@ -16,6 +16,8 @@ with one line saying so.
 
 import math
 
+import numpy as np
+
 from diagnostic_msgs.msg import DiagnosticStatus
 import pytest
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -279,3 +281,52 @@ def test_the_simulator_stack_publishes_its_frames_through_tf():
         assert abs(float(quaternion @ published.truth_quaternion)) == pytest.approx(1.0)
         steps.add(tuple(found.translation_m))
     assert len(steps) == 4  # 7 s, corrected every 2 s
+
+
+def _engine(values=None):
+    """Return (PairingEngine with tf2's BufferCore as its provider, the core, what it handed)."""
+    from project_ghost_feedback.bridge.pairing import engine_config, EngineListener, PairingEngine
+    from project_ghost_feedback.ros.tf_frames import offline_buffer, Tf2Transforms
+
+    class Collect(EngineListener):
+        def __init__(self):
+            self.outcomes = []
+
+        def outcome(self, outcome, estimate):
+            self.outcomes.append(outcome)
+
+    core = offline_buffer(10.0)
+    listener = Collect()
+    params = bridge_parameters(None)
+    params.update(values or {})
+    engine = PairingEngine(engine_config(params), listener, transforms=Tf2Transforms(core))
+    return engine, core, listener
+
+
+def test_engine_waits_for_the_estimate_frame_and_flushes_or_resets_what_waits():
+    """Before any estimate references wait; at the end or at a reset they are counted, not lost."""
+    from project_ghost_feedback.ros.tf_frames import feed
+
+    engine, core, listener = _engine(UNPACED)
+    feed(core, tf_msg(0, MAP_FRAME, ODOM_FRAME, (1.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)),
+         static=True)
+    engine.take_reference(odometry_msg(SECOND_NS, (2.0, 0.0, 0.0), (0, 0, 0, 1),
+                                       frame_id=MAP_FRAME))
+    assert len(engine.tf_waiting) == 1 and engine.references_used == 0  # no estimate frame yet
+    engine.take_estimate(odometry_msg(SECOND_NS, (1.0, 0.0, 0.0), (0, 0, 0, 1),
+                                      covariance=np.diag([0.01] * 6), frame_id=ODOM_FRAME))
+    assert engine.references_used == 1 and not engine.tf_waiting
+    (outcome,) = listener.outcomes  # map x=2 is odom x=1 (static map -> odom at x=1): d = 0
+    assert outcome.position_mahalanobis == pytest.approx(0.0, abs=1e-9)
+    # A reference in a frame tf does not know waits; a stamp 10 s back resets: counted.
+    engine.take_reference(odometry_msg(2 * SECOND_NS, (0, 0, 0), (0, 0, 0, 1), frame_id='world'))
+    assert len(engine.tf_waiting) == 1
+    engine.take_reference(odometry_msg(20 * SECOND_NS, (0, 0, 0), (0, 0, 0, 1),
+                                       frame_id='world'))
+    assert engine.references_dropped == {'tf_unavailable': 1}
+    engine.take_reference(odometry_msg(3 * SECOND_NS, (0, 0, 0), (0, 0, 0, 1), frame_id='world'))
+    assert engine.references_dropped == {'tf_unavailable': 1, 'time_reset': 1}
+    assert engine.resets == {'reference_stamp_jump': 1}
+    engine.flush()  # end of input: what still waits is dropped with its reason
+    assert engine.references_dropped == {'tf_unavailable': 2, 'time_reset': 1}
+    assert not engine.tf_waiting and engine.references_used == 1
