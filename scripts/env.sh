@@ -39,8 +39,10 @@ for _ghost_feedback_set in "${_ghost_feedback_root}"/.venv/ros_sources.d/*; do
   [[ -f "${_ghost_feedback_set}" ]] || continue
   _ghost_feedback_prefix="$(cat "${_ghost_feedback_set}")"
   if [[ -f "${_ghost_feedback_prefix}/local_setup.bash" ]]; then
+    # The set may have been built by another clone: its script would run that clone's Python.
     # shellcheck disable=SC1091
-    source "${_ghost_feedback_prefix}/local_setup.bash"
+    COLCON_PYTHON_EXECUTABLE="${VIRTUAL_ENV}/bin/python" \
+      source "${_ghost_feedback_prefix}/local_setup.bash"
   else
     echo "[env] ${_ghost_feedback_set##*/}: ${_ghost_feedback_prefix} is gone (cache cleared?);" \
       'run: bash scripts/setup.sh' >&2

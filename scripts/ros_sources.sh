@@ -17,7 +17,9 @@
 # Concurrent runs for one key wait on a lock; a build that did not finish is redone.
 #
 # Knobs: VENV (default: the repository's .venv), ROS_SOURCES_COLCON_ARGS (extra arguments for
-# `colcon build`, e.g. --packages-up-to NAME). Needs cmake, make, g++ (setup.sh checks them).
+# `colcon build`, e.g. --packages-up-to NAME), GHOST_FEEDBACK_CACHE (the cache root),
+# ROS_SOURCES_REGISTER=0 (build only: leave VENV/ros_sources.d alone, as bench/ does).
+# Needs cmake, make, g++ (setup.sh checks them).
 set -euo pipefail
 
 FORMAT=1  # bump when the build below changes in a way that changes the result
@@ -48,8 +50,10 @@ install="${dir}/install"
 mkdir -p "${dir}"
 
 register() {
-  mkdir -p "${VENV}/ros_sources.d"
-  printf '%s\n' "${install}" >"${VENV}/ros_sources.d/${SET}"
+  if [[ "${ROS_SOURCES_REGISTER:-1}" == 1 ]]; then
+    mkdir -p "${VENV}/ros_sources.d"
+    printf '%s\n' "${install}" >"${VENV}/ros_sources.d/${SET}"
+  fi
   printf '%s\n' "${install}"
 }
 

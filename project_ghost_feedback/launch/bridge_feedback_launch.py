@@ -96,8 +96,8 @@ def generate_launch_description():
                               'name it).'),
         DeclareLaunchArgument('record_inputs', default_value='false', choices=['true', 'false'],
                               description="With record:=true, also record the bridge's inputs "
-                              '(estimate_topic, reference_topic), e.g. for ghost-feedback '
-                              'evaluate.'),
+                              '(estimate_topic, reference_topic, /tf, /tf_static), e.g. for '
+                              'ghost-feedback evaluate.'),
         Node(
             package=PACKAGE, executable=BRIDGE_EXECUTABLE, name='outcome_bridge',
             namespace=LaunchConfiguration('namespace'),
@@ -118,6 +118,6 @@ def generate_launch_description():
             launch_arguments=[(name, LaunchConfiguration(name)) for name in SHARED_ARGUMENTS] + [
                 ('extra_record_topics', PythonExpression([
                     "'", LaunchConfiguration('estimate_topic'), ',',
-                    LaunchConfiguration('reference_topic'), "' if '",
+                    LaunchConfiguration('reference_topic'), ",/tf,/tf_static' if '",
                     LaunchConfiguration('record_inputs'), "' == 'true' else ''"]))]),
     ])

@@ -16,15 +16,17 @@ with one line saying so.
 
 import math
 
+import numpy as np
+
 from diagnostic_msgs.msg import DiagnosticStatus
-from geometry_msgs.msg import TransformStamped
 import pytest
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from rclpy.time import Time
 
-from project_ghost_feedback.bridge_inputs import ASSESSMENT, bridge_outputs, bridge_parameters
 from project_ghost_feedback.bridge.tf2_transforms import tf2_missing
+from project_ghost_feedback.bridge_inputs import ASSESSMENT, bridge_outputs, bridge_parameters
+from project_ghost_feedback.ros.sim_stack_node import tf_msg
 from project_ghost_feedback.sim.localization_stack import StackPhase
 from project_ghost_feedback.sim.odom_drift import MAP_FRAME, ODOM_FRAME, OdomDrift
 from test_evaluate import ordered, stack_samples
@@ -43,20 +45,13 @@ TF_STATIC_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
 ESTIMATE_TOPIC, REFERENCE_TOPIC = '/odometry/filtered', '/ground_truth'
 
 
-def _tf_message(stamp_ns, parent, child, translation, rotation):
-    from tf2_msgs.msg import TFMessage
-
-    transform = TransformStamped()
-    transform.header.stamp.sec, transform.header.stamp.nanosec = divmod(stamp_ns, SECOND_NS)
-    transform.header.frame_id, transform.child_frame_id = parent, child
-    t, r = transform.transform.translation, transform.transform.rotation
-    t.x, t.y, t.z = (float(v) for v in translation)
-    r.x, r.y, r.z, r.w = (float(v) for v in rotation)
-    return TFMessage(transforms=[transform])
-
-
 def _stamp(msg):
     return msg.header.stamp.sec * SECOND_NS + msg.header.stamp.nanosec
+
+
+def _published_outcomes(h):
+    return [_outcome_key(_stamp(m), m.position_error_m, m.orientation_error_rad,
+                         m.position_mahalanobis, m.orientation_mahalanobis) for m in h.outcomes]
 
 
 def _tf_publisher(h):
@@ -84,7 +79,7 @@ def _play(h, samples, drift, by_hand, tf_publisher=None):
                 msg = odometry_msg(stamp, position, quaternion, frame_id=ODOM_FRAME)
             else:
                 translation, rotation = drift.map_to_odom(stamp)
-                tf = _tf_message(stamp, MAP_FRAME, ODOM_FRAME, translation, rotation)
+                tf = tf_msg(stamp, MAP_FRAME, ODOM_FRAME, translation, rotation)
                 tf_publisher.publish(tf)
                 published.append(('/tf', tf))
                 h.spin_until(lambda stamp=stamp: _can_transform(h, stamp), 'the tf')
@@ -133,9 +128,7 @@ def drift_run():
         h = make(**UNPACED)
         assert h.node.tf_state == 'on'
         published = _play(h, samples, drift, by_hand=False, tf_publisher=_tf_publisher(h))
-        outcomes = [_outcome_key(_stamp(m), m.position_error_m, m.orientation_error_rad,
-                                 m.position_mahalanobis, m.orientation_mahalanobis)
-                    for m in h.outcomes]
+        outcomes = _published_outcomes(h)
         levels = [(_stamp(m), m.overall_level.value) for m in h.assessments]
         counts = (dict(h.node.dropped), dict(h.node.references_dropped), h.node.accounting(),
                   h.node.references_used)
@@ -157,9 +150,7 @@ def test_moving_map_to_odom_through_tf_equals_the_transform_applied_by_hand(drif
     with harnesses() as make:
         h = make(**UNPACED)
         _play(h, samples, drift, by_hand=True)
-        by_hand = [_outcome_key(_stamp(m), m.position_error_m, m.orientation_error_rad,
-                                m.position_mahalanobis, m.orientation_mahalanobis)
-                   for m in h.outcomes]
+        by_hand = _published_outcomes(h)
         assert h.node.references_used == len(samples)
     assert [key[0] for key in by_hand] == [key[0] for key in outcomes]
     for live, hand in zip(outcomes, by_hand):
@@ -225,7 +216,7 @@ def test_late_transform_waits_too_late_and_past_are_dropped(harness):
     shift = ((1.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))  # odom at x = 1 in map
 
     def send_tf(stamp_ns):
-        tf.publish(_tf_message(stamp_ns, MAP_FRAME, ODOM_FRAME, *shift))
+        tf.publish(tf_msg(stamp_ns, MAP_FRAME, ODOM_FRAME, *shift))
         h.spin_until(lambda: _can_transform(h, stamp_ns), 'the tf')
 
     send_tf(SECOND_NS)
@@ -258,3 +249,84 @@ def harness():
     """Return a factory of Harness objects in a private context; all closed afterwards."""
     with harnesses() as make:
         yield make
+
+
+def test_the_simulator_stack_publishes_its_frames_through_tf():
+    """StackFrames (sim_stack_node --tf, the demo): truth in map, estimate in odom, map -> odom.
+
+    tf2 itself (a BufferCore fed the published /tf) maps the truth into odom as the stack states
+    it (OdomDrift.to_odom), and the transform moves in steps.
+    """
+    from project_ghost_feedback.ros.sim_stack_node import StackFrames
+    from project_ghost_feedback.bridge.tf2_transforms import feed, offline_buffer, Tf2Transforms
+    from project_ghost_feedback.bridge.geometry import FixedTransform
+
+    frames = StackFrames(OdomDrift(seed=2))
+    core = offline_buffer(10.0)
+    transforms = Tf2Transforms(core)
+    steps = set()
+    for sample in stack_samples(seed=1, phases=(StackPhase('tuned', 7.0),)):
+        tf, truth, estimate = frames.messages(sample)
+        assert truth.header.frame_id == MAP_FRAME
+        assert estimate is None or estimate.header.frame_id == ODOM_FRAME
+        (transform,) = tf.transforms
+        assert (transform.header.frame_id, transform.child_frame_id) == (MAP_FRAME, ODOM_FRAME)
+        assert _stamp(transform) == _stamp(truth) == sample.stamp_ns
+        assert feed(core, tf, static=False) == 0
+        found = transforms.lookup(ODOM_FRAME, MAP_FRAME, sample.stamp_ns)
+        position, quaternion, _ = FixedTransform(*found).apply(
+            sample.truth_position, sample.truth_quaternion)
+        published = frames.as_published(sample)
+        assert list(position) == pytest.approx(list(published.truth_position), abs=1e-12)
+        assert abs(float(quaternion @ published.truth_quaternion)) == pytest.approx(1.0)
+        steps.add(tuple(found.translation_m))
+    assert len(steps) == 4  # 7 s, corrected every 2 s
+
+
+def _engine(values=None):
+    """Return (PairingEngine with tf2's BufferCore as its provider, the core, what it handed)."""
+    from project_ghost_feedback.bridge.pairing import engine_config, EngineListener, PairingEngine
+    from project_ghost_feedback.bridge.tf2_transforms import offline_buffer, Tf2Transforms
+
+    class Collect(EngineListener):
+        def __init__(self):
+            self.outcomes = []
+
+        def outcome(self, outcome, estimate):
+            self.outcomes.append(outcome)
+
+    core = offline_buffer(10.0)
+    listener = Collect()
+    params = bridge_parameters(None)
+    params.update(values or {})
+    engine = PairingEngine(engine_config(params), listener, transforms=Tf2Transforms(core))
+    return engine, core, listener
+
+
+def test_engine_waits_for_the_estimate_frame_and_flushes_or_resets_what_waits():
+    """Before any estimate references wait; at the end or at a reset they are counted, not lost."""
+    from project_ghost_feedback.bridge.tf2_transforms import feed
+
+    engine, core, listener = _engine(UNPACED)
+    feed(core, tf_msg(0, MAP_FRAME, ODOM_FRAME, (1.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)),
+         static=True)
+    engine.take_reference(odometry_msg(SECOND_NS, (2.0, 0.0, 0.0), (0, 0, 0, 1),
+                                       frame_id=MAP_FRAME))
+    assert len(engine.tf_waiting) == 1 and engine.references_used == 0  # no estimate frame yet
+    engine.take_estimate(odometry_msg(SECOND_NS, (1.0, 0.0, 0.0), (0, 0, 0, 1),
+                                      covariance=np.diag([0.01] * 6), frame_id=ODOM_FRAME))
+    assert engine.references_used == 1 and not engine.tf_waiting
+    (outcome,) = listener.outcomes  # map x=2 is odom x=1 (static map -> odom at x=1): d = 0
+    assert outcome.position_mahalanobis == pytest.approx(0.0, abs=1e-9)
+    # A reference in a frame tf does not know waits; a stamp 10 s back resets: counted.
+    engine.take_reference(odometry_msg(2 * SECOND_NS, (0, 0, 0), (0, 0, 0, 1), frame_id='world'))
+    assert len(engine.tf_waiting) == 1
+    engine.take_reference(odometry_msg(20 * SECOND_NS, (0, 0, 0), (0, 0, 0, 1),
+                                       frame_id='world'))
+    assert engine.references_dropped == {'tf_unavailable': 1}
+    engine.take_reference(odometry_msg(3 * SECOND_NS, (0, 0, 0), (0, 0, 0, 1), frame_id='world'))
+    assert engine.references_dropped == {'tf_unavailable': 1, 'time_reset': 1}
+    assert engine.resets == {'reference_stamp_jump': 1}
+    engine.flush()  # end of input: what still waits is dropped with its reason
+    assert engine.references_dropped == {'tf_unavailable': 2, 'time_reset': 1}
+    assert not engine.tf_waiting and engine.references_used == 1

@@ -42,6 +42,23 @@ def test_stack_demo_runs_the_whole_chain(stack_run):
     assert 'Traceback' not in process.stderr
 
 
+def test_stack_demo_relates_its_frames_through_tf(stack_run):
+    """With tf2 (after setup): truth in map, estimate in odom, map -> odom on /tf, all paired."""
+    from project_ghost_feedback.bridge.tf2_transforms import tf2_missing
+
+    missing = tf2_missing()
+    if missing is not None:
+        pytest.skip(missing)
+    process, output = stack_run
+    summary = json.loads((output / 'summary.json').read_text())
+    assert summary['frames'] == 'tf (map -> odom)'
+    bridge = summary['bridge_diagnostics']
+    assert bridge['tf'] == 'on' and bridge['reference_frame_id'] == 'odom'
+    assert bridge['references_unaccounted'] == '0'
+    # Every estimate paired: the references were all transformed (none dropped for tf).
+    assert int(bridge['paired']) == summary['estimates'], bridge
+
+
 def test_stack_demo_downgrades_the_mistuned_filter_only(stack_run):
     """The default policy (v3, issue 28) over DDS: tuned never downgraded, mistuned found fast.
 

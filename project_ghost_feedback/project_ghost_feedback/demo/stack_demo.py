@@ -7,7 +7,10 @@
 2. In this process, plays the simulated robot + Kalman filter (``sim/localization_stack.py``:
    tuned -> mistuned -> recovered) over DDS on loopback: ``/clock``, the estimate and the
    ground truth as nav_msgs/Odometry, at ``--speed`` sim seconds per wall second; listens to
-   ``/prediction_outcome``, ``/self_assessment/calibrated`` and ``/odometry/calibrated``.
+   ``/prediction_outcome``, ``/self_assessment/calibrated`` and ``/odometry/calibrated``. With
+   tf2 (after setup; ``--no-tf`` turns it off) its frames go through tf as a real stack's do:
+   ground truth in ``map``, estimate in ``odom``, a moving ``map -> odom`` on /tf
+   (sim/odom_drift.py), which the bridge looks up (``use_tf``).
 3. Stops both nodes with SIGINT, checks the bag replays to the outputs, and writes
    ``summary.txt``, ``summary.json`` and ``stack_demo.png`` (distances, levels, and the NEES of
    the raw and the calibrated estimate in the mistuned phase: demo/nees.py).
@@ -73,6 +76,10 @@ def build_parser():
     parser.add_argument('--output-dir', default='out/demo',
                         help='where summary.txt, summary.json, stack_demo.png, bag/ go')
     parser.add_argument('--quick', action='store_true', help='short run: --scale 0.5 --speed 30')
+    parser.add_argument('--no-tf', dest='tf', action='store_false',
+                        help='publish truth and estimate both in odom, no /tf (default: truth '
+                             'in map, estimate in odom, a moving map -> odom on /tf when tf2 is '
+                             'available)')
     parser.add_argument('--calibrated-confidence', type=float, default=DEFAULT_CONFIDENCE,
                         metavar='C',
                         help="the bridge's calibrated_estimate.confidence: one-sided confidence of "
@@ -89,7 +96,7 @@ def _process(module, *ros_args):
 class _Player:
     """The simulator's ROS side plus the listeners, in a private context."""
 
-    def __init__(self):
+    def __init__(self, tf=False):
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from nav_msgs.msg import Odometry
@@ -106,6 +113,11 @@ class _Player:
         self.clock = self.node.create_publisher(Clock, '/clock', 10)
         self.estimate = self.node.create_publisher(Odometry, ESTIMATE_TOPIC, qos)
         self.truth = self.node.create_publisher(Odometry, REFERENCE_TOPIC, qos)
+        self.tf = None
+        if tf:
+            from tf2_msgs.msg import TFMessage
+
+            self.tf = self.node.create_publisher(TFMessage, '/tf', 100)
         self.outcomes = {}
         self.calibrated = {}
         self.samples = {}  # the estimates published, by stamp (for the NEES)
@@ -158,6 +170,7 @@ class _Player:
         bridge = ('estimate_publishers', 'reference_publishers')
         return (self.estimate.get_subscription_count() > 0
                 and self.truth.get_subscription_count() > 0
+                and (self.tf is None or self.tf.get_subscription_count() > 0)
                 and all(s.get_publisher_count() > 0 for s in self._subscriptions)
                 and all(int(self.feedback_status.get(key, 0)) > 0 for key in feedback)
                 and all(int(self.bridge_status.get(key, 0)) > 0 for key in bridge))
@@ -355,7 +368,7 @@ class _Progress:
 
 def run(args):
     """Run the stack demo with parsed ``args``; return the exit code."""
-    from ..ros.sim_stack_node import odometry_msg, scaled_phases
+    from ..ros.sim_stack_node import scaled_phases, StackFrames
     from ..sim.localization_stack import LocalizationStack
 
     ensure_loopback()
@@ -368,6 +381,18 @@ def run(args):
         shutil.rmtree(bag_dir)
     stack = LocalizationStack(phases=scaled_phases(args.scale, demo_phases()), seed=args.seed)
     spans = stack.phase_spans_ns()
+    frames = StackFrames()
+    if args.tf:
+        from ..bridge.tf2_transforms import tf2_missing
+        from ..sim.odom_drift import OdomDrift
+
+        missing = tf2_missing()
+        if missing is None:
+            frames = StackFrames(OdomDrift(seed=args.seed))
+            print('[demo] frames through tf: ground truth in map, estimate in odom, map -> odom '
+                  'moving on /tf (corrected every 2 s)')
+        else:
+            print(f'[demo] frames without tf (both in odom): {missing}')
     print('[demo] simulator stack: ' + ', '.join(
         f'{name} {(end - start) / NS_PER_S:g} s' for name, start, end in spans))
     feedback = _process('project_ghost_feedback.ros.feedback_node', '-r',
@@ -380,7 +405,7 @@ def run(args):
                       '-p', 'calibrated_estimate.enabled:=true',
                       '-p', f'calibrated_estimate.confidence:={args.calibrated_confidence!r}',
                       '-p', 'use_sim_time:=true')
-    player = _Player()
+    player = _Player(tf=frames.drift is not None)
     estimates = 0
     try:
         if not wait_for_nodes(player, {'feedback node': feedback, 'outcome bridge': bridge}):
@@ -394,13 +419,15 @@ def run(args):
             tick = Clock()
             tick.clock.sec, tick.clock.nanosec = divmod(sample.stamp_ns, NS_PER_S)
             player.clock.publish(tick)
-            player.truth.publish(odometry_msg(sample.stamp_ns, sample.truth_position,
-                                              sample.truth_quaternion, sample.truth_velocity))
-            if sample.is_estimate:
-                player.samples[sample.stamp_ns] = sample
-                player.estimate.publish(odometry_msg(
-                    sample.stamp_ns, sample.estimate_position, sample.estimate_quaternion,
-                    sample.estimate_velocity, sample.pose_covariance))
+            tf_message, truth_message, estimate_message = frames.messages(sample)
+            if tf_message is not None:
+                player.tf.publish(tf_message)
+            player.truth.publish(truth_message)
+            if estimate_message is not None:
+                # For the NEES: the estimate, its covariance and the truth in the frame the
+                # bridge compares them in (odom with tf).
+                player.samples[sample.stamp_ns] = frames.as_published(sample)
+                player.estimate.publish(estimate_message)
                 estimates += 1
             due = wall_start + sample.stamp_ns / NS_PER_S / args.speed
             player.spin_for(max(0.0, due - time.monotonic()))
@@ -425,7 +452,9 @@ def run(args):
                     'outcomes_received': len(player.outcomes), 'seed': args.seed,
                     'bag': str(bag_dir), 'replay_matches': replay_ok,
                     'replay_report': replay_text, 'exit_codes': codes,
-                    'feedback_diagnostics': player.feedback_status})
+                    'frames': 'tf (map -> odom)' if frames.drift is not None else 'odom',
+                    'feedback_diagnostics': player.feedback_status,
+                    'bridge_diagnostics': player.bridge_status})
     text = (format_summary(summary) + '\n'
             + format_nees(summary['nees'], args.calibrated_confidence))
     (output / 'summary.txt').write_text(text + '\n')

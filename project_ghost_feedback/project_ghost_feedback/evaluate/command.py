@@ -302,6 +302,8 @@ def summary_text(summary):
         f'estimates dropped: {dropped}; skipped (did not decode): estimates '
         f'{bridge["undecodable_skipped"]["estimate"]}, references '
         f'{bridge["undecodable_skipped"]["reference"]}',
+        f'frames: tf {bridge["tf"]}, {bridge["tf_messages"]} tf messages; references dropped: '
+        + (', '.join(f'{k} {v}' for k, v in bridge['references_dropped'].items()) or 'none'),
         f'distances (unsquared Mahalanobis): position median {fmt(summary["position_d_median"])}'
         f', p95 {fmt(summary["position_d_p95"])}; orientation median '
         f'{fmt(summary["orientation_d_median"])}, p95 {fmt(summary["orientation_d_p95"])}; '

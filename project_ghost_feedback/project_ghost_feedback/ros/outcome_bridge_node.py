@@ -425,7 +425,13 @@ class OutcomeBridge(Node):
         # clock-jump and stamp rules); the listener's subscriptions run on this node's executor.
         self._tf_buffer = tf2_ros.Buffer(
             cache_time=Duration(nanoseconds=int(self._param('tf.cache_s') * NS_PER_S)))
-        self._tf_listener = tf2_ros.TransformListener(self._tf_buffer, self, spin_thread=False)
+        # /tf as deep as the inputs: tf2 interpolates across a /tf sample lost to a queue that
+        # overflowed while the bridge lagged (at a step of map -> odom: a wrong transform), so
+        # the listener must keep up with the references it serves (tf's default depth is 100).
+        tf_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=self._param('input_qos_depth'),
+                            reliability=ReliabilityPolicy.RELIABLE)
+        self._tf_listener = tf2_ros.TransformListener(self._tf_buffer, self, spin_thread=False,
+                                                      qos=tf_qos)
         self.tf_state = 'on'
         return Tf2Transforms(self._tf_buffer)
 

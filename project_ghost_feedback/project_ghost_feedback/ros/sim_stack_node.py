@@ -6,7 +6,11 @@ with covariance on ``odometry/filtered`` (10 Hz of sim time) and the ground trut
 ``ground_truth/odom`` (50 Hz, zero covariance), both in frame ``odom`` with child ``base_link``,
 at ``--speed`` sim seconds per wall second. Topics are relative: remap or set a namespace.
 
-    python -m project_ghost_feedback.ros.sim_stack_node --speed 20 --seed 1
+With ``--tf`` it publishes its frames as a real stack does: the ground truth in ``map``, the
+estimate in ``odom``, and ``map -> odom`` on /tf at every truth step, moving as a localization
+corrects odometry drift in steps (sim/odom_drift.py); the outcome bridge relates them with tf2.
+
+    python -m project_ghost_feedback.ros.sim_stack_node --speed 20 --seed 1 [--tf]
 """
 
 import argparse
@@ -27,11 +31,11 @@ FRAME_ID = 'odom'
 CHILD_FRAME_ID = 'base_link'
 
 
-def odometry_msg(stamp_ns, position, quaternion, velocity, covariance=None):
-    """Return an Odometry in FRAME_ID with the pose (and 6x6 pose covariance, if any)."""
+def odometry_msg(stamp_ns, position, quaternion, velocity, covariance=None, frame_id=FRAME_ID):
+    """Return an Odometry in ``frame_id`` with the pose (and 6x6 pose covariance, if any)."""
     msg = Odometry()
     msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, NS_PER_S)
-    msg.header.frame_id = FRAME_ID
+    msg.header.frame_id = frame_id
     msg.child_frame_id = CHILD_FRAME_ID
     p, q = msg.pose.pose.position, msg.pose.pose.orientation
     p.x, p.y, p.z = (float(v) for v in position)
@@ -41,6 +45,77 @@ def odometry_msg(stamp_ns, position, quaternion, velocity, covariance=None):
     if covariance is not None:
         msg.pose.covariance = [float(v) for v in covariance.reshape(36)]
     return msg
+
+
+def tf_msg(stamp_ns, parent, child, translation, rotation):
+    """Return a tf2_msgs/TFMessage holding one transform ``parent -> child``."""
+    from geometry_msgs.msg import TransformStamped
+    from tf2_msgs.msg import TFMessage
+
+    transform = TransformStamped()
+    transform.header.stamp.sec, transform.header.stamp.nanosec = divmod(stamp_ns, NS_PER_S)
+    transform.header.frame_id, transform.child_frame_id = parent, child
+    t, r = transform.transform.translation, transform.transform.rotation
+    t.x, t.y, t.z = (float(v) for v in translation)
+    r.x, r.y, r.z, r.w = (float(v) for v in rotation)
+    return TFMessage(transforms=[transform])
+
+
+class StackFrames:
+    """What one step of the stack publishes: ``(tf or None, truth, estimate or None)``.
+
+    Without ``drift`` both poses are in ``odom`` and no tf is sent. With an
+    :class:`~..sim.odom_drift.OdomDrift`, the truth is in ``map``, the estimate (pose and
+    covariance) in ``odom``, and ``map -> odom`` at the step's stamp goes on /tf first.
+    """
+
+    def __init__(self, drift=None):
+        self.drift = drift
+
+    def estimate_in_frame(self, sample):
+        """Return ``(position, quaternion, covariance)`` of the estimate as published."""
+        if self.drift is None:
+            return sample.estimate_position, sample.estimate_quaternion, sample.pose_covariance
+        return self.drift.to_odom(sample.stamp_ns, sample.estimate_position,
+                                  sample.estimate_quaternion, sample.pose_covariance)
+
+    def truth_in_estimate_frame(self, sample):
+        """Return ``(position, quaternion)`` of the truth in the estimate's frame."""
+        if self.drift is None:
+            return sample.truth_position, sample.truth_quaternion
+        position, quaternion, _ = self.drift.to_odom(
+            sample.stamp_ns, sample.truth_position, sample.truth_quaternion)
+        return position, quaternion
+
+    def as_published(self, sample):
+        """Return the sample's estimate, covariance and truth in the estimate's frame (NEES)."""
+        from types import SimpleNamespace
+
+        position, quaternion, covariance = self.estimate_in_frame(sample)
+        truth_position, truth_quaternion = self.truth_in_estimate_frame(sample)
+        return SimpleNamespace(
+            stamp_ns=sample.stamp_ns, estimate_position=position, estimate_quaternion=quaternion,
+            pose_covariance=covariance, truth_position=truth_position,
+            truth_quaternion=truth_quaternion)
+
+    def messages(self, sample):
+        """Return the messages of one step, in publication order."""
+        from ..sim.odom_drift import MAP_FRAME
+
+        tf = None
+        truth_frame = FRAME_ID
+        if self.drift is not None:
+            tf = tf_msg(sample.stamp_ns, MAP_FRAME, FRAME_ID,
+                        *self.drift.map_to_odom(sample.stamp_ns))
+            truth_frame = MAP_FRAME
+        truth = odometry_msg(sample.stamp_ns, sample.truth_position, sample.truth_quaternion,
+                             sample.truth_velocity, frame_id=truth_frame)
+        estimate = None
+        if sample.is_estimate:
+            position, quaternion, covariance = self.estimate_in_frame(sample)
+            estimate = odometry_msg(sample.stamp_ns, position, quaternion,
+                                    sample.estimate_velocity, covariance)
+        return tf, truth, estimate
 
 
 def build_parser():
@@ -53,16 +128,28 @@ def build_parser():
     parser.add_argument('--scale', type=float, default=1.0,
                         help='multiply every phase duration (default 1: 300 + 120 + 180 s)')
     parser.add_argument('--namespace', default='', help='namespace of the publishers')
+    parser.add_argument('--tf', action='store_true',
+                        help='truth in map, estimate in odom, a moving map -> odom on /tf '
+                             '(needs tf2: scripts/setup.sh builds it)')
     return parser
 
 
-def play(node, stack, speed, stop=lambda: False):
-    """Publish every sample of ``stack`` paced at ``speed``; return the estimates published."""
+def play(node, stack, speed, stop=lambda: False, frames=None):
+    """Publish every sample of ``stack`` paced at ``speed``; return the estimates published.
+
+    ``frames``: a :class:`StackFrames` (default: both poses in odom, no tf).
+    """
+    frames = frames or StackFrames()
     qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                      reliability=ReliabilityPolicy.RELIABLE)
     clock = node.create_publisher(Clock, '/clock', 10)
     estimate = node.create_publisher(Odometry, 'odometry/filtered', qos)
     truth = node.create_publisher(Odometry, 'ground_truth/odom', qos)
+    tf = None
+    if frames.drift is not None:
+        from tf2_msgs.msg import TFMessage
+
+        tf = node.create_publisher(TFMessage, '/tf', 100)
     start = time.monotonic()
     published = 0
     for sample in stack.run():
@@ -74,12 +161,12 @@ def play(node, stack, speed, stop=lambda: False):
         tick = Clock()
         tick.clock.sec, tick.clock.nanosec = divmod(sample.stamp_ns, NS_PER_S)
         clock.publish(tick)
-        truth.publish(odometry_msg(sample.stamp_ns, sample.truth_position,
-                                   sample.truth_quaternion, sample.truth_velocity))
-        if sample.is_estimate:
-            estimate.publish(odometry_msg(
-                sample.stamp_ns, sample.estimate_position, sample.estimate_quaternion,
-                sample.estimate_velocity, sample.pose_covariance))
+        tf_message, truth_message, estimate_message = frames.messages(sample)
+        if tf_message is not None:
+            tf.publish(tf_message)
+        truth.publish(truth_message)
+        if estimate_message is not None:
+            estimate.publish(estimate_message)
             published += 1
     return published
 
@@ -94,13 +181,23 @@ def scaled_phases(scale, phases=None):
 def main(argv=None):
     """Play the default phases once; exit 0 at the end or on SIGINT / SIGTERM."""
     args = build_parser().parse_args(argv)
+    frames = StackFrames()
+    if args.tf:
+        from ..sim.odom_drift import OdomDrift
+        from ..bridge.tf2_transforms import tf2_missing
+
+        missing = tf2_missing()
+        if missing is not None:
+            print(f'sim_stack_node: --tf: {missing}', file=sys.stderr)
+            return 2
+        frames = StackFrames(OdomDrift(seed=args.seed))
     shutdown = ShutdownRequest()
     shutdown.install()
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node('sim_stack', namespace=args.namespace or None)
     try:
         stack = LocalizationStack(phases=scaled_phases(args.scale), seed=args.seed)
-        count = play(node, stack, args.speed, stop=shutdown.__bool__)
+        count = play(node, stack, args.speed, stop=shutdown.__bool__, frames=frames)
         node.get_logger().info(f'published {count} estimates')
     finally:
         node.destroy_node()
