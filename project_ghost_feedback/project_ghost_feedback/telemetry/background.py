@@ -85,6 +85,14 @@ class BackgroundRecorder:
         """Queue a message received as CDR bytes for an extra channel."""
         self._put(('serialized', channel, (log_time, payload)), 1)
 
+    def record_bytes(self, records):
+        """Queue messages already serialized, ``(channel, log_time, payload)`` each: all or none.
+
+        The feedback node records its inputs as the bytes it took and its output as the bytes
+        it published (nothing encoded again, issue 32).
+        """
+        self._put(('records', records, None), len(records))
+
     def _run(self):
         recorder = self._recorder
         while True:
@@ -99,6 +107,8 @@ class BackgroundRecorder:
                 recorder.record_assessment(first, second)
             elif kind == 'event':
                 recorder.record_event(first)
+            elif kind == 'records':
+                recorder.record_bytes(first)
             else:
                 recorder.record_serialized(first, *second)
 
