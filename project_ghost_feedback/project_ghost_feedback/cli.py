@@ -98,6 +98,7 @@ def _format_stamp(stamp):
 # -- info -----------------------------------------------------------------------------------------
 
 def _command_info(args):
+    from .safe_io import cut_text
     from .telemetry.bag_reader import bag_info, BagError
 
     try:
@@ -117,7 +118,10 @@ def _command_info(args):
                 'definition': t.definition,
             } for t in info.topics],
             'counts_source': info.counts_source,
-            'custom_data': info.custom_data,
+            'skipped_oversized': {cut_text(topic): count
+                                  for topic, count in info.skipped.items()},
+            'custom_data': {cut_text(key): cut_text(value)
+                            for key, value in info.custom_data.items()},
         }, indent=2, sort_keys=False))
         return 0
     print(f'bag:         {info.path}')
@@ -133,18 +137,24 @@ def _command_info(args):
     else:
         print('time range:  - (no messages)')
     print('topics:')
-    width = max((len(t.name) for t in info.topics), default=0)
-    type_width = max((len(t.msgtype) for t in info.topics), default=0)
-    for topic in info.topics:
+    names = [(cut_text(t.name), cut_text(t.msgtype)) for t in info.topics]
+    width = max((len(name) for name, _ in names), default=0)
+    type_width = max((len(msgtype) for _, msgtype in names), default=0)
+    for topic, (name, msgtype) in zip(info.topics, names):
         note = {'different': '  DIFFERENT DEFINITION than ours', 'same': '',
                 'legacy': '  earlier definition of ours (ADR-0026a), still read'}.get(
             topic.definition, '')
-        print(f'  {topic.name:<{width}}  {topic.msgtype:<{type_width}}  '
+        print(f'  {name:<{width}}  {msgtype:<{type_width}}  '
               f'{topic.message_count:>9}{note}')
+    if info.skipped:
+        print(f'skipped:     {sum(info.skipped.values())} message(s) over the 1 MiB limit on '
+              "topics not the node's own (not refused): "
+              + ', '.join(f'{cut_text(topic)} {count}'
+                          for topic, count in sorted(info.skipped.items())))
     if info.custom_data:
         print('custom data:')
         for key, value in sorted(info.custom_data.items()):
-            print(f'  {key}: {value}')
+            print(f'  {cut_text(key)}: {cut_text(value)}')
     return 0
 
 
@@ -194,15 +204,19 @@ def _command_replay(args):
 
 
 def _value_text(value):
+    """Return a field value of a recorded message as printed: cut, as every text from a bag."""
+    from .safe_io import cut_text
+
     if hasattr(value, 'name') and not isinstance(value, str):
-        return value.name
+        return cut_text(value.name)
     if isinstance(value, float) and math.isinf(value):
         return repr(value)
-    return repr(value) if isinstance(value, str) else str(value)
+    return cut_text(repr(value) if isinstance(value, str) else str(value))
 
 
 def _print_replay(report):
     from .core.feedback import format_overconfidence
+    from .safe_io import cut_text
 
     config = report.replay_config
     print(f'bag:       {report.bag}')
@@ -217,7 +231,7 @@ def _print_replay(report):
         print(f'events:    {report.events} recorded; resets replayed: '
               + (', '.join(f'{k} {v}' for k, v in sorted(report.resets.items())) or 'none'))
     for warning in report.warnings:
-        print(f'warning:   {warning}')
+        print(f'warning:   {cut_text(warning, 1000)}')
     if report.rejected:
         print(f'rejected:  {sum(report.rejected.values())} inputs skipped as the node does ('
               + ', '.join(f'{k} {v}' for k, v in sorted(report.rejected.items())) + ')')

@@ -33,6 +33,22 @@ def terminal_text(text, keep='\n'):
         else char for char in text)
 
 
+PRINT_LIMIT = 200
+"""Characters of one value from a bag that ``info`` prints; the rest is counted."""
+
+
+def cut_text(text, limit=PRINT_LIMIT):
+    """Return ``text`` cut to ``limit`` characters and the count of the rest, if longer.
+
+    ``'abc...'`` -> ``'ab... (401,234 more characters)'``: a bag's custom data may hold
+    hundreds of kilobytes (under metadata.yaml's cap) that nobody reads on a terminal.
+    """
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f'{text[:limit]}... ({len(text) - limit:,} more characters)'
+
+
 class TerminalStream:
     """A text stream that writes through :func:`terminal_text` (newlines and tabs kept)."""
 

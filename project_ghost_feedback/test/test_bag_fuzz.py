@@ -300,6 +300,19 @@ CLASSES = {
     'custom_bad_json': _meta_edit(_custom('ghost_feedback.policy_parameters', '{nope')),
     'custom_bad_policy': _meta_edit(_custom('ghost_feedback.policy', 'no_such_policy')),
     'custom_bad_history': _meta_edit(_custom('ghost_feedback.max_history', 'many')),
+    # Issue 34: values the node refuses (its range; the policy's largest window).
+    'custom_history_huge': _meta_edit(_custom('ghost_feedback.max_history', '4294967295')),
+    'custom_history_beyond_policy': _meta_edit(lambda i, r: i['custom_data'].update({
+        'ghost_feedback.policy': 'bucket_likelihood_ratio',
+        'ghost_feedback.policy_parameters': '{}', 'ghost_feedback.max_history': '2200'})),
+    'custom_deep_parameters': _meta_edit(_custom('ghost_feedback.policy_parameters',
+                                                 '[' * 200_000 + ']' * 200_000)),
+    'custom_deep_short_parameters': _meta_edit(_custom('ghost_feedback.policy_parameters',
+                                                       '[' * 2_000 + ']' * 2_000)),
+    'custom_long_parameters': _meta_edit(_custom('ghost_feedback.policy_parameters',
+                                                 '{"min_outcomes": 4' + ' ' * 300_000 + '}')),
+    'custom_buffer_huge': _meta_edit(_custom('ghost_feedback.outcome_buffer_size',
+                                             str(2**62))),
     'version_0': _meta_edit(_set_key(['version'], 0)),
     'version_negative': _meta_edit(_set_key(['version'], -1)),
     'version_10': _meta_edit(_set_key(['version'], 10)),
@@ -438,7 +451,9 @@ def test_corrupted_copies_end_in_figures_or_one_line(pristine, tmp_path):
     assert ('info', 2) in outcomes['altered_duration'], outcomes['altered_duration']
     # Unusable recorded configuration never verifies OK; a different definition is refused.
     for name in ('custom_bad_json', 'custom_bad_policy', 'custom_bad_history',
-                 'other_type_hash'):
+                 'other_type_hash', 'custom_history_huge', 'custom_history_beyond_policy',
+                 'custom_buffer_huge', 'custom_deep_parameters', 'custom_long_parameters',
+                 'custom_deep_short_parameters'):
         assert ('replay', 2) in outcomes[name], (name, outcomes[name])
 
 
@@ -565,3 +580,174 @@ def test_text_from_a_bag_reaches_the_terminal_escaped(pristine, tmp_path):
         for text in (result.stdout, result.stderr):
             assert not any(c in text for c in '\x1b\x07\u202e'), (arguments, text)
         assert '\\x1b]0;TITLE\\x07' in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize('command', ['evaluate', 'audit'])
+def test_a_window_the_node_refuses_is_refused_offline_in_one_line(pristine, tmp_path, command):
+    """Issue 34 finding 1: evaluate and audit refuse what the node refuses, before any work."""
+    bag, _ = pristine
+    for arguments, text in ((['--max-history', '100001'], 'max_history must be an int in'),
+                            (['--max-history', '2200', '--policy', 'bucket_likelihood_ratio'],
+                             'max_history must be <= 512')):
+        extra = (['--estimate', '/a', '--reference', '/b', '--output-dir', str(tmp_path / 'e')]
+                 if command == 'evaluate' else ['--json', str(tmp_path / 'a.json')])
+        result = subprocess.run(
+            [sys.executable, '-m', 'project_ghost_feedback.cli', command, str(bag)] + extra
+            + arguments, capture_output=True, text=True, timeout=300, env=_cli_env())
+        assert result.returncode == 2, result
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and text in lines[0], result.stderr
+        assert not (tmp_path / 'e').exists() and not (tmp_path / 'a.json').exists()
+
+
+def test_evaluate_skips_and_counts_a_message_that_does_not_decode(tmp_path):
+    """Issue 34 finding 5: one estimate's CDR cut to 40 bytes is skipped and counted.
+
+    It was an AnyReaderError traceback (exit 1) that left OUT/telemetry behind, whose replay
+    said "verify: OK" for half an evaluation.
+    """
+    from test_evaluate import REFERENCE, ESTIMATE, stack_samples, write_rosbags_bag
+
+    samples = stack_samples()
+    cut = []
+
+    def mangle(index, kind, data):
+        if kind == 'estimate' and not cut and index > 40:
+            cut.append(index)
+            return data[:40]
+        return data
+
+    bag = write_rosbags_bag(tmp_path / 'run', samples, mangle=mangle)
+    clean = write_rosbags_bag(tmp_path / 'clean', samples)
+    summaries = {}
+    texts = {}
+    for name, path in (('cut', bag), ('clean', clean)):
+        out = tmp_path / f'out_{name}'
+        result = subprocess.run(
+            [sys.executable, '-m', 'project_ghost_feedback.cli', 'evaluate', str(path),
+             '--estimate', ESTIMATE, '--reference', REFERENCE, '--output-dir', str(out),
+             '--no-plot'], capture_output=True, text=True, timeout=300, env=_cli_env())
+        assert result.returncode == 0, result.stderr
+        assert 'Traceback' not in result.stderr
+        summaries[name] = json.loads((out / 'summary.json').read_text())
+        texts[name] = result.stdout
+        replayed = subprocess.run(
+            [sys.executable, '-m', 'project_ghost_feedback.cli', 'replay',
+             str(out / 'telemetry')], capture_output=True, text=True, timeout=300,
+            env=_cli_env())
+        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert cut
+    assert 'skipped (did not decode): estimates 1, references 0' in texts['cut']
+    assert summaries['cut']['bridge']['undecodable_skipped'] == {'estimate': 1, 'reference': 0}
+    assert summaries['clean']['bridge']['undecodable_skipped'] == {'estimate': 0, 'reference': 0}
+    assert summaries['cut']['bridge']['estimates'] == summaries['clean']['bridge']['estimates'] - 1
+
+
+def test_info_prints_a_long_value_cut_with_a_count(pristine, tmp_path):
+    """Issue 34 finding 4: a 401 KB custom value was printed whole by ``info``."""
+    bag, _ = pristine
+    copy = tmp_path / 'bag'
+    shutil.copytree(bag, copy)
+    loaded = _metadata(copy)
+    _info_of(loaded)['custom_data']['ghost_feedback.policy_parameters'] = (
+        '[' * 200_000 + ']' * 200_000)
+    _write_metadata(copy, loaded)
+    for arguments in (['info', str(copy)], ['info', str(copy), '--json']):
+        result = subprocess.run(
+            [sys.executable, '-m', 'project_ghost_feedback.cli'] + arguments,
+            capture_output=True, text=True, timeout=120, env=_cli_env())
+        assert result.returncode == 0, result.stderr
+        assert '... (399,800 more characters)' in result.stdout
+        assert len(result.stdout) < 20_000
+    replay = subprocess.run(
+        [sys.executable, '-m', 'project_ghost_feedback.cli', 'replay', str(copy)],
+        capture_output=True, text=True, timeout=120, env=_cli_env())
+    assert replay.returncode == 2 and 'Traceback' not in replay.stderr, replay.stderr[-2000:]
+    assert 'more than 65,536' in replay.stderr
+    assert len(replay.stderr.splitlines()) == 1
+
+
+def test_evaluate_does_not_pair_poses_of_different_bodies(tmp_path):
+    """Issue 34 finding 9, offline: the same rule as the bridge (child_frame_mismatch counted)."""
+    import dataclasses
+
+    from test_evaluate import (_typestore, ESTIMATE, ODOMETRY, REFERENCE, stack_samples,
+                               write_rosbags_bag)
+
+    store = _typestore()
+
+    def other_body(index, kind, data):
+        if kind != 'reference':
+            return data
+        msg = store.deserialize_cdr(data, ODOMETRY)
+        return store.serialize_cdr(dataclasses.replace(msg, child_frame_id='robot2/base_link'),
+                                   ODOMETRY)
+
+    bag = write_rosbags_bag(tmp_path / 'run', stack_samples(), mangle=other_body)
+    params = tmp_path / 'bridge.yaml'
+    params.write_text('/**:\n  ros__parameters:\n'
+                      "    child_frame_map: ['base_link:robot2/base_link']\n")
+    bridges = {}
+    for name, extra in (('unrelated', []), ('mapped', ['--params-file', str(params)])):
+        out = tmp_path / f'out_{name}'
+        result = subprocess.run(
+            [sys.executable, '-m', 'project_ghost_feedback.cli', 'evaluate', str(bag),
+             '--estimate', ESTIMATE, '--reference', REFERENCE, '--output-dir', str(out),
+             '--no-plot'] + extra, capture_output=True, text=True, timeout=300, env=_cli_env())
+        assert result.returncode == 0, result.stderr
+        bridges[name] = json.loads((out / 'summary.json').read_text())['bridge']
+    unrelated = bridges['unrelated']
+    assert unrelated['paired'] == 0
+    assert unrelated['estimates_dropped']['child_frame_mismatch'] == unrelated['estimates']
+    assert bridges['mapped']['paired'] > 0
+    assert 'child_frame_mismatch' not in bridges['mapped']['estimates_dropped']
+
+
+def test_a_foreign_channel_over_the_message_limit_is_skipped_with_a_count(tmp_path):
+    """Issue 34 finding 6, read side: a bag is not refused whole for a topic not the node's.
+
+    2 MB messages on a ``record_topics`` topic (as a bag recorded before the recorder refused
+    them holds) made ``info`` and ``replay`` refuse the bag with the node's own channels in it.
+    """
+    from project_ghost_feedback.telemetry.adapters import TelemetryRecord
+    from project_ghost_feedback.telemetry.channels import CHANNELS, recorded_topic
+    from project_ghost_feedback.telemetry.config import custom_data_for_config
+    from project_ghost_feedback.telemetry.writer import TelemetryWriter
+
+    config = LoopConfig.make('calibrated_exceedance', None, 16, 64)
+    loop = FeedbackLoop(config)
+    big = recorded_topic('/big:std_msgs/msg/String')
+    levels = (NamedLevel('x', SelfAssessmentLevel.KNOWN),)
+    outcomes = OutcomeModel().outcomes(20, seed=SEED, overconfidence=3.0, rate_hz=10.0,
+                                       start_stamp_sim_ns=10**9)
+
+    def string_cdr(size):
+        return b'\x00\x01\x00\x00' + struct.pack('<I', size + 1) + b'x' * size + b'\x00'
+
+    bag = tmp_path / 'bag'
+    with TelemetryWriter(str(bag), channels=CHANNELS + (big,),
+                         custom_data=custom_data_for_config(config)) as writer:
+        for index, outcome in enumerate(outcomes):
+            loop.outcome(outcome)
+            writer.write_contract(outcome)
+            raw = BeliefSelfAssessment(outcome.observed_stamp_sim_ns + 1,
+                                       SelfAssessmentLevel.KNOWN, levels, ())
+            writer.write_contract(raw)
+            writer.write_contract(loop.assessment(raw).calibrated)
+            writer.write(TelemetryRecord('/big', outcome.observed_stamp_sim_ns + 2,
+                                         string_cdr(2_000_000 if index % 5 == 0 else 10)))
+    info = subprocess.run([sys.executable, '-m', 'project_ghost_feedback.cli', 'info', str(bag),
+                           '--json'], capture_output=True, text=True, timeout=300,
+                          env=_cli_env())
+    assert info.returncode == 0, info.stderr
+    document = json.loads(info.stdout)
+    assert document['skipped_oversized'] == {'/big': 4}
+    assert {t['name']: t['message_count'] for t in document['topics']}['/big'] == 20
+    text = subprocess.run([sys.executable, '-m', 'project_ghost_feedback.cli', 'info', str(bag)],
+                          capture_output=True, text=True, timeout=300, env=_cli_env())
+    assert 'skipped:     4 message(s) over the 1 MiB limit' in text.stdout
+    replay = subprocess.run([sys.executable, '-m', 'project_ghost_feedback.cli', 'replay',
+                             str(bag), '--json'], capture_output=True, text=True, timeout=300,
+                            env=_cli_env())
+    assert replay.returncode == 0, replay.stderr
+    assert json.loads(replay.stdout)['identical'] is True

@@ -113,7 +113,11 @@ def test_factors_never_deflate_unless_asked_and_are_capped():
     assert inflation_factors(history) == (1.0, 1.0)
     deflated = inflation_factors(history, allow_deflation=True)
     assert all(0.0 < factor < 1.0 for factor in deflated)
-    assert inflation_factors(history, allow_deflation=True, max_factor=0.05) == (0.05, 0.05)
+    assert all(factor < 0.5 for factor in deflated)
+    # Within [1 / max_factor, max_factor] whichever way (issue 34).
+    assert inflation_factors(history, allow_deflation=True, max_factor=2.0) == (0.5, 0.5)
+    with pytest.raises(ValueError, match='max_factor'):
+        inflation_factors(history, max_factor=0.05)
     inflated = inflate_covariance(COVARIANCE, 2.0, 3.0)
     assert inflated[0] == pytest.approx(0.04) and inflated[35] == pytest.approx(0.09)
 

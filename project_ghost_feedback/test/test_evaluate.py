@@ -59,8 +59,12 @@ def _rosbags_msg(store, msgtype, stamp_ns, position, quaternion, covariance=None
 
 
 def write_rosbags_bag(path, samples, reference_type=ODOMETRY, storage='mcap',
-                      estimate_topic=ESTIMATE, reference_topic=REFERENCE, shift_reference_ns=0):
-    """Write the samples with rosbags' Writer: estimates (Odometry) and truth (reference_type)."""
+                      estimate_topic=ESTIMATE, reference_topic=REFERENCE, shift_reference_ns=0,
+                      mangle=None):
+    """Write the samples with rosbags' Writer: estimates (Odometry) and truth (reference_type).
+
+    ``mangle(index, kind, cdr) -> cdr``, when given, may change each message's bytes.
+    """
     from rosbags.rosbag2 import StoragePlugin, Writer
 
     store = _typestore()
@@ -73,11 +77,16 @@ def write_rosbags_bag(path, samples, reference_type=ODOMETRY, storage='mcap',
                 stamp = sample.stamp_ns + shift_reference_ns
                 msg = _rosbags_msg(store, reference_type, stamp, sample.truth_position,
                                    sample.truth_quaternion)
-                writer.write(references, log_ns, store.serialize_cdr(msg, reference_type))
+                data = store.serialize_cdr(msg, reference_type)
+                connection = references
             else:
                 msg = _rosbags_msg(store, ODOMETRY, sample.stamp_ns, sample.estimate_position,
                                    sample.estimate_quaternion, sample.pose_covariance)
-                writer.write(estimates, log_ns, store.serialize_cdr(msg, ODOMETRY))
+                data = store.serialize_cdr(msg, ODOMETRY)
+                connection = estimates
+            if mangle is not None:
+                data = mangle(log_ns - 1, kind, data)
+            writer.write(connection, log_ns, data)
     return path
 
 

@@ -10,6 +10,7 @@ the ``main()`` a launch file runs). A client in this process sends, over loopbac
 - malformed CDR, published as raw bytes on both inputs: empty, truncated, random, a string length
   beyond the buffer, another type's message;
 - a second publisher and a best-effort (sensor-data) publisher on the estimate input;
+- an estimate of one body (``child_frame_id``) against a reference of another;
 
 then valid pairs. It asserts that the process is still running, answers on /diagnostics with
 every estimate and reference accounted for, and pairs the valid inputs sent after the fuzz.
@@ -157,6 +158,15 @@ def test_fuzzed_bridge_stays_up_answers_and_still_pairs(bridge_and_client):
                     odometry(stamp_ns=base, x=math.nan)):
             publisher.publish(msg)
             sent[kind] += 1
+    # Poses of different bodies (issue 34): robot1's estimate against robot2's reference.
+    other_body = odometry(base + SECOND_NS // 2 + 1)
+    other_body.child_frame_id = 'robot2/base_link'
+    c.references.publish(other_body)
+    other_body = odometry(base + SECOND_NS // 2 + 2, x=0.1)
+    other_body.child_frame_id = 'robot1/base_link'
+    c.estimates.publish(other_body)
+    sent['estimate'] += 1
+    sent['reference'] += 1
     # Malformed CDR on both inputs: counted as errors of the take, never a crash.
     for publisher in (c.estimates, c.references):
         for raw in _malformed_cdr(rng):
@@ -195,6 +205,7 @@ def test_fuzzed_bridge_stays_up_answers_and_still_pairs(bridge_and_client):
     assert int(values['references_dropped_total']) >= 8
     assert int(values['resets_total']) >= 1
     assert values['dropped[future_stamp]'] == '1'
+    assert values['dropped[child_frame_mismatch]'] == '1'
     # What did not decode never reached a callback: lost in the middleware, seen as sequence gaps
     # (counted where the input had one publisher at the time) or message_lost events.
     assert int(values['reference_messages_missed']) + int(values['reference_messages_lost']) >= 1

@@ -51,7 +51,8 @@ from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from project_ghost_feedback.core import PredictionOutcome
-from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
+from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy, policy_names
+from project_ghost_feedback.core.loop import LoopConfig, MAX_HISTORY_RANGE
 from project_ghost_feedback.ros.conversions import (
     belief_from_msg,
     calibrated_from_msg,
@@ -628,3 +629,64 @@ def test_mixed_batch_over_dds_counts_rejections_and_matches_the_model(rclpy_cont
             driver.close()
         node_executor.shutdown()
         node.destroy_node()
+
+
+# -- the policy's tables at the extremes of the accepted configuration (issue 34, finding 1) -------
+
+@pytest.mark.parametrize('policy', policy_names())
+def test_policy_thresholds_stay_bounded_at_every_accepted_max_history(policy):
+    """The largest accepted ``max_history`` costs a bounded table, the next one is refused.
+
+    ``bucket_likelihood_ratio`` built a table to the next power of two past its window
+    (``thresholds(4097)``: 117 s) and stalled the node; the binomial policies summed whole
+    ``O(n)`` tails (``calibrated_exceedance`` at 100,000: 43 s); ``vec3_scale`` tabulated every
+    size to the next power of two. Memory is the machine-independent witness: the thresholds of
+    the largest accepted window must not allocate a table that grows with it.
+    """
+    import tracemalloc
+
+    built = make_policy(policy)
+    largest = min(MAX_HISTORY_RANGE[1], getattr(built, 'MAX_HISTORY', MAX_HISTORY_RANGE[1]))
+    LoopConfig.make(policy, None, largest, largest)
+    with pytest.raises(ValueError, match='max_history'):
+        LoopConfig.make(policy, None, largest + 1, largest + 1)
+    if not hasattr(built, 'thresholds'):
+        return
+    tracemalloc.start()
+    try:
+        for n in (largest, largest - 1, largest // 2 + 1):
+            built.thresholds(n)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000, f'{policy}: {peak} bytes for the thresholds of {largest}'
+
+
+def test_the_node_refuses_a_max_history_its_policy_cannot_judge(rclpy_context):
+    """``-p policy:=bucket_likelihood_ratio -p max_history:=2200`` is refused in one line."""
+    node = _node(rclpy_context, 'fuzz_bounds')
+    try:
+        result = node.set_parameters_atomically([
+            Parameter('policy', value='bucket_likelihood_ratio'),
+            Parameter('max_history', value=2200)])
+        assert not result.successful
+        assert 'max_history must be <= 512' in result.reason and '\n' not in result.reason
+        assert node.get_parameter('max_history').value == MAX_HISTORY
+        result = node.set_parameters_atomically([
+            Parameter('policy', value='bucket_likelihood_ratio'),
+            Parameter('max_history', value=512)])
+        assert result.successful, result.reason
+    finally:
+        node.destroy_node()
+
+
+def test_a_recorded_parameter_text_is_bounded_before_it_is_parsed():
+    """A FeedbackEvent value of deep JSON is refused in one line, never a RecursionError."""
+    for text, words in (('[' * 200_000 + ']' * 200_000, 'more than 65,536'),
+                        ('[' * 5_000 + ']' * 5_000, 'nested 5000 deep'),
+                        ('{"a": "' + '[' * 100 + '"}', 'min_outcomes')):
+        with pytest.raises((TypeError, ValueError)) as caught:
+            LoopConfig.from_texts('calibrated_exceedance', ('min_outcomes',), (text,), 32, 1024,
+                                  10**9)
+        if words != 'min_outcomes':
+            assert words in str(caught.value) and '\n' not in str(caught.value)

@@ -17,6 +17,7 @@ Every process started here is stopped by its PID; every mount is unmounted. No a
 """
 
 import collections
+import json
 import os
 import resource
 import shutil
@@ -392,3 +393,152 @@ def test_a_burst_beyond_the_input_queue_shows_as_missed_messages():
     assert any(level == DiagnosticStatus.WARN and 'missing from the publication sequence' in m
                for level, m in client.status_messages), client.status_messages
     assert returncode == 0, output
+
+
+# -- record_topics never costs the node its own bag (issue 34, findings 6-8) ----------------------
+
+def _cli(*arguments):
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(p for p in sys.path if p)
+    return subprocess.run([sys.executable, '-m', 'project_ghost_feedback.cli', *arguments],
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
+def _record_topic_harness(bag, topic, depth):
+    """Return ``(harness, publisher)``: a recording node (record_topics: ``topic`` as String)."""
+    from std_msgs.msg import String
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from test_replay import _Harness
+
+    harness = _Harness(bag, parameters=[('record_topics', [f'{topic}:std_msgs/msg/String'])])
+    try:
+        harness.connect()
+        publisher = harness.driver.create_publisher(
+            String, topic, QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE))
+        harness.spin_until(lambda: publisher.get_subscription_count() >= 1, 'the recorder')
+    except BaseException:
+        harness.close()
+        raise
+    return harness, publisher
+
+
+def test_record_topics_messages_over_the_readers_limit_are_refused_and_counted(tmp_path):
+    """2 MB messages on record_topics: not recorded, counted, WARN; the bag stays readable.
+
+    They were recorded ("10 recorded, 0 not recorded"), and then info and replay refused the
+    whole bag (a record over the 1 MiB limit): the calibration telemetry was lost with it.
+    """
+    from std_msgs.msg import String
+    from test_replay import scenario
+
+    bag = tmp_path / 'bag'
+    harness, publisher = _record_topic_harness(bag, '/big', 10)
+    try:
+        for outcomes, raw in scenario()[:6]:  # its calibrated half: nothing above WARN
+            for outcome in outcomes:
+                harness.send_outcome(outcome_to_msg(outcome))
+            harness.send_assessment(raw)
+        harness.node.diagnostic_status()  # a new period
+        for index in range(6):
+            size = 2_000_000 if index % 2 else 1000
+            publisher.publish(String(data='x' * size))
+            harness.spin_until(lambda: harness.node.topic_messages_recorded > index,
+                               'the message')
+        status = harness.node.diagnostic_status()
+        values = {kv.key: kv.value for kv in status.values}
+    finally:
+        harness.close()
+    assert values['telemetry_not_recorded[too_large]'] == '3', values
+    assert status.level >= DiagnosticStatus.WARN, status.message
+    assert 'not recorded (too_large)' in status.message, status.message
+    for command in ('info', 'replay'):
+        result = _cli(command, str(bag), '--json')
+        assert result.returncode == 0, (command, result.stderr)
+    topics = {t['name']: t['message_count'] for t in json.loads(_cli('info', str(bag),
+                                                                     '--json').stdout)['topics']}
+    assert topics['/big'] == 3
+
+
+def test_record_topics_losses_are_counted_like_the_inputs(tmp_path):
+    """A flood beyond the recording queue: every message recorded or counted as missed.
+
+    500 messages on record_topics, 288 of them lost without a count or a WARN, was finding 7.
+    The flood goes out while the node does not spin, so its queue (depth 10) overwrites.
+    """
+    from std_msgs.msg import String
+
+    harness, publisher = _record_topic_harness(tmp_path / 'bag', '/flood', 1000)
+    try:
+        node = harness.node
+        # The first message taken is the baseline of the sequence numbers (as for the inputs).
+        publisher.publish(String(data='first'))
+        sent = 1
+        harness.spin_until(lambda: node.topic_messages_recorded == 1, 'the first message')
+        for _ in range(300):
+            publisher.publish(String(data='y' * 1000))
+            sent += 1
+
+        def accounted():
+            values = {kv.key: kv.value for kv in node.diagnostic_status().values}
+            return int(values['record_topics_messages']) + int(
+                values['record_topics_messages_missed'])
+
+        deadline = time.monotonic() + DEADLINE_S
+        while accounted() < sent:  # a last marker taken accounts for every number before it
+            assert time.monotonic() < deadline, (accounted(), sent)
+            publisher.publish(String(data='marker'))
+            sent += 1
+            for _ in range(20):
+                harness.executors[0].spin_once(timeout_sec=0.01)
+        status = node.diagnostic_status()
+        values = {kv.key: kv.value for kv in status.values}
+    finally:
+        harness.close()
+    recorded = int(values['record_topics_messages'])
+    missed = int(values['record_topics_messages_missed'])
+    print(f'record_topics flood: {sent} sent, {recorded} recorded, {missed} missed, '
+          f'{values["record_topics_messages_lost"]} lost (RMW)')
+    assert recorded + missed == sent, values
+    assert missed > 0, values
+
+
+def test_the_recording_queue_has_a_byte_budget(tmp_path):
+    """A stalled disk: records beyond ``queue_bytes`` are counted, never held in memory.
+
+    The queue was bounded by count only: 1,500 records of 1 MB took the node to 1.4 GB with
+    ``not_recorded`` 0. The disk is stalled by holding the writer thread in its first write.
+    """
+    import threading
+
+    from project_ghost_feedback.core.loop import LoopConfig
+    from project_ghost_feedback.telemetry.background import BackgroundRecorder
+    from project_ghost_feedback.telemetry.channels import recorded_topic
+    from project_ghost_feedback.telemetry.recorder import TelemetryRecorder
+
+    gate = threading.Event()
+    taken = threading.Event()
+
+    class StalledDisk(TelemetryRecorder):
+        def record_serialized(self, channel, log_time, payload):
+            taken.set()
+            gate.wait(DEADLINE_S)
+            super().record_serialized(channel, log_time, payload)
+
+    channel = recorded_topic('/big:std_msgs/msg/String')
+    recorder = StalledDisk(str(tmp_path / 'bag'), LoopConfig.make(), extra_channels=(channel,))
+    background = BackgroundRecorder(recorder, queue_size=10_000, queue_bytes=1 << 20,
+                                    on_error=print)
+    payload = bytes(300_000)
+    try:
+        background.record_serialized('/big', 1, payload)
+        assert taken.wait(DEADLINE_S)
+        for index in range(2, 12):
+            background.record_serialized('/big', index, payload)
+        # 1 MiB holds three of them (the one being written counts until it is written).
+        assert background.queued_bytes == 3 * len(payload)
+        assert background.losses == {'over_byte_budget': 8}
+        assert background.not_recorded == 8
+    finally:
+        gate.set()
+        background.close()
+    assert background.recorded == 3 and background.queued_bytes == 0

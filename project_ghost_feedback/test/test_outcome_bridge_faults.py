@@ -301,3 +301,142 @@ def test_an_exception_in_a_callback_is_counted_and_the_estimate_accounted(harnes
                              for s in h.diagnostics), 'the error on /diagnostics')
     h.estimate(SECOND_NS * 3 // 4)
     h.spin_until(lambda: h.outcomes, 'an outcome after the fault')
+
+
+def _calibrated_msg(distance, count=32):
+    """Return a CalibratedSelfAssessment message judged on ``count`` outcomes at ``distance``."""
+    from project_ghost_feedback.core import (
+        BeliefSelfAssessment,
+        PredictionOutcome,
+        SelfAssessmentLevel,
+    )
+    from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
+    from project_ghost_feedback.ros.conversions import calibrated_to_msg
+
+    loop = FeedbackLoop(LoopConfig.make())
+    for index in range(count):
+        loop.outcome(PredictionOutcome(
+            prediction_stamp_sim_ns=index * SECOND_NS, observed_stamp_sim_ns=index * SECOND_NS,
+            position_error_m=(0.0, 0.0, 0.0), orientation_error_rad=(0.0, 0.0, 0.0),
+            position_mahalanobis=distance, orientation_mahalanobis=distance, frame_id='odom'))
+    raw = BeliefSelfAssessment(belief_stamp_sim_ns=(count + 8) * SECOND_NS,
+                               overall_level=SelfAssessmentLevel.KNOWN, frame_id='odom')
+    return calibrated_to_msg(loop.assessment(raw).calibrated)
+
+
+@pytest.mark.parametrize('case', ['zero_distances', 'ignored_orientation', 'huge_variances'])
+def test_the_calibrated_estimate_never_carries_a_zero_or_infinite_variance(harness, case):
+    """Issue 34 findings 2 and 3: a block without evidence gets 1; a non-finite product is not sent.
+
+    ``zero_distances``: a calibrated message whose 32 distances are 0 (deflation allowed) made
+    every variance 0. ``ignored_orientation``: roll, pitch and yaw ignored, deflation allowed:
+    the orientation block's k was 0, its variances published as 0. ``huge_variances``: variances
+    of 1e305 times a factor of 100 were published as inf with /diagnostics OK.
+    """
+    from project_ghost_feedback_msgs.msg import CalibratedSelfAssessment
+
+    parameters = {'calibrated_estimate.enabled': True}
+    if case != 'huge_variances':
+        parameters['calibrated_estimate.allow_deflation'] = True
+    if case == 'ignored_orientation':
+        parameters['ignored_axes'] = ['roll', 'pitch', 'yaw']
+    h = harness(**UNPACED, **parameters)
+    received = []
+    h.client.create_subscription(Odometry, 'estimate/calibrated', received.append,
+                                 QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                                            reliability=ReliabilityPolicy.RELIABLE))
+    feedback = h.client.create_publisher(CalibratedSelfAssessment, 'self_assessment/calibrated',
+                                         10)
+    h.spin_until(lambda: feedback.get_subscription_count() >= 1, 'the feedback topic to match')
+    if case == 'zero_distances':
+        feedback.publish(_calibrated_msg(0.0))
+        h.spin_until(lambda: h.node._calibration_history is not None, 'the spoofed history')
+    elif case == 'huge_variances':
+        feedback.publish(_calibrated_msg(1e3))
+        h.spin_until(lambda: h.node.calibrated_factors[0] == 100.0, 'a factor of 100')
+    covariance = list(COVARIANCE)
+    if case == 'huge_variances':
+        covariance = [value * 1e305 / COVARIANCE[0] for value in COVARIANCE]
+    if case == 'ignored_orientation':
+        # The bridge's own outcomes feed the factor: orientation distances are all 0 here.
+        from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
+        from project_ghost_feedback.ros.conversions import calibrated_to_msg, outcome_from_msg
+        from project_ghost_feedback.core import BeliefSelfAssessment, SelfAssessmentLevel
+        for index in range(8):
+            h.reference(index * SECOND_NS, yaw=0.3)
+            h.estimate(index * SECOND_NS, x=0.05, yaw=0.0)
+        h.spin_until(lambda: len(h.outcomes) >= 8, '8 outcomes')
+        loop = FeedbackLoop(LoopConfig.make())
+        for msg in h.outcomes:
+            loop.outcome(outcome_from_msg(msg))
+        raw = BeliefSelfAssessment(belief_stamp_sim_ns=20 * SECOND_NS,
+                                   overall_level=SelfAssessmentLevel.KNOWN, frame_id='odom')
+        calibrated = loop.assessment(raw).calibrated
+        assert set(calibrated.calibration_history.orientation_squared_distances) == {0.0}
+        feedback.publish(calibrated_to_msg(calibrated))
+        h.spin_until(lambda: h.node._calibration_history is not None, 'the history')
+    published = len(received)
+    h.reference(30 * SECOND_NS)
+    h.reference(32 * SECOND_NS)
+    h.estimate(31 * SECOND_NS, covariance=covariance)
+    if case == 'huge_variances':
+        h.spin_until(lambda: sum(h.node.calibrated_estimates_refused.values()) == 1,
+                     'the refusal to be counted')
+        count = len(h.diagnostics)
+        h.spin_until(lambda: len(h.diagnostics) > count + 1, 'a status after the refusal')
+        statuses = h.diagnostics[count:]
+        assert any(s.level == DiagnosticStatus.WARN and 'calibrated estimate not published'
+                   in s.message for s in statuses), [s.message for s in statuses]
+        values = _values(statuses[-1])
+        assert values['calibrated_estimates_not_published'] == '1'
+        assert values['calibrated_estimates_not_published[calibrated_covariance_not_finite]'] \
+            == '1'
+        assert len(received) == published
+        return
+    h.spin_until(lambda: len(received) > published, 'a calibrated estimate')
+    variances = [received[-1].pose.covariance[7 * i] for i in range(6)]
+    assert all(math.isfinite(v) and v > 0.0 for v in variances), variances
+    # No evidence: factor 1 for that block, the estimator's own variances.
+    assert variances[3:] == pytest.approx([COVARIANCE[7 * i] for i in range(3, 6)])
+    if case == 'zero_distances':
+        assert h.node.calibrated_factors == (1.0, 1.0)
+
+
+def test_estimates_and_references_of_different_bodies_are_not_paired(harness):
+    """Issue 34 finding 9: robot1/base_link against robot2/base_link paired without a word.
+
+    They are counted as child_frame_mismatch (ERROR on /diagnostics while nothing pairs); a
+    child_frame_map entry relates two names of one body.
+    """
+    h = harness(**UNPACED)
+
+    def send(stamp_s, estimate_child, reference_child):
+        reference = odometry(stamp_s * SECOND_NS)
+        reference.child_frame_id = reference_child
+        received = h.node.received['reference']
+        h.reference_publisher.publish(reference)
+        h.spin_until(lambda: h.node.received['reference'] > received, 'a reference')
+        estimate = odometry(stamp_s * SECOND_NS, x=0.1)
+        estimate.child_frame_id = estimate_child
+        received = h.node.received['estimate']
+        h.estimate_publisher.publish(estimate)
+        h.spin_until(lambda: h.node.received['estimate'] > received, 'an estimate')
+
+    for second in range(1, 6):
+        send(second, 'robot1/base_link', 'robot2/base_link')
+    send(6, 'robot1/base_link', 'robot2/base_link')
+    h.spin_until(lambda: h.node.dropped['child_frame_mismatch'] >= 5, 'the mismatches')
+    assert h.node.paired == 0 and not h.outcomes
+    count = len(h.diagnostics)
+    h.spin_until(lambda: len(h.diagnostics) > count, 'a status')
+    status = h.diagnostics[-1]
+    assert status.level == DiagnosticStatus.ERROR and 'different bodies' in status.message
+    assert int(_values(status)['dropped[child_frame_mismatch]']) >= 5
+    # Related by the map: they pair.
+    h.node.set_parameters([Parameter('child_frame_map',
+                                     value=['robot1/base_link:robot2/base_link'])])
+    for second in range(20, 24):
+        send(second, 'robot1/base_link', 'robot2/base_link')
+    h.spin_until(lambda: h.node.paired >= 2, 'pairs once the map relates the bodies')
+    refused = h.node.set_parameters([Parameter('child_frame_map', value=['no_colon'])])[0]
+    assert not refused.successful and 'child_frame_map' in refused.reason

@@ -83,6 +83,7 @@ def add_arguments(parser, positive_int):
 def run(args, fail):
     """Run the audit for parsed ``args``; ``fail(message, status)`` prints a one-line error."""
     from ..core.feedback import DEFAULT_MAX_HISTORY, policy_names
+    from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
     from .discovery import find_bags, robot_name
     from .driver import run_audit
     from .injection import parse_injection
@@ -104,6 +105,11 @@ def run(args, fail):
     if len(set(labels)) != len(labels):
         return fail('the same --policy is given twice', 2)
     max_history = args.max_history or DEFAULT_MAX_HISTORY
+    try:  # the node's own validation (LoopConfig.make), before any bag is opened
+        for spec in policies:
+            spec.loop(max_history, max(DEFAULT_OUTCOME_BUFFER_SIZE, max_history))
+    except (TypeError, ValueError) as error:
+        return fail(error, 2)
     bridge = None
     if args.estimate or args.reference or args.params_file:
         from ..evaluate.inputs import bridge_parameters, EvaluateError

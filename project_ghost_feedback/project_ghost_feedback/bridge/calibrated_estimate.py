@@ -13,8 +13,12 @@ calibrated estimate scales the 6x6 pose covariance ``C`` (ROS order x y z roll p
 ``D = diag(f_p, f_p, f_p, f_o, f_o, f_o)``: each block's Mahalanobis distance is divided by its
 factor and the result stays positive semi-definite (cross blocks scale by ``f_p f_o``).
 
-Factors never go below 1 (the covariance is never deflated) unless ``allow_deflation``; they are
-capped at ``max_factor`` (a distance of ``+inf`` gives an infinite bound).
+Factors never go below 1 (the covariance is never deflated) unless ``allow_deflation``; they stay
+within ``[1 / max_factor, max_factor]`` (a distance of ``+inf`` gives an infinite bound, capped). A
+block without evidence gets 1: an empty window, a schema-1 history, or squared distances that are
+all zero (every axis of the block ignored, or a message that claims it). The inflated covariance
+is checked (:func:`calibrated_covariance`): every value finite, and every variance the estimator
+states as positive still positive; otherwise it is not published and the reason is counted.
 
 The more conservative the bound, the further below 3 the calibrated estimate's mean NEES per vec3
 lands: about ``3 q(1 - c, 3 n) / (3 n - 2)``, 2.3 at the default for a window of 32 outcomes
@@ -57,22 +61,35 @@ def upper_bound(estimate: OverconfidenceEstimate,
     return math.sqrt(total / chi_square_quantile(1.0 - confidence, degrees))
 
 
+NOT_FINITE = 'calibrated_covariance_not_finite'
+"""Reason: a value of the inflated covariance is NaN or infinite (huge variances times a factor)."""
+NOT_POSITIVE = 'calibrated_covariance_not_positive'
+"""Reason: a variance the estimator states as positive would be published as zero or negative."""
+
+
 def inflation_factors(history: CalibrationHistory, allow_deflation: bool = False,
                       max_factor: float = 100.0,
                       confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
     """Return ``(position_factor, orientation_factor)`` from a CalibrationHistory.
 
     Each is the one-sided ``confidence`` upper bound of that vec3's overconfidence factor
-    (:func:`upper_bound`). A vec3 without an estimate (empty window, schema-1 history) gets 1.0.
+    (:func:`upper_bound`), at least 1 unless ``allow_deflation``, within ``[1 / max_factor,
+    max_factor]``. A vec3 without evidence (empty window, schema-1 history, all squared distances
+    zero) gets 1.0. ValueError for a ``max_factor`` that is not a finite number >= 1.
     """
+    if not 1.0 <= max_factor < math.inf:
+        raise ValueError(f'max_factor must be a finite number >= 1, got {max_factor!r}')
     estimates = estimate_overconfidence(history) or {}
     factors = []
     for block in BLOCKS:
         estimate = estimates.get(block)
-        factor = 1.0 if estimate is None else upper_bound(estimate, confidence)
+        if estimate is None or estimate.k_hat == 0.0:
+            factor = 1.0  # no evidence: nothing to scale by (k = 0 would erase the block)
+        else:
+            factor = upper_bound(estimate, confidence)
         if not allow_deflation:
             factor = max(factor, 1.0)
-        factors.append(min(factor, max_factor))
+        factors.append(min(max(factor, 1.0 / max_factor), max_factor))
     position, orientation = factors
     return position, orientation
 
@@ -83,3 +100,20 @@ def inflate_covariance(covariance: Iterable[float], position_factor: float,
     scale = (position_factor,) * 3 + (orientation_factor,) * 3
     values = [float(v) for v in covariance]
     return [values[6 * i + j] * scale[i] * scale[j] for i in range(6) for j in range(6)]
+
+
+def calibrated_covariance(covariance: Iterable[float], position_factor: float,
+                          orientation_factor: float) -> tuple[list[float] | None, str]:
+    """Return ``(D C D, '')``, or ``(None, reason)`` when it must not be published.
+
+    Refused: a value that is not finite (:data:`NOT_FINITE`: variances of 1e305 times a factor of
+    100), or a diagonal that is not positive where the input's is (:data:`NOT_POSITIVE`). A
+    variance the estimator itself states as 0 stays 0 (its own claim, republished).
+    """
+    values = [float(v) for v in covariance]
+    inflated = inflate_covariance(values, position_factor, orientation_factor)
+    if not all(math.isfinite(value) for value in inflated):
+        return None, NOT_FINITE
+    if any(inflated[7 * i] <= 0.0 < values[7 * i] for i in range(6)):
+        return None, NOT_POSITIVE
+    return inflated, ''

@@ -4,7 +4,8 @@
 :class:`PairingEngine` holds every rule of the outcome bridge that decides what is published:
 the intake refusals (stamp, position, quaternion, covariance, future stamp), the time rules
 (estimates not newer, stamps going back: a timeline reset, a backward clock jump), the frame
-rules (fixed transform, never interpolating across frames, frame mismatch), the wait of an
+rules (fixed transform, never interpolating across frames, frame mismatch; poses of different
+bodies, by ``child_frame_id``, unless ``child_frame_map`` relates them), the wait of an
 estimate for a reference after its stamp, the interpolation, the pose error, the outcome pacing
 and the claim levels. The ROS node (ros/outcome_bridge_node.py) and ``ghost-feedback evaluate``
 both drive it, so the same inputs in the same order with the same clock give the same outputs.
@@ -49,6 +50,7 @@ DROP_BAD_STAMP = 'bad_stamp'
 DROP_FUTURE_STAMP = FUTURE_STAMP
 DROP_NOT_NEWER = 'estimate_not_newer'
 DROP_FRAME_MISMATCH = 'frame_mismatch'
+DROP_CHILD_FRAME_MISMATCH = 'child_frame_mismatch'
 DROP_BEFORE_BUFFER = 'before_reference_buffer'
 DROP_NO_REFERENCE_AFTER = 'no_reference_after'
 DROP_GAP = 'reference_gap'
@@ -86,6 +88,14 @@ def engine_config(values: Mapping[str, Any]) -> dict[str, Any] | str:
     config/outcome_bridge.yaml) to its value; ranges are the caller's to check.
     """
     ignored = tuple(axis for axis in values['ignored_axes'] if axis)
+    child_frames = set()
+    for entry in values['child_frame_map']:
+        if not entry:
+            continue
+        estimate_child, sep, reference_child = str(entry).partition(':')
+        if not sep or not estimate_child or not reference_child:
+            return _cap(f"child_frame_map entry {entry!r} is not 'estimate_child:reference_child'")
+        child_frames.add((estimate_child, reference_child))
     try:
         axis_mask(ignored)
         thresholds = ClaimThresholds(
@@ -114,6 +124,7 @@ def engine_config(values: Mapping[str, Any]) -> dict[str, Any] | str:
         return _cap(error)
     return {
         'ignored_axes': ignored, 'thresholds': thresholds, 'pacer': pacer,
+        'child_frame_map': frozenset(child_frames),
         'transform': transform,
         'from_frame_id': values['transform.from_frame_id'],
         'to_frame_id': values['transform.to_frame_id'],
@@ -123,6 +134,12 @@ def engine_config(values: Mapping[str, Any]) -> dict[str, Any] | str:
         'use_reference_covariance': values['use_reference_covariance'],
         'null_tolerance': values['null_tolerance'],
     }
+
+
+def child_frame_id(msg: Any) -> str:
+    """Return the body an input is the pose of (Odometry's ``child_frame_id``; '' unknown)."""
+    child = getattr(msg, 'child_frame_id', '')
+    return child if isinstance(child, str) else ''
 
 
 def pose_and_covariance(msg: Any) -> tuple[Any, Any]:
@@ -158,12 +175,14 @@ class EngineListener:
 class Estimate:
     """An accepted estimate: stamp (ns), frame, position, unit quaternion, 6x6 covariance."""
 
-    __slots__ = ('stamp_ns', 'frame_id', 'position', 'quaternion', 'covariance', 'message')
+    __slots__ = ('stamp_ns', 'frame_id', 'position', 'quaternion', 'covariance', 'message',
+                 'child_frame_id')
 
     def __init__(self, stamp_ns: int, frame_id: str, position: tuple[float, float, float],
                  quaternion: tuple[float, float, float, float], covariance: FloatArray,
-                 message: Any = None) -> None:
+                 message: Any = None, child_frame_id: str = '') -> None:
         self.stamp_ns = stamp_ns
+        self.child_frame_id = child_frame_id
         self.frame_id = frame_id
         self.position = position
         self.quaternion = quaternion
@@ -206,6 +225,7 @@ class PairingEngine:
         # (None: a newer reference came after the last estimate). Waits count from it.
         self.no_reference_since_ns: int | None = None
         self.reference_frame_id: str | None = None
+        self.reference_child_frame_id = ''  # the body of the buffered references ('' unknown)
         self._covariances: dict[str, tuple[bytes | None, CheckedCovariance | None]] = {
             ESTIMATE: (None, None), REFERENCE: (None, None)}
 
@@ -332,11 +352,13 @@ class PairingEngine:
             position, quaternion, covariance = transform.apply(position, quaternion, covariance)
             frame_id = config['to_frame_id']
         sample = ReferenceSample(stamp, position, quaternion, covariance)
-        if self.reference_frame_id != frame_id:
+        child = child_frame_id(msg)
+        if self.reference_frame_id != frame_id or self.reference_child_frame_id != child:
             if self.reference_frame_id is not None:
-                self.buffer.clear()  # never interpolate across frames
+                self.buffer.clear()  # never interpolate across frames, nor across bodies
                 newest = None
             self.reference_frame_id = frame_id
+            self.reference_child_frame_id = child
         if not self.buffer.add(sample):
             self.drop_reference(DROP_TOO_OLD, f'{stamp} ns')
             return
@@ -367,7 +389,7 @@ class PairingEngine:
             self.drop_estimate(DROP_NOT_NEWER, f'{stamp} <= {last} ns')
             return
         estimate = Estimate(stamp, msg.header.frame_id, position, quaternion, covariance,
-                            msg if self.keep_messages else None)
+                            msg if self.keep_messages else None, child_frame_id(msg))
         self.last_estimate_ns = stamp
         if self.no_reference_since_ns is None:
             self.no_reference_since_ns = stamp
@@ -391,6 +413,12 @@ class PairingEngine:
                              f'estimate in {estimate.frame_id!r}, reference in '
                              f'{self.reference_frame_id!r} (set transform.* to relate them)')
                 continue
+            if not self._same_body(estimate.child_frame_id):
+                self._finish(self.pending.popleft(), None, DROP_CHILD_FRAME_MISMATCH,
+                             f'estimate of {estimate.child_frame_id!r}, reference of '
+                             f'{self.reference_child_frame_id!r} (child_frame_id; set '
+                             'child_frame_map to relate them)')
+                continue
             looked_up = self.buffer.lookup(estimate.stamp_ns)
             if looked_up in (AFTER_BUFFER, EMPTY):
                 # The wait counts only the estimate time during which no reference arrived. An
@@ -413,6 +441,16 @@ class PairingEngine:
                 self._finish(estimate, None, _LOOKUP_DROPS[looked_up])
             else:
                 self._finish(estimate, looked_up, None)
+
+    def _same_body(self, estimate_child: str) -> bool:
+        """Return False when estimate and references are poses of different bodies.
+
+        Compared only when both name their body (Odometry's ``child_frame_id``; the other types
+        carry none): equal, or related by ``child_frame_map``.
+        """
+        reference_child = self.reference_child_frame_id
+        return (not estimate_child or not reference_child or estimate_child == reference_child
+                or (estimate_child, reference_child) in self.config['child_frame_map'])
 
     def _finish(self, estimate: Estimate, reference: ReferenceSample | None,
                 drop_reason: str | None, detail: str = '') -> None:

@@ -61,6 +61,14 @@ DERIVED_CAUSES = frozenset((CAUSE_INPUT_STAMP_JUMP,))
 
 FUTURE_STAMP = 'future_stamp'
 
+MAX_HISTORY_RANGE = (1, 100_000)
+"""The node's ``max_history`` range; :meth:`LoopConfig.make` refuses any other value."""
+OUTCOME_BUFFER_SIZE_RANGE = (1, 1_000_000)
+"""The node's ``outcome_buffer_size`` range."""
+TIME_JUMP_TOLERANCE_S_RANGE = (0.001, 3600.0)
+"""The node's ``time_jump_tolerance_s`` range, in seconds (:meth:`LoopConfig.make` checks it
+in nanoseconds)."""
+
 
 def future_stamp_detail(kind: str, stamp: int, now_ns: int | None,
                         tolerance_ns: int) -> str | None:
@@ -85,6 +93,45 @@ def went_back(stamp: int, newest: int, tolerance_ns: int) -> bool:
     return stamp < newest - tolerance_ns
 
 
+MAX_JSON_TEXT = 65_536
+"""Longest JSON text of a configuration read back (a bag's custom data, a FeedbackEvent value)."""
+MAX_JSON_DEPTH = 16
+"""Deepest nesting of such a text (a policy's parameters are one flat object)."""
+
+
+def parse_json_text(text: str, what: str) -> object:
+    """Return ``json.loads(text)`` once ``text`` is within :data:`MAX_JSON_TEXT` and depth.
+
+    The bounds are checked before parsing (a text of 200,000 nested brackets made the parser
+    raise RecursionError): ValueError naming ``what`` and the size, TypeError for a non-str.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f'{what} must be JSON text, got {type(text).__name__}')
+    if len(text) > MAX_JSON_TEXT:
+        raise ValueError(f'{what} is {len(text):,} characters long, more than {MAX_JSON_TEXT:,}')
+    if '[' in text or '{' in text:
+        depth = deepest = 0
+        in_string = escaped = False
+        for char in text:
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif char == '\\':
+                    escaped = True
+                elif char == '"':
+                    in_string = False
+            elif char == '"':
+                in_string = True
+            elif char in '[{':
+                depth += 1
+                deepest = max(deepest, depth)
+            elif char in ']}':
+                depth -= 1
+        if deepest > MAX_JSON_DEPTH:
+            raise ValueError(f'{what} is nested {deepest} deep, more than {MAX_JSON_DEPTH}')
+    return json.loads(text)
+
+
 @dataclasses.dataclass(frozen=True)
 class LoopConfig:
     """What the loop's outputs depend on: policy and parameters, window sizes, time tolerance.
@@ -104,16 +151,28 @@ class LoopConfig:
              max_history: int = DEFAULT_MAX_HISTORY,
              outcome_buffer_size: int = DEFAULT_OUTCOME_BUFFER_SIZE,
              time_jump_tolerance_ns: int = DEFAULT_TIME_JUMP_TOLERANCE_NS) -> Self:
-        """Return a validated config (ValueError/TypeError naming the bad value)."""
-        make_policy(policy, parameters)  # refuses an unknown policy or parameter, names it
+        """Return a validated config (ValueError/TypeError naming the bad value).
+
+        The node's own ranges (``MAX_HISTORY_RANGE``, ...) and the policy's ``MAX_HISTORY``
+        when it has one: the node, replay (a recorded configuration), evaluate and the audit
+        all build their configuration here, so all refuse the same values.
+        """
+        built = make_policy(policy, parameters)  # refuses an unknown policy/parameter, names it
         full = policy_parameters(policy)
         full.update(parameters or {})
         config = cls(policy, tuple(sorted(full.items())), max_history, outcome_buffer_size,
                      time_jump_tolerance_ns)
-        for name in ('max_history', 'outcome_buffer_size', 'time_jump_tolerance_ns'):
+        low_ns, high_ns = (round(bound * NS_PER_S) for bound in TIME_JUMP_TOLERANCE_S_RANGE)
+        for name, (low, high) in (('max_history', MAX_HISTORY_RANGE),
+                                  ('outcome_buffer_size', OUTCOME_BUFFER_SIZE_RANGE),
+                                  ('time_jump_tolerance_ns', (low_ns, high_ns))):
             value = getattr(config, name)
-            if type(value) is not int or value < 1:
-                raise ValueError(f'{name} must be an int >= 1, got {value!r}')
+            if type(value) is not int or not low <= value <= high:
+                raise ValueError(f'{name} must be an int in [{low}, {high}], got {value!r}')
+        limit = getattr(built, 'MAX_HISTORY', None)
+        if limit is not None and max_history > limit:
+            raise ValueError(f'max_history must be <= {limit} with policy {policy!r} (the '
+                             f'largest window it judges), got {max_history}')
         return config
 
     @property
@@ -152,7 +211,8 @@ class LoopConfig:
         """Inverse of :meth:`parameter_texts` (ValueError for text that is not JSON)."""
         if len(names) != len(values):
             raise ValueError(f'{len(names)} parameter names for {len(values)} values')
-        return cls.make(policy, {n: json.loads(v) for n, v in zip(names, values)},
+        return cls.make(policy, {n: parse_json_text(v, f'parameter {n!r}')
+                                 for n, v in zip(names, values)},
                         max_history, outcome_buffer_size, time_jump_tolerance_ns)
 
 

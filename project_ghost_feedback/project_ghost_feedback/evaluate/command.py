@@ -53,11 +53,16 @@ def evaluate_bag(path, estimate_topic, reference_topic, values, loop_config, out
     output_dir.mkdir(parents=True)
     try:
         recorded = _record(run, loop_config, output_dir)
-    except EvaluateError:
-        # The inputs are read lazily: a missing topic or no overlap shows only now. Leave no
-        # half-written output behind, so the same command works once the input is corrected.
+    except BaseException as error:
+        # The inputs are read lazily: a missing topic, no overlap or a storage that breaks
+        # half-way shows only now. Leave no half-written output behind (a cut-short telemetry
+        # bag would verify), so the same command works once the input is corrected.
         shutil.rmtree(output_dir, ignore_errors=True)
-        raise
+        if isinstance(error, EvaluateError) or not isinstance(error, Exception):
+            raise
+        text = ' '.join(str(error).split()) or type(error).__name__
+        raise EvaluateError(f'{path}: cannot read the bag: {type(error).__name__}: '
+                            f'{text}'[:500]) from None
     distances, levels, bag_dir = recorded
     summary = _summary(run, loop_config, distances, levels, bag_dir)
     (output_dir / 'summary.json').write_text(json.dumps(summary, indent=2) + '\n',
@@ -162,7 +167,9 @@ def summary_text(summary):
         f'bridge: {bridge["estimates"]} estimates, {bridge["references"]} references, '
         f'{bridge["paired"]} paired, {bridge["outcomes"]} outcomes emitted '
         f'({bridge["outcomes_paced_out"]} paced out), {bridge["assessments"]} assessments; '
-        f'estimates dropped: {dropped}',
+        f'estimates dropped: {dropped}; skipped (did not decode): estimates '
+        f'{bridge["undecodable_skipped"]["estimate"]}, references '
+        f'{bridge["undecodable_skipped"]["reference"]}',
         f'distances (unsquared Mahalanobis): position median {fmt(summary["position_d_median"])}'
         f', p95 {fmt(summary["position_d_p95"])}; orientation median '
         f'{fmt(summary["orientation_d_median"])}, p95 {fmt(summary["orientation_d_p95"])}; '

@@ -187,6 +187,8 @@ class BridgeRun:
             reference_buffer_size=values['reference_buffer_size'],
             pending_capacity=values['pending_capacity'])
         self.ranges = {'estimate': StampRange(), 'reference': StampRange()}
+        self.undecodable = {'estimate': 0, 'reference': 0}
+        """Messages of each input that did not decode (a cut CDR): skipped, counted."""
         self.estimate_type = self.reference_type = None
 
     def __iter__(self):
@@ -205,8 +207,12 @@ class BridgeRun:
             engine = self.engine
             events = self._listener.events
             for connection, _, rawdata in reader.messages(connections=estimates + references):
-                msg = reader.deserialize(rawdata, connection.msgtype)
                 kind = kinds[connection.id]
+                try:
+                    msg = reader.deserialize(rawdata, connection.msgtype)
+                except Exception:  # noqa: BLE001 - any decoder error: counted, skipped
+                    self.undecodable[kind] += 1
+                    continue
                 try:
                     clock_ns = stamp_to_ns(msg.header.stamp, kind, 'header.stamp')
                 except ValueError:
@@ -246,6 +252,7 @@ class BridgeRun:
             'estimates_dropped': dict(sorted(engine.dropped.items())),
             'references_dropped': dict(sorted(engine.references_dropped.items())),
             'resets': dict(sorted(engine.resets.items())),
+            'undecodable_skipped': dict(self.undecodable),
         }
 
 

@@ -221,15 +221,23 @@ class FeedbackNode(Node):
             self._diagnostics_recording = self.create_subscription(
                 DiagnosticArray, '/diagnostics', self._record_diagnostics, 100, raw=True)
         self.topic_messages_recorded = 0  # messages of record_topics handed to the recorder
+        self.topic_messages_lost = 0      # record_topics: the RMW's message_lost events
+        self._topic_gaps = {}             # record_topics: SequenceGaps per topic
+        self._not_recorded_at_status = 0
         if self._telemetry is not None:
             # Any topic asked for (e.g. the bridge's inputs), as received: best effort matches
             # every publisher; the log time is the node clock at receipt, as for /diagnostics.
-            self._topic_recordings = [
-                self.create_subscription(
-                    message_class, channel.topic, self._recorder_of(channel.topic),
+            # Losses are counted as the inputs' are (sequence gaps, message_lost events).
+            self._topic_recordings = []
+            for channel, message_type in self._recorded_topics:
+                subscription = self.create_subscription(
+                    message_type, channel.topic, self._recorder_of(channel.topic),
                     QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=channel.qos.depth,
-                               reliability=ReliabilityPolicy.BEST_EFFORT), raw=True)
-                for channel, message_class in self._recorded_topics]
+                               reliability=ReliabilityPolicy.BEST_EFFORT), raw=True,
+                    event_callbacks=SubscriptionEventCallbacks(
+                        message_lost=self._on_topic_message_lost))
+                self._topic_gaps[channel.topic] = SequenceGaps(subscription.get_publisher_count)
+                self._topic_recordings.append(subscription)
         # Releases the assessments the loop holds for assessment_hold_s.
         self._hold_timer = self.create_timer(0.01, self._release_held, clock=self._steady)
         self._diagnostics_timer = self.create_timer(
@@ -296,7 +304,7 @@ class FeedbackNode(Node):
             raise StartupError(str(error)) from None
         return BackgroundRecorder(
             recorder, queue_size=self._param('telemetry_queue_size'),
-            on_error=self._telemetry_error)
+            queue_bytes=self._param('telemetry_queue_bytes'), on_error=self._telemetry_error)
 
     def _record_diagnostics(self, payload):
         self._telemetry.record_serialized('/diagnostics', self._clock_ns(), payload)
@@ -305,7 +313,22 @@ class FeedbackNode(Node):
         def record(payload):
             self.topic_messages_recorded += 1
             self._telemetry.record_serialized(topic, self._clock_ns(), payload)
-        return record
+
+        if not self._message_info:
+            return record
+
+        def record_with_info(payload, info):
+            missed = self._topic_gaps[topic].note(info)
+            if missed:
+                self._period.note(WARN, f'{missed} {topic} messages missing from the '
+                                        'publication sequence (not recorded)')
+            record(payload)
+        return record_with_info
+
+    def _on_topic_message_lost(self, status):
+        self.topic_messages_lost += status.total_count_change
+        self._period.note(WARN, f'{status.total_count_change} record_topics messages lost in '
+                                'the middleware (not recorded)')
 
     def _telemetry_error(self, message):
         self.get_logger().error(message)
@@ -618,6 +641,13 @@ class FeedbackNode(Node):
         starved_s = (steady_ns - last) / NS_PER_S
         if starved_s > self._config.stale_after_s:
             self._period.note(STALE, f'no outcome received for {starved_s:.1f} s')
+        if self._telemetry is not None:
+            not_recorded = self._telemetry.not_recorded
+            if not_recorded > self._not_recorded_at_status:
+                self._period.note(WARN, f'telemetry: '
+                                        f'{not_recorded - self._not_recorded_at_status} records '
+                                        f'not recorded ({", ".join(self._telemetry.losses)})')
+            self._not_recorded_at_status = not_recorded
         level, message = self._period.take(carry=self._last_severity)
         clock_note = self._clock_note(steady_ns)
         if clock_note:
@@ -661,6 +691,12 @@ class FeedbackNode(Node):
             values['telemetry_recorded'] = self._telemetry.recorded
             values['telemetry_not_recorded'] = self._telemetry.not_recorded
             values['record_topics_messages'] = self.topic_messages_recorded
+            values['record_topics_messages_missed'] = sum(
+                gaps.missed for gaps in self._topic_gaps.values())
+            values['record_topics_messages_lost'] = self.topic_messages_lost
+            values['telemetry_queue_bytes'] = self._telemetry.queued_bytes
+            for cause, count in sorted(self._telemetry.losses.items()):
+                values[f'telemetry_not_recorded[{cause}]'] = count
             if self._telemetry.error is not None:
                 level = ERROR if level in (OK, WARN) else level
                 message = f'{message}; telemetry stopped: {self._telemetry.error}'

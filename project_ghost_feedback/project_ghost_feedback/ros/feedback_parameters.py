@@ -23,7 +23,12 @@ from ..core.feedback import (
     policy_parameters,
 )
 from ..core.feedback.parameter_docs import parameter_doc
-from ..core.loop import LoopConfig
+from ..core.loop import (
+    LoopConfig,
+    MAX_HISTORY_RANGE,
+    OUTCOME_BUFFER_SIZE_RANGE,
+    TIME_JUMP_TOLERANCE_S_RANGE,
+)
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 from .node_kit import descriptor, EXECUTORS, ParameterSpec  # noqa: F401 - re-exported
 
@@ -54,6 +59,11 @@ NODE_PARAMETERS = {
         10_000, 'Records waiting for the telemetry writer thread; when full (a slow disk) new '
         'records are counted as not recorded, the data path never waits (read-only).',
         read_only=True, integer_range=(1, 10_000_000)),
+    'telemetry_queue_bytes': ParameterSpec(
+        64 << 20, 'Byte budget of the records waiting for the telemetry writer thread (a '
+        'record_topics message counts its size); beyond it new records are counted as not '
+        'recorded (over_byte_budget), WARN on /diagnostics (read-only).',
+        read_only=True, integer_range=(1 << 20, 1 << 34)),
     'record_diagnostics': ParameterSpec(
         True, 'When recording, also record /diagnostics (every publisher, as received, log time '
         "the node clock), so Foxglove's Diagnostics panel shows the run, and the node's "
@@ -69,12 +79,13 @@ NODE_PARAMETERS = {
         'ADR-0026 reference (no stated false-alarm rate).', choices=tuple(policy_names())),
     'max_history': ParameterSpec(
         DEFAULT_MAX_HISTORY, 'Outcomes per calibration window (ADR-0026 max_history). The buffer '
-        'holds at least this many, whatever outcome_buffer_size says.',
-        integer_range=(1, 100_000)),
+        'holds at least this many, whatever outcome_buffer_size says. bucket_likelihood_ratio '
+        'judges windows of at most 512.',
+        integer_range=MAX_HISTORY_RANGE),
     'outcome_buffer_size': ParameterSpec(
         DEFAULT_OUTCOME_BUFFER_SIZE, 'Outcomes kept in observed-stamp order, waiting for the '
         'assessments they belong to; the buffer holds max(outcome_buffer_size, max_history).',
-        integer_range=(1, 1_000_000)),
+        integer_range=OUTCOME_BUFFER_SIZE_RANGE),
     'assessment_hold_s': ParameterSpec(
         0.0, 'Hold each assessment this long (steady time) before judging it, so outcomes sent '
         'just before it but delivered after it (a burst, a fast replay: the two topics race in '
@@ -83,7 +94,7 @@ NODE_PARAMETERS = {
     'time_jump_tolerance_s': ParameterSpec(
         5.0, 'Input stamps that go back by more than this (a restarted estimator, a bag played in '
         'a loop), or lie further than this ahead of the node clock, reset the window (back) or '
-        'are rejected (ahead). Seconds.', float_range=(0.001, 3600.0)),
+        'are rejected (ahead). Seconds.', float_range=TIME_JUMP_TOLERANCE_S_RANGE),
     'diagnostics_period_s': ParameterSpec(
         1.0, 'Period of /diagnostics, seconds of steady time (keeps flowing when sim time '
         'stalls).', float_range=(0.01, 3600.0)),

@@ -57,7 +57,7 @@ from rclpy.qos_overriding_options import QoSOverridingOptions
 from ..bridge.calibrated_estimate import (
     CONFIDENCE_RANGE,
     DEFAULT_CONFIDENCE,
-    inflate_covariance,
+    calibrated_covariance,
     inflation_factors,
 )
 from ..bridge.geometry import AXES
@@ -65,6 +65,7 @@ from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes
     DROP_BAD_STAMP,
     DROP_BEFORE_BUFFER,
     DROP_CALLBACK_ERROR,
+    DROP_CHILD_FRAME_MISMATCH,
     DROP_FRAME_MISMATCH,
     DROP_FUTURE_STAMP,
     DROP_GAP,
@@ -182,6 +183,11 @@ PARAMETERS = {
     'calibrated_estimate.max_factor': ParameterSpec(
         100.0, 'Largest factor applied per vec3 (a distance of +inf gives an infinite bound).',
         float_range=(1.0, 1e6)),
+    'child_frame_map': ParameterSpec(
+        [''], "Estimate and reference bodies that are the same robot, each "
+        "'estimate_child:reference_child' (e.g. 'base_link:robot1/base_link'). Odometry inputs "
+        'whose child_frame_id differ and are not related here are not paired '
+        '(child_frame_mismatch); [""] or [] for none.'),
     'transform.enabled': ParameterSpec(
         False, 'Map references in transform.from_frame_id into transform.to_frame_id first.'),
     'transform.from_frame_id': ParameterSpec('', 'Reference frame of the fixed transform.'),
@@ -320,6 +326,7 @@ class OutcomeBridge(Node):
         self._calibrated_publisher = None
         self._calibration_history = None
         self.calibrated_estimates_published = 0
+        self.calibrated_estimates_refused = collections.Counter()
         self.calibrated_factors = (1.0, 1.0)
         if self._param('calibrated_estimate.enabled'):
             self._calibrated_publisher = self.create_publisher(
@@ -452,8 +459,17 @@ class OutcomeBridge(Node):
                 self._config['calibrated_max_factor'], self._config['calibrated_confidence'])
 
     def publish_calibrated_estimate(self, msg):
-        """Publish ``msg`` (an accepted estimate) with its pose covariance inflated, in place."""
-        msg.pose.covariance = inflate_covariance(msg.pose.covariance, *self.calibrated_factors)
+        """Publish ``msg`` (an accepted estimate) with its pose covariance inflated, in place.
+
+        An inflated covariance that is not finite or loses a positive variance is not published:
+        counted by reason, WARN on /diagnostics.
+        """
+        covariance, reason = calibrated_covariance(msg.pose.covariance, *self.calibrated_factors)
+        if covariance is None:
+            self.calibrated_estimates_refused[reason] += 1
+            self._period.note(WARN, f'calibrated estimate not published ({reason})')
+            return
+        msg.pose.covariance = covariance
         self._calibrated_publisher.publish(msg)
         self.calibrated_estimates_published += 1
 
@@ -597,6 +613,8 @@ class OutcomeBridge(Node):
         self._paired_at_last_status = self.paired
         if counts[DROP_FRAME_MISMATCH] and not counts['paired']:
             self._period.note(ERROR, 'estimate and reference frames differ')
+        if counts[DROP_CHILD_FRAME_MISMATCH] and not counts['paired']:
+            self._period.note(ERROR, 'estimate and reference are poses of different bodies')
         received = self.received[ESTIMATE] - self._estimates_at_last_status
         self._estimates_at_last_status = self.received[ESTIMATE]
         if received and not counts['paired']:
@@ -642,13 +660,17 @@ class OutcomeBridge(Node):
         }
         if self._calibrated_publisher is not None:
             values['calibrated_estimates_published'] = self.calibrated_estimates_published
+            values['calibrated_estimates_not_published'] = sum(
+                self.calibrated_estimates_refused.values())
             values['calibrated_estimate_factors'] = (
                 f'position {self.calibrated_factors[0]:.3f}, '
                 f'orientation {self.calibrated_factors[1]:.3f}')
         for prefix, counter in (('dropped', self.dropped),
                                 ('references_dropped', self.references_dropped),
                                 ('resets', self.resets),
-                                ('callback_errors', self.callback_errors)):
+                                ('callback_errors', self.callback_errors),
+                                ('calibrated_estimates_not_published',
+                                 self.calibrated_estimates_refused)):
             for key, count in sorted(counter.items()):
                 values[f'{prefix}[{key}]'] = count
         return diagnostic_status(self, DIAGNOSTIC_TASK, level, message, values)

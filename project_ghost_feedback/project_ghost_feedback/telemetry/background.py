@@ -3,8 +3,11 @@
 
 The node's callbacks only enqueue contracts (``put_nowait``); the writer thread encodes and writes
 them with :class:`~.recorder.TelemetryRecorder`. A slow or full disk therefore never blocks the
-data path: when the queue is full, or after the recorder stopped on a write error (reported once
-through ``on_error``), records are counted in :attr:`not_recorded` instead. :meth:`close` lets the
+data path: when the queue is full (``queue_size`` records or ``queue_bytes`` bytes: 1,500
+messages of 1 MB on a slow disk took the node from 43 MB to 1.4 GB when only the count was
+bounded), or after the recorder stopped on a write error (reported once through ``on_error``),
+records are counted in :attr:`not_recorded` instead, by cause in :attr:`losses`. A message the
+bag readers would refuse (over 1 MiB) is refused before it is queued. :meth:`close` lets the
 thread finish what is queued, then finishes the bag; an error while finishing (disk full) is
 reported, not raised, so the node still shuts down cleanly.
 """
@@ -20,16 +23,24 @@ go. A blocking ``get`` would wake it for every record: one thread switch per mes
 node's thread too (GIL hand-overs; with the single-threaded executor that doubled the node's CPU
 per cycle, bench/node_bench.py --with-telemetry)."""
 
+DEFAULT_QUEUE_BYTES = 64 << 20
+"""Default byte budget of the queue (the node's ``telemetry_queue_bytes``)."""
+CONTRACT_BYTES = 1024
+"""What one queued contract is charged, plus 16 bytes per outcome of an assessment's window."""
+
 
 class BackgroundRecorder:
     """Feed a TelemetryRecorder from a bounded queue on a daemon writer thread."""
 
-    def __init__(self, recorder, *, queue_size, on_error):
+    def __init__(self, recorder, *, queue_size, on_error, queue_bytes=DEFAULT_QUEUE_BYTES):
         self._recorder = recorder
         self._on_error = on_error
         self._queue = queue.Queue(maxsize=queue_size)
+        self._queue_bytes = queue_bytes
         self._lock = threading.Lock()
         self._dropped = 0
+        self._over_budget = 0
+        self._queued_bytes = 0
         self._closed = False
         self._thread = threading.Thread(
             target=self._run, name='ghost_feedback_telemetry', daemon=True)
@@ -62,14 +73,44 @@ class BackgroundRecorder:
             dropped = self._dropped
         return dropped + self._recorder.not_recorded
 
-    def _put(self, item, records):
+    @property
+    def losses(self):
+        """Return ``{cause: records}`` of :attr:`not_recorded` that are not 0.
+
+        ``queue_full`` (``queue_size`` records waiting, or the recording closed),
+        ``over_byte_budget`` (``queue_bytes`` waiting), ``too_large`` (over the readers' message
+        limit), ``write_error`` (the rest: after a write error).
+        """
+        with self._lock:
+            dropped, over_budget = self._dropped, self._over_budget
+        too_large = self._recorder.too_large
+        causes = {'queue_full': dropped - over_budget, 'over_byte_budget': over_budget,
+                  'too_large': too_large,
+                  'write_error': self._recorder.not_recorded - too_large}
+        return {cause: count for cause, count in causes.items() if count}
+
+    @property
+    def queued_bytes(self):
+        """Return the bytes the queue holds now (as charged)."""
+        with self._lock:
+            return self._queued_bytes
+
+    def _put(self, item, records, size):
         if self._closed or self._recorder.error is not None:
             self._count_lost(records)
             return
+        with self._lock:
+            if self._queued_bytes + size > self._queue_bytes:
+                self._dropped += records
+                self._over_budget += records
+                return
+            self._queued_bytes += size
         try:
-            self._queue.put_nowait(item)
+            self._queue.put_nowait((item, size))
         except queue.Full:
-            self._count_lost(records)
+            with self._lock:
+                self._queued_bytes -= size
+                self._dropped += records
 
     def _count_lost(self, records):
         with self._lock:
@@ -77,19 +118,21 @@ class BackgroundRecorder:
 
     def record_outcome(self, outcome):
         """Queue an accepted PredictionOutcome."""
-        self._put(('outcome', outcome, None), 1)
+        self._put(('outcome', outcome, None), 1, CONTRACT_BYTES)
 
     def record_assessment(self, raw, calibrated):
         """Queue an accepted raw assessment and the calibrated assessment published for it."""
-        self._put(('assessment', raw, calibrated), 2)
+        size = 2 * CONTRACT_BYTES + 16 * calibrated.calibration_history.outcomes_considered
+        self._put(('assessment', raw, calibrated), 2, size)
 
     def record_event(self, event):
         """Queue a LoopEvent (a reset or a configuration change)."""
-        self._put(('event', event, None), 1)
+        self._put(('event', event, None), 1, CONTRACT_BYTES)
 
     def record_serialized(self, channel, log_time, payload):
-        """Queue a message received as CDR bytes for an extra channel."""
-        self._put(('serialized', channel, (log_time, payload)), 1)
+        """Queue a message received as CDR bytes for an extra channel (not if too large)."""
+        if not self._recorder.refuse_oversized(payload):
+            self._put(('serialized', channel, (log_time, payload)), 1, len(payload))
 
     def record_bytes(self, records):
         """Queue messages already serialized, ``(channel, log_time, payload)`` each: all or none.
@@ -97,19 +140,20 @@ class BackgroundRecorder:
         The feedback node records its inputs as the bytes it took and its output as the bytes
         it published (nothing encoded again, issue 32).
         """
-        self._put(('records', records, None), len(records))
+        self._put(('records', records, None), len(records),
+                  sum(len(payload) for _, _, payload in records))
 
     def _run(self):
         recorder = self._recorder
         while True:
             try:
-                item = self._queue.get_nowait()
+                queued = self._queue.get_nowait()
             except queue.Empty:
                 time.sleep(_IDLE_S)
                 continue
-            if item is _STOP:
+            if queued is _STOP:
                 return
-            kind, first, second = item
+            (kind, first, second), size = queued
             # After a write error the recorder only counts what it is given as not recorded.
             if kind == 'outcome':
                 recorder.record_outcome(first)
@@ -121,6 +165,9 @@ class BackgroundRecorder:
                 recorder.record_bytes(first)
             else:
                 recorder.record_serialized(first, *second)
+            del queued, first, second  # the budget is given back once the record is gone
+            with self._lock:
+                self._queued_bytes -= size
 
     def close(self, timeout_s=30.0):
         """Write what is queued, finish the bag; report (not raise) a failure. Idempotent."""

@@ -14,7 +14,11 @@ storage file once, as a stream, and refuses the bag with a one-line :class:`BagL
   stream capped at the declared size: zstandard's ``stream_reader``, ``lz4.frame.open``), or its
   CRC (when not 0) does not match; mcap's data-section CRC is checked as well;
 - a message is larger than ``message_bytes`` (declared and actual; with ``compression_mode:
-  message``, after a decompression capped the same way);
+  message``, after a decompression capped the same way) on one of the node's own channels (the
+  ones replay reads: :data:`~.channels.CHANNELS`). On any other channel (``/diagnostics``, a
+  ``record_topics`` topic, a topic of another recorder) such a message is skipped and counted
+  per topic (:func:`check_storage` returns the counts; ``info`` shows them): the chunk limit still
+  bounds what a reader holds, and a bag is not refused whole for a topic that is not the node's;
 - with ``compression_mode: file``, the decompressed file is larger than ``file_bytes``.
 
 A truncated file is left to the readers (they report it); only what is complete is checked.
@@ -31,6 +35,7 @@ import zlib
 
 from .bag_reader import BagError, compression_mode, one_line, storage_paths
 
+MCAP_CHANNEL = 0x04
 MCAP_MESSAGE = 0x05
 MCAP_MESSAGE_HEADER = 22
 """channel_id (2), sequence (4), log_time (8), publish_time (8) before a message's data."""
@@ -114,10 +119,46 @@ def _decompressed(data, compression, cap, what):
     return _Capped(raw, cap, what, READ_PIECE)
 
 
+def _skip(stream, size):
+    """Read and drop ``size`` bytes of ``stream`` in pieces."""
+    while size > 0:
+        piece = stream.read(min(size, READ_PIECE))
+        if not piece:
+            return
+        size -= len(piece)
+
+
 def _drain(stream):
     """Read ``stream`` to its end in pieces (the cap of a :class:`_Capped` applies)."""
     while stream.read(READ_PIECE):
         pass
+
+
+class _Scan:
+    """What one pass learns beyond the limits: channel id -> topic, oversized messages skipped."""
+
+    def __init__(self):
+        from .channels import CHANNELS  # the node's own: replay reads them
+
+        self.own = frozenset(channel.topic for channel in CHANNELS)
+        self.topics = {}
+        self.skipped = {}
+
+    def channel(self, body):
+        """Note a Channel record's ``(id, topic)`` (a malformed one is left to the readers)."""
+        try:
+            channel_id, _, length = struct.unpack_from('<HHI', body)
+            self.topics[channel_id] = body[8:8 + length].decode('utf-8', 'replace')
+        except struct.error:
+            pass
+
+    def skips(self, channel_id, size, limits):
+        """Return True (and count it) for an oversized message on a channel not the node's."""
+        topic = self.topics.get(channel_id)
+        if size <= limits.message_bytes or topic is None or topic in self.own:
+            return False
+        self.skipped[topic] = self.skipped.get(topic, 0) + 1
+        return True
 
 
 def _check_message(data, mode, limits, what):
@@ -128,7 +169,7 @@ def _check_message(data, mode, limits, what):
         _drain(_decompressed(data, 'zstd', limits.message_bytes, f'{what}: a message'))
 
 
-def _check_chunk(chunk, mode, limits, what):
+def _check_chunk(chunk, mode, limits, what, scan):
     declared = chunk.uncompressed_size
     if declared > limits.chunk_bytes or len(chunk.data) > limits.chunk_bytes:
         raise BagLimitError(f'{what}: a chunk declares {max(declared, len(chunk.data))} bytes, '
@@ -144,11 +185,20 @@ def _check_chunk(chunk, mode, limits, what):
             if len(head) < 9:
                 break
             opcode, length = struct.unpack('<BQ', head)
-            if length > record_limit:
+            if length > record_limit and opcode != MCAP_MESSAGE:
                 raise BagLimitError(f'{what}: a record in a chunk declares {length} bytes, over '
                                     f'the limit of {record_limit}')
+            if length > record_limit:  # a message: skipped if its channel is not the node's
+                channel_id = struct.unpack('<H', stream.read(2).ljust(2, b'\0'))[0]
+                if not scan.skips(channel_id, length - MCAP_MESSAGE_HEADER, limits):
+                    raise BagLimitError(f'{what}: a record in a chunk declares {length} bytes, '
+                                        f'over the limit of {record_limit}')
+                _skip(stream, length - 2)  # read in pieces, within the chunk's cap
+                continue
             body = stream.read(length)
-            if opcode == MCAP_MESSAGE and len(body) == length:
+            if opcode == MCAP_CHANNEL:
+                scan.channel(body)
+            elif opcode == MCAP_MESSAGE and len(body) == length:
                 _check_message(body[MCAP_MESSAGE_HEADER:], mode, limits, what)
         _drain(stream)
     except BagError:
@@ -163,9 +213,9 @@ def _check_chunk(chunk, mode, limits, what):
                        f'{stream.crc})')
 
 
-def _check_mcap(stream, mode, limits, what):
+def _check_mcap(stream, mode, limits, what, scan):
     from mcap.exceptions import EndOfFile, RecordLengthLimitExceeded
-    from mcap.records import Chunk, Message
+    from mcap.records import Channel, Chunk, Message
     from mcap.stream_reader import StreamReader
 
     reader = StreamReader(stream, skip_magic=False, emit_chunks=True, validate_crcs=True,
@@ -173,9 +223,12 @@ def _check_mcap(stream, mode, limits, what):
     try:
         for record in reader.records:
             if isinstance(record, Chunk):
-                _check_chunk(record, mode, limits, what)
+                _check_chunk(record, mode, limits, what, scan)
+            elif isinstance(record, Channel):
+                scan.topics[record.id] = record.topic
             elif isinstance(record, Message):
-                _check_message(record.data, mode, limits, what)
+                if not scan.skips(record.channel_id, len(record.data), limits):
+                    _check_message(record.data, mode, limits, what)
     except BagError:
         raise
     except RecordLengthLimitExceeded as error:
@@ -186,18 +239,24 @@ def _check_mcap(stream, mode, limits, what):
         raise BagError(f'{what}: corrupt MCAP file: {one_line(error)}') from None
 
 
-def _check_sqlite(file_path, mode, limits, what):
+def _check_sqlite(file_path, mode, limits, what, scan):
     uri = file_path.resolve().as_uri() + '?mode=ro'
     try:
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as connection:
+            scan.topics.update(connection.execute('SELECT id, name FROM topics'))
             if mode == 'message':
-                for (data,) in connection.execute('SELECT data FROM messages'):
-                    _check_message(bytes(data), mode, limits, what)
+                for topic_id, data in connection.execute('SELECT topic_id, data FROM messages'):
+                    if not scan.skips(topic_id, len(data), limits):
+                        _check_message(bytes(data), mode, limits, what)
             else:
-                (largest,), = connection.execute('SELECT max(length(data)) FROM messages')
-                if largest and largest > limits.message_bytes:
-                    raise BagLimitError(f'{what}: a message of {largest} bytes, over the limit '
-                                        f'of {limits.message_bytes}')
+                for topic_id, largest, count in connection.execute(
+                        'SELECT topic_id, max(length(data)), count(*) FROM messages '
+                        'WHERE length(data) > ? GROUP BY topic_id', (limits.message_bytes,)):
+                    if not scan.skips(topic_id, largest, limits):
+                        raise BagLimitError(f'{what}: a message of {largest} bytes, over the '
+                                            f'limit of {limits.message_bytes}')
+                    name = scan.topics[topic_id]
+                    scan.skipped[name] += count - 1  # skips() counted the first
     except sqlite3.Error as error:
         raise BagError(f'{what}: corrupt sqlite3 file: {one_line(error)}') from None
 
@@ -206,8 +265,10 @@ def check_storage(path, metadata, limits=DEFAULT_LIMITS):
     """Check every storage file of the bag ``path`` against ``limits`` (BagLimitError otherwise).
 
     ``metadata`` is the validated ``rosbag2_bagfile_information``; the files were checked to be
-    regular files with the right magic bytes.
+    regular files with the right magic bytes. Return ``{topic: messages}`` skipped: over
+    ``message_bytes`` on channels that are not the node's own (module documentation).
     """
+    scan = _Scan()
     mode = compression_mode(metadata)
     storage = metadata['storage_identifier']
     for file_path in storage_paths(path, metadata):
@@ -217,17 +278,18 @@ def check_storage(path, metadata, limits=DEFAULT_LIMITS):
                 if mode == 'file':
                     stream = _file_stream(raw, limits, what)
                     if storage == 'mcap':
-                        _check_mcap(stream, mode, limits, what)
+                        _check_mcap(stream, mode, limits, what, scan)
                     else:
                         _drain(stream)
                 elif storage == 'mcap':
-                    _check_mcap(raw, mode, limits, what)
+                    _check_mcap(raw, mode, limits, what, scan)
             if storage == 'sqlite3' and mode != 'file':
-                _check_sqlite(file_path, mode, limits, what)
+                _check_sqlite(file_path, mode, limits, what, scan)
         except BagError:
             raise
         except Exception as error:  # noqa: BLE001 - a corrupt compressed stream, an I/O error
             raise BagError(f'{what}: corrupt or unreadable: {one_line(error)}') from None
+    return dict(scan.skipped)
 
 
 def check_mcap_file(file_path, limits=DEFAULT_LIMITS):
@@ -235,7 +297,7 @@ def check_mcap_file(file_path, limits=DEFAULT_LIMITS):
     what = str(file_path)
     try:
         with open(file_path, 'rb') as raw:
-            _check_mcap(raw, '', limits, what)
+            _check_mcap(raw, '', limits, what, _Scan())
     except BagError:
         raise
     except Exception as error:  # noqa: BLE001 - a corrupt compressed stream, an I/O error

@@ -95,6 +95,8 @@ class BagInfo:
     topics: tuple
     custom_data: dict
     counts_source: str = 'metadata.yaml'
+    skipped: dict = dataclasses.field(default_factory=dict)
+    """``{topic: messages}`` over the message limit on channels not the node's (bag_limits)."""
 
     @property
     def duration_ns(self):
@@ -297,7 +299,11 @@ def _check_storage_files(path, metadata):
 
 
 def load_metadata(path):
-    """Return ``(bag directory, validated rosbag2_bagfile_information)`` (BagError otherwise)."""
+    """Return ``(bag directory, validated rosbag2_bagfile_information, skipped)``.
+
+    BagError when the bag is refused; ``skipped`` is ``{topic: messages}`` over the message limit
+    on channels that are not the node's own (:func:`.bag_limits.check_storage`).
+    """
     path = _check_path(path)
     text = _read_metadata_text(path)
     try:
@@ -308,8 +314,8 @@ def load_metadata(path):
     _check_storage_files(path, metadata)
     from .bag_limits import check_storage  # bag_limits imports this module
 
-    check_storage(path, metadata)
-    return path, metadata
+    skipped = check_storage(path, metadata)
+    return path, metadata, skipped
 
 
 # -- the open bag -------------------------------------------------------------------------------
@@ -331,7 +337,7 @@ class OpenBag:
     def __init__(self, path):
         from rosbags.rosbag2 import Reader
 
-        self.path, self.metadata = load_metadata(path)
+        self.path, self.metadata, self.skipped = load_metadata(path)
         try:
             self.reader = Reader(self.path)
             self.reader.open()
@@ -367,7 +373,7 @@ class OpenBag:
                         for item in metadata.get('files') or ()),
             message_count=count, start_time_ns=start if count else None,
             end_time_ns=start + duration if count else None, topics=topics,
-            custom_data=dict(metadata.get('custom_data') or {}))
+            custom_data=dict(metadata.get('custom_data') or {}), skipped=dict(self.skipped))
 
     def close(self):
         """Close the reader."""

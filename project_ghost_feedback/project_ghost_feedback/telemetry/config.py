@@ -8,7 +8,7 @@ The node's recorder writes its configuration into metadata.yaml's ``custom_data`
 import json
 
 from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY, policy_names
-from ..core.loop import DEFAULT_TIME_JUMP_TOLERANCE_NS, LoopConfig
+from ..core.loop import DEFAULT_TIME_JUMP_TOLERANCE_NS, LoopConfig, parse_json_text
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 from .bag_reader import BagError, one_line
 
@@ -51,7 +51,9 @@ def recorded_config(info, first_calibrated=None, *, events_recorded=False):
     if CUSTOM_POLICY in custom:
         try:
             config = LoopConfig.make(
-                custom[CUSTOM_POLICY], json.loads(custom.get(CUSTOM_POLICY_PARAMETERS, '{}')),
+                custom[CUSTOM_POLICY],
+                parse_json_text(custom.get(CUSTOM_POLICY_PARAMETERS, '{}'),
+                                CUSTOM_POLICY_PARAMETERS),
                 int(custom.get(CUSTOM_MAX_HISTORY, DEFAULT_MAX_HISTORY)),
                 int(custom.get(CUSTOM_OUTCOME_BUFFER_SIZE, DEFAULT_OUTCOME_BUFFER_SIZE)),
                 int(custom.get(CUSTOM_TIME_JUMP_TOLERANCE_NS, DEFAULT_TIME_JUMP_TOLERANCE_NS)))

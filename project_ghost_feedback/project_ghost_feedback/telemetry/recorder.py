@@ -19,7 +19,7 @@ from .adapters import (
     PredictionOutcomeToTelemetryAdapter,
     TelemetryRecord,
 )
-from .bag_limits import readable_message_counts
+from .bag_limits import DEFAULT_LIMITS, readable_message_counts
 from .channels import CHANNELS
 from .msgdefs import MessageDefinitionError
 from .config import CUSTOM_CONFIG_CHANGES, CUSTOM_RECORDER, custom_data_for_config
@@ -49,6 +49,8 @@ class TelemetryRecorder:
         self.path = path
         self.error = None
         self.offered = 0
+        self.too_large = 0
+        """Messages refused because the readers would refuse the bag for them (message_bytes)."""
         self._readable = None
         self._on_error = on_error
         self._lock = threading.Lock()
@@ -118,9 +120,24 @@ class TelemetryRecorder:
         """Record an accepted raw assessment and the calibrated assessment published for it."""
         self._write((self._raw(raw), self._calibrated(calibrated)))
 
+    def refuse_oversized(self, payload):
+        """Count and return True when ``payload`` is beyond what the bag readers accept.
+
+        A message over the readers' ``message_bytes`` (1 MiB) would make ``info``, ``replay``
+        and ``evaluate`` refuse the whole bag, the node's own channels with it: it is not
+        recorded, it is counted (:attr:`too_large`, and in :attr:`not_recorded`).
+        """
+        if len(payload) <= DEFAULT_LIMITS.message_bytes:
+            return False
+        with self._lock:
+            self.offered += 1
+            self.too_large += 1
+        return True
+
     def record_serialized(self, channel, log_time, payload):
         """Record a message received as CDR bytes on an extra channel (e.g. /diagnostics)."""
-        self._write((TelemetryRecord(channel, log_time, payload),))
+        if not self.refuse_oversized(payload):
+            self._write((TelemetryRecord(channel, log_time, payload),))
 
     def record_bytes(self, records):
         """Record messages already serialized, ``(channel, log_time, payload)`` each, in order.

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 import functools
 import math
+import threading
 from typing import Protocol
 
 from .._validation import (
@@ -46,11 +47,9 @@ from .._validation import (
 )
 from ..contracts import BeliefSelfAssessment
 from .calibration_math import (
-    binomial_upper_tails,
+    binomial_threshold,
     bucket_probabilities,
     exceedance_alarm_probability,
-    integer_sum_distribution,
-    smallest_count_with_tail_at_most,
     upper_tail_threshold,
 )
 from .reference_policy import REASON_CALIBRATION_WITHIN_TOLERANCE, REASON_NO_OUTCOMES_YET
@@ -194,13 +193,24 @@ def _check_inputs(owner: str, raw: object, history: object) -> None:
 
 
 @functools.lru_cache(maxsize=1024)
+def _exceedance_thresholds(n: int, p_beyond_3: float, p_beyond_5: float, alpha: float,
+                           alpha_gross: float) -> tuple[int, int]:
+    """Return ``(k_significant, k_gross)`` for a window of ``n`` (``O(sqrt(n))`` time)."""
+    return (binomial_threshold(n, p_beyond_3, alpha),
+            binomial_threshold(n, p_beyond_5, alpha_gross))
+
+
+@functools.lru_cache(maxsize=1024)
 def _exceedance_row(n: int, p_beyond_3: float, p_beyond_5: float, alpha: float,
                     alpha_gross: float, min_outcomes: int) -> tuple[int, int, float]:
-    """Return ``(k_significant, k_gross, P(downgrade | calibrated))`` for a window of ``n``."""
-    k_significant: int = smallest_count_with_tail_at_most(
-        binomial_upper_tails(n, p_beyond_3), alpha)
-    k_gross: int = smallest_count_with_tail_at_most(
-        binomial_upper_tails(n, p_beyond_5), alpha_gross)
+    """Return ``(k_significant, k_gross, P(downgrade | calibrated))`` for a window of ``n``.
+
+    The rate is an exact trinomial sum, quadratic in ``k_significant``: for the tables and the
+    documentation, never on the data path (:meth:`CalibratedExceedancePolicy.adjust` reads
+    :func:`_exceedance_thresholds`).
+    """
+    k_significant, k_gross = _exceedance_thresholds(n, p_beyond_3, p_beyond_5, alpha,
+                                                    alpha_gross)
     rate: float
     if n < min_outcomes:
         rate = 0.0
@@ -300,7 +310,9 @@ class CalibratedExceedancePolicy(_ExceedanceTables):
         n = require_int('CalibratedExceedancePolicy', 'thresholds.n', n)
         if n <= self.max_window:
             return self._significant_counts[n], self._gross_counts[n]
-        return self._row(n)[:2]
+        return _exceedance_thresholds(n, self._p_beyond_3, self._p_beyond_5,
+                                      self.false_alarm_probability,
+                                      self.gross_false_alarm_probability)
 
     def calibrated_downgrade_probability(self, n: int) -> float:
         """Return the exact probability that a calibrated estimator is downgraded at ``n``."""
@@ -308,11 +320,12 @@ class CalibratedExceedancePolicy(_ExceedanceTables):
         return self._row(n)[2]
 
     def _gross(self, n: int, history: CalibrationHistory) -> bool:
-        k_gross = self._gross_counts[n] if n <= self.max_window else self._row(n)[1]
+        k_gross = self._gross_counts[n] if n <= self.max_window else self.thresholds(n)[1]
         return history.count_beyond_5_std >= k_gross
 
     def _significant(self, n: int, history: CalibrationHistory) -> bool:
-        k_significant = self._significant_counts[n] if n <= self.max_window else self._row(n)[0]
+        k_significant = (self._significant_counts[n] if n <= self.max_window
+                         else self.thresholds(n)[0])
         return history.count_beyond_3_std + history.count_beyond_5_std >= k_significant
 
     def adjust(
@@ -344,18 +357,78 @@ def bucket_log_likelihood_scores(
         for a, c in zip(alternative, calibrated))
 
 
+LIKELIHOOD_RATIO_MAX_HISTORY = 512
+"""The largest window ``bucket_likelihood_ratio`` judges (its ``MAX_HISTORY``).
+
+Its thresholds come from an exact convolution whose cost grows with the square of the window:
+the whole table to 512 builds in about 0.3-0.8 s here (to 2048 it took 6.3 s and stalled the
+node), and one more row near 512 costs about 2 ms. ``LoopConfig`` refuses a larger
+``max_history`` with this policy (``bench/policy_bounds_bench.py``).
+"""
+
+_NEGLIGIBLE_MASS = 1e-300
+"""Probability masses below this are dropped from the convolution (far below any alpha >= 1e-9)."""
+
+
+class _LikelihoodRatioTable:
+    """Per-``n`` ``(s_significant, s_gross, P(S >= s_significant))``, extended one ``n`` at a time.
+
+    The exact distribution of ``S`` for ``n`` outcomes is the convolution of the one for ``n - 1``
+    with one outcome's scores; the table keeps the last distribution, so reaching ``n`` costs the
+    rows not built yet, never a rebuild. Shared by equal policies (:func:`_likelihood_ratio_table`)
+    and extended under a lock (the audit may judge from several threads).
+    """
+
+    def __init__(self, scores: tuple[int, ...], probabilities: tuple[float, ...], alpha: float,
+                 alpha_gross: float) -> None:
+        self._low = min(scores)
+        self._width = max(scores) - self._low
+        self._moves = [(value - self._low, prob)
+                       for value, prob in zip(scores, probabilities) if prob > 0.0]
+        self._alpha = alpha
+        self._alpha_gross = alpha_gross
+        self._pmf = [1.0]
+        self._start = 0  # self._pmf[j] = P(S == n * low + start + j)
+        self._rows: list[tuple[int, int, float]] = []
+        self._lock = threading.Lock()
+        self._append_row(0)
+
+    def _append_row(self, n: int) -> None:
+        offset = n * self._low + self._start
+        s_significant, tail = upper_tail_threshold(offset, self._pmf, self._alpha)
+        s_gross, _ = upper_tail_threshold(offset, self._pmf, self._alpha_gross)
+        self._rows.append((s_significant, s_gross, tail))
+
+    def row(self, n: int) -> tuple[int, int, float]:
+        """Return the row of ``n`` (built, with the rows before it, if not yet)."""
+        rows = self._rows
+        if n < len(rows):
+            return rows[n]
+        with self._lock:
+            while len(rows) <= n:
+                pmf = self._pmf
+                size = len(pmf)
+                nxt = [0.0] * (size + self._width)
+                for shift, prob in self._moves:
+                    nxt[shift:shift + size] = [
+                        mass + old * prob for mass, old in zip(nxt[shift:shift + size], pmf)]
+                first, end = 0, len(nxt)
+                while nxt[first] < _NEGLIGIBLE_MASS:
+                    first += 1
+                while nxt[end - 1] < _NEGLIGIBLE_MASS:
+                    end -= 1
+                self._pmf = nxt[first:end]
+                self._start += first
+                self._append_row(len(rows))
+        return rows[n]
+
+
 @functools.lru_cache(maxsize=64)
 def _likelihood_ratio_table(
         scores: tuple[int, ...], probabilities: tuple[float, ...], alpha: float,
-        alpha_gross: float, max_n: int) -> tuple[tuple[int, int, float], ...]:
-    """Return per-``n`` ``(s_significant, s_gross, P(S >= s_significant))``, ``n = 0..max_n``."""
-    table: list[tuple[int, int, float]] = []
-    for _, (offset, pmf) in zip(range(max_n + 1),
-                                integer_sum_distribution(max_n, scores, probabilities)):
-        s_significant, tail = upper_tail_threshold(offset, pmf, alpha)
-        s_gross, _ = upper_tail_threshold(offset, pmf, alpha_gross)
-        table.append((s_significant, s_gross, tail))
-    return tuple(table)
+        alpha_gross: float) -> _LikelihoodRatioTable:
+    """Return the (growing) table of these parameters, shared by equal policies."""
+    return _LikelihoodRatioTable(scores, probabilities, alpha, alpha_gross)
 
 
 class _LikelihoodRatioTables:
@@ -363,7 +436,7 @@ class _LikelihoodRatioTables:
 
     _scores: tuple[int, ...]
     _probabilities: tuple[float, ...]
-    _table: tuple[tuple[int, int, float], ...]
+    _table: _LikelihoodRatioTable
 
 
 @dataclass(frozen=True)
@@ -387,7 +460,8 @@ class BucketLikelihoodRatioPolicy(_LikelihoodRatioTables):
     Parameters: ``design_overconfidence`` (1.5, in ``(1, 10]``: the alternative the test is most
     powerful against), ``false_alarm_probability`` (0.002), ``gross_false_alarm_probability``
     (0.0001), ``min_outcomes`` (4), ``degrees_of_freedom`` (3), ``vectors_per_outcome`` (2),
-    ``max_window`` (64: tables up to it, computed on demand and memoized beyond).
+    ``max_window`` (64: tables up to it at construction, extended one window size at a time
+    beyond, shared by equal policies). Windows up to ``MAX_HISTORY`` (512) outcomes.
 
     False-alarm rate per window (exact convolution, calibrated estimator, defaults): for a full
     window of 32 a calibrated estimator is downgraded on 0.1602% of windows (the gross region is
@@ -410,6 +484,9 @@ class BucketLikelihoodRatioPolicy(_LikelihoodRatioTables):
     STATED_FULL_WINDOW_FALSE_ALARM_RATE = 0.001602
     """Exact downgrade probability of a calibrated estimator on a full window, defaults."""
 
+    MAX_HISTORY = LIKELIHOOD_RATIO_MAX_HISTORY
+    """The largest ``max_history`` it accepts (``LoopConfig.make`` refuses more)."""
+
     def __post_init__(self) -> None:
         owner = 'BucketLikelihoodRatioPolicy'
         design = self.design_overconfidence
@@ -427,19 +504,17 @@ class BucketLikelihoodRatioPolicy(_LikelihoodRatioTables):
             self.degrees_of_freedom, self.vectors_per_outcome)
         object.__setattr__(self, '_scores', scores)
         object.__setattr__(self, '_probabilities', probabilities)
-        object.__setattr__(self, '_table', self._table_up_to(self.max_window))
-
-    def _table_up_to(self, max_n: int) -> tuple[tuple[int, int, float], ...]:
-        return _likelihood_ratio_table(
-            self._scores, self._probabilities, self.false_alarm_probability,
-            self.gross_false_alarm_probability, max_n)
+        table = _likelihood_ratio_table(scores, probabilities, self.false_alarm_probability,
+                                        self.gross_false_alarm_probability)
+        table.row(self.max_window)
+        object.__setattr__(self, '_table', table)
 
     def _row(self, n: int) -> tuple[int, int, float]:
-        if n <= self.max_window:
-            return self._table[n]
-        # Beyond the tabulated sizes: one memoized table per power of two, so a window growing past
-        # max_window costs a handful of convolutions rather than one per size.
-        return self._table_up_to(1 << (n - 1).bit_length())[n]
+        if n > self.MAX_HISTORY:
+            raise ValueError(
+                f'BucketLikelihoodRatioPolicy: a window of {n} outcomes is beyond the '
+                f'{self.MAX_HISTORY} it tabulates (MAX_HISTORY)')
+        return self._table.row(n)
 
     @property
     def policy_id(self) -> str:

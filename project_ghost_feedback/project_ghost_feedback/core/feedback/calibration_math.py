@@ -87,6 +87,37 @@ def smallest_count_with_tail_at_most(tails: Sequence[float], alpha: float) -> in
     return k
 
 
+TAIL_SPAN_STD = 40.0
+"""Upper-tail terms of a binomial beyond ``mean + 40 std + 40`` are below ``exp(-745)``: zero."""
+
+
+def binomial_threshold(n: int, p: float, alpha: float) -> int:
+    """Return the smallest ``k`` with ``P(Binomial(n, p) >= k) <= alpha``, ``0 < p < 1``.
+
+    The same value as ``smallest_count_with_tail_at_most(binomial_upper_tails(n, p), alpha)``,
+    in time bounded by ``O(sqrt(n))`` rather than ``O(n)``: the tail is summed from the far end
+    as there, but starting at ``mean + 40 std + 40``, beyond which every term underflows to
+    zero in double precision (so the sum is the same). A window of 100,000 outcomes costs
+    about 3,000 terms.
+    """
+    mean = n * p
+    top = min(n, int(mean + TAIL_SPAN_STD * math.sqrt(mean * (1.0 - p)) + TAIL_SPAN_STD) + 1)
+    log_p = math.log(p)
+    log_q = math.log1p(-p)
+    log_n_fact = math.lgamma(n + 1)
+    tail = 0.0
+    k = top + 1
+    while k > 0:
+        j = k - 1
+        term = math.exp(log_n_fact - math.lgamma(j + 1) - math.lgamma(n - j + 1)
+                        + j * log_p + (n - j) * log_q)
+        if tail + term > alpha:
+            break
+        tail += term
+        k = j
+    return k if k <= n else n + 1
+
+
 def binomial_thresholds(max_n: int, p: float, alpha: float) -> tuple[int, ...]:
     """Return ``t`` with ``t[n]`` the smallest ``k`` such that ``P(X >= k | n, p) <= alpha``.
 

@@ -55,9 +55,8 @@ from .calibrated_policies import (
     MIN_PROBABILITY,
 )
 from .calibration_math import (
-    binomial_upper_tails,
+    binomial_threshold,
     bucket_probabilities,
-    smallest_count_with_tail_at_most,
 )
 from .reference_policy import REASON_CALIBRATION_WITHIN_TOLERANCE
 from .types import CalibratedSelfAssessment, CalibrationHistory
@@ -73,14 +72,13 @@ def _count_threshold(n: int, p: float, alpha: float) -> int:
     """Return the smallest ``k`` with ``P(Binomial(n, p) >= k) <= alpha`` (``n + 1``: never).
 
     Exact, for every ``p`` in ``[0, 1]`` (the degenerate ends included, where
-    :func:`binomial_upper_tails` needs ``0 < p < 1``).
+    :func:`binomial_threshold` needs ``0 < p < 1``), in ``O(sqrt(n))`` time.
     """
     if p <= 0.0:
         return 1
     if p >= 1.0:
         return n + 1 if alpha < 1.0 else 0
-    threshold: int = smallest_count_with_tail_at_most(binomial_upper_tails(n, p), alpha)
-    return threshold
+    return binomial_threshold(n, p, alpha)
 
 
 @functools.lru_cache(maxsize=4096)

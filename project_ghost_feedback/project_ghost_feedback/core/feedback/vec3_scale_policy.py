@@ -110,20 +110,24 @@ _Row = tuple[float, float, float, float]
 @functools.lru_cache(maxsize=64)
 def _threshold_table(key: _Key, max_n: int) -> tuple[_Row, ...]:
     """Return per-``n`` ``(gross_in, gross_out, joint_out, under)`` window-sum thresholds."""
+    return tuple(_threshold_row(key, n) for n in range(max_n + 1))
+
+
+@functools.lru_cache(maxsize=4096)
+def _threshold_row(key: _Key, n: int) -> _Row:
+    """Return the thresholds at one ``n``: a few quantiles, whatever ``n`` (no table to it)."""
     (dof, gross, gross_exit, calibrated, confidence, under_p, cap) = key
-    rows: list[_Row] = [(math.inf, math.inf, math.inf, -1.0)]
-    for n in range(1, max_n + 1):
-        under = chi_square_quantile(under_p, 2 * dof * n)
-        if cap > 0.0:
-            c2 = cap * cap
-            rows.append((n * capped_mean(gross, dof, c2), n * capped_mean(gross_exit, dof, c2),
-                         2 * n * capped_mean(calibrated, dof, c2), -1.0))
-            continue
-        q = chi_square_quantile(confidence, dof * n)
-        q_joint = chi_square_quantile(confidence, 2 * dof * n)
-        rows.append((gross * gross * q, gross_exit * gross_exit * q,
-                     calibrated * calibrated * q_joint, under))
-    return tuple(rows)
+    if n == 0:
+        return (math.inf, math.inf, math.inf, -1.0)
+    under = chi_square_quantile(under_p, 2 * dof * n)
+    if cap > 0.0:
+        c2 = cap * cap
+        return (n * capped_mean(gross, dof, c2), n * capped_mean(gross_exit, dof, c2),
+                2 * n * capped_mean(calibrated, dof, c2), -1.0)
+    q = chi_square_quantile(confidence, dof * n)
+    q_joint = chi_square_quantile(confidence, 2 * dof * n)
+    return (gross * gross * q, gross_exit * gross_exit * q,
+            calibrated * calibrated * q_joint, under)
 
 
 @dataclass(frozen=True)
@@ -276,7 +280,7 @@ class Vec3ScalePolicy:
         """Return the window-sum thresholds ``(gross_in, gross_out, joint_out, under)`` at ``n``."""
         if n <= self.max_window:
             return self._rows[n]
-        return _threshold_table(self._key, 1 << (n - 1).bit_length())[n]
+        return _threshold_row(self._key, n)
 
     def adjust(
             self, raw: BeliefSelfAssessment, history: CalibrationHistory,
