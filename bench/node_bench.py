@@ -71,9 +71,9 @@ from harness import (
 from project_ghost_feedback.core import NS_PER_S
 
 RELAY_NODE_NAME = 'bench_relay'
-OUTCOME_TOPIC = '/prediction_outcome'
-ASSESSMENT_TOPIC = '/self_assessment/raw'
-CALIBRATED_TOPIC = '/self_assessment/calibrated'
+OUTCOME_TOPIC = 'prediction_outcome'     # relative: in the target's namespace (default /)
+ASSESSMENT_TOPIC = 'self_assessment/raw'
+CALIBRATED_TOPIC = 'self_assessment/calibrated'
 INPUT_QOS_DEPTH = 1000   # the feedback node's input_qos_depth default
 OUTPUT_QOS_DEPTH = 10    # the feedback node's output_qos_depth default
 DIAGNOSTICS_PERIOD_S = 0.2
@@ -95,7 +95,7 @@ FULL = {
     'latency_s': {100: 20.0, 1000: 10.0},
     'scale_rate_hz': 500.0, 'scale_s': 6.0, 'scale_loops': 2000,
     'messages': 1_000_000, 'memory_rate_hz': {'single_threaded': 1000.0, 'events': 2000.0},
-    'cpu_rate_hz': 1000.0, 'cpu_pairs': 6000, 'cpu_repeats': 3,
+    'cpu_rate_hz': 1000.0, 'cpu_pairs': 6000, 'cpu_repeats': 5,
 }
 QUICK = {
     'ladder': (1000, 2000, 3000, 4000, 6000, 8000, 10000, 14000, 20000),
@@ -109,14 +109,14 @@ QUICK = {
 
 # -- the relay (baseline) process ----------------------------------------------------------------
 
-def make_relay():
+def make_relay(namespace=''):
     """Return the bare relay node (the baseline of every part); ``--relay`` serves it."""
     import rclpy
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
     from project_ghost_feedback_msgs.msg import (
         BeliefSelfAssessment, CalibratedSelfAssessment, PredictionOutcome)
 
-    node = rclpy.create_node(RELAY_NODE_NAME)
+    node = rclpy.create_node(RELAY_NODE_NAME, namespace=namespace)
     counts = {'outcomes_received': 0, 'assessments_received': 0, 'published': 0}
     input_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=INPUT_QOS_DEPTH,
                            reliability=ReliabilityPolicy.RELIABLE)
@@ -134,7 +134,8 @@ def make_relay():
 
     node.create_subscription(PredictionOutcome, OUTCOME_TOPIC, on_outcome, input_qos)
     node.create_subscription(BeliefSelfAssessment, ASSESSMENT_TOPIC, on_assessment, input_qos)
-    node.relay_diagnostics = CountsDiagnostics(node, 'bench relay', counts, DIAGNOSTICS_PERIOD_S)
+    node.relay_diagnostics = CountsDiagnostics(node, node.get_fully_qualified_name(), counts,
+                                               DIAGNOSTICS_PERIOD_S)
     return node
 
 
@@ -143,7 +144,7 @@ def make_relay():
 class Target(MeasuredProcess):
     """The node under test or the relay, as its own process."""
 
-    def __init__(self, kind, executor, parameters=(), log_dir=None):
+    def __init__(self, kind, executor, parameters=(), log_dir=None, namespace=''):
         self.kind = kind
         self.executor = executor
         if kind == 'node':
@@ -152,9 +153,11 @@ class Target(MeasuredProcess):
                        '-p', f'diagnostics_period_s:={DIAGNOSTICS_PERIOD_S}']
             for name, value in parameters:
                 command += ['-p', f'{name}:={value}']
+            if namespace:
+                command += ['-r', f'__ns:={namespace}']
         else:
             command = [sys.executable, os.path.abspath(__file__), '--relay',
-                       '--executor', executor]
+                       '--executor', executor, '--namespace', namespace]
         super().__init__(command, f'{kind}[{executor}]', log_prefix=f'node_bench_{kind}_',
                          log_dir=log_dir)
 
@@ -164,12 +167,12 @@ class Target(MeasuredProcess):
 class Driver(DriverNode):
     """Publishes raw outcome/assessment pairs, receives calibrated outputs with receipt times."""
 
-    def __init__(self):
+    def __init__(self, namespace='', status_id=None):
         from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
         from project_ghost_feedback_msgs.msg import (
             BeliefSelfAssessment, CalibratedSelfAssessment, PredictionOutcome)
 
-        super().__init__('node_bench_driver')
+        super().__init__('node_bench_driver', namespace, status_id)
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=INPUT_QOS_DEPTH,
                          reliability=ReliabilityPolicy.RELIABLE)
         self.outcomes = self.node.create_publisher(PredictionOutcome, OUTCOME_TOPIC, qos)
@@ -317,9 +320,9 @@ def _templates():
     return templates
 
 
-def _with_target(driver, kind, executor, parameters=(), warmup=200):
+def _with_target(driver, kind, executor, parameters=(), warmup=200, namespace=''):
     """Start a target, connect, warm up; return it (the caller stops it)."""
-    target = Target(kind, executor, parameters)
+    target = Target(kind, executor, parameters, namespace=namespace)
     try:
         driver.wait_connected(target)
         driver.received.clear()
@@ -367,12 +370,12 @@ def max_sustained_rate(driver, target, ladder, step_s):
                  drain=lambda: _drain(driver))
 
 
-def cpu_cost(driver, target, settings):
-    """Return the target's CPU per cycle at a rate both targets sustain (see harness).
+def cpu_run(driver, target, settings):
+    """Return one run's CPU us per cycle of ``target`` (see harness.cpu_per_message).
 
     ``settings['cpu_pairs']`` cycles (one outcome + one assessment in, one output out) at
-    ``settings['cpu_rate_hz']``, best of ``settings['cpu_repeats']``; each run ends when the
-    target counted every input on /diagnostics (and the outputs came back); returns a dict.
+    ``settings['cpu_rate_hz']``; the run ends when the target counted every input on
+    /diagnostics and the outputs came back. Returns (us, load, shortfall text or '').
     """
     rate, pairs = settings['cpu_rate_hz'], settings['cpu_pairs']
     shortfalls = []
@@ -387,13 +390,58 @@ def cpu_cost(driver, target, settings):
         if got < pairs or taken < pairs:
             shortfalls.append(f'{taken}/{pairs} assessments taken, {got} outputs')
 
-    best, samples, loads = cpu_per_message(target, run, pairs, settings['cpu_repeats'])
-    print(f'    {target.label:24s} CPU per cycle at {rate:.0f} Hz x {pairs}: best '
-          f'{best:.1f} us (runs {", ".join(f"{s:.1f}" for s in samples)}; load '
-          f'{", ".join(f"{x:.2f}" for x in loads)})'
-          + (f'; NOT sustained: {"; ".join(shortfalls)}' if shortfalls else ''), flush=True)
-    return {'rate_hz': rate, 'pairs': pairs, 'cpu_us': best, 'runs_us': samples, 'loads': loads,
-            'shortfalls': shortfalls}
+    us, _, loads = cpu_per_message(target, run, pairs, repeats=1)
+    return us, loads[0], '; '.join(shortfalls)
+
+
+def cpu_paired(settings, executor, parameters):
+    """Measure CPU per cycle of the relay and the node, alternating, both running throughout.
+
+    Each in its own namespace with its own driver; ``settings['cpu_repeats']`` rounds, each a run
+    of the relay and one of the node back to back (the order alternates), so both see the same
+    load; returns (relay figures, node figures, ratios relay/node per round).
+    """
+    kinds = ('relay', 'node')
+    drivers, targets = {}, {}
+    try:
+        for kind in kinds:
+            namespace = f'/node_bench_{kind}'
+            drivers[kind] = Driver(namespace, status_id=f'{namespace}/'
+                                   + (RELAY_NODE_NAME if kind == 'relay' else 'feedback_node'))
+            targets[kind] = _with_target(drivers[kind], kind, executor,
+                                         parameters if kind == 'node' else (),
+                                         namespace=namespace)
+        figures = {kind: {'runs_us': [], 'loads': [], 'shortfalls': []} for kind in kinds}
+        ratios = []
+        for round_ in range(settings['cpu_repeats']):
+            order = kinds if round_ % 2 == 0 else kinds[::-1]
+            now = {}
+            for kind in order:
+                us, load, shortfall = cpu_run(drivers[kind], targets[kind], settings)
+                now[kind] = us
+                figures[kind]['runs_us'].append(us)
+                figures[kind]['loads'].append(load)
+                if shortfall:
+                    figures[kind]['shortfalls'].append(shortfall)
+            ratios.append(now['relay'] / now['node'])
+    finally:
+        for kind in kinds:
+            if kind in targets:
+                targets[kind].stop()
+            if kind in drivers:
+                drivers[kind].close()
+    for kind in kinds:
+        figure = figures[kind]
+        figure.update(rate_hz=settings['cpu_rate_hz'], pairs=settings['cpu_pairs'],
+                      cpu_us=min(figure['runs_us']))
+        print(f'    {kind}[{executor}]'.ljust(28) + f'CPU per cycle at '
+              f'{settings["cpu_rate_hz"]:.0f} Hz x {settings["cpu_pairs"]}: best '
+              f'{figure["cpu_us"]:.1f} us (runs {", ".join(f"{x:.1f}" for x in figure["runs_us"])}'
+              f'; load {", ".join(f"{x:.2f}" for x in figure["loads"])})'
+              + (f'; NOT sustained: {"; ".join(figure["shortfalls"])}'
+                 if figure['shortfalls'] else ''), flush=True)
+    print(f'    relay/node per round: {", ".join(f"{r:.2f}" for r in ratios)}', flush=True)
+    return figures['relay'], figures['node'], ratios
 
 
 def _drain(driver, quiet_s=0.5):
@@ -419,32 +467,35 @@ def part_throughput(driver, settings, executors, results, telemetry_dir=None, la
     rows = []
     for executor in executors:
         row = {'executor': executor, 'telemetry': bool(telemetry_dir)}
-        for kind in ('relay', 'node'):
-            parameters = [('max_history', 32)]
-            if telemetry_dir and kind == 'node':
-                parameters.append(
-                    ('telemetry_bag', os.path.join(telemetry_dir, f'throughput_{executor}')))
-            target = _with_target(driver, kind, executor, parameters)
+        parameters = [('max_history', 32)]
+        if telemetry_dir:
+            parameters.append(
+                ('telemetry_bag', os.path.join(telemetry_dir, f'throughput_{executor}')))
+        row['relay_cpu'], row['node_cpu'], row['cpu_ratios'] = cpu_paired(
+            settings, executor, parameters)
+        row['cpu_ratio'] = statistics.median(row['cpu_ratios'])
+        for kind in ('relay', 'node') if ladder else ():
+            if telemetry_dir and kind == 'node':   # a bag of its own
+                parameters[-1] = ('telemetry_bag',
+                                  os.path.join(telemetry_dir, f'ladder_{executor}'))
+            target = _with_target(driver, kind, executor,
+                                  parameters if kind == 'node' else parameters[:1])
             try:
-                row[f'{kind}_cpu'] = cpu_cost(driver, target, settings)
-                if ladder:
-                    _drain(driver)
-                    best, steps = max_sustained_rate(
-                        driver, target, settings['ladder'], settings['step_s'])
-                    row[kind] = best
-                    row[f'{kind}_steps'] = steps
-                    row[f'{kind}_generator_limited'] = any(
-                        s['generator_limited'] for s in steps)
+                best, steps = max_sustained_rate(
+                    driver, target, settings['ladder'], settings['step_s'])
+                row[kind] = best
+                row[f'{kind}_steps'] = steps
+                row[f'{kind}_generator_limited'] = any(s['generator_limited'] for s in steps)
             finally:
                 target.stop()
-        row['cpu_ratio'] = row['relay_cpu']['cpu_us'] / row['node_cpu']['cpu_us']
         if ladder:
             row['ratio'] = row['node'] / row['relay'] if row['relay'] else math.nan
         row['load_end'] = load_1min()
         rows.append(row)
     print()
     print(f'{"executor":16s} {"relay CPU/cycle":>16s} {"node CPU/cycle":>15s} '
-          f'{"relay/node":>11s}  target (>= {target_ratio}x)')
+          f'{"relay/node":>11s}  target (>= {target_ratio}x); best of each, median ratio of the '
+          'rounds')
     for row in rows:
         ratio = row['cpu_ratio']
         print(f'{row["executor"]:16s} {row["relay_cpu"]["cpu_us"]:13.1f} us '
@@ -758,10 +809,11 @@ def main(argv=None):
                              '(after the figures without); memory: likewise')
     parser.add_argument('--json', metavar='PATH', help='also write the figures as JSON')
     parser.add_argument('--relay', action='store_true', help=argparse.SUPPRESS)
+    parser.add_argument('--namespace', default='', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.relay:
-        return serve(make_relay, args.executor or 'single_threaded')
+        return serve(lambda: make_relay(args.namespace), args.executor or 'single_threaded')
 
     from project_ghost_feedback.ros.dds import ensure_loopback
     from project_ghost_feedback.ros.feedback_parameters import DEFAULT_EXECUTOR

@@ -9,15 +9,20 @@ The stream is the feedback node's: per cycle one PredictionOutcome, one raw Beli
 are ~33k assessments. Measured in the same run, best of ``--repeat``:
 
 - rosbags raw: rosbags' rosbag2 ``Writer`` (MCAP) writing the pre-encoded CDR payloads;
-- write: ``TelemetryWriter.write_contract`` for every contract (adapter: CDR encoding + write);
+- write (the node's path, issue 32): ``TelemetryRecorder.record_bytes`` of the bytes the node took
+  (outcome; raw assessment) and published (calibrated), grouped per cycle as the node queues them:
+  nothing encoded again;
+- write (contracts): ``TelemetryWriter.write_contract`` for every contract (adapter: CDR encoding
+  + write), what a recorder of contracts pays (the node's fallback for inputs it cannot read);
 - write (pre-encoded): ``TelemetryWriter.write`` of the adapters' records (the writer's overhead);
 - rosbags read + deserialize: rosbags' ``Reader.messages()`` of the same bag and the typestore's
   public ``deserialize_cdr`` of every payload (the replay baseline);
 - replay: ``replay_bag`` (read, decode, recompute through the core, compare), in messages/s of the
   bag, with its stages: read only (file order, mcap's reader), read + decode to contracts.
 
-Targets (issue 13), as ratios of one run: write >= 0.5x rosbags raw write; replay >= 0.5x rosbags
-read + deserialize. Printed, never asserted: the machine is shared and timings vary.
+Targets (issues 13, 32), as ratios of one run: the node's write >= 0.5x rosbags raw write;
+replay >= 0.5x rosbags read + deserialize. Printed, never asserted: the machine is shared and
+timings vary.
 """
 
 import argparse
@@ -43,6 +48,7 @@ from project_ghost_feedback.telemetry.bag_reader import OpenBag
 from project_ghost_feedback.telemetry.codecs import _DECODERS
 from project_ghost_feedback.telemetry.msgdefs import typestore
 from project_ghost_feedback.telemetry.config import custom_data_for_config
+from project_ghost_feedback.telemetry.recorder import TelemetryRecorder
 from project_ghost_feedback.telemetry.replay import replay_bag
 
 WRITE_TARGET = 0.5
@@ -155,6 +161,21 @@ def main(argv=None):
                     write_contract(contract)
         return timer.elapsed
 
+    groups = []   # per cycle, as the node queues them: (outcome,), (raw, calibrated)
+    for index in range(0, count, 3):
+        groups.append(tuple(records[index:index + 1]))
+        groups.append(tuple(records[index + 1:index + 3]))
+
+    def node_write():
+        path = fresh('node')
+        with _Timer() as timer:
+            recorder = TelemetryRecorder(path, config)
+            record = recorder.record_bytes
+            for group in groups:
+                record(group)
+            recorder.close()
+        return timer.elapsed
+
     def telemetry_write_records():
         path = fresh('records')
         with _Timer() as timer:
@@ -219,6 +240,7 @@ def main(argv=None):
 
     try:
         raw_s = best_of(args.repeat, rosbags_raw)
+        node_s = best_of(args.repeat, node_write)
         write_s = best_of(args.repeat, telemetry_write)
         records_s = best_of(args.repeat, telemetry_write_records)
         serialize_s = best_of(args.repeat, rosbags_serialize)
@@ -244,16 +266,19 @@ def main(argv=None):
 
     raw = rates(raw_s)
     write = rates(write_s)
+    node = rates(node_s)
     written = rates(records_s)
     replayed = rates(replay_s)
     baseline = rates(baseline_s)
     read = rates(read_s)
     decoded = rates(decode_s)
     print(f'  rosbags raw write (pre-encoded CDR)   {raw[0]:>10,.0f} [{raw[1]:>10,.0f}] msg/s')
+    print(f'  write (node: bytes taken/published)   {node[0]:>10,.0f} [{node[1]:>10,.0f}] msg/s'
+          f'  = {node[0] / raw[0]:.2f}x [{node[1] / raw[1]:.2f}x] raw; target >= '
+          f'{WRITE_TARGET}x: {verdict(node[0] >= WRITE_TARGET * raw[0])} '
+          f'[{verdict(node[1] >= WRITE_TARGET * raw[1])}]')
     print(f'  write (contracts: encode + write)     {write[0]:>10,.0f} [{write[1]:>10,.0f}] msg/s'
-          f'  = {write[0] / raw[0]:.2f}x [{write[1] / raw[1]:.2f}x] raw; target >= '
-          f'{WRITE_TARGET}x: {verdict(write[0] >= WRITE_TARGET * raw[0])} '
-          f'[{verdict(write[1] >= WRITE_TARGET * raw[1])}]')
+          f'  = {write[0] / raw[0]:.2f}x [{write[1] / raw[1]:.2f}x] raw')
     print(f'  write (pre-encoded records)           {written[0]:>10,.0f} [{written[1]:>10,.0f}]'
           f' msg/s  = {written[0] / raw[0]:.2f}x [{written[1] / raw[1]:.2f}x] raw')
     serialized = rates(serialize_s)

@@ -134,3 +134,61 @@ def test_encoded_inputs_read_back_as_rclpy_reads_them():
         assert wire.read_belief(payload)[0] == belief
         assert belief_from_msg(store.deserialize_cdr(
             payload, 'project_ghost_feedback_msgs/msg/BeliefSelfAssessment')) == belief
+
+
+def test_node_records_the_bytes_it_took_and_published(rclpy_context, tmp_path):
+    """Recording (issue 32.2): inputs as taken, the output as published, nothing encoded again.
+
+    Inputs fed as serialized bytes through the node's subscription callbacks; the bag read back
+    raw by rosbags' reader holds exactly those bytes for the inputs, and for the output bytes
+    that decode (rosbags) to the node's published CalibratedSelfAssessments. Big-endian inputs
+    (read by rclpy instead) are recorded re-encoded and read back the same.
+    """
+    from project_ghost_feedback.ros.feedback_node import FeedbackNode
+    from rclpy.parameter import Parameter
+    from rosbags.rosbag2 import Reader
+
+    store = typestore()
+    outcome_type = 'project_ghost_feedback_msgs/msg/PredictionOutcome'
+    bag = tmp_path / 'bag'
+    node = FeedbackNode(node_name='wire_recording', context=rclpy_context, parameter_overrides=[
+        Parameter('telemetry_bag', value=str(bag)), Parameter('record_diagnostics', value=False),
+        Parameter('max_history', value=4)])
+    rng = random.Random(5)
+    sent = {'/prediction_outcome': [], '/self_assessment/raw': []}
+    outputs, contracts = [], []
+    try:
+        on_outcome, on_assessment = node.input_handlers()
+        for i in range(1, 61):
+            outcome = PredictionOutcome(i * MS - MS // 2, i * MS, (rng.random(), 0.0, -1.0),
+                                        (0.0, rng.random(), 0.0), rng.random() * 3, 1.0)
+            data = serialize_message(outcome_to_msg(outcome))
+            if i % 10 == 0:   # big endian: rclpy reads it, the contract is recorded
+                data = bytes(store.serialize_cdr(store.deserialize_cdr(data, outcome_type),
+                                                 outcome_type, little_endian=False))
+            on_outcome(data)
+            sent['/prediction_outcome'].append(data)
+            contracts.append(outcome)
+            if i % 3 == 0:
+                belief = BeliefSelfAssessment(i * MS, rng.choice(LEVELS),
+                                              _named(rng, 'axis', rng.randrange(0, 4)))
+                data = serialize_message(belief_to_msg(belief))
+                on_assessment(data)
+                sent['/self_assessment/raw'].append(data)
+                outputs.append(node.last_calibrated)
+    finally:
+        node.destroy_node()
+    recorded = {topic: [] for topic in (*sent, '/self_assessment/calibrated')}
+    with Reader(bag) as reader:
+        for connection, _, payload in reader.messages():
+            if connection.topic in recorded:
+                recorded[connection.topic].append(
+                    (bytes(payload), store.deserialize_cdr(payload, connection.msgtype)))
+    assert [data for data, _ in recorded['/self_assessment/raw']] == sent['/self_assessment/raw']
+    outcomes = recorded['/prediction_outcome']
+    assert len(outcomes) == len(sent['/prediction_outcome']) == 60
+    for (data, msg), taken, outcome in zip(outcomes, sent['/prediction_outcome'], contracts):
+        assert outcome_from_msg(msg) == outcome
+        assert data == taken if taken[:4] == wire.CDR_LE else data[:4] == wire.CDR_LE
+    assert [calibrated_from_msg(msg) for _, msg in recorded['/self_assessment/calibrated']] == (
+        outputs)

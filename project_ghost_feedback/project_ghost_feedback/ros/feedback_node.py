@@ -266,7 +266,14 @@ class FeedbackNode(Node):
             return None
         try:
             from ..telemetry.background import BackgroundRecorder
-            from ..telemetry.channels import DIAGNOSTICS, OVERCONFIDENCE, recorded_topic
+            from ..telemetry.channels import (
+                CHANNEL_CALIBRATED_SELF_ASSESSMENT,
+                CHANNEL_PREDICTION_OUTCOME,
+                CHANNEL_RAW_SELF_ASSESSMENT,
+                DIAGNOSTICS,
+                OVERCONFIDENCE,
+                recorded_topic,
+            )
             from ..telemetry.recorder import TelemetryRecorder
         except ImportError as error:
             self.destroy_node()
@@ -274,6 +281,10 @@ class FeedbackNode(Node):
                 f'telemetry needs the rosbags library ({error}); install it '
                 '(pip install -r requirements/jazzy.txt) or leave telemetry_bag and '
                 'telemetry_dir empty') from None
+        # The bag's channels of the inputs and the output (its topic names, whatever the
+        # node's remapping): recorded as the bytes taken and published.
+        self._channels = (CHANNEL_PREDICTION_OUTCOME, CHANNEL_RAW_SELF_ASSESSMENT,
+                          CHANNEL_CALIBRATED_SELF_ASSESSMENT)
         try:
             if parent:
                 pathlib.Path(parent).mkdir(parents=True, exist_ok=True)
@@ -493,10 +504,11 @@ class FeedbackNode(Node):
         except WireError:
             # Another encapsulation (big endian, ...) or unreadable: rclpy reads what it can
             # and raises for the rest (counted as a callback error, as a failed take was).
-            msg = deserialize_message(data, PredictionOutcomeMsg)
-        self._on_outcome(msg)
+            msg, data = deserialize_message(data, PredictionOutcomeMsg), None
+        self._on_outcome(msg, data)
 
-    def _on_outcome(self, msg):
+    def _on_outcome(self, msg, data=None):
+        """Take one outcome: ``msg`` to read it from; ``data`` its bytes (recorded), or None."""
         self.received['outcome'] += 1
         try:
             outcome = outcome_from_msg(msg)
@@ -510,7 +522,11 @@ class FeedbackNode(Node):
         for event in step.events:  # resets the input caused: recorded before it
             self._note_reset(event)
         if self._telemetry is not None:
-            self._telemetry.record_outcome(outcome)
+            if data is not None:   # as taken: nothing encoded again
+                self._telemetry.record_bytes(
+                    ((self._channels[0], outcome.observed_stamp_sim_ns, data),))
+            else:
+                self._telemetry.record_outcome(outcome)
         status = step.status
         if status == DUPLICATE:
             self.duplicates += 1
@@ -574,12 +590,18 @@ class FeedbackNode(Node):
         calibrated = step.calibrated
         raw = calibrated.raw_assessment
         if data is not None:
-            self._publisher.publish(calibrated_bytes(data, header_end, calibrated))
+            payload = calibrated_bytes(data, header_end, calibrated)
+            self._publisher.publish(payload)
+            if self._telemetry is not None:   # the bytes taken and the bytes published
+                stamp = raw.belief_stamp_sim_ns
+                _, raw_channel, calibrated_channel = self._channels
+                self._telemetry.record_bytes(((raw_channel, stamp, data),
+                                              (calibrated_channel, stamp, payload)))
         else:
             raw_msg = msg if isinstance(msg, BeliefSelfAssessmentMsg) else None
             self._publisher.publish(fill_calibrated_msg(self._output_msg, calibrated, raw_msg))
-        if self._telemetry is not None:
-            self._telemetry.record_assessment(raw, calibrated)
+            if self._telemetry is not None:
+                self._telemetry.record_assessment(raw, calibrated)
         self.published += 1
         self.underconfident_assessments += is_underconfident(calibrated)
         self.last_calibrated = calibrated

@@ -11,9 +11,10 @@ objects (~130 us): more than the node's own work.
   encapsulation Fast DDS and rosbag2 use for ROS 2) of PredictionOutcome and BeliefSelfAssessment
   into light views with the message's attribute names, then convert them with the one decoding
   of :mod:`..msg_decoding` (the same validation as for message objects and bags). Anything the
-  parser cannot read (a truncated payload, another encapsulation, a count beyond its bound)
-  raises :class:`WireError`; the caller then uses rclpy's ``deserialize_message``, which reads
-  every encapsulation, or counts the message as malformed.
+  parser cannot read exactly (a truncated payload or bytes after the last field, another
+  encapsulation, a count beyond its bound) raises :class:`WireError`; the caller then uses
+  rclpy's ``deserialize_message``, which reads every encapsulation, or counts the message as
+  malformed. So bytes read here are also what rosbags reads back from a bag.
 - :func:`outcome_bytes` and :func:`belief_bytes` encode the contracts the outcome bridge
   publishes;
 - :func:`calibrated_bytes` encodes a CalibratedSelfAssessment around the raw assessment's own
@@ -97,6 +98,9 @@ def outcome_view(data):
         values = _OUTCOME_TAIL.unpack_from(body, offset)
     except struct.error as error:
         raise WireError(f'PredictionOutcome payload of {len(body)} bytes: {error}') from None
+    if offset + _OUTCOME_TAIL.size != len(body):
+        raise WireError(f'PredictionOutcome payload has {len(body) - offset - _OUTCOME_TAIL.size}'
+                        ' bytes after its last field')
     return OutcomeView(header, prediction, values[0:3], values[3:6], values[6], values[7],
                        values[8])
 

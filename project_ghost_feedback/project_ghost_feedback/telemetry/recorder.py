@@ -139,6 +139,14 @@ class TelemetryRecorder:
         if not self.refuse_oversized(payload):
             self._write((TelemetryRecord(channel, log_time, payload),))
 
+    def record_bytes(self, records):
+        """Record messages already serialized, ``(channel, log_time, payload)`` each, in order.
+
+        The bytes must be what the channel's adapter would give for the same contract (the
+        node's inputs as taken, its output as published); the log time likewise.
+        """
+        self._write(tuple(TelemetryRecord(*record) for record in records))
+
     def record_event(self, event):
         """Record a LoopEvent: a reset or a configuration change (log time: its stamp).
 
