@@ -176,16 +176,22 @@ def summary_text(summary):
     return '\n'.join(lines)
 
 
-def add_input_arguments(parser, note=''):
-    """Add --estimate, --reference and --params-file (evaluate and audit share them)."""
-    parser.add_argument('--estimate', metavar='TOPIC',
-                        help='estimate topic (nav_msgs/Odometry or PoseWithCovarianceStamped)'
-                        + note)
-    parser.add_argument('--reference', metavar='TOPIC',
-                        help='reference topic (Odometry, PoseStamped or PoseWithCovarianceStamped)')
+def add_input_arguments(parser, note='', required=False):
+    """Add --estimate, --reference and --params-file (evaluate and audit share them).
+
+    ``required``: both topics must be given (argparse says so in the usage line and the help).
+    """
+    must = 'required: ' if required else ''
+    parser.add_argument('--estimate', metavar='TOPIC', required=required,
+                        help=f'{must}estimate topic (nav_msgs/Odometry or '
+                        'PoseWithCovarianceStamped)' + note)
+    parser.add_argument('--reference', metavar='TOPIC', required=required,
+                        help=f'{must}reference topic (Odometry, PoseStamped or '
+                        'PoseWithCovarianceStamped)' + ('' if required else
+                                                        '; goes with --estimate'))
     parser.add_argument('--params-file', metavar='YAML',
                         help="the bridge's parameter file (default: the bridge's defaults), e.g. "
-                        'config/outcome_bridge.yaml')
+                        'project_ghost_feedback/config/outcome_bridge.yaml')
 
 
 def run(args, fail):
@@ -227,7 +233,7 @@ def build(commands, positive_int, fail):
         'evaluate', help='the bridge and the feedback loop over ordinary bags (odometry + truth)',
         description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('bags', metavar='BAG', nargs='+', help='rosbag2 bag directories')
-    add_input_arguments(parser)
+    add_input_arguments(parser, required=True)
     parser.add_argument('--policy', metavar='NAME[:k=v,...]',
                         help=f'feedback policy and parameters (default {DEFAULT_POLICY})')
     parser.add_argument('--max-history', metavar='N', type=positive_int,
@@ -237,7 +243,7 @@ def build(commands, positive_int, fail):
     parser.add_argument('--no-plot', action='store_true', help='write no picture')
 
     def handler(args):
-        if not args.estimate or not args.reference:
+        if not args.estimate or not args.reference:  # given, but empty
             return fail('evaluate needs --estimate TOPIC and --reference TOPIC', 2)
         if args.estimate == args.reference:
             return fail(f'--estimate and --reference are the same topic {args.estimate}', 2)
