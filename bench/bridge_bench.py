@@ -22,11 +22,19 @@ Figures (per pipeline: default decorrelation, none):
 - back to raw: sim seconds from the start of the recovered phase to the first assessment that is
   no longer downgraded (median and range over seeds).
 
+- start-up: honest starts (tuned filter, fresh pacer and window) that meet a false downgrade in
+  their first 60 s, over ``--startup-seeds`` seeds at 10 and 20 Hz, with the bridge's warm-up
+  (``decorrelation.warmup_samples``, default 50) and without it (the pacer before issue 33, which
+  emitted every sample until its estimate had 50), beside the same fraction for independent
+  outcomes at the same outcome count (the policy's stated rate, from an empty window).
+
     python3 bench/bridge_bench.py            # 12 seeds of the default phases + 24 tuned runs
     python3 bench/bridge_bench.py --quick
 """
 
 import argparse
+import math
+import random
 import statistics
 import time
 
@@ -38,6 +46,7 @@ from project_ghost_feedback.core import (
     NamedLevel,
     NS_PER_S,
     PredictionOutcome,
+    SelfAssessmentLevel,
 )
 from project_ghost_feedback.core.feedback import DEFAULT_POLICY
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
@@ -112,6 +121,79 @@ def _run(seed, phases, policy, evaluate_assessments):
     return results
 
 
+STARTUP_S = 60.0
+
+
+class _NoWarmUpPacer(OutcomePacer):
+    """The pacer before issue 33: every sample emitted until the estimate had 50 samples."""
+
+    @property
+    def warm(self):
+        return True
+
+
+def _startup(seed, rate_hz, pacer, policy):
+    """Return (first false downgrade in s or None, outcomes emitted) of one honest start."""
+    config = StackConfig(rate_hz=rate_hz, truth_rate_multiple=1)
+    loop = FeedbackLoop(LoopConfig.make(policy, None, MAX_HISTORY, 4096))
+    emitted = 0
+    for sample, error, (overall, axes, blocks) in _pairs(LocalizationStack(
+            config=config, phases=(StackPhase('tuned', STARTUP_S),), seed=seed)):
+        stamp = sample.stamp_ns
+        if pacer.offer(stamp, error.position_mahalanobis, error.orientation_mahalanobis):
+            emitted += 1
+            loop.outcome(PredictionOutcome(stamp, stamp, error.position_error_m,
+                                           error.orientation_error_rad,
+                                           error.position_mahalanobis,
+                                           error.orientation_mahalanobis))
+        step = loop.assessment(BeliefSelfAssessment(
+            stamp, overall, tuple(NamedLevel(k, v) for k, v in axes.items()),
+            tuple(NamedLevel(k, v) for k, v in blocks.items())))
+        if step.calibrated.was_downgraded:
+            return stamp / NS_PER_S, emitted
+    return None, emitted
+
+
+def _independent_startups(outcomes, runs, policy, seed=1):
+    """Return the fraction of starts with independent calibrated outcomes downgraded early."""
+    rng = random.Random(seed)
+    level = SelfAssessmentLevel.KNOWN
+    downgraded = 0
+    for _ in range(runs):
+        loop = FeedbackLoop(LoopConfig.make(policy, None, MAX_HISTORY, 4096))
+        for i in range(outcomes):
+            p, o = (math.sqrt(sum(rng.gauss(0.0, 1.0) ** 2 for _ in range(3)))
+                    for _ in range(2))
+            loop.outcome(PredictionOutcome(2 * i, 2 * i, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), p, o))
+            step = loop.assessment(BeliefSelfAssessment(
+                2 * i + 1, level, (NamedLevel('x', level),), (NamedLevel('position', level),)))
+            if step.calibrated.was_downgraded:
+                downgraded += 1
+                break
+    return downgraded / runs
+
+
+def bench_startup(seeds, policy):
+    """Print the start-up table (honest starts downgraded in their first 60 s)."""
+    print(f'\nstart-up: honest starts downgraded in their first {STARTUP_S:.0f} s, {seeds} seeds, '
+          f'policy {policy}, max_history {MAX_HISTORY}\n')
+    print('| estimate rate | pacer | starts downgraded | first downgrade s (median, range) '
+          '| outcomes per start | independent outcomes, same count |')
+    print('|---|---|---|---|---|---|')
+    for rate_hz in (10.0, 20.0):
+        for name, make in (('warm-up 50 (default)', OutcomePacer),
+                           ('no warm-up (before)', _NoWarmUpPacer)):
+            runs = [_startup(seed, rate_hz, make(), policy) for seed in range(seeds)]
+            firsts = [first for first, _ in runs if first is not None]
+            # Outcomes of a whole start (a downgraded one stops counting at its downgrade).
+            whole = [count for first, count in runs if first is None] or [0]
+            mean_outcomes = round(statistics.mean(whole))
+            independent = _independent_startups(mean_outcomes, 2000, policy)
+            print(f'| {rate_hz:.0f} Hz | {name} | {len(firsts)} of {seeds} '
+                  f'({len(firsts) / seeds:.1%}) | {_spread(firsts)} | {mean_outcomes} '
+                  f'| {independent:.1%} (2000 runs) |')
+
+
 def bench_pairs(seconds=60.0):
     stack = LocalizationStack(config=CONFIG, phases=(StackPhase('tuned', seconds),), seed=99)
     samples = [s for s in stack.run() if s.is_estimate]
@@ -142,10 +224,13 @@ def main(argv=None):
     parser.add_argument('--policy', default=NODE_DEFAULT_POLICY,
                         help=f'adjustment policy (default {NODE_DEFAULT_POLICY}, the feedback '
                              'node default)')
-    parser.add_argument('--quick', action='store_true', help='3 seeds, 3 tuned runs')
+    parser.add_argument('--startup-seeds', type=int, default=60,
+                        help='honest starts per estimate rate and pacer (default 60)')
+    parser.add_argument('--quick', action='store_true',
+                        help='3 seeds, 3 tuned runs, 10 starts')
     args = parser.parse_args(argv)
     if args.quick:
-        args.seeds, args.tuned_seeds = 3, 3
+        args.seeds, args.tuned_seeds, args.startup_seeds = 3, 3, 10
     policy = LoopConfig.make(args.policy).make_policy()
     stated = getattr(policy, 'STATED_FULL_WINDOW_FALSE_ALARM_RATE',
                      MEASURED_RATES.get(policy.policy_id, float('nan')))
@@ -169,6 +254,7 @@ def main(argv=None):
               f'{rate / stated:.1f} | {_spread([r[name]["detect"] for r in runs[:args.seeds]])} '
               f'| {_spread([r[name]["back"] for r in runs[:args.seeds]])} |')
     print(f'\nstated rate for independent outcomes: {stated:.4%} per full window')
+    bench_startup(args.startup_seeds, args.policy)
 
 
 if __name__ == '__main__':

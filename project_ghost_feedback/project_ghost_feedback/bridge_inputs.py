@@ -333,13 +333,19 @@ def bridge_outputs(path, estimate_topic, reference_topic, values):
     return BridgeRun(path, estimate_topic, reference_topic, values)
 
 
-def add_input_arguments(parser, note=''):
-    """Add --estimate, --reference and --params-file (evaluate and audit share them)."""
-    parser.add_argument('--estimate', metavar='TOPIC',
-                        help='estimate topic (nav_msgs/Odometry or PoseWithCovarianceStamped)'
-                        + note)
-    parser.add_argument('--reference', metavar='TOPIC',
-                        help='reference topic (Odometry, PoseStamped or PoseWithCovarianceStamped)')
+def add_input_arguments(parser, note='', required=False):
+    """Add --estimate, --reference and --params-file (evaluate and audit share them).
+
+    ``required``: both topics must be given (argparse says so in the usage line and the help).
+    """
+    must = 'required: ' if required else ''
+    parser.add_argument('--estimate', metavar='TOPIC', required=required,
+                        help=f'{must}estimate topic (nav_msgs/Odometry or '
+                        'PoseWithCovarianceStamped)' + note)
+    parser.add_argument('--reference', metavar='TOPIC', required=required,
+                        help=f'{must}reference topic (Odometry, PoseStamped or '
+                        'PoseWithCovarianceStamped)' + ('' if required else
+                                                        '; goes with --estimate'))
     parser.add_argument('--params-file', metavar='YAML',
                         help="the bridge's parameter file (default: the bridge's defaults), e.g. "
-                        'config/outcome_bridge.yaml')
+                        'project_ghost_feedback/config/outcome_bridge.yaml')

@@ -36,7 +36,8 @@ examples:
                                            every bag under fleet/, every policy, on dask
   ghost-feedback evaluate bag1 --estimate /odometry/filtered --reference /ground_truth/odom
                                            the bridge and the loop over an ordinary bag
-  ghost-feedback echo --count 5            print 5 calibrated assessments from the live topic
+  ghost-feedback echo --count 5            5 live calibrated assessments, one line each
+  ghost-feedback echo --full               every message whole, as YAML
   ghost-feedback demo --help               the demo's own options
 """
 
@@ -89,6 +90,16 @@ def _positive_int(text):
     return value
 
 
+def _positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected a number > 0, got {text!r}') from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f'expected a number > 0, got {text!r}')
+    return value
+
+
 def _format_stamp(stamp):
     if stamp is None:
         return '-'
@@ -98,11 +109,15 @@ def _format_stamp(stamp):
 # -- info -----------------------------------------------------------------------------------------
 
 def _command_info(args):
+    import pathlib
+
     from .safe_io import cut_text
     from .telemetry import bag_info, BagError
+    from .telemetry.bag_reader import mcap_file_info
 
+    bare = pathlib.Path(args.bag).suffix == '.mcap' and not pathlib.Path(args.bag).is_dir()
     try:
-        info = bag_info(args.bag)
+        info = mcap_file_info(args.bag) if bare else bag_info(args.bag)
     except BagError as error:
         return _fail(error)
     if args.json:
@@ -125,11 +140,14 @@ def _command_info(args):
         }, indent=2, sort_keys=False))
         return 0
     print(f'bag:         {info.path}')
-    print(f'format:      rosbag2 version {info.version}, storage {info.storage_identifier}, '
-          f'ros_distro {info.ros_distro or "-"}')
+    if bare:
+        print('format:      a bare MCAP file (no metadata.yaml: read from the file itself)')
+    else:
+        print(f'format:      rosbag2 version {info.version}, storage {info.storage_identifier}, '
+              f'ros_distro {info.ros_distro or "-"}')
     print(f'files:       {", ".join(p for p, _ in info.files) or "-"}')
-    print(f'messages:    {info.message_count} (counted in the {info.counts_source}, equal to '
-          'metadata.yaml)')
+    print(f'messages:    {info.message_count} (counted in the {info.counts_source}'
+          + (')' if bare else ', equal to metadata.yaml)'))
     if info.message_count:
         print(f'time range:  {_format_stamp(info.start_time_ns)} .. '
               f'{_format_stamp(info.end_time_ns)}')
@@ -320,6 +338,43 @@ def _scalar(value):
     return str(value)
 
 
+ECHO_NOTE_AFTER_S = 5.0
+"""Seconds of silence before echo says that it is still waiting (then once a minute)."""
+
+
+def assessment_line(message, first_stamp_ns):
+    """Return one line of a CalibratedSelfAssessment message: what a user reads live.
+
+    ``+12.300 s  KNOWN -> UNCERTAIN  significant_overconfidence  k (ratio of stds, 95%):
+    position 2.90 [2.51, 3.40], orientation 1.10 [0.80, 1.50]``: the time from
+    ``first_stamp_ns`` (the first message echoed), the raw and calibrated levels by name, the
+    policy's reason and the overconfidence factor k per vec3 (the ratio of the real error's
+    standard deviation to the claimed one, with its 95% interval; docs/policies.md).
+    """
+    from .core import SelfAssessmentLevel
+    from .core.feedback import format_overconfidence
+    from .msg_decoding import history_from_msg
+
+    def name(level):
+        try:
+            return SelfAssessmentLevel(level.value).name
+        except ValueError:
+            return f'level {level.value}'
+
+    stamp = message.header.stamp.sec * NS_PER_S + message.header.stamp.nanosec
+    raw, calibrated = name(message.raw_assessment.overall_level), name(
+        message.adjusted_overall_level)
+    change = f'{raw} -> {calibrated}' if raw != calibrated else f'{raw} (kept)'
+    try:
+        estimates = format_overconfidence(history_from_msg(message.calibration_history))
+    except (TypeError, ValueError):  # a history that fails its contract: say so, go on
+        estimates = {}
+    k = ', '.join(f'{vec3} {text}' for vec3, text in estimates.items() if text)
+    return (f'+{(stamp - first_stamp_ns) / NS_PER_S:.3f} s  {change}  '
+            f'{message.adjustment_reason or "-"}  '
+            + (f'k (ratio of stds, 95%): {k}' if k else 'k: - (no outcomes in the window)'))
+
+
 def _command_echo(args):
     try:
         import rclpy
@@ -329,10 +384,15 @@ def _command_echo(args):
     except ImportError as error:
         return _fail(f'echo needs rclpy and project_ghost_feedback_msgs '
                      f'(source scripts/env.sh): {error}')
+    import time
+
+    from .safe_io import terminal_text
+
     context = rclpy.Context()
     rclpy.init(context=context)
     node = executor = None
     received = 0
+    first_stamp = [None]
     try:
         node = rclpy.create_node('ghost_feedback_echo', context=context)
         executor = SingleThreadedExecutor(context=context)
@@ -343,12 +403,34 @@ def _command_echo(args):
         def on_message(message):
             nonlocal received
             received += 1
-            print('\n'.join(_yaml_lines(message)))
-            print('---', flush=True)
+            if args.full:
+                print('\n'.join(_yaml_lines(message)))
+                print('---', flush=True)
+                return
+            if first_stamp[0] is None:
+                stamp = message.header.stamp
+                first_stamp[0] = stamp.sec * NS_PER_S + stamp.nanosec
+            print(terminal_text(assessment_line(message, first_stamp[0])), flush=True)
 
-        node.create_subscription(CalibratedSelfAssessment, args.topic, on_message, qos)
+        subscription = node.create_subscription(
+            CalibratedSelfAssessment, args.topic, on_message, qos)
+        topic = subscription.topic_name
+        start = time.monotonic()
+        note_after = ECHO_NOTE_AFTER_S
         while context.ok() and (args.count is None or received < args.count):
             executor.spin_once(timeout_sec=0.1)
+            now = time.monotonic()
+            wanted = args.count or 1
+            if args.timeout is not None and received < wanted and now - start >= args.timeout:
+                return _fail(f'echo: {received} of {wanted} messages on {topic} in '
+                             f'{args.timeout:g} s ({subscription.get_publisher_count()} '
+                             'publishers)', 1)
+            if not received and now - start >= note_after:
+                publishers = subscription.get_publisher_count()
+                print(f'{PROG}: echo: nothing received on {topic} after {note_after:g} s ('
+                      + ('no publisher' if not publishers else f'{publishers} publishers')
+                      + '); still waiting, Ctrl-C to stop', file=sys.stderr, flush=True)
+                note_after += 60.0
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
@@ -386,7 +468,8 @@ def build_parser():
         'info', help='topics, message counts and time range of a bag',
         description='Show what a rosbag2 bag directory holds: format, topics and types, message '
         'counts, time range (sim ns for telemetry bags) and the recorded node configuration.')
-    info.add_argument('bag', metavar='BAG', help='bag directory (the one holding metadata.yaml)')
+    info.add_argument('bag', metavar='BAG',
+                      help='bag directory (the one holding metadata.yaml), or a bare .mcap file')
     info.add_argument('--json', action='store_true', help='print JSON instead of text')
     info.set_defaults(handler=_command_info)
 
@@ -417,13 +500,22 @@ def build_parser():
     replay.set_defaults(handler=_command_replay)
 
     echo = commands.add_parser(
-        'echo', help='print live calibrated assessments (a small ros2 topic echo; needs rclpy)',
-        description='Subscribe to a CalibratedSelfAssessment topic and print each message as '
-        'YAML, separated by ---. Stops after --count messages or on Ctrl-C.')
+        'echo', help='print live calibrated assessments, one line each (needs rclpy)',
+        description='Subscribe to a CalibratedSelfAssessment topic and print one line per '
+        'assessment: seconds from the first one echoed (message stamps), raw -> calibrated '
+        'level, the reason, and the overconfidence factor k per vec3 (the ratio of the real '
+        "error's standard deviation to the claimed one, with its 95%% interval). --full prints "
+        'each message as YAML instead, separated by ---. Says so on stderr while nothing '
+        'arrives. Stops after --count messages, after --timeout, or on Ctrl-C.')
     echo.add_argument('--topic', default='/self_assessment/calibrated',
                       help='topic to echo (default: /self_assessment/calibrated)')
     echo.add_argument('--count', metavar='N', type=_positive_int,
                       help='exit after N messages (default: run until Ctrl-C)')
+    echo.add_argument('--full', action='store_true',
+                      help='print every message whole, as YAML (as ros2 topic echo does)')
+    echo.add_argument('--timeout', metavar='S', type=_positive_float,
+                      help='exit 1 with one line when --count messages (or one) did not come '
+                      'within S seconds')
     echo.set_defaults(handler=_command_echo)
 
     from .audit.command import build as build_audit

@@ -261,6 +261,46 @@ def test_pacer_white_noise_emits_nearly_everything():
     assert emitted > 5000 * 0.6
 
 
+def test_pacer_emits_nothing_until_its_estimate_is_warm():
+    """Adaptive: the first warmup_samples candidates feed the estimate, none is emitted.
+
+    Before the warm-up was a rule, the pacer read the autocorrelation as 0 until then and
+    emitted every candidate: the first window held the most correlated outcomes of the run.
+    """
+    rng = np.random.default_rng(5)
+    pacer = OutcomePacer(warmup_samples=20)
+    x, emitted = 0.0, []
+    for i in range(200):
+        x = 0.9 * x + rng.normal() * math.sqrt(1 - 0.81)
+        if pacer.offer(i * 100_000_000, math.sqrt(10.0 + x), 0.0):
+            emitted.append(i)
+    # Candidate 0 only sets the mean; candidate i is the i-th update of the estimate.
+    assert emitted[0] == 20
+    assert pacer.warm and pacer.autocorrelation > 0.5
+    assert all(b - a >= 2 for a, b in zip(emitted, emitted[1:]))  # spaced once warm
+    pacer.reset()
+    assert not pacer.warm
+    assert not any(pacer.offer(i * 100_000_000, 2.0, 1.0) for i in range(20))
+    assert pacer.offer(20 * 100_000_000, 2.0, 1.0)
+
+
+def test_pacer_warm_up_holds_neither_infinite_distances_nor_a_fixed_interval():
+    """+inf (certain evidence) passes the warm-up; adaptive=False has nothing to warm up."""
+    pacer = OutcomePacer(warmup_samples=50)
+    assert not pacer.offer(0, 1.0, 1.0)
+    assert pacer.offer(100, math.inf, 1.0)
+    assert not pacer.warm
+    fixed = OutcomePacer(adaptive=False, warmup_samples=50)
+    assert fixed.warm and fixed.offer(0, 1.0, 1.0)
+
+
+@pytest.mark.parametrize('bad', [0, 1, -5, 2.5, True, '50', 1_000_001])
+def test_pacer_warm_up_is_validated(bad):
+    """warmup_samples: an integer in [2, 1e6], with a reason naming it."""
+    with pytest.raises(ValueError, match='warmup_samples'):
+        OutcomePacer(warmup_samples=bad)
+
+
 def _eigen_distance(error, covariance):
     """Return the eigen-decomposition distance (no fast path), for comparison."""
     eigenvalues, vectors = np.linalg.eigh(covariance)

@@ -141,6 +141,27 @@ def test_the_checker_flags_a_command_that_does_not_exist(command):
     assert problems_of(command), command
 
 
+_PATH = re.compile(r'`([A-Za-z0-9_.-]+/[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.[a-z]+)`')
+
+
+def missing_paths(text, root=ROOT):
+    """Return the backquoted file paths of ``text`` that do not exist from ``root``.
+
+    Only paths under a top-level folder of ``root`` are checked (``config/feedback.yaml`` is read
+    from the repository root, where a user is; ``core/loop.py`` names a module, not checked).
+    """
+    tops = {p.name for p in root.iterdir() if p.is_dir()}
+    return [path for path in _PATH.findall(text)
+            if path.split('/', 1)[0] in tops and not (root / path).exists()]
+
+
+def test_readme_file_paths_exist_from_the_repository_root():
+    """README's paths under a top-level folder exist (it said config/feedback.yaml, issue 33)."""
+    assert missing_paths('see `config/feedback.yaml` and `docs/node.md`') == [
+        'config/feedback.yaml']
+    assert missing_paths((ROOT / 'README.md').read_text()) == []
+
+
 def test_the_checker_passes_real_commands():
     for command in ('ghost-feedback replay bag --policy vec3_scale --json',
                     'ros2 launch project_ghost_feedback bridge_feedback_launch.py record:=true',

@@ -236,3 +236,67 @@ def test_audit_cli_refuses_half_the_bridge_options(tmp_path, capsys):
     """--estimate without --reference: one line, exit 2."""
     assert main(['audit', str(tmp_path), '--estimate', ESTIMATE]) == 2
     assert 'go together' in capsys.readouterr().err
+
+
+def test_audit_of_ordinary_bags_without_the_bridge_options_is_one_line_with_the_way_out(
+        tmp_path, capsys):
+    """No --estimate on bags of odometry: one line naming their pose topics and the options.
+
+    It used to end in "ValueError ... no BeliefSelfAssessment to replay", a table of zeros and
+    exit 1.
+    """
+    samples = stack_samples(phases=(StackPhase('tuned', 2.0),))
+    bag = write_rosbags_bag(tmp_path / 'fleet' / 'bag', samples, POSE)
+    assert main(['audit', str(bag), '--no-progress', '--workers', '1']) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith('ghost-feedback: error: '), err
+    assert 'no BeliefSelfAssessment to replay' in err
+    assert f'pose topics: {REFERENCE}, {ESTIMATE}' in err
+    assert '--estimate TOPIC --reference TOPIC' in err
+    assert captured.out == ''  # no table of zeros
+
+
+def test_the_help_says_which_topics_are_required(capsys):
+    """evaluate: --estimate and --reference required (usage and help); audit: for ordinary bags."""
+    with pytest.raises(SystemExit):
+        main(['evaluate', '--help'])
+    text = capsys.readouterr().out
+    assert '--estimate TOPIC --reference TOPIC' in text.split('\n\n')[0]  # not [optional]
+    assert 'required: estimate topic' in text and 'required: reference topic' in text
+    with pytest.raises(SystemExit) as exit_info:
+        main(['evaluate', 'bag'])
+    assert exit_info.value.code == 2
+    assert 'the following arguments are required: --estimate, --reference' in (
+        capsys.readouterr().err)
+    with pytest.raises(SystemExit):
+        main(['audit', '--help'])
+    assert 'required for ordinary bags' in ' '.join(capsys.readouterr().out.split())
+
+
+def test_info_reads_a_bare_mcap_file_that_evaluate_accepts(tmp_path, capsys):
+    """Info reads a bare .mcap (mcap-ros2 writer, no metadata.yaml): topics, counts, time range.
+
+    It used to refuse it ("not a bag directory") although evaluate reads it. Bounded like
+    evaluate's read: a file cut in the middle is one line, exit 2.
+    """
+    samples = stack_samples(phases=(StackPhase('tuned', 2.0),))
+    path = write_mcap_ros2_file(tmp_path / 'stream.mcap', samples, POSE)
+    assert evaluate(path, tmp_path / 'out', '--no-plot') == 0
+    capsys.readouterr()
+    assert main(['info', str(path), '--json']) == 0
+    info = json.loads(capsys.readouterr().out)
+    estimates = sum(sample.is_estimate for sample in samples)
+    counts = {topic['name']: (topic['type'], topic['message_count']) for topic in info['topics']}
+    messages = len(list(ordered(samples)))  # a reference per sample, an estimate per fifth
+    assert counts == {ESTIMATE: (ODOMETRY, estimates),
+                      REFERENCE: (POSE, messages - estimates)}
+    # write_mcap_ros2_file logs message i (1-based, in playing order) at i ns.
+    assert (info['start_time_ns'], info['end_time_ns']) == (1, messages)
+    assert main(['info', str(path)]) == 0
+    assert 'a bare MCAP file' in capsys.readouterr().out
+    cut = tmp_path / 'cut.mcap'
+    cut.write_bytes(path.read_bytes()[:path.stat().st_size // 2])
+    assert main(['info', str(cut)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f'ghost-feedback: error: {cut}')

@@ -443,24 +443,26 @@ def test_signal_leaves_a_readable_bag_with_every_accepted_message(tmp_path, sign
     assert received and [calibrated_from_msg(m) for m in received] == recorded[-len(received):]
 
 
-def test_cli_echo_prints_live_calibrated_assessments():
-    """ghost-feedback echo --count 2: two YAML documents of live messages, then exit 0."""
-    process = subprocess.Popen(CLI + ['echo', '--count', '2'], stdout=subprocess.PIPE,
+def _echo(extra, messages):
+    """Run ``ghost-feedback echo`` with ``extra``; publish ``messages`` in turn until it exits.
+
+    Returns ``(exit status, stdout, stderr)``.
+    """
+    process = subprocess.Popen(CLI + ['echo', *extra], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     context = new_rclpy_context()
     node = rclpy.create_node('echo_test_publisher', context=context)
-    loop = FeedbackLoop(LoopConfig.make('mahalanobis_downgrade', None, 8, 8))
-    loop.outcome(build_outcome(50 * MS, math.inf, math.inf / 2))
-    calibrated = loop.assessment(_raw(100 * MS)).calibrated
     try:
         from project_ghost_feedback.ros.conversions import calibrated_to_msg
 
         publisher = node.create_publisher(
             CalibratedSelfAssessmentMsg, '/self_assessment/calibrated', QOS)
         deadline = time.monotonic() + TIMEOUT_S
+        index = 0
         while process.poll() is None and time.monotonic() < deadline:
-            if publisher.get_subscription_count() > 0:
-                publisher.publish(calibrated_to_msg(calibrated))
+            if publisher.get_subscription_count() > 0 and messages:
+                publisher.publish(calibrated_to_msg(messages[index % len(messages)]))
+                index += 1
             time.sleep(0.1)
     finally:
         if process.poll() is None:
@@ -468,7 +470,16 @@ def test_cli_echo_prints_live_calibrated_assessments():
         output, errors = process.communicate(timeout=TIMEOUT_S)
         node.destroy_node()
         context.try_shutdown()
-    assert process.returncode == 0, errors
+    return process.returncode, output, errors
+
+
+def test_cli_echo_full_prints_live_calibrated_assessments():
+    """ghost-feedback echo --full --count 2: two YAML documents of live messages, then exit 0."""
+    loop = FeedbackLoop(LoopConfig.make('mahalanobis_downgrade', None, 8, 8))
+    loop.outcome(build_outcome(50 * MS, math.inf, math.inf / 2))
+    calibrated = loop.assessment(_raw(100 * MS)).calibrated
+    status, output, errors = _echo(['--full', '--count', '2'], [calibrated])
+    assert status == 0, errors
     documents = [d for d in output.split('---\n') if d.strip()]
     assert len(documents) == 2
     assert 'header:\n  stamp:\n    sec: 0\n    nanosec: 100000000\n' in documents[0]
@@ -476,6 +487,41 @@ def test_cli_echo_prints_live_calibrated_assessments():
     assert '  worst_position_mahalanobis: .inf\n' in documents[0]
     assert "  - name: 'position_x'\n    level:\n      value: 2\n" in documents[0]
     assert "adjustment_policy_id: 'mahalanobis_downgrade'" in documents[0]
+
+
+def test_cli_echo_prints_one_line_per_assessment():
+    """By default one line each: time from the first, raw -> calibrated by name, reason, k.
+
+    ``ros2 topic echo`` of this message is ~120 lines (64 squared distances, levels as numbers).
+    """
+    loop = FeedbackLoop(LoopConfig.make('overconfidence_scale', None, 32, 64))
+    steps = []
+    for i in range(12):  # errors 4 std: k about 4 / sqrt(3) per vec3, downgraded
+        loop.outcome(build_outcome((i + 1) * 10 * MS, 4.0))
+    steps.append(loop.assessment(_raw(200 * MS)).calibrated)
+    steps.append(loop.assessment(_raw(1700 * MS)).calibrated)
+    status, output, errors = _echo(['--count', '2'], steps)
+    assert status == 0, errors
+    lines = output.splitlines()
+    assert len(lines) == 2, output
+    reason = steps[0].adjustment_reason
+    level = steps[0].adjusted_overall_level.name
+    assert level != 'KNOWN'
+    assert lines[0].startswith(f'+0.000 s  KNOWN -> {level}  {reason}  '
+                               'k (ratio of stds, 95%): position '), lines
+    assert lines[1].startswith(f'+1.500 s  KNOWN -> {level}  '), lines
+    assert ', orientation ' in lines[0] and '[' in lines[0]
+
+
+def test_cli_echo_says_it_waits_when_nothing_is_published():
+    """Echo of /nothing_here: a line on stderr while waiting; --timeout: exit 1, one line."""
+    status, output, errors = _echo(['--topic', '/nothing_here', '--timeout', '8'], [])
+    assert status == 1 and output == ''
+    lines = errors.strip().splitlines()
+    assert lines == [
+        'ghost-feedback: echo: nothing received on /nothing_here after 5 s (no publisher); '
+        'still waiting, Ctrl-C to stop',
+        'ghost-feedback: error: echo: 0 of 1 messages on /nothing_here in 8 s (0 publishers)']
 
 
 def test_replays_a_foreign_bag_by_type_with_assumed_defaults(tmp_path):

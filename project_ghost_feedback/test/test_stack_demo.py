@@ -148,3 +148,21 @@ def test_a_calibrated_confidence_out_of_range_is_one_line_before_the_run(tmp_pat
     assert error == ['ghost-feedback demo: error: --calibrated-confidence must be in '
                      '[0.5, 0.9999], got 0.2']
     assert not (tmp_path / 'out').exists()
+
+
+@pytest.mark.parametrize('argv,expected', [
+    (['--speed', '-1'], '--speed must be a number > 0, got -1'),
+    (['--scale', '0'], '--scale must be a number > 0, got 0'),
+    (['--speed', 'nan'], '--speed must be a number > 0, got nan'),
+    (['--scenario', 'synthetic', '--rate', '0'], '--rate must be a number > 0, got 0'),
+    (['--scenario', 'synthetic', '--speed', '-2'], '--speed must be a number > 0, got -2'),
+])
+def test_a_speed_or_scale_not_above_zero_is_one_line_before_the_run(tmp_path, capsys, argv,
+                                                                    expected):
+    """--speed -1 was accepted and --scale 0 ran to a MISMATCH: refused, one line, exit 2."""
+    from project_ghost_feedback.demo import stack_demo
+
+    assert stack_demo.main(argv + ['--output-dir', str(tmp_path / 'out')]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert error == [f'ghost-feedback demo: error: {expected}']
+    assert not (tmp_path / 'out').exists()

@@ -77,8 +77,9 @@ def add_arguments(parser, positive_int):
                              '(rosbag2_YYYY_MM_DD-..., ghost_feedback_...), else the bag folder')
     from ..bridge_inputs import add_input_arguments
 
-    add_input_arguments(parser, " (ordinary bags: their outcomes come from the bridge's engine, "
-                                'as with evaluate)')
+    add_input_arguments(parser, " (required for ordinary bags, with --reference: their "
+                                "outcomes come from the bridge's engine, as with evaluate; "
+                                'telemetry bags need neither)')
 
 
 def run(args, fail):
@@ -138,6 +139,11 @@ def run(args, fail):
         return fail(f'dask: {type(error).__name__}: {error}', 2)
     finally:
         signal.signal(signal.SIGTERM, previous)
+    if bridge is None and results and all(r.get('not_telemetry') for r in results):
+        # Only ordinary bags and no --estimate: one line with the way out, not a table of zeros.
+        return fail(f'{results[0]["error"]}' if len(results) == 1 else
+                    f'none of the {len(results)} bags holds a BeliefSelfAssessment (ordinary '
+                    f'bags?), e.g. {results[0]["error"]}', 2)
     for result in results:
         result['robot'] = robot_name(result['bag'], args.robot_name_from)
     engine = {'scheduler': args.scheduler or 'LocalCluster', 'workers': args.workers,

@@ -169,6 +169,30 @@ class _PolicyRun:
         return result
 
 
+BRIDGE_INPUT_TYPES = ('nav_msgs/msg/Odometry', 'geometry_msgs/msg/PoseWithCovarianceStamped',
+                      'geometry_msgs/msg/PoseStamped')
+"""Types of an ordinary bag's topics that ``--estimate`` / ``--reference`` can name."""
+ESTIMATE_HINT = ('give --estimate TOPIC --reference TOPIC to run the outcome bridge over its '
+                 'odometry and ground truth, as evaluate does')
+
+
+class NotTelemetryBag(ValueError):
+    """A bag without BeliefSelfAssessment to replay (an ordinary bag, given no --estimate)."""
+
+
+def _require_telemetry(path, info):
+    """Raise NotTelemetryBag, with the hint, when the bag holds no BeliefSelfAssessment."""
+    from ..telemetry.channels import TYPE_BELIEF_SELF_ASSESSMENT
+
+    types = {t.msgtype.replace('/msg/', '/') for t in info.topics}
+    if TYPE_BELIEF_SELF_ASSESSMENT.replace('/msg/', '/') in types:
+        return
+    poses = sorted(t.name for t in info.topics if t.msgtype in BRIDGE_INPUT_TYPES)
+    found = f' (pose topics: {", ".join(poses)})' if poses else ''
+    raise NotTelemetryBag(f'{path}: no BeliefSelfAssessment to replay, not a telemetry bag'
+                          f'{found}; {ESTIMATE_HINT}')
+
+
 def audit_bag(path, policies, *, max_history=DEFAULT_MAX_HISTORY,
               outcome_buffer_size=DEFAULT_OUTCOME_BUFFER_SIZE, injection=None, bridge=None):
     """Replay the bag ``path`` under every :class:`PolicySpec` of ``policies``; return a dict.
@@ -186,6 +210,7 @@ def audit_bag(path, policies, *, max_history=DEFAULT_MAX_HISTORY,
     try:
         info = bag_info(path)
         if bridge is None:
+            _require_telemetry(path, info)
             contracts = _recorded_inputs(path)
         else:
             from ..bridge_inputs import bridge_outputs
@@ -193,6 +218,9 @@ def audit_bag(path, policies, *, max_history=DEFAULT_MAX_HISTORY,
             contracts = (contract for _, contract in bridge_outputs(path, *bridge))
         return _audit(path, info, contracts, policies, max_history,
                       max(outcome_buffer_size, max_history), injection)
+    except NotTelemetryBag as error:
+        return {'bag': path, 'ok': False, 'error': ' '.join(str(error).split())[:500],
+                'not_telemetry': True}
     except Exception as error:  # noqa: BLE001 - one line per failing bag, the audit goes on
         text = ' '.join(str(error).split()) or type(error).__name__
         return {'bag': path, 'ok': False, 'error': f'{type(error).__name__}: {text}'[:500]}

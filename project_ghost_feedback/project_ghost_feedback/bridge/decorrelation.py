@@ -14,9 +14,22 @@ so its lag-k autocorrelation is ``rho^k`` and ``k`` samples apart it is ``target
 ``dt`` change slowly compared with the exponential-forgetting horizon (``1 / alpha`` samples).
 With ``adaptive=False`` the interval is ``min_interval`` (a plain minimum spacing).
 Every candidate (emitted or not) updates the estimate, so it follows the input stream.
+
+Warm-up: while adaptive, nothing is emitted until ``warmup_samples`` candidates have updated the
+estimate (after a start or a :meth:`OutcomePacer.reset`). Before that the autocorrelation is not
+known, and emitting would pass the very first, strongly correlated outcomes on to the feedback
+node: a window full of them breaks the policies' independence assumption and downgraded an honest
+filter within seconds of its start (issue 33). A candidate whose ``x`` is not finite (a distance
+of ``+inf``: an error along a direction the estimator claims to know exactly, certain evidence,
+never a false alarm) is not held by the warm-up, only by ``min_interval``.
 """
 
 import math
+
+DEFAULT_WARMUP_SAMPLES = 50
+"""Candidates that feed the autocorrelation estimate before the first outcome is emitted."""
+MIN_WARMUP_SAMPLES = 2
+MAX_WARMUP_SAMPLES = 1_000_000
 
 
 class OutcomePacer:
@@ -24,7 +37,7 @@ class OutcomePacer:
 
     def __init__(self, min_interval_ns: int = 0, max_interval_ns: int = 10_000_000_000,
                  adaptive: bool = True, target_autocorrelation: float = 0.1, alpha: float = 0.01,
-                 warmup_samples: int = 50) -> None:
+                 warmup_samples: int = DEFAULT_WARMUP_SAMPLES) -> None:
         if not 0 <= min_interval_ns <= max_interval_ns:
             raise ValueError(
                 f'need 0 <= min_interval_ns ({min_interval_ns!r}) <= max_interval_ns '
@@ -34,6 +47,11 @@ class OutcomePacer:
                 f'target_autocorrelation must be in (0, 1), got {target_autocorrelation!r}')
         if not 0.0 < alpha <= 1.0:
             raise ValueError(f'alpha must be in (0, 1], got {alpha!r}')
+        if isinstance(warmup_samples, bool) or not isinstance(warmup_samples, int) or not (
+                MIN_WARMUP_SAMPLES <= warmup_samples <= MAX_WARMUP_SAMPLES):
+            raise ValueError(
+                f'warmup_samples must be an integer in [{MIN_WARMUP_SAMPLES}, '
+                f'{MAX_WARMUP_SAMPLES}], got {warmup_samples!r}')
         self.min_interval_ns = int(min_interval_ns)
         self.max_interval_ns = int(max_interval_ns)
         self.adaptive = bool(adaptive)
@@ -51,6 +69,11 @@ class OutcomePacer:
         self._dt_ns = 0.0
         self._previous: tuple[int, float] | None = None  # (stamp_ns, x)
         self._last_emitted_ns: int | None = None
+
+    @property
+    def warm(self) -> bool:
+        """Return True once the estimate is warm (or when not adaptive: nothing to warm up)."""
+        return not self.adaptive or self.samples >= self.warmup_samples
 
     @property
     def autocorrelation(self) -> float:
@@ -87,8 +110,11 @@ class OutcomePacer:
               orientation_mahalanobis: float) -> bool:
         """Update the statistics with one candidate; return True if it is to be emitted."""
         x = position_mahalanobis ** 2 + orientation_mahalanobis ** 2
-        if math.isfinite(x):
+        finite = math.isfinite(x)
+        if finite:
             self._update(stamp_ns, x)
+        if finite and not self.warm:
+            return False  # the autocorrelation is not known yet (module documentation)
         if self._last_emitted_ns is not None and stamp_ns < self._last_emitted_ns:
             self._last_emitted_ns = None  # time went backwards: start over
         if (self._last_emitted_ns is None

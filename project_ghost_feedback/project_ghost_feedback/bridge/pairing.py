@@ -116,7 +116,8 @@ def engine_config(values: Mapping[str, Any]) -> dict[str, Any] | str:
             max_interval_ns=int(values['decorrelation.max_interval_s'] * NS_PER_S),
             adaptive=values['decorrelation.adaptive'],
             target_autocorrelation=values['decorrelation.target_autocorrelation'],
-            alpha=values['decorrelation.alpha'])
+            alpha=values['decorrelation.alpha'],
+            warmup_samples=values['decorrelation.warmup_samples'])
         transform = None
         if values['transform.enabled']:
             if not values['transform.from_frame_id'] or not values['transform.to_frame_id']:
@@ -245,6 +246,7 @@ class PairingEngine:
         self.references_used = 0
         self.paired = 0
         self.paced_out = 0
+        self.warming_up = 0   # of paced_out: withheld while the pacer's estimate was not warm
         self.outcomes = 0
         self.assessments = 0
         self.resets: collections.Counter[str] = collections.Counter()
@@ -265,10 +267,10 @@ class PairingEngine:
     # -- configuration ------------------------------------------------------------------------
 
     @staticmethod
-    def _pacer_settings(config: Mapping[str, Any]) -> tuple[int, int, bool, float, float]:
+    def _pacer_settings(config: Mapping[str, Any]) -> tuple[int, int, bool, float, float, int]:
         pacer = config['pacer']
         return (pacer.min_interval_ns, pacer.max_interval_ns, pacer.adaptive,
-                pacer.target_autocorrelation, pacer.alpha)
+                pacer.target_autocorrelation, pacer.alpha, pacer.warmup_samples)
 
     def apply_config(self, config: dict[str, Any]) -> None:
         """Take a new config (a dynamic parameter change); the pacer restarts only if changed."""
@@ -607,6 +609,7 @@ class PairingEngine:
         if not self.pacer.offer(estimate.stamp_ns, error.position_mahalanobis,
                                 error.orientation_mahalanobis):
             self.paced_out += 1
+            self.warming_up += not self.pacer.warm
             self.listener.paced_out(outcome, estimate)
             return
         self.outcomes += 1

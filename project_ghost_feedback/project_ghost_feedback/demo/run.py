@@ -14,6 +14,7 @@
 
 import argparse
 import json
+import math
 import os
 import pathlib
 import signal
@@ -249,12 +250,21 @@ def run(args):
     return 0 if ok else 1
 
 
+def check_positive(args, *names):
+    """Raise ValueError (one line naming the option) unless each option is finite and > 0."""
+    for name in names:
+        value = getattr(args, name.lstrip('-').replace('-', '_'))
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f'{name} must be a number > 0, got {value:g}')
+
+
 def main(argv=None):
     """Entry point of ``ghost-feedback demo``."""
     args = build_parser().parse_args(argv)
     from ..safe_io import check_output_dir, print_error
 
     try:  # before the run starts, not after it
+        check_positive(args, '--duration', '--rate', '--speed', '--peak', '--max-history')
         check_output_dir(args.output_dir, '--output-dir')
     except ValueError as error:
         print_error('ghost-feedback demo', error)

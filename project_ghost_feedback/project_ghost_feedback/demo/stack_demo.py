@@ -32,7 +32,7 @@ from ..core import NS_PER_S
 from ..ros.dds import ensure_loopback
 from .connection import wait_for_nodes
 from .nees import format_nees, nees_series, summarize_nees
-from .run import _replay_check, _stop_node
+from .run import _replay_check, _stop_node, check_positive
 
 ESTIMATE_TOPIC = '/odometry/filtered'
 REFERENCE_TOPIC = '/ground_truth/odom'
@@ -485,6 +485,7 @@ def main(argv=None):
     from ..safe_io import check_output_dir, print_error
 
     try:  # before the run starts, not after it
+        check_positive(args, '--speed', '--scale')
         check_output_dir(args.output_dir, '--output-dir')
         low, high = CONFIDENCE_RANGE
         if not low <= args.calibrated_confidence <= high:

@@ -359,7 +359,7 @@ def build(commands, positive_int, fail):
         'evaluate', help='the bridge and the feedback loop over ordinary bags (odometry + truth)',
         description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('bags', metavar='BAG', nargs='+', help='rosbag2 bag directories')
-    add_input_arguments(parser)
+    add_input_arguments(parser, required=True)
     parser.add_argument('--policy', metavar='NAME[:k=v,...]',
                         help=f'feedback policy and parameters (default {DEFAULT_POLICY})')
     parser.add_argument('--max-history', metavar='N', type=positive_int,
@@ -369,7 +369,7 @@ def build(commands, positive_int, fail):
     parser.add_argument('--no-plot', action='store_true', help='write no picture')
 
     def handler(args):
-        if not args.estimate or not args.reference:
+        if not args.estimate or not args.reference:  # given, but empty
             return fail('evaluate needs --estimate TOPIC and --reference TOPIC', 2)
         if args.estimate == args.reference:
             return fail(f'--estimate and --reference are the same topic {args.estimate}', 2)

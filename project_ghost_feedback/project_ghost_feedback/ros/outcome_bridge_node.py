@@ -66,6 +66,11 @@ from ..bridge.calibrated_estimate import (
     calibrated_covariance,
     inflation_factors,
 )
+from ..bridge.decorrelation import (
+    DEFAULT_WARMUP_SAMPLES,
+    MAX_WARMUP_SAMPLES,
+    MIN_WARMUP_SAMPLES,
+)
 from ..bridge.geometry import AXES
 from ..bridge.transforms import TF_REASONS
 from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes, re-exported
@@ -176,6 +181,12 @@ PARAMETERS = {
     'decorrelation.alpha': ParameterSpec(
         0.01, 'Forgetting factor of the autocorrelation estimate (horizon ~ 1/alpha samples).',
         float_range=(1e-6, 1.0)),
+    'decorrelation.warmup_samples': ParameterSpec(
+        DEFAULT_WARMUP_SAMPLES, 'Adaptive: no outcome is emitted until this many paired '
+        'estimates have fed the autocorrelation estimate, after a start or a reset (a window of '
+        'the first, correlated outcomes would downgrade an honest filter). Several decorrelation '
+        'lags at least (docs/bridge.md).',
+        integer_range=(MIN_WARMUP_SAMPLES, MAX_WARMUP_SAMPLES)),
     'calibrated_estimate.enabled': ParameterSpec(
         False, 'Republish every estimate on estimate/calibrated (same type and frame) with its '
         "pose covariance inflated per vec3 by an upper confidence bound of the feedback node's "
@@ -691,6 +702,11 @@ class OutcomeBridge(Node):
         self._estimates_at_last_status = self.received[ESTIMATE]
         if received and not counts['paired']:
             self._period.note(WARN, 'no estimate paired with a reference this period')
+        pacer = self._pacer
+        if not pacer.warm:
+            self._period.note(OK, f'warming up: no outcome until {pacer.warmup_samples} paired '
+                                  f'estimates fed the autocorrelation estimate ({pacer.samples} '
+                                  'so far)')
         self._period.note(OK, 'pairing estimates with references')
         level, message = self._period.take()
         unaccounted = self.accounting()
@@ -730,6 +746,8 @@ class OutcomeBridge(Node):
             'references_waiting_tf': len(self._engine.tf_waiting),
             'decorrelation_interval_s': f'{self._pacer.interval_ns / NS_PER_S:.3f}',
             'd2_lag1_autocorrelation': f'{self._pacer.autocorrelation:.3f}',
+            'decorrelation_warm': self._pacer.warm,
+            'outcomes_withheld_warming_up': self._engine.warming_up,
             'last_drop_reason': self.last_drop_reason,
         }
         if self._calibrated_publisher is not None:

@@ -45,7 +45,7 @@ def one_line(error, limit=300):
 
 # -- checks before any library opens a file ---------------------------------------------------
 
-def _regular_file(path, what):
+def regular_file(path, what):
     """Raise BagError unless ``path`` is a regular file (stat only: a FIFO is never opened)."""
     try:
         mode = os.stat(path).st_mode
@@ -65,7 +65,7 @@ def _check_path(path):
     if not metadata.exists():
         raise BagError(
             f'{path}: no metadata.yaml (not a rosbag2 bag, or a recording that was not closed)')
-    _regular_file(metadata, 'metadata.yaml')
+    regular_file(metadata, 'metadata.yaml')
     return path
 
 
@@ -218,7 +218,7 @@ def _check_storage_files(path, metadata):
     for file_path in storage_paths(path, metadata):
         if not os.path.lexists(file_path):
             raise BagError(f'{path}: storage file {file_path.name} is missing')
-        _regular_file(file_path, f'storage file {file_path.name}')
+        regular_file(file_path, f'storage file {file_path.name}')
         with open(file_path, 'rb') as stream:
             head = stream.read(len(magic))
         if head != magic:

@@ -17,6 +17,7 @@ against what the storage held.
 
 from collections import Counter
 import dataclasses
+import pathlib
 from typing import NamedTuple
 
 from .bag_limits import check_storage, DEFAULT_LIMITS
@@ -27,6 +28,7 @@ from .bag_metadata import (
     one_line,
     parse_yaml,
     read_metadata,
+    regular_file,
     storage_paths,
 )
 from .msgdefs import recorded_definition, type_hash
@@ -276,3 +278,61 @@ def bag_info(path):
                 f'{bag.path}: inconsistent bag: metadata.yaml time range {info.start_time_ns}'
                 f'..{info.end_time_ns}, storage {first}..{last}')
         return dataclasses.replace(info, counts_source='storage')
+
+
+def mcap_file_info(path):
+    """Return the BagInfo of a bare ``.mcap`` file (no metadata.yaml), as evaluate accepts one.
+
+    Bounded as evaluate's read is: :func:`.bag_limits.check_mcap_file` checks every record
+    against the limits before mcap's reader walks it; then every message is counted (not
+    decoded). ``version`` is 0 and ``storage_identifier`` ``'mcap'``; type hashes and offered
+    QoS come from the channels' metadata when a rosbag2 writer put them there.
+    """
+    from mcap.reader import SeekingReader
+
+    from .bag_limits import check_mcap_file, DEFAULT_LIMITS
+
+    file_path = pathlib.Path(path)
+    if not file_path.exists():
+        raise BagError(f'{file_path}: no such file')
+    regular_file(file_path, 'the .mcap file')
+    check_mcap_file(file_path)
+    counts, channels = Counter(), {}
+    first = last = None
+    try:
+        with open(file_path, 'rb') as stream:
+            reader = SeekingReader(stream, validate_crcs=True,
+                                   record_size_limit=DEFAULT_LIMITS.record_bytes)
+            for schema, channel, message in reader.iter_messages(log_time_order=False):
+                if channel.id not in channels:
+                    channels[channel.id] = (channel, schema)
+                counts[channel.id] += 1
+                first = message.log_time if first is None else min(first, message.log_time)
+                last = message.log_time if last is None else max(last, message.log_time)
+            summary = reader.get_summary()
+    except BagError:
+        raise
+    except Exception as error:  # noqa: BLE001 - every library error is one line
+        raise BagError(f'{file_path}: corrupt or unreadable: {one_line(error)}') from None
+    if summary is not None:  # channels without messages too
+        for channel_id, channel in summary.channels.items():
+            if channel_id not in channels:
+                channels[channel_id] = (channel, summary.schemas.get(channel.schema_id))
+    topics = []
+    for channel_id, (channel, schema) in sorted(channels.items()):
+        msgtype = normalize_type_name(schema.name if schema is not None else '')
+        digest = channel.metadata.get('topic_type_hash', '')
+        text = schema.data.decode('utf-8', 'replace') if schema is not None else ''
+        qos = channel.metadata.get('offered_qos_profiles', '')
+        try:
+            profiles = parse_yaml(qos) if qos else ()
+        except Exception:  # noqa: BLE001 - QoS text we cannot read is left out
+            profiles = ()
+        topics.append(TopicInfo(channel.topic, msgtype, counts[channel_id], digest,
+                                tuple(profiles) if isinstance(profiles, list) else (),
+                                recorded_definition(msgtype, digest, text)))
+    total = sum(counts.values())
+    return BagInfo(path=str(file_path), version=0, storage_identifier='mcap', ros_distro='',
+                   files=((file_path.name, total),), message_count=total,
+                   start_time_ns=first, end_time_ns=last, topics=tuple(topics), custom_data={},
+                   counts_source='storage')
