@@ -27,9 +27,6 @@ command lines that read them (``ghost-feedback evaluate`` and ``audit``).
 import pathlib
 from .core import NS_PER_S
 
-ESTIMATE_TYPES = ('nav_msgs/msg/Odometry', 'geometry_msgs/msg/PoseWithCovarianceStamped')
-REFERENCE_TYPES = ('nav_msgs/msg/Odometry', 'geometry_msgs/msg/PoseStamped',
-                   'geometry_msgs/msg/PoseWithCovarianceStamped')
 OUTCOME, ASSESSMENT = 'outcome', 'assessment'
 TF_TOPICS = {'/tf': False, '/tf_static': True}   # topic -> static
 TF_TYPE = 'tf2_msgs/msg/TFMessage'
@@ -55,10 +52,11 @@ def bridge_parameters(params_file=None, node_name='outcome_bridge'):
 
     ``params_file`` is a ROS 2 parameter file (``/**:`` or the node name, then
     ``ros__parameters``; nested keys are dotted: ``decorrelation.adaptive``), as the launch uses.
-    Unknown keys, values of the wrong type and out-of-range values are an BagInputError naming
+    Unknown keys, values of the wrong type and out-of-range values are a BagInputError naming
     them; ``use_sim_time`` is ignored.
     """
-    from .ros.outcome_bridge_node import config_from, PARAMETERS
+    from .bridge.parameters import config_from, PARAMETERS
+    from .parameter_spec import ParameterError
 
     values = {name: spec.default for name, spec in PARAMETERS.items()}
     if params_file is not None:
@@ -88,9 +86,10 @@ def bridge_parameters(params_file=None, node_name='outcome_bridge'):
                             f'{params_file}: {name} must be a {type(default).__name__}, got '
                             f'{value!r}')
                     values[name] = value
-    config = config_from(values)
-    if isinstance(config, str):
-        raise BagInputError(f'{params_file or "bridge parameters"}: {config}')
+    try:
+        config_from(values)
+    except ParameterError as error:
+        raise BagInputError(f'{params_file or "bridge parameters"}: {error}') from None
     return values
 
 
@@ -251,14 +250,15 @@ class BridgeRun:
         return connections
 
     def __iter__(self):
+        from .bridge.parameters import ESTIMATE_TYPE_CHOICES, REFERENCE_TYPE_CHOICES
         from .msg_decoding import stamp_to_ns
 
         reader = open_reader(self.path)
         try:
             estimates = _topic(self.path, reader, self.estimate_topic, 'estimate',
-                               ESTIMATE_TYPES)
+                               tuple(ESTIMATE_TYPE_CHOICES.values()))
             references = _topic(self.path, reader, self.reference_topic, 'reference',
-                                REFERENCE_TYPES)
+                                tuple(REFERENCE_TYPE_CHOICES.values()))
             self.estimate_type = estimates[0].msgtype
             self.reference_type = references[0].msgtype
             self.bag_start_ns, self.bag_end_ns = reader.start_time, reader.end_time

@@ -36,6 +36,7 @@ import numpy as np
 from ..core import BeliefSelfAssessment, NamedLevel, NS_PER_S, PredictionOutcome
 from ..core.loop import FUTURE_STAMP, future_stamp_detail, went_back
 from ..msg_decoding import stamp_to_ns as _stamp_to_ns
+from ..parameter_spec import cap_text, ParameterError
 from .belief_claim import claim_levels, ClaimThresholds
 from .decorrelation import OutcomePacer
 from .geometry import (
@@ -76,7 +77,6 @@ RESET_CLOCK_JUMP = 'clock_jump'
 RESET_ESTIMATE_STAMPS = 'estimate_stamp_jump'
 RESET_REFERENCE_STAMPS = 'reference_stamp_jump'
 
-MAX_TEXT = 400
 
 CheckedCovariance = tuple[FloatArray | None, Refusal | None]
 """What :func:`.geometry.covariance_refusal` said of a covariance."""
@@ -86,13 +86,8 @@ Intake = tuple[int, tuple[float, float, float], tuple[float, float, float, float
 """``(stamp_ns, position, quaternion, covariance)`` of an input taken in."""
 
 
-def _cap(text: object, limit: int = MAX_TEXT) -> str:
-    line = str(text)
-    return line if len(line) <= limit else f'{line[:limit]}... ({len(line)} characters)'
-
-
-def engine_config(values: Mapping[str, Any]) -> dict[str, Any] | str:
-    """Return the engine's config dict from the bridge's parameter values, or a reason string.
+def engine_config(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the engine's config dict from the bridge's parameter values (else ParameterError).
 
     ``values`` maps every pairing parameter name of the bridge (docs/bridge.md; the keys of
     config/outcome_bridge.yaml) to its value; ranges are the caller's to check.
@@ -104,7 +99,8 @@ def engine_config(values: Mapping[str, Any]) -> dict[str, Any] | str:
             continue
         estimate_child, sep, reference_child = str(entry).partition(':')
         if not sep or not estimate_child or not reference_child:
-            return _cap(f"child_frame_map entry {entry!r} is not 'estimate_child:reference_child'")
+            raise ParameterError(cap_text(
+                f"child_frame_map entry {entry!r} is not 'estimate_child:reference_child'"))
         child_frames.add((estimate_child, reference_child))
     try:
         axis_mask(ignored)
@@ -121,18 +117,21 @@ def engine_config(values: Mapping[str, Any]) -> dict[str, Any] | str:
         transform = None
         if values['transform.enabled']:
             if not values['transform.from_frame_id'] or not values['transform.to_frame_id']:
-                return 'transform.from_frame_id and transform.to_frame_id must be set'
+                raise ParameterError(
+                    'transform.from_frame_id and transform.to_frame_id must be set')
             if len(values['transform.translation_m']) != 3:
-                return 'transform.translation_m must have 3 values'
+                raise ParameterError('transform.translation_m must have 3 values')
             if len(values['transform.rotation_xyzw']) != 4:
-                return 'transform.rotation_xyzw must have 4 values'
+                raise ParameterError('transform.rotation_xyzw must have 4 values')
             refused = quaternion_refusal(values['transform.rotation_xyzw'])
             if refused is not None:
-                return f'transform.rotation_xyzw: {refused[0]} ({refused[1]})'
+                raise ParameterError(f'transform.rotation_xyzw: {refused[0]} ({refused[1]})')
             transform = FixedTransform(
                 values['transform.translation_m'], values['transform.rotation_xyzw'])
+    except ParameterError:
+        raise
     except ValueError as error:
-        return _cap(error)
+        raise ParameterError(cap_text(error)) from None
     return {
         'ignored_axes': ignored, 'thresholds': thresholds, 'pacer': pacer,
         'child_frame_map': frozenset(child_frames),

@@ -41,11 +41,9 @@ from project_ghost_feedback_msgs.msg import (
 from rclpy.clock import Clock, ClockType, JumpThreshold
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
-from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
-from rcl_interfaces.msg import SetParametersResult
 from std_srvs.srv import Trigger
 
 from ..core import ContractViolation, NS_PER_S
@@ -76,7 +74,6 @@ from .conversions import (
     overconfidence_to_msg,
 )
 from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for main()'s users
-    descriptor,
     EXECUTORS,
     NODE_PARAMETERS,
     policy_parameter_specs,
@@ -90,7 +87,7 @@ from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s u
     diagnostic_status,
     make_executor,
     message_class,
-    refusal,
+    ParameterSet,
 )
 
 NODE_NAME = 'feedback_node'
@@ -127,23 +124,16 @@ class FeedbackNode(Node):
 
     def __init__(self, node_name=NODE_NAME, **kwargs):
         super().__init__(node_name, **kwargs)
-        self._policy_specs = policy_parameter_specs()
-        specs = {**NODE_PARAMETERS, **{n: s for n, (_, _, s) in self._policy_specs.items()}}
-        self._parameter_names = list(specs)
-        self._read_only = frozenset(n for n, s in specs.items() if s.read_only)
+        policy_specs = policy_parameter_specs()
+        specs = {**NODE_PARAMETERS, **{n: s for n, (_, _, s) in policy_specs.items()}}
         try:
-            for name, spec in specs.items():
-                self.declare_parameter(name, spec.default, descriptor(name, spec))
-        except ParameterException as error:
-            # An override out of its descriptor's range or of the wrong type.
+            self._parameter_set = ParameterSet(
+                self, specs, lambda values: validate(values, policy_specs),
+                self._apply_config, error_type=StartupError)
+        except StartupError:
             self.destroy_node()
-            raise StartupError(f'invalid parameters: {error}') from None
-        config = validate(self._parameter_values(), self._policy_specs)
-        if isinstance(config, str):
-            self.destroy_node()
-            raise StartupError(f'invalid parameters: {config}')
-        self._config = config
-        self._pending_config = None
+            raise
+        config = self._parameter_set.config
 
         self.received = collections.Counter()
         self.rejected = collections.Counter()
@@ -246,8 +236,7 @@ class FeedbackNode(Node):
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
                           on_clock_change=False),
             post_callback=self._on_clock_jump)
-        self.add_on_set_parameters_callback(self._check_parameters)
-        self.add_post_set_parameters_callback(self._apply_parameters)
+        self._parameter_set.watch()
         self.diagnostic_name = f'{self.get_fully_qualified_name()}: {DIAGNOSTIC_TASK}'
         self._emit(LoopEvent(self._clock_ns(), CONFIGURATION, CAUSE_START,
                              config.loop.describe(), config.loop))
@@ -336,32 +325,15 @@ class FeedbackNode(Node):
     # -- parameters ---------------------------------------------------------------------------
 
     def _param(self, name):
-        return self.get_parameter(name).value
+        return self._parameter_set.value(name)
 
-    def _parameter_values(self):
-        return {name: self.get_parameter(name).value for name in self._parameter_names}
+    @property
+    def _config(self):
+        """The FeedbackConfig in effect (the parameter set's validated configuration)."""
+        return self._parameter_set.config
 
-    def _check_parameters(self, parameters):
-        """On-set: validate the whole resulting set; apply nothing (see _apply_parameters)."""
-        values = self._parameter_values()
-        refused = refusal(self, parameters, values, self._read_only)
-        if refused is not None:
-            return SetParametersResult(successful=False, reason=refused)
-        values.update((p.name, p.value) for p in parameters if p.name in values)
-        config = validate(values, self._policy_specs)
-        if isinstance(config, str):
-            config = cap_text(config)
-            self.get_logger().warning(f'parameter change refused: {config}')
-            return SetParametersResult(successful=False, reason=config)
-        self._pending_config = config
-        return SetParametersResult(successful=True)
-
-    def _apply_parameters(self, parameters):
-        """Post-set: apply the configuration the on-set callback validated."""
-        config, self._pending_config = self._pending_config, None
-        if config is None or config == self._config:
-            return  # e.g. a `ros2 param load` of unchanged values: nothing to do, nothing logged
-        old, self._config = self._config, config
+    def _apply_config(self, old, config, parameters):
+        """Post-set: apply the configuration the parameter set validated (it logs the change)."""
         if old.diagnostics_period_s != config.diagnostics_period_s:
             self.destroy_timer(self._diagnostics_timer)
             self._diagnostics_timer = self.create_timer(
@@ -370,8 +342,6 @@ class FeedbackNode(Node):
         event = self._loop.configure(config.loop, self._clock_ns())
         if event is not None:
             self._emit(event)
-        self.get_logger().info(
-            'parameters changed: ' + ', '.join(f'{p.name}={p.value!r}' for p in parameters))
 
     # -- resets -------------------------------------------------------------------------------
 

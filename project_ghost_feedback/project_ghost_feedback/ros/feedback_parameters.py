@@ -4,7 +4,8 @@
 Every parameter is declared with a descriptor that states its meaning and the rules it is checked
 against (ranges advertised through ``integer_range`` / ``floating_point_range``, choices through
 ``additional_constraints``). :func:`validate` checks a complete set of values (node and policy
-parameters) and returns a :class:`FeedbackConfig`, or a one-line reason; it builds the selected
+parameters) and returns a :class:`FeedbackConfig`, or raises
+:class:`~..parameter_spec.ParameterError` with a one-line reason; it builds the selected
 policy and every other registered policy, so a bad value is refused when it is set, and any
 exception a policy raises while it is built is a refusal, never a crash.
 Topic names are not parameters: remap ``prediction_outcome``, ``self_assessment/raw`` and
@@ -30,7 +31,8 @@ from ..core.loop import (
     TIME_JUMP_TOLERANCE_S_RANGE,
 )
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
-from .node_kit import descriptor, EXECUTORS, ParameterSpec  # noqa: F401 - re-exported
+from ..parameter_spec import check_ranges, EXECUTORS, ParameterError, ParameterSpec
+from .node_kit import descriptor  # noqa: F401 - re-exported
 
 DEFAULT_EXECUTOR = 'single_threaded'
 
@@ -136,30 +138,31 @@ class FeedbackConfig:
 
 
 def _check_record_topics(values):
-    """Return why ``record_topics`` is refused, or None (telemetry is imported only if needed)."""
+    """Raise ParameterError when ``record_topics`` is refused (imports telemetry if needed)."""
     entries = [entry for entry in values['record_topics'] if entry]
     if not entries:
-        return None
+        return
     if not (values['telemetry_bag'] or values['telemetry_dir']):
-        return 'record_topics records into the telemetry bag: set telemetry_bag or telemetry_dir'
+        raise ParameterError(
+            'record_topics records into the telemetry bag: set telemetry_bag or telemetry_dir')
     try:
         from ..telemetry.channels import recorded_topic
     except ImportError as error:
-        return f'record_topics needs the telemetry libraries ({error})'
+        raise ParameterError(f'record_topics needs the telemetry libraries ({error})') from None
     try:
         channels = [recorded_topic(entry) for entry in entries]
     except ValueError as error:
-        return str(error)
+        raise ParameterError(str(error)) from None
     if len({channel.topic for channel in channels}) != len(channels):
-        return 'record_topics names a topic twice'
-    return None
+        raise ParameterError('record_topics names a topic twice')
 
 
 def validate(values, policy_specs):
-    """Return a FeedbackConfig for a complete set of parameter values, or a one-line reason."""
+    """Return a FeedbackConfig for a complete set of parameter values (else ParameterError)."""
     policy_name = values['policy']
     if policy_name not in policy_names():
-        return f'policy {policy_name!r} is not registered (choose from {", ".join(policy_names())})'
+        raise ParameterError(f'policy {policy_name!r} is not registered (choose from '
+                             f'{", ".join(policy_names())})')
     selected_fields = {}
     for name in policy_names():
         fields = {
@@ -169,26 +172,22 @@ def validate(values, policy_specs):
         try:
             make_policy(name, fields)
         except Exception as error:  # noqa: BLE001 - any failure to build is a refusal
-            return f'parameters of policy {name!r}: {error}'
+            raise ParameterError(f'parameters of policy {name!r}: {error}') from None
         if name == policy_name:
             selected_fields = fields
     if values['executor'] not in EXECUTORS:
-        return f'executor {values["executor"]!r} is not one of {", ".join(EXECUTORS)}'
+        raise ParameterError(
+            f'executor {values["executor"]!r} is not one of {", ".join(EXECUTORS)}')
     if values['telemetry_bag'] and values['telemetry_dir']:
-        return 'set telemetry_bag or telemetry_dir, not both'
-    reason = _check_record_topics(values)
-    if reason:
-        return reason
-    for name, spec in NODE_PARAMETERS.items():
-        bounds = spec.integer_range or spec.float_range
-        if bounds is not None and not bounds[0] <= values[name] <= bounds[1]:
-            return f'{name} must be in [{bounds[0]}, {bounds[1]}], got {values[name]!r}'
+        raise ParameterError('set telemetry_bag or telemetry_dir, not both')
+    _check_record_topics(values)
+    check_ranges(NODE_PARAMETERS, values)
     try:
         loop = LoopConfig.make(
             policy_name, dict(selected_fields), values['max_history'],
             values['outcome_buffer_size'], int(values['time_jump_tolerance_s'] * NS_PER_S))
     except (TypeError, ValueError) as error:
-        return str(error)
+        raise ParameterError(str(error)) from None
     return FeedbackConfig(
         loop=loop,
         assessment_hold_ns=int(values['assessment_hold_s'] * NS_PER_S),

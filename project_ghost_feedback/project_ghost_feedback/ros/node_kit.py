@@ -16,7 +16,6 @@
 - :func:`cap_text`; :func:`make_executor` (the ``executor`` parameter's choices).
 """
 
-from dataclasses import dataclass
 import importlib
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -31,37 +30,21 @@ from rcl_interfaces.msg import (
 )
 
 from ..msg_decoding import NS_PER_S, stamp_to_ns as _contract_stamp_to_ns
+from ..parameter_spec import (  # noqa: F401 - the kit's parameter and text rules, re-exported
+    cap_text,
+    EXECUTORS,
+    MAX_TEXT,
+    ParameterError,
+    ParameterSpec,
+)
 from .conversions import fill_stamp, ns_to_stamp  # noqa: F401 - the kit's stamp conversion
 
-MAX_TEXT = 300
-"""Characters of a refusal reason, log line or /diagnostics value quoting a bad input, at most."""
 MAX_INT = 2**31 - 1
-EXECUTORS = ('single_threaded', 'events')
-
-
-def cap_text(text, limit=MAX_TEXT):
-    """Return ``str(text)`` cut to ``limit`` characters, saying how long it was when cut."""
-    text = str(text)
-    if len(text) <= limit:
-        return text
-    return f'{text[:limit]}... ({len(text)} characters)'
 
 
 def stamp_to_ns(stamp, owner='message', field='header.stamp'):
     """Return ``sec * 10**9 + nanosec`` of a Time message (nanosec >= 10**9: ValueError)."""
     return _contract_stamp_to_ns(stamp, owner, field)
-
-
-@dataclass(frozen=True)
-class ParameterSpec:
-    """One node parameter: default, meaning, and the rule its descriptor advertises."""
-
-    default: object
-    description: str
-    read_only: bool = False
-    integer_range: tuple = None
-    float_range: tuple = None
-    choices: tuple = None
 
 
 def _kind(default):
@@ -117,7 +100,8 @@ class ParameterSet:
     """A node's parameters from specs: declared, validated as a whole on set, applied after set.
 
     Call :meth:`watch` once the node has declared everything.
-    ``validate(values)`` returns a configuration object or a one-line reason (a str);
+    ``validate(values)`` returns a configuration object or raises
+    :class:`~..parameter_spec.ParameterError` with a one-line reason;
     ``apply(old, new, parameters)`` is called in the post-set callback with the configuration the
     on-set callback validated (never for a change that leaves it equal). ``error_type`` is raised
     at construction for an invalid start-up set (run_node() exits 2 for a ValueError).
@@ -135,10 +119,10 @@ class ParameterSet:
                 node.declare_parameter(name, spec.default, descriptor(name, spec))
         except ParameterException as error:  # out of range or of the wrong type
             raise error_type(f'invalid parameters: {cap_text(error)}') from None
-        config = validate(self.values())
-        if isinstance(config, str):
-            raise error_type(f'invalid parameters: {cap_text(config)}')
-        self.config = config
+        try:
+            self.config = validate(self.values())
+        except ParameterError as error:
+            raise error_type(f'invalid parameters: {cap_text(error)}') from None
 
     def watch(self):
         """Install the on-set and post-set callbacks (after the node declared all it declares).
@@ -163,11 +147,10 @@ class ParameterSet:
         if reason is None:
             values = self.values()
             values.update((p.name, p.value) for p in parameters if p.name in values)
-            config = self._validate(values)
-            if isinstance(config, str):
-                reason = cap_text(config)
-            else:
-                self._pending = config
+            try:
+                self._pending = self._validate(values)
+            except ParameterError as error:
+                reason = cap_text(error)
         if reason is not None:
             self._pending = None
             self._node.get_logger().warning(f'parameter change refused: {reason}')

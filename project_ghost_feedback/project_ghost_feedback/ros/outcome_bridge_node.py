@@ -61,17 +61,10 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
 
 from ..bridge.calibrated_estimate import (
-    CONFIDENCE_RANGE,
-    DEFAULT_CONFIDENCE,
     calibrated_covariance,
     inflation_factors,
 )
-from ..bridge.decorrelation import (
-    DEFAULT_WARMUP_SAMPLES,
-    MAX_WARMUP_SAMPLES,
-    MIN_WARMUP_SAMPLES,
-)
-from ..bridge.geometry import AXES
+from ..bridge.parameters import config_from, PARAMETERS
 from ..bridge.transforms import TF_REASONS
 from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes, re-exported
     DROP_BAD_STAMP,
@@ -104,162 +97,18 @@ from .node_kit import (
     cap_text,
     diagnostic_array,
     diagnostic_status,
-    EXECUTORS,
     make_executor,
     NS_PER_S,
     ParameterSet,
-    ParameterSpec,
 )
 from .node_main import run_node
 
 NODE_NAME = 'outcome_bridge'
 DIAGNOSTIC_TASK = 'outcome_bridge'
-ESTIMATE_TYPES = {'odometry': Odometry, 'pose_with_covariance': PoseWithCovarianceStamped}
-REFERENCE_TYPES = {
+ESTIMATE_CLASSES = {'odometry': Odometry, 'pose_with_covariance': PoseWithCovarianceStamped}
+REFERENCE_CLASSES = {
     'odometry': Odometry, 'pose': PoseStamped, 'pose_with_covariance': PoseWithCovarianceStamped}
-
-PARAMETERS = {
-    'estimate_type': ParameterSpec(
-        'odometry', 'Estimate message type (read-only).', read_only=True,
-        choices=tuple(sorted(ESTIMATE_TYPES))),
-    'reference_type': ParameterSpec(
-        'odometry', 'Reference message type (read-only).', read_only=True,
-        choices=tuple(sorted(REFERENCE_TYPES))),
-    'executor': ParameterSpec(
-        'single_threaded', "Executor used by main() (read-only): single_threaded is rclpy's "
-        'SingleThreadedExecutor; events is rclpy.experimental.EventsExecutor (faster; on Jazzy '
-        'it passes no message info, so no sequence-gap counting).', read_only=True,
-        choices=EXECUTORS),
-    'input_qos_depth': ParameterSpec(
-        1000, 'keep_last depth of the BEST_EFFORT input subscriptions (they match reliable and '
-        'best-effort publishers); qos_overrides./<topic>.subscription.{reliability,depth,history} '
-        'override it (read-only).', read_only=True, integer_range=(1, 100_000)),
-    'output_qos_depth': ParameterSpec(
-        1000, 'keep_last depth of the reliable output publishers (read-only).', read_only=True,
-        integer_range=(1, 100_000)),
-    'reference_buffer_size': ParameterSpec(
-        1000, 'Reference samples kept for interpolation (read-only; at 100 Hz, 1000 is 10 s).',
-        read_only=True, integer_range=(2, 1_000_000)),
-    'pending_capacity': ParameterSpec(
-        1000, 'Estimates waiting for a reference after their stamp, at most (read-only).',
-        read_only=True, integer_range=(1, 1_000_000)),
-    'max_reference_gap_s': ParameterSpec(
-        0.5, 'Estimates between two references further apart than this are dropped (gap).',
-        float_range=(1e-6, 3600.0)),
-    'max_estimate_wait_s': ParameterSpec(
-        5.0, 'An estimate newer than every reference is dropped once estimates this much newer '
-        'arrived with no newer reference in between (estimate time).', float_range=(0.0, 3600.0)),
-    'time_jump_tolerance_s': ParameterSpec(
-        5.0, 'Input stamps further than this ahead of the node clock are refused (future_stamp); '
-        'stamps going back by more than this (a restarted producer, a sim reset) reset the '
-        'pending estimates and the reference buffer. Seconds.', float_range=(0.001, 3600.0)),
-    'use_reference_covariance': ParameterSpec(
-        True, 'Add the reference covariance (if its type has one; all zero counts as none).'),
-    'ignored_axes': ParameterSpec(
-        [''], f'Axes left out of distances and claims, from {list(AXES)} (e.g. z, roll, pitch '
-        'for a planar estimator; [""] or [] for none).'),
-    'null_tolerance': ParameterSpec(
-        1e-9, 'An error component along a zero-variance direction above this gives distance '
-        '+inf.', float_range=(0.0, 1.0)),
-    'position_known_max_std_m': ParameterSpec(
-        0.2, 'Position std at or below this: KNOWN.', float_range=(1e-9, 1e6)),
-    'position_uncertain_max_std_m': ParameterSpec(
-        1.0, 'Position std at or below this: UNCERTAIN (else UNKNOWN).', float_range=(1e-9, 1e6)),
-    'orientation_known_max_std_rad': ParameterSpec(
-        0.05, 'Orientation std at or below this: KNOWN.', float_range=(1e-9, 10.0)),
-    'orientation_uncertain_max_std_rad': ParameterSpec(
-        0.2, 'Orientation std at or below this: UNCERTAIN.', float_range=(1e-9, 10.0)),
-    'decorrelation.adaptive': ParameterSpec(
-        True, 'Space outcomes by the online decorrelation time of d^2 (see docs/bridge.md).'),
-    'decorrelation.min_interval_s': ParameterSpec(
-        0.0, 'Minimum estimate time between two emitted outcomes.', float_range=(0.0, 3600.0)),
-    'decorrelation.max_interval_s': ParameterSpec(
-        10.0, 'Upper bound of the adaptive interval.', float_range=(0.0, 3600.0)),
-    'decorrelation.target_autocorrelation': ParameterSpec(
-        0.1, 'Adaptive: emitted outcomes are spaced so their d^2 autocorrelation is about this.',
-        float_range=(1e-6, 0.999)),
-    'decorrelation.alpha': ParameterSpec(
-        0.01, 'Forgetting factor of the autocorrelation estimate (horizon ~ 1/alpha samples).',
-        float_range=(1e-6, 1.0)),
-    'decorrelation.warmup_samples': ParameterSpec(
-        DEFAULT_WARMUP_SAMPLES, 'Adaptive: no outcome is emitted until this many paired '
-        'estimates have fed the autocorrelation estimate, after a start or a reset (a window of '
-        'the first, correlated outcomes would downgrade an honest filter). Several decorrelation '
-        'lags at least (docs/bridge.md).',
-        integer_range=(MIN_WARMUP_SAMPLES, MAX_WARMUP_SAMPLES)),
-    'calibrated_estimate.enabled': ParameterSpec(
-        False, 'Republish every estimate on estimate/calibrated (same type and frame) with its '
-        "pose covariance inflated per vec3 by an upper confidence bound of the feedback node's "
-        'overconfidence factor, read from self_assessment/calibrated (read-only; '
-        'docs/bridge.md).', read_only=True),
-    'calibrated_estimate.confidence': ParameterSpec(
-        DEFAULT_CONFIDENCE, 'One-sided confidence of the factor: 0.975 (default) is the upper '
-        'end of the 95% interval on /diagnostics, 0.5 the median-unbiased estimate.',
-        float_range=CONFIDENCE_RANGE),
-    'calibrated_estimate.allow_deflation': ParameterSpec(
-        False, 'Let a factor below 1 (an underconfident estimator) shrink the covariance.'),
-    'calibrated_estimate.max_factor': ParameterSpec(
-        100.0, 'Largest factor applied per vec3 (a distance of +inf gives an infinite bound).',
-        float_range=(1.0, 1e6)),
-    'child_frame_map': ParameterSpec(
-        [''], "Estimate and reference bodies that are the same robot, each "
-        "'estimate_child:reference_child' (e.g. 'base_link:robot1/base_link'). Odometry inputs "
-        'whose child_frame_id differ and are not related here are not paired '
-        '(child_frame_mismatch); [""] or [] for none.'),
-    'use_tf': ParameterSpec(
-        True, 'Map each reference into the estimate frame with tf2 (/tf, /tf_static) at the '
-        "reference's stamp (read-only; docs/bridge.md, Frames). Without tf2 importable the bridge "
-        'runs without tf and says so on /diagnostics.', read_only=True),
-    'tf.max_wait_s': ParameterSpec(
-        1.0, 'A reference whose transform is not known yet (unavailable, or extrapolation into '
-        'the future) waits until an input stamped this much later arrives (input time), then is '
-        'dropped by reason; extrapolation into the past is dropped at once.',
-        float_range=(0.0, 3600.0)),
-    'tf.cache_s': ParameterSpec(
-        10.0, 'Seconds of /tf history the tf2 buffer keeps (read-only).', read_only=True,
-        float_range=(0.1, 3600.0)),
-    'transform.enabled': ParameterSpec(
-        False, 'Map references in transform.from_frame_id into transform.to_frame_id first.'),
-    'transform.from_frame_id': ParameterSpec('', 'Reference frame of the fixed transform.'),
-    'transform.to_frame_id': ParameterSpec('', 'Estimate frame of the fixed transform.'),
-    'transform.translation_m': ParameterSpec(
-        [0.0, 0.0, 0.0], 'p_to = R p_from + t: t, metres.'),
-    'transform.rotation_xyzw': ParameterSpec(
-        [0.0, 0.0, 0.0, 1.0], 'p_to = R p_from + t: R as quaternion x y z w.'),
-    'diagnostics_period_s': ParameterSpec(
-        1.0, 'Period of /diagnostics, steady-clock seconds.', float_range=(1e-3, 3600.0)),
-    'stale_after_s': ParameterSpec(
-        5.0, 'STALE when an input brought no message for this long (steady time); WARN at once '
-        'when an input has no matched publisher, or more than one.', float_range=(0.01, 86_400.0)),
-    'reject_log_throttle_s': ParameterSpec(
-        1.0, 'Minimum seconds between two log lines of one kind (drops, resets, callback '
-        'errors).', float_range=(0.0, 3600.0)),
-}
-
-
-def config_from(values):
-    """Return a validated config dict from parameter values, or a reason string."""
-    for name, types in (('estimate_type', ESTIMATE_TYPES), ('reference_type', REFERENCE_TYPES)):
-        if values[name] not in types:
-            return f'{name} {cap_text(repr(values[name]), 80)} is not one of {sorted(types)}'
-    if values['executor'] not in EXECUTORS:
-        return f'executor {cap_text(repr(values["executor"]), 80)} is not one of {EXECUTORS}'
-    for name, spec in PARAMETERS.items():
-        bounds = spec.integer_range or spec.float_range
-        if bounds is not None and not bounds[0] <= values[name] <= bounds[1]:
-            return f'{name} must be in [{bounds[0]}, {bounds[1]}], got {values[name]!r}'
-    config = engine_config(values)
-    if isinstance(config, str):
-        return config
-    config.update(calibrated_allow_deflation=values['calibrated_estimate.allow_deflation'],
-                  calibrated_max_factor=values['calibrated_estimate.max_factor'],
-                  calibrated_confidence=values['calibrated_estimate.confidence'],
-                  diagnostics_period_s=values['diagnostics_period_s'],
-                  stale_after_s=values['stale_after_s'],
-                  reject_log_throttle_s=values['reject_log_throttle_s'])
-    return config
-
-
+"""The message class of each ``estimate_type`` / ``reference_type`` choice (bridge.parameters)."""
 class _NodeListener(EngineListener):
     """Publish what the pairing engine hands over; count, log and note it on /diagnostics."""
 
@@ -372,7 +221,7 @@ class OutcomeBridge(Node):
         self.calibrated_factors = (1.0, 1.0)
         if self._param('calibrated_estimate.enabled'):
             self._calibrated_publisher = self.create_publisher(
-                ESTIMATE_TYPES[self._param('estimate_type')], 'estimate/calibrated', output_qos)
+                ESTIMATE_CLASSES[self._param('estimate_type')], 'estimate/calibrated', output_qos)
             self.create_subscription(
                 CalibratedSelfAssessmentMsg, 'self_assessment/calibrated',
                 self._on_calibrated, QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
@@ -382,8 +231,8 @@ class OutcomeBridge(Node):
         callbacks = {
             REFERENCE: (self._on_reference_with_info, self._on_reference),
             ESTIMATE: (self._on_estimate_with_info, self._on_estimate)}
-        types = {REFERENCE: REFERENCE_TYPES[self._param('reference_type')],
-                 ESTIMATE: ESTIMATE_TYPES[self._param('estimate_type')]}
+        types = {REFERENCE: REFERENCE_CLASSES[self._param('reference_type')],
+                 ESTIMATE: ESTIMATE_CLASSES[self._param('estimate_type')]}
         self._input_subscriptions = {}
         self._gaps = {}
         for kind in (REFERENCE, ESTIMATE):
