@@ -130,8 +130,9 @@ def drift_run():
         published = _play(h, samples, drift, by_hand=False, tf_publisher=_tf_publisher(h))
         outcomes = _published_outcomes(h)
         levels = [(_stamp(m), m.overall_level.value) for m in h.assessments]
-        counts = (dict(h.node.dropped), dict(h.node.references_dropped), h.node.accounting(),
-                  h.node.references_used)
+        counts = (dict(h.node.engine.dropped), dict(h.node.engine.references_dropped),
+                  h.node.accounting(),
+                  h.node.engine.references_used)
     return samples, drift, published, outcomes, levels, counts
 
 
@@ -151,7 +152,7 @@ def test_moving_map_to_odom_through_tf_equals_the_transform_applied_by_hand(drif
         h = make(**UNPACED)
         _play(h, samples, drift, by_hand=True)
         by_hand = _published_outcomes(h)
-        assert h.node.references_used == len(samples)
+        assert h.node.engine.references_used == len(samples)
     assert [key[0] for key in by_hand] == [key[0] for key in outcomes]
     for live, hand in zip(outcomes, by_hand):
         assert live[1] + live[2] == pytest.approx(hand[1] + hand[2], abs=1e-9)
@@ -198,10 +199,10 @@ def test_missing_transform_is_counted_and_never_paired(harness):
         h.reference(tenth * SECOND_NS // 10, frame_id='world')
     h.estimate(2 * SECOND_NS, frame_id=ODOM_FRAME, covariance=COVARIANCE)
     # Input time 3 s: the references up to 2 s waited their tf.max_wait_s (1 s) and are dropped.
-    assert h.node.references_dropped['tf_unavailable'] == 21
-    assert len(h.node._engine.tf_waiting) == 10
+    assert h.node.engine.references_dropped['tf_unavailable'] == 21
+    assert len(h.node.engine.tf_waiting) == 10
     assert h.node.accounting() == {'estimate': 0, 'reference': 0}
-    assert not h.outcomes and h.node.paired == 0
+    assert not h.outcomes and h.node.engine.paired == 0
     h.spin_until(lambda: any(s['level'] == DiagnosticStatus.ERROR
                              and s.get('references_dropped[tf_unavailable]') == '21'
                              for s in _statuses(h)), 'an ERROR status counting tf_unavailable')
@@ -223,11 +224,11 @@ def test_late_transform_waits_too_late_and_past_are_dropped(harness):
     # In the past: before the oldest tf data. Dropped at once (once the estimate frame is known).
     h.estimate(SECOND_NS // 5, frame_id=ODOM_FRAME, x=-0.5)
     h.reference(SECOND_NS // 2, frame_id=MAP_FRAME, x=0.5)
-    assert h.node.references_dropped == {'tf_extrapolation_past': 1}
+    assert h.node.engine.references_dropped == {'tf_extrapolation_past': 1}
     # Late: the reference at 2 s comes before the tf at 2 s; it waits and is paired once it came.
     h.reference(2 * SECOND_NS, frame_id=MAP_FRAME, x=2.0)
     h.estimate(2 * SECOND_NS, frame_id=ODOM_FRAME, x=1.0)   # odom x = 1 is map x = 2: d = 0
-    assert h.node.paired == 0 and len(h.node._engine.tf_waiting) == 1
+    assert h.node.engine.paired == 0 and len(h.node.engine.tf_waiting) == 1
     send_tf(2 * SECOND_NS)
     h.reference(2 * SECOND_NS + SECOND_NS // 10, frame_id=MAP_FRAME, x=2.1)  # retries the wait
     h.spin_until(lambda: h.outcomes, 'the outcome of the late transform')
@@ -237,7 +238,7 @@ def test_late_transform_waits_too_late_and_past_are_dropped(harness):
     h.estimate(3 * SECOND_NS, frame_id=ODOM_FRAME, x=5.0)
     for tenth in range(22, 36):
         h.reference(tenth * SECOND_NS // 10, frame_id=MAP_FRAME, x=tenth / 10)
-    assert h.node.references_dropped['tf_extrapolation_future'] >= 3
+    assert h.node.engine.references_dropped['tf_extrapolation_future'] >= 3
     assert h.node.accounting() == {'estimate': 0, 'reference': 0}
     # Never paired with a wrong transform: nothing after the last tf got an outcome.
     assert [o.header.stamp.sec for o in h.outcomes] == [2]

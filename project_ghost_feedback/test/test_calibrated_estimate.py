@@ -164,7 +164,7 @@ def test_the_node_republishes_the_estimate_inflated_by_the_latest_factor():
         position, orientation = inflation_factors(calibrated.calibration_history)
         assert position > 3.0
         feedback.publish(calibrated_to_msg(calibrated))
-        h.spin_until(lambda: h.node.calibrated_factors[0] > 1.0, 'the factor to arrive')
+        h.spin_until(lambda: h.node.calibrated_estimate.factors[0] > 1.0, 'the factor to arrive')
         h.estimate(2 * SECOND_NS)
         h.spin_until(lambda: len(received) >= 2, 'a second calibrated estimate')
         covariance = list(received[1].pose.covariance)

@@ -86,8 +86,8 @@ def test_evaluate_gives_the_live_bridges_outcomes(tmp_path):
             msg.orientation_mahalanobis) for msg in h.outcomes]
         live_levels = [(msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec,
                         msg.overall_level.value) for msg in h.assessments]
-        assert sum(h.node.dropped.values()) == 0
-        assert h.node.paced_out > 0  # the pacing is part of what is compared
+        assert sum(h.node.engine.dropped.values()) == 0
+        assert h.node.engine.paced_out > 0  # the pacing is part of what is compared
 
     bag = write_rosbags_bag(tmp_path / 'inputs', samples, ODOMETRY)
     offline_outcomes, offline_levels = offline_outputs(

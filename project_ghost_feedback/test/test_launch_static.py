@@ -226,8 +226,8 @@ def test_resolve_topic_agrees_with_rclpy(helpers, namespace, rclpy_context):
         ros_namespace = '/' + namespace.strip('/')
         node = FeedbackNode(context=rclpy_context, namespace=ros_namespace)
         resolved = [
-            node._outcome_subscription.topic_name,
-            node._assessment_subscription.topic_name,
+            node.outcome_subscription.topic_name,
+            node.assessment_subscription.topic_name,
             node._publisher.topic_name,
         ]
         expected = [

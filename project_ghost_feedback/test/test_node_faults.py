@@ -442,7 +442,7 @@ def test_record_topics_messages_over_the_readers_limit_are_refused_and_counted(t
         for index in range(6):
             size = 2_000_000 if index % 2 else 1000
             publisher.publish(String(data='x' * size))
-            harness.spin_until(lambda: harness.node.topic_messages_recorded > index,
+            harness.spin_until(lambda: harness.node.topic_recorder.recorded > index,
                                'the message')
         status = harness.node.diagnostic_status()
         values = {kv.key: kv.value for kv in status.values}
@@ -473,7 +473,7 @@ def test_record_topics_losses_are_counted_like_the_inputs(tmp_path):
         # The first message taken is the baseline of the sequence numbers (as for the inputs).
         publisher.publish(String(data='first'))
         sent = 1
-        harness.spin_until(lambda: node.topic_messages_recorded == 1, 'the first message')
+        harness.spin_until(lambda: node.topic_recorder.recorded == 1, 'the first message')
         for _ in range(300):
             publisher.publish(String(data='y' * 1000))
             sent += 1

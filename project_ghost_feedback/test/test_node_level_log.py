@@ -50,7 +50,7 @@ def test_a_first_downgraded_output_is_logged_and_a_raw_change_too():
 def test_the_window_evidence_is_said_in_words():
     from project_ghost_feedback.core import PredictionOutcome
     from project_ghost_feedback.core.feedback import assess_with_feedback, make_policy
-    from project_ghost_feedback.ros.feedback_node import window_evidence
+    from project_ghost_feedback.ros.feedback_diagnostics import window_evidence
 
     outcomes = [PredictionOutcome(i, i, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), d, 0.5)
                 for i, d in enumerate((0.5, 2.0, 4.0, 7.0, 0.25), start=1)]

@@ -96,14 +96,15 @@ def test_bad_estimates_are_refused_with_a_reason_and_publish_nothing(harness):
         received = h.node.received['estimate']
         h.estimate_publisher.publish(odometry((index + 1) * SECOND_NS, **fields))
         h.spin_until(lambda: h.node.received['estimate'] > received, name)
-        assert h.node.dropped[EXPECTED_REASON[name]] >= 1, (name, dict(h.node.dropped))
-    assert sum(h.node.dropped.values()) == len(BAD_ESTIMATES)
-    assert not h.outcomes and not h.assessments and h.node.paired == 0
+        assert h.node.engine.dropped[EXPECTED_REASON[name]] >= 1, (
+            name, dict(h.node.engine.dropped))
+    assert sum(h.node.engine.dropped.values()) == len(BAD_ESTIMATES)
+    assert not h.outcomes and not h.assessments and h.node.engine.paired == 0
     # A bad reference is refused too, and a valid estimate still pairs.
     received = h.node.received['reference']
     h.reference_publisher.publish(odometry(50 * SECOND_NS, quaternion=(0.0, 0.0, 0.0, 0.0)))
     h.spin_until(lambda: h.node.received['reference'] > received, 'a bad reference')
-    assert dict(h.node.references_dropped) == {'quaternion_zero': 1}
+    assert dict(h.node.engine.references_dropped) == {'quaternion_zero': 1}
     h.estimate(60 * SECOND_NS)
     h.spin_until(lambda: h.outcomes, 'an outcome after the bad inputs')
     assert h.node.accounting() == {'estimate': 0, 'reference': 0}
@@ -118,21 +119,21 @@ def test_future_estimate_stamp_is_refused_and_never_becomes_newest(harness):
     received = h.node.received['estimate']
     h.estimate_publisher.publish(odometry((2**31 - 10) * SECOND_NS))
     h.spin_until(lambda: h.node.received['estimate'] > received, 'the future estimate')
-    assert dict(h.node.dropped) == {'future_stamp': 1}
+    assert dict(h.node.engine.dropped) == {'future_stamp': 1}
     _pairs(h, now_s - 9, 20)
-    h.spin_until(lambda: h.node.paired >= 19, '19 pairs')
-    assert dict(h.node.dropped) == {'future_stamp': 1}
+    h.spin_until(lambda: h.node.engine.paired >= 19, '19 pairs')
+    assert dict(h.node.engine.dropped) == {'future_stamp': 1}
 
 
 def test_estimator_restart_resets_and_pairing_resumes(harness):
     """Estimate stamps go back by 4,900 s (a restarted estimator): reset, pairs resume."""
     h = harness(**UNPACED)
     _pairs(h, 5000, 5)
-    paired = h.node.paired
+    paired = h.node.engine.paired
     _pairs(h, 100, 10)
-    h.spin_until(lambda: h.node.paired >= paired + 9, 'pairs after the restart')
-    assert h.node.resets['reference_stamp_jump'] == 1
-    assert h.node.dropped['estimate_not_newer'] == 0
+    h.spin_until(lambda: h.node.engine.paired >= paired + 9, 'pairs after the restart')
+    assert h.node.engine.resets['reference_stamp_jump'] == 1
+    assert h.node.engine.dropped['estimate_not_newer'] == 0
     assert h.node.accounting() == {'estimate': 0, 'reference': 0}
 
 
@@ -148,7 +149,7 @@ def test_sim_reset_resumes_pairing_whatever_the_order(harness, order):
     set_clock = h.set_clock
     set_clock(1000)
     _pairs(h, 990, 5)
-    before = h.node.paired
+    before = h.node.engine.paired
     assert before >= 4
     if order == 'clock_first':
         set_clock(1)
@@ -161,11 +162,11 @@ def test_sim_reset_resumes_pairing_whatever_the_order(harness, order):
     h.reference(SECOND_NS + SECOND_NS // 10)
     h.estimate(SECOND_NS + SECOND_NS // 20)
     h.reference(SECOND_NS + 2 * SECOND_NS // 10)   # one reference period later
-    h.spin_until(lambda: h.node.paired > before, 'a pair after the reset')
+    h.spin_until(lambda: h.node.engine.paired > before, 'a pair after the reset')
     _pairs(h, 2, 10)
-    h.spin_until(lambda: h.node.paired >= before + 10, 'pairing on the new timeline')
-    assert sum(h.node.resets.values()) >= 1
-    assert h.node.dropped['estimate_not_newer'] == 0
+    h.spin_until(lambda: h.node.engine.paired >= before + 10, 'pairing on the new timeline')
+    assert sum(h.node.engine.resets.values()) >= 1
+    assert h.node.engine.dropped['estimate_not_newer'] == 0
     assert h.node.accounting() == {'estimate': 0, 'reference': 0}
 
 
@@ -241,7 +242,7 @@ def test_best_effort_publishers_are_matched_by_default(harness, profile):
         if time.monotonic() - paired[0] > 0.1:   # best effort: resend until one arrives
             estimates.publish(odometry(SECOND_NS // 2, x=0.1))
             paired[0] = time.monotonic()
-        return h.node.paired >= 1
+        return h.node.engine.paired >= 1
 
     h.spin_until(send, 'a pair from a best-effort publisher')
     h.spin_until(lambda: h.outcomes, 'the outcome')
@@ -282,7 +283,7 @@ def test_parameter_names_and_reasons_are_checked(harness):
     assert not huge.successful and len(huge.reason) < 1000
     (ok,) = node.set_parameters([Parameter('time_jump_tolerance_s', value=2.0)])
     assert ok.successful
-    assert node._config['time_jump_tolerance_ns'] == 2 * SECOND_NS
+    assert node.config['time_jump_tolerance_ns'] == 2 * SECOND_NS
 
 
 def test_an_exception_in_a_callback_is_counted_and_the_estimate_accounted(harness):
@@ -290,13 +291,13 @@ def test_an_exception_in_a_callback_is_counted_and_the_estimate_accounted(harnes
     h = harness(**UNPACED)
     h.reference(0)
     h.reference(SECOND_NS)
-    pacer = h.node._pacer
-    h.node._pacer = None            # the next pairing raises AttributeError
+    pacer = h.node.engine.pacer
+    h.node.engine.pacer = None            # the next pairing raises AttributeError
     h.estimate(SECOND_NS // 2)
     assert dict(h.node.callback_errors) == {'AttributeError': 1}
     assert h.node.accounting() == {'estimate': 0, 'reference': 0}
-    assert h.node.paired == 1 and not h.outcomes   # paired, then the pacer failed
-    h.node._pacer = pacer
+    assert h.node.engine.paired == 1 and not h.outcomes   # paired, then the pacer failed
+    h.node.engine.pacer = pacer
     h.spin_until(lambda: any(s.level == DiagnosticStatus.ERROR and 'AttributeError' in s.message
                              for s in h.diagnostics), 'the error on /diagnostics')
     h.estimate(SECOND_NS * 3 // 4)
@@ -353,7 +354,7 @@ def test_the_calibrated_estimate_never_carries_a_zero_or_infinite_variance(harne
         h.spin_until(lambda: h.node._calibration_history is not None, 'the spoofed history')
     elif case == 'huge_variances':
         feedback.publish(_calibrated_msg(1e3))
-        h.spin_until(lambda: h.node.calibrated_factors[0] == 100.0, 'a factor of 100')
+        h.spin_until(lambda: h.node.calibrated_estimate.factors[0] == 100.0, 'a factor of 100')
     covariance = list(COVARIANCE)
     if case == 'huge_variances':
         covariance = [value * 1e305 / COVARIANCE[0] for value in COVARIANCE]
@@ -380,7 +381,7 @@ def test_the_calibrated_estimate_never_carries_a_zero_or_infinite_variance(harne
     h.reference(32 * SECOND_NS)
     h.estimate(31 * SECOND_NS, covariance=covariance)
     if case == 'huge_variances':
-        h.spin_until(lambda: sum(h.node.calibrated_estimates_refused.values()) == 1,
+        h.spin_until(lambda: sum(h.node.calibrated_estimate.refused.values()) == 1,
                      'the refusal to be counted')
         count = len(h.diagnostics)
         h.spin_until(lambda: len(h.diagnostics) > count + 1, 'a status after the refusal')
@@ -399,7 +400,7 @@ def test_the_calibrated_estimate_never_carries_a_zero_or_infinite_variance(harne
     # No evidence: factor 1 for that block, the estimator's own variances.
     assert variances[3:] == pytest.approx([COVARIANCE[7 * i] for i in range(3, 6)])
     if case == 'zero_distances':
-        assert h.node.calibrated_factors == (1.0, 1.0)
+        assert h.node.calibrated_estimate.factors == (1.0, 1.0)
 
 
 def test_estimates_and_references_of_different_bodies_are_not_paired(harness):
@@ -425,8 +426,8 @@ def test_estimates_and_references_of_different_bodies_are_not_paired(harness):
     for second in range(1, 6):
         send(second, 'robot1/base_link', 'robot2/base_link')
     send(6, 'robot1/base_link', 'robot2/base_link')
-    h.spin_until(lambda: h.node.dropped['child_frame_mismatch'] >= 5, 'the mismatches')
-    assert h.node.paired == 0 and not h.outcomes
+    h.spin_until(lambda: h.node.engine.dropped['child_frame_mismatch'] >= 5, 'the mismatches')
+    assert h.node.engine.paired == 0 and not h.outcomes
     count = len(h.diagnostics)
     h.spin_until(lambda: len(h.diagnostics) > count, 'a status')
     status = h.diagnostics[-1]
@@ -437,6 +438,6 @@ def test_estimates_and_references_of_different_bodies_are_not_paired(harness):
                                      value=['robot1/base_link:robot2/base_link'])])
     for second in range(20, 24):
         send(second, 'robot1/base_link', 'robot2/base_link')
-    h.spin_until(lambda: h.node.paired >= 2, 'pairs once the map relates the bodies')
+    h.spin_until(lambda: h.node.engine.paired >= 2, 'pairs once the map relates the bodies')
     refused = h.node.set_parameters([Parameter('child_frame_map', value=['no_colon'])])[0]
     assert not refused.successful and 'child_frame_map' in refused.reason

@@ -132,7 +132,7 @@ class Harness:
             if time.monotonic() > deadline:
                 raise AssertionError(
                     f'timed out waiting for {what}: received {dict(self.node.received)}, '
-                    f'dropped {dict(self.node.dropped)}, paired {self.node.paired}')
+                    f'dropped {dict(self.node.engine.dropped)}, paired {self.node.engine.paired}')
             self.executor.spin_once(timeout_sec=0.01)
 
     def reference(self, stamp_ns, frame_id='odom', **pose):
@@ -213,7 +213,7 @@ def test_estimate_between_references_gives_interpolated_outcome_and_claim(harnes
                       'orientation': SelfAssessmentLevelMsg.UNCERTAIN}
     assert claim.overall_level.value == SelfAssessmentLevelMsg.UNCERTAIN
     assert [n.name for n in claim.axis_levels] == ['x', 'y', 'z', 'roll', 'pitch', 'yaw']
-    assert h.node.paired == 1
+    assert h.node.engine.paired == 1
 
 
 def test_estimate_waits_for_a_newer_reference(harness):
@@ -221,7 +221,7 @@ def test_estimate_waits_for_a_newer_reference(harness):
     h = harness(**UNPACED)
     h.reference(0)
     h.estimate(SECOND_NS // 2, x=-0.1)
-    assert h.node.paired == 0 and not h.assessments  # waiting, not paired with a stale one
+    assert h.node.engine.paired == 0 and not h.assessments  # waiting, not paired with a stale one
     h.reference(SECOND_NS)
     h.wait_assessments(1)
     h.spin_until(lambda: h.outcomes, 'an outcome')
@@ -254,8 +254,8 @@ def test_backlog_of_both_inputs_pairs_every_estimate(harness):
     h.spin_until(lambda: (h.node.assessments_published >= 100
                           and h.node.received['reference'] >= 501), 'every input handled')
     assert h.node.received == {'reference': 501, 'estimate': 100}
-    assert dict(h.node.dropped) == {}
-    assert h.node.paired == 100 and h.node.outcomes_published == 100
+    assert dict(h.node.engine.dropped) == {}
+    assert h.node.engine.paired == 100 and h.node.outcomes_published == 100
 
 
 def test_estimates_stop_waiting_once_references_stop(harness):
@@ -270,8 +270,8 @@ def test_estimates_stop_waiting_once_references_stop(harness):
     for index in range(61):   # 1.05 .. 7.05 s
         h.estimate(SECOND_NS + SECOND_NS // 20 + index * SECOND_NS // 10)
     h.spin_until(lambda: h.node.assessments_published >= 11, '11 assessments')
-    assert dict(h.node.dropped) == {'no_reference_after': 11}
-    assert h.node.paired == 0 and h.node.assessments_published == 11
+    assert dict(h.node.engine.dropped) == {'no_reference_after': 11}
+    assert h.node.engine.paired == 0 and h.node.assessments_published == 11
 
 
 def test_frame_mismatch_is_refused_and_counted(harness):
@@ -285,7 +285,7 @@ def test_frame_mismatch_is_refused_and_counted(harness):
     h.estimate(SECOND_NS, frame_id='odom')
     h.estimate(SECOND_NS + 1, frame_id='odom')
     h.wait_assessments(2)
-    assert h.node.dropped['frame_mismatch'] == 2
+    assert h.node.engine.dropped['frame_mismatch'] == 2
     assert not h.outcomes
     h.spin_until(lambda: any(s.level == DiagnosticStatus.ERROR for s in h.diagnostics),
                  'an ERROR status on /diagnostics')
@@ -316,7 +316,7 @@ def test_gap_and_before_buffer_are_dropped_and_counted(harness):
     h.estimate(SECOND_NS // 2)
     h.estimate(2 * SECOND_NS)
     h.wait_assessments(2)
-    assert dict(h.node.dropped) == {'before_reference_buffer': 1, 'reference_gap': 1}
+    assert dict(h.node.engine.dropped) == {'before_reference_buffer': 1, 'reference_gap': 1}
     assert not h.outcomes
     h.spin_until(lambda: any(s.level == DiagnosticStatus.WARN for s in h.diagnostics),
                  'a WARN status on /diagnostics')
@@ -347,7 +347,7 @@ def test_minimum_interval_paces_outcomes_but_not_assessments(harness):
     h.spin_until(lambda: len(h.outcomes) >= 4, '4 outcomes')
     assert [m.header.stamp.nanosec for m in h.outcomes] == [
         0, 300_000_000, 600_000_000, 900_000_000]
-    assert h.node.paced_out == 6
+    assert h.node.engine.paced_out == 6
 
 
 def test_parameters_validated_on_set(harness):
@@ -362,7 +362,7 @@ def test_parameters_validated_on_set(harness):
     assert not bad_axis[0].successful
     ok = node.set_parameters([Parameter('max_reference_gap_s', value=2.0)])
     assert ok[0].successful
-    assert node._buffer.max_gap_ns == 2 * SECOND_NS
+    assert node.engine.buffer.max_gap_ns == 2 * SECOND_NS
 
 
 def test_backward_clock_jump_resets_time_ordered_state(harness):
@@ -375,12 +375,12 @@ def test_backward_clock_jump_resets_time_ordered_state(harness):
     h.estimate(11 * SECOND_NS)
     h.spin_until(lambda: h.outcomes, 'an outcome before the jump')
     set_clock(1)
-    h.spin_until(lambda: h.node.clock_resets >= 1, 'the jump to be seen')
+    h.spin_until(lambda: h.node.engine.resets['clock_jump'] >= 1, 'the jump to be seen')
     h.reference(1 * SECOND_NS)
     h.reference(3 * SECOND_NS)
     h.estimate(2 * SECOND_NS, x=0.1)
     h.spin_until(lambda: len(h.outcomes) >= 2, 'an outcome after the jump')
-    assert h.node.dropped['estimate_not_newer'] == 0
+    assert h.node.engine.dropped['estimate_not_newer'] == 0
     assert h.outcomes[1].position_mahalanobis == pytest.approx(1.0)
 
 

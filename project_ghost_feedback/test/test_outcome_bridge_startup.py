@@ -145,9 +145,10 @@ def test_an_honest_filter_is_never_downgraded_in_its_first_60_s():
                 chain.spin_until(lambda: len(chain.outcomes) >= chain.bridge.outcomes_published,
                                  'the outcomes')
                 bridge = chain.bridge
-                figures.append((seed, len(chain.outcomes), bridge._engine.warming_up))
+                figures.append((seed, len(chain.outcomes), bridge.engine.warming_up))
                 assert len(chain.calibrated) == sent == int(DURATION_S * CONFIG.rate_hz)
-                assert bridge.paired == sent and not bridge.dropped, dict(bridge.dropped)
+                assert bridge.engine.paired == sent and not bridge.engine.dropped, (
+                    dict(bridge.engine.dropped))
                 for msg in chain.calibrated:
                     if (msg.adjusted_overall_level.value
                             < msg.raw_assessment.overall_level.value):

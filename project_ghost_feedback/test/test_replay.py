@@ -656,7 +656,7 @@ def test_the_node_records_the_topics_asked_for_and_evaluate_reads_them(tmp_path)
                 msg.pose.covariance = [0.01 if i % 7 == 0 else 0.0 for i in range(36)]
                 publisher.publish(msg)
                 sent += 1
-        harness.spin_until(lambda: harness.node.topic_messages_recorded >= sent, 'the records')
+        harness.spin_until(lambda: harness.node.topic_recorder.recorded >= sent, 'the records')
     finally:
         harness.close()
     positions = {}

@@ -47,7 +47,6 @@ from rclpy.serialization import deserialize_message, serialize_message
 from std_srvs.srv import Trigger
 
 from ..core import ContractViolation, NS_PER_S
-from ..core.feedback import format_overconfidence
 from ..core.loop import (
     CAUSE_SERVICE,
     CAUSE_START,
@@ -62,8 +61,6 @@ from .calibration_status import (
     is_underconfident,
     OK,
     PeriodStatus,
-    STALE,
-    UNDERCONFIDENT_MESSAGE,
     WARN,
 )
 from .conversions import (
@@ -73,6 +70,7 @@ from .conversions import (
     outcome_from_msg,
     overconfidence_to_msg,
 )
+from .feedback_diagnostics import feedback_status
 from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for main()'s users
     EXECUTORS,
     NODE_PARAMETERS,
@@ -89,6 +87,7 @@ from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s u
     message_class,
     ParameterSet,
 )
+from .topic_recorder import TopicRecorder
 
 NODE_NAME = 'feedback_node'
 DIAGNOSTIC_TASK = 'calibration'
@@ -155,17 +154,17 @@ class FeedbackNode(Node):
         self._reject_log_gate = LogGate()
         # (raw level, calibrated level) of the last output: the log says when it changes.
         self._logged_levels = None
-        self._loop = FeedbackLoop(config.loop, hold_ns=config.assessment_hold_ns)
-        self._period = PeriodStatus()
-        self._last_severity = None
+        self.loop = FeedbackLoop(config.loop, hold_ns=config.assessment_hold_ns)
+        self.period = PeriodStatus()
+        self.last_severity = None
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self._start_steady_ns = self._steady.now().nanoseconds
-        self._last_outcome_steady_ns = None
-        self._last_clock_ns = self.get_clock().now().nanoseconds
-        self._last_clock_change_steady_ns = self._start_steady_ns
+        self.start_steady_ns = self._steady.now().nanoseconds
+        self.last_outcome_steady_ns = None
+        self.last_clock_ns = self.get_clock().now().nanoseconds
+        self._last_clock_change_steady_ns = self.start_steady_ns
 
         # Open the telemetry bag before any topic exists: a bad path fails without endpoints.
-        self._telemetry = self._open_telemetry()
+        self.telemetry = self._open_telemetry()
 
         depth = self._param('input_qos_depth')
         input_qos = QoSProfile(
@@ -195,39 +194,24 @@ class FeedbackNode(Node):
         # Created first: when both inputs are ready in one wait, the executor takes the outcomes
         # first (SingleThreadedExecutor serves a node's subscriptions in creation order).
         # Raw: the node reads the serialized bytes itself (.wire), no message objects built.
-        self._outcome_subscription = self.create_subscription(
+        self.outcome_subscription = self.create_subscription(
             PredictionOutcomeMsg, OUTCOME_TOPIC, on_outcome, input_qos,
             event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_message_lost),
             raw=True)
-        self._assessment_subscription = self.create_subscription(
+        self.assessment_subscription = self.create_subscription(
             BeliefSelfAssessmentMsg, ASSESSMENT_TOPIC, on_assessment, input_qos,
             event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_message_lost),
             raw=True)
-        self._outcome_gaps = SequenceGaps(self._outcome_subscription.get_publisher_count)
-        self._assessment_gaps = SequenceGaps(self._assessment_subscription.get_publisher_count)
+        self.outcome_gaps = SequenceGaps(self.outcome_subscription.get_publisher_count)
+        self.assessment_gaps = SequenceGaps(self.assessment_subscription.get_publisher_count)
         self._reset_service = self.create_service(Trigger, '~/reset', self._on_reset_request)
-        if self._telemetry is not None and self._param('record_diagnostics'):
-            # As received (CDR bytes, nothing decoded): every publisher's arrays, this node's too.
-            self._diagnostics_recording = self.create_subscription(
-                DiagnosticArray, '/diagnostics', self._record_diagnostics, 100, raw=True)
-        self.topic_messages_recorded = 0  # messages of record_topics handed to the recorder
-        self.topic_messages_lost = 0      # record_topics: the RMW's message_lost events
-        self._topic_gaps = {}             # record_topics: SequenceGaps per topic
-        self._not_recorded_at_status = 0
-        if self._telemetry is not None:
-            # Any topic asked for (e.g. the bridge's inputs), as received: best effort matches
-            # every publisher; the log time is the node clock at receipt, as for /diagnostics.
-            # Losses are counted as the inputs' are (sequence gaps, message_lost events).
-            self._topic_recordings = []
-            for channel, message_type in self._recorded_topics:
-                subscription = self.create_subscription(
-                    message_type, channel.topic, self._recorder_of(channel.topic),
-                    QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=channel.qos.depth,
-                               reliability=ReliabilityPolicy.BEST_EFFORT), raw=True,
-                    event_callbacks=SubscriptionEventCallbacks(
-                        message_lost=self._on_topic_message_lost))
-                self._topic_gaps[channel.topic] = SequenceGaps(subscription.get_publisher_count)
-                self._topic_recordings.append(subscription)
+        self.not_recorded_at_status = 0
+        self.topic_recorder = None
+        if self.telemetry is not None:
+            # Any topic asked for (e.g. the bridge's inputs) and /diagnostics, as received.
+            self.topic_recorder = TopicRecorder(
+                self, self.telemetry, self._recorded_topics, self._clock_ns, self.period,
+                self._message_info, self._param('record_diagnostics'))
         # Releases the assessments the loop holds for assessment_hold_s.
         self._hold_timer = self.create_timer(0.01, self._release_held, clock=self._steady)
         self._diagnostics_timer = self.create_timer(
@@ -242,10 +226,10 @@ class FeedbackNode(Node):
                              config.loop.describe(), config.loop))
         self.get_logger().info(
             f'feedback node ready: {config.loop.describe()}; '
-            f'{self._outcome_subscription.topic_name} + '
-            f'{self._assessment_subscription.topic_name} -> {self._publisher.topic_name}, '
+            f'{self.outcome_subscription.topic_name} + '
+            f'{self.assessment_subscription.topic_name} -> {self._publisher.topic_name}, '
             f'events on {self._events_publisher.topic_name}'
-            + (f'; recording to {self._telemetry.path}' if self._telemetry else ''))
+            + (f'; recording to {self.telemetry.path}' if self.telemetry else ''))
 
     # -- start-up -----------------------------------------------------------------------------
 
@@ -286,7 +270,7 @@ class FeedbackNode(Node):
             self._recorded_topics = tuple(
                 (channel, message_class(channel.msgtype)) for channel in channels)
             extra += tuple(channel for channel, _ in self._recorded_topics)
-            recorder = TelemetryRecorder(bag, self._config.loop, extra_channels=extra,
+            recorder = TelemetryRecorder(bag, self.config.loop, extra_channels=extra,
                                          on_error=self._telemetry_error)
         except (ValueError, OSError) as error:
             self.destroy_node()
@@ -294,30 +278,6 @@ class FeedbackNode(Node):
         return BackgroundRecorder(
             recorder, queue_size=self._param('telemetry_queue_size'),
             queue_bytes=self._param('telemetry_queue_bytes'), on_error=self._telemetry_error)
-
-    def _record_diagnostics(self, payload):
-        self._telemetry.record_serialized('/diagnostics', self._clock_ns(), payload)
-
-    def _recorder_of(self, topic):
-        def record(payload):
-            self.topic_messages_recorded += 1
-            self._telemetry.record_serialized(topic, self._clock_ns(), payload)
-
-        if not self._message_info:
-            return record
-
-        def record_with_info(payload, info):
-            missed = self._topic_gaps[topic].note(info)
-            if missed:
-                self._period.note(WARN, f'{missed} {topic} messages missing from the '
-                                        'publication sequence (not recorded)')
-            record(payload)
-        return record_with_info
-
-    def _on_topic_message_lost(self, status):
-        self.topic_messages_lost += status.total_count_change
-        self._period.note(WARN, f'{status.total_count_change} record_topics messages lost in '
-                                'the middleware (not recorded)')
 
     def _telemetry_error(self, message):
         self.get_logger().error(message)
@@ -328,7 +288,7 @@ class FeedbackNode(Node):
         return self._parameter_set.value(name)
 
     @property
-    def _config(self):
+    def config(self):
         """The FeedbackConfig in effect (the parameter set's validated configuration)."""
         return self._parameter_set.config
 
@@ -338,8 +298,8 @@ class FeedbackNode(Node):
             self.destroy_timer(self._diagnostics_timer)
             self._diagnostics_timer = self.create_timer(
                 config.diagnostics_period_s, self.publish_diagnostics, clock=self._steady)
-        self._loop.hold_ns = config.assessment_hold_ns
-        event = self._loop.configure(config.loop, self._clock_ns())
+        self.loop.hold_ns = config.assessment_hold_ns
+        event = self.loop.configure(config.loop, self._clock_ns())
         if event is not None:
             self._emit(event)
 
@@ -352,23 +312,23 @@ class FeedbackNode(Node):
     def _emit(self, event):
         """Publish a LoopEvent on feedback_events and record it (before what it applies to)."""
         self._events_publisher.publish(event_to_msg(event))
-        if self._telemetry is not None:
-            self._telemetry.record_event(event)
+        if self.telemetry is not None:
+            self.telemetry.record_event(event)
 
     def _note_reset(self, event):
         """Publish, record, count and log (once per event) a reset the loop made."""
         self.last_calibrated = None
-        self._last_severity = None
+        self.last_severity = None
         self._logged_levels = None
         self._emit(event)
         self.resets[event.cause] += 1
         self.last_reset_reason = f'{event.cause}: {event.detail}'
-        self._period.note(WARN, f'window reset ({event.cause}: {event.detail})')
+        self.period.note(WARN, f'window reset ({event.cause}: {event.detail})')
         self.get_logger().warning(f'window reset ({event.cause}): {event.detail}')
 
     def reset(self, cause, detail):
         """Clear the window and the time-ordered state; log once, count the cause; return it."""
-        event = self._loop.reset(cause, detail, self._clock_ns())
+        event = self.loop.reset(cause, detail, self._clock_ns())
         self._note_reset(event)
         return event
 
@@ -380,7 +340,7 @@ class FeedbackNode(Node):
 
     def _on_clock_jump(self, jump):
         """Reset on a backward jump if the state holds stamps now in the future (see the loop)."""
-        event = self._loop.clock_jumped(jump.delta.nanoseconds, self.get_clock().now().nanoseconds)
+        event = self.loop.clock_jumped(jump.delta.nanoseconds, self.get_clock().now().nanoseconds)
         if event is not None:
             self._note_reset(event)
 
@@ -396,23 +356,23 @@ class FeedbackNode(Node):
             self.last_clock_rejection = (
                 f'a /clock message with a negative time (rclpy: {error}); the node clock keeps '
                 'its last value')
-            self._period.note(WARN, f'rejecting /clock messages ({self.last_clock_rejection})')
-            if self._clock_log_gate.open(self._config.reject_log_throttle_s):
+            self.period.note(WARN, f'rejecting /clock messages ({self.last_clock_rejection})')
+            if self._clock_log_gate.open(self.config.reject_log_throttle_s):
                 self.get_logger().warning(
                     f'/clock message rejected ({self.clock_rejected} so far): '
                     f'{self.last_clock_rejection}')
             return
         key = type(error).__name__
         self.callback_errors[key] += 1
-        self._period.note(ERROR, f'a callback raised {key}: {error}')
-        if self._callback_error_log_gate.open(self._config.reject_log_throttle_s):
+        self.period.note(ERROR, f'a callback raised {key}: {error}')
+        if self._callback_error_log_gate.open(self.config.reject_log_throttle_s):
             self.get_logger().error(
                 f'callback raised {key} ({sum(self.callback_errors.values())} so far), '
                 f'the node keeps running: {error}')
 
     def _on_message_lost(self, status):
         self.lost_messages += status.total_count_change
-        self._period.note(WARN, f'{status.total_count_change} input messages lost in the '
+        self.period.note(WARN, f'{status.total_count_change} input messages lost in the '
                                 'middleware (queue overflow)')
 
     # -- data path ----------------------------------------------------------------------------
@@ -426,8 +386,8 @@ class FeedbackNode(Node):
         if len(text) > _MAX_REJECT_TEXT:
             text = f'{text[:_MAX_REJECT_TEXT]}... ({len(text)} characters)'
         self.last_reject_reason = f'{kind}: {text}'
-        self._period.note(WARN, f'rejecting {kind} messages ({reason})')
-        if self._reject_log_gate.open(self._config.reject_log_throttle_s):
+        self.period.note(WARN, f'rejecting {kind} messages ({reason})')
+        if self._reject_log_gate.open(self.config.reject_log_throttle_s):
             self.get_logger().warning(
                 f'rejected {kind} ({sum(self.rejected.values())} so far): {text}')
 
@@ -459,11 +419,11 @@ class FeedbackNode(Node):
         return outcome_handler, assessment_handler
 
     def _note_missed(self, kind, missed):
-        self._period.note(WARN, f'{missed} {kind} messages missing from the publication '
+        self.period.note(WARN, f'{missed} {kind} messages missing from the publication '
                                 'sequence (input queue overflow)')
 
     def _on_outcome_with_info(self, data, info):
-        missed = self._outcome_gaps.note(info)
+        missed = self.outcome_gaps.note(info)
         if missed:
             self._note_missed('outcome', missed)
         self._on_outcome_data(data)
@@ -485,18 +445,18 @@ class FeedbackNode(Node):
         except (TypeError, ValueError) as error:
             self._reject('outcome', error)
             return
-        step = self._loop.outcome(outcome, self.get_clock().now().nanoseconds)
+        step = self.loop.outcome(outcome, self.get_clock().now().nanoseconds)
         if step.refusal is not None:
             self._count_rejection('outcome', *step.refusal)
             return
         for event in step.events:  # resets the input caused: recorded before it
             self._note_reset(event)
-        if self._telemetry is not None:
+        if self.telemetry is not None:
             if data is not None:   # as taken: nothing encoded again
-                self._telemetry.record_bytes(
+                self.telemetry.record_bytes(
                     ((self._channels[0], outcome.observed_stamp_sim_ns, data),))
             else:
-                self._telemetry.record_outcome(outcome)
+                self.telemetry.record_outcome(outcome)
         status = step.status
         if status == DUPLICATE:
             self.duplicates += 1
@@ -504,13 +464,13 @@ class FeedbackNode(Node):
         if status == TOO_OLD:
             # Older than everything in a full buffer: it can no longer count for any window.
             self.too_old_outcomes += 1
-        self._last_outcome_steady_ns = self._steady.now().nanoseconds
+        self.last_outcome_steady_ns = self._steady.now().nanoseconds
         if step.late:
             # It would have counted for an assessment already published.
             self.late_outcomes += 1
 
     def _on_assessment_with_info(self, data, info):
-        missed = self._assessment_gaps.note(info)
+        missed = self.assessment_gaps.note(info)
         if missed:
             self._note_missed('assessment', missed)
         self._on_assessment_data(data)
@@ -531,14 +491,14 @@ class FeedbackNode(Node):
         except (TypeError, ValueError) as error:
             self._reject('assessment', error)
             return
-        if not self._loop.hold(raw, self._steady.now().nanoseconds):
+        if not self.loop.hold(raw, self._steady.now().nanoseconds):
             self._after_judging(
-                self._loop.assessment(raw, self.get_clock().now().nanoseconds), msg, data,
+                self.loop.assessment(raw, self.get_clock().now().nanoseconds), msg, data,
                 header_end)
 
     def _release_held(self):
         """Judge the held assessments whose hold time is over, in arrival order."""
-        loop = self._loop
+        loop = self.loop
         if not loop.held:
             return
         for step in loop.release(self._steady.now().nanoseconds,
@@ -562,21 +522,21 @@ class FeedbackNode(Node):
         if data is not None:
             payload = calibrated_bytes(data, header_end, calibrated)
             self._publisher.publish(payload)
-            if self._telemetry is not None:   # the bytes taken and the bytes published
+            if self.telemetry is not None:   # the bytes taken and the bytes published
                 stamp = raw.belief_stamp_sim_ns
                 _, raw_channel, calibrated_channel = self._channels
-                self._telemetry.record_bytes(((raw_channel, stamp, data),
+                self.telemetry.record_bytes(((raw_channel, stamp, data),
                                               (calibrated_channel, stamp, payload)))
         else:
             raw_msg = msg if isinstance(msg, BeliefSelfAssessmentMsg) else None
             self._publisher.publish(fill_calibrated_msg(self._output_msg, calibrated, raw_msg))
-            if self._telemetry is not None:
-                self._telemetry.record_assessment(raw, calibrated)
+            if self.telemetry is not None:
+                self.telemetry.record_assessment(raw, calibrated)
         self.published += 1
         self.underconfident_assessments += is_underconfident(calibrated)
         self.last_calibrated = calibrated
-        self._last_severity = assessment_severity(calibrated)
-        self._period.note(*self._last_severity)
+        self.last_severity = assessment_severity(calibrated)
+        self.period.note(*self.last_severity)
         self._log_level_change(calibrated)
 
     def _log_level_change(self, calibrated):
@@ -592,101 +552,24 @@ class FeedbackNode(Node):
 
     # -- diagnostics --------------------------------------------------------------------------
 
-    def _clock_note(self, steady_ns):
+    def clock_note(self, steady_ns):
         """Return a note when the node clock has not advanced for a diagnostics period or more."""
         clock_ns = self.get_clock().now().nanoseconds
-        if clock_ns != self._last_clock_ns:
-            self._last_clock_ns = clock_ns
+        if clock_ns != self.last_clock_ns:
+            self.last_clock_ns = clock_ns
             self._last_clock_change_steady_ns = steady_ns
             return ''
         stalled_s = (steady_ns - self._last_clock_change_steady_ns) / NS_PER_S
-        if stalled_s >= self._config.diagnostics_period_s:
+        if stalled_s >= self.config.diagnostics_period_s:
             return f'node clock stalled for {stalled_s:.1f} s (sim time paused?)'
         return ''
 
     def diagnostic_status(self):
-        """Return the DiagnosticStatus of the period since the last call, and start a new one."""
-        steady_ns = self._steady.now().nanoseconds
-        last = self._last_outcome_steady_ns or self._start_steady_ns
-        starved_s = (steady_ns - last) / NS_PER_S
-        if starved_s > self._config.stale_after_s:
-            self._period.note(STALE, f'no outcome received for {starved_s:.1f} s')
-        if self._telemetry is not None:
-            not_recorded = self._telemetry.not_recorded
-            if not_recorded > self._not_recorded_at_status:
-                self._period.note(WARN, f'telemetry: '
-                                        f'{not_recorded - self._not_recorded_at_status} records '
-                                        f'not recorded ({", ".join(self._telemetry.losses)})')
-            self._not_recorded_at_status = not_recorded
-        level, message = self._period.take(carry=self._last_severity)
-        clock_note = self._clock_note(steady_ns)
-        if clock_note:
-            message = f'{message}; {clock_note}'
-        calibrated = self.last_calibrated
-        underconfident = calibrated is not None and is_underconfident(calibrated)
-        if underconfident and UNDERCONFIDENT_MESSAGE not in message:
-            message = f'{message}; {UNDERCONFIDENT_MESSAGE}'
-        values = {
-            'outcomes_received': self.received['outcome'],
-            'assessments_received': self.received['assessment'],
-            'rejected_total': sum(self.rejected.values()),
-            'published': self.published,
-            'duplicates_dropped': self.duplicates,
-            'too_old_outcomes_dropped': self.too_old_outcomes,
-            'late_outcomes': self.late_outcomes,
-            'messages_lost': self.lost_messages,
-            'messages_missed': self._outcome_gaps.missed + self._assessment_gaps.missed,
-            'outcome_publishers': self._outcome_subscription.get_publisher_count(),
-            'assessment_publishers': self._assessment_subscription.get_publisher_count(),
-            'resets_total': sum(self.resets.values()),
-            'last_reset_reason': self.last_reset_reason,
-            'window_outcomes': self._window_outcomes(),
-            'window_evidence': window_evidence(calibrated),
-            'max_history': self._config.loop.max_history,
-            'buffer_fill': '{}/{}'.format(*self._loop.buffer_fill),
-            'policy': self._config.loop.policy,
-            'raw_level': calibrated.raw_assessment.overall_level.name if calibrated else '',
-            'calibrated_level': calibrated.adjusted_overall_level.name if calibrated else '',
-            'last_reason': calibrated.adjustment_reason if calibrated else '',
-            'underconfident': underconfident,
-            'underconfident_assessments': self.underconfident_assessments,
-            'last_reject_reason': self.last_reject_reason,
-            'node_clock_ns': self._last_clock_ns,
-            'clock_rejected': self.clock_rejected,
-            'last_clock_rejection': self.last_clock_rejection,
-            'clock_stalled': bool(clock_note),
-        }
-        if self._telemetry is not None:
-            values['telemetry_bag'] = str(self._telemetry.path)
-            values['telemetry_recorded'] = self._telemetry.recorded
-            values['telemetry_not_recorded'] = self._telemetry.not_recorded
-            values['record_topics_messages'] = self.topic_messages_recorded
-            values['record_topics_messages_missed'] = sum(
-                gaps.missed for gaps in self._topic_gaps.values())
-            values['record_topics_messages_lost'] = self.topic_messages_lost
-            values['telemetry_queue_bytes'] = self._telemetry.queued_bytes
-            for cause, count in sorted(self._telemetry.losses.items()):
-                values[f'telemetry_not_recorded[{cause}]'] = count
-            if self._telemetry.error is not None:
-                level = ERROR if level in (OK, WARN) else level
-                message = f'{message}; telemetry stopped: {self._telemetry.error}'
-        # ADR-0026a: how overconfident each vec3 is, 'k_hat [low, high]' (95%); '' if unknown.
-        history = calibrated.calibration_history if calibrated else None
-        for vec3, text in format_overconfidence(history).items():
-            values[f'overconfidence[{vec3}]'] = text
-        for kind, count in sorted(self.callback_errors.items()):
-            values[f'callback_errors[{kind}]'] = count
-        for cause, count in sorted(self.resets.items()):
-            values[f'resets[{cause}]'] = count
-        for reason, count in sorted(self.rejected.items()):
-            values[f'rejected[{reason}]'] = count
-        return diagnostic_status(self, DIAGNOSTIC_TASK, level, message, values)
+        """Return the DiagnosticStatus of the period since the last call, and start a new one.
 
-    def _window_outcomes(self):
-        """Return how many outcomes the last assessment was judged on, of max_history."""
-        calibrated = self.last_calibrated
-        judged = calibrated.calibration_history.outcomes_considered if calibrated else 0
-        return f'{judged} of {self._config.loop.max_history}'
+        The checks of :mod:`.feedback_diagnostics`, merged.
+        """
+        return feedback_status(self, self._steady.now().nanoseconds)
 
     def publish_diagnostics(self):
         """Publish one DiagnosticArray on /diagnostics, and the overconfidence estimate if new."""
@@ -697,13 +580,13 @@ class FeedbackNode(Node):
         self._overconfidence_published_for = calibrated
         msg = overconfidence_to_msg(calibrated)
         self._overconfidence_publisher.publish(msg)
-        if self._telemetry is not None and self._overconfidence_channel is not None:
-            self._telemetry.record_serialized(
+        if self.telemetry is not None and self._overconfidence_channel is not None:
+            self.telemetry.record_serialized(
                 self._overconfidence_channel, self._clock_ns(), serialize_message(msg))
 
     def close(self):
         """Finish the telemetry bag, if recording (idempotent; main() calls it on shutdown)."""
-        telemetry = getattr(self, '_telemetry', None)
+        telemetry = getattr(self, 'telemetry', None)
         if telemetry is not None and not telemetry.closed:
             telemetry.close()
             self.get_logger().info(
@@ -717,17 +600,6 @@ class FeedbackNode(Node):
         """Finish the telemetry bag, then destroy the node."""
         self.close()
         return super().destroy_node()
-
-
-def window_evidence(calibrated):
-    """Return the evidence of the window a calibrated assessment was judged on, in words."""
-    if calibrated is None:
-        return ''
-    history = calibrated.calibration_history
-    return (f'{history.count_within_1_std} within 1 std, {history.count_beyond_1_std} 1-3, '
-            f'{history.count_beyond_3_std} 3-5, {history.count_beyond_5_std} beyond 5; worst d '
-            f'position {history.worst_position_mahalanobis:.2f}, orientation '
-            f'{history.worst_orientation_mahalanobis:.2f}')
 
 
 def level_change(previous, calibrated):

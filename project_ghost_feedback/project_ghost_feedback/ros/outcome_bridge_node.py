@@ -50,7 +50,6 @@ from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
-    CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
 from rclpy.clock import Clock, ClockType, JumpThreshold
@@ -60,10 +59,6 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
 
-from ..bridge.calibrated_estimate import (
-    calibrated_covariance,
-    inflation_factors,
-)
 from ..bridge.parameters import config_from, PARAMETERS
 from ..bridge.transforms import TF_REASONS
 from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes, re-exported
@@ -89,14 +84,14 @@ from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes
     RESET_ESTIMATE_STAMPS,
     RESET_REFERENCE_STAMPS,
 )
-from ..msg_decoding import history_from_msg
-from .calibration_status import ERROR, OK, PeriodStatus, STALE, WARN
+from .bridge_diagnostics import bridge_status
+from .calibrated_estimate_publisher import CalibratedEstimatePublisher
+from .calibration_status import ERROR, PeriodStatus, WARN
 from .wire import belief_bytes, outcome_bytes
 from .input_accounting import is_negative_time_error, LogGate, SequenceGaps
 from .node_kit import (
     cap_text,
     diagnostic_array,
-    diagnostic_status,
     make_executor,
     NS_PER_S,
     ParameterSet,
@@ -104,7 +99,6 @@ from .node_kit import (
 from .node_main import run_node
 
 NODE_NAME = 'outcome_bridge'
-DIAGNOSTIC_TASK = 'outcome_bridge'
 ESTIMATE_CLASSES = {'odometry': Odometry, 'pose_with_covariance': PoseWithCovarianceStamped}
 REFERENCE_CLASSES = {
     'odometry': Odometry, 'pose': PoseStamped, 'pose_with_covariance': PoseWithCovarianceStamped}
@@ -124,27 +118,27 @@ class _NodeListener(EngineListener):
         node = self._node
         node._assessment_publisher.publish(belief_bytes(belief))
         node.assessments_published += 1
-        if node._calibrated_publisher is not None:
-            node.publish_calibrated_estimate(estimate.message)
+        if node.calibrated_estimate is not None:
+            node.calibrated_estimate.publish(estimate.message)
 
     def estimate_dropped(self, reason, detail):
         node = self._node
         node.last_drop_reason = cap_text(f'{reason}: {detail}' if detail else reason)
-        node._period_counts[reason] += 1
-        node._period.note(WARN, f'estimates dropped ({reason})')
+        node.period_counts[reason] += 1
+        node.period.note(WARN, f'estimates dropped ({reason})')
         node._log('drop', 'warning',
                   f'dropped an estimate ({node.last_drop_reason}); '
-                  f'{sum(node.dropped.values())} dropped so far, by reason on /diagnostics')
+                  f'{sum(node.engine.dropped.values())} dropped so far, by reason on /diagnostics')
 
     def reference_dropped(self, reason, detail):
         node = self._node
         node.last_drop_reason = cap_text(f'reference {reason}: {detail}' if detail else reason)
         if reason in TF_REASONS:
-            node._period_counts['reference_tf'] += 1
-        node._period.note(WARN, f'references dropped ({reason})')
+            node.period_counts['reference_tf'] += 1
+        node.period.note(WARN, f'references dropped ({reason})')
         node._log('drop_reference', 'warning',
                   f'dropped a reference ({node.last_drop_reason}); '
-                  f'{sum(node.references_dropped.values())} dropped so far')
+                  f'{sum(node.engine.references_dropped.values())} dropped so far')
 
     def timeline_reset(self, cause, detail):
         node = self._node
@@ -153,7 +147,7 @@ class _NodeListener(EngineListener):
             # static transforms stay).
             node._tf_buffer.clear()
         node.last_reset_reason = f'{cause}: {detail}'
-        node._period.note(WARN, f'time-ordered state reset ({cause}: {detail})')
+        node.period.note(WARN, f'time-ordered state reset ({cause}: {detail})')
         node._log('reset', 'warning', f'reset ({cause}): {detail}; pending estimates and '
                                       'reference samples beyond it dropped')
 
@@ -161,7 +155,7 @@ class _NodeListener(EngineListener):
         node = self._node
         node.callback_errors['invalid_assessment'] += 1
         node.last_callback_error = cap_text(f'invalid_assessment: {error}')
-        node._period.note(ERROR, 'an assessment failed its contract')
+        node.period.note(ERROR, 'an assessment failed its contract')
 
 
 class OutcomeBridge(Node):
@@ -174,13 +168,13 @@ class OutcomeBridge(Node):
         except ValueError:
             self.destroy_node()
             raise
-        config = self._config = self._parameter_set.config
+        config = self._parameter_set.config
         self._tf_buffer = self._tf_listener = None
         self.tf_state = 'off (use_tf false)'
         transforms = None
         if self._param('use_tf'):
             transforms = self._start_tf()
-        self._engine = PairingEngine(
+        self.engine = PairingEngine(
             config, _NodeListener(self),
             reference_buffer_size=self._param('reference_buffer_size'),
             pending_capacity=self._param('pending_capacity'),
@@ -198,8 +192,9 @@ class OutcomeBridge(Node):
         self.last_reset_reason = ''
         self.last_callback_error = ''
         self._log_gates = collections.defaultdict(LogGate)
-        self._period = PeriodStatus()
-        self._period_counts = collections.Counter()
+        self.period = PeriodStatus()
+        self.period_counts: collections.Counter[str] = collections.Counter()
+        """Drops by reason this diagnostics period (bridge_diagnostics.check_pairing)."""
 
         depth = self._param('input_qos_depth')
         input_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
@@ -214,18 +209,11 @@ class OutcomeBridge(Node):
         self._assessment_publisher = self.create_publisher(
             BeliefSelfAssessmentMsg, 'self_assessment/raw', output_qos)
         self._diagnostics_publisher = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self._calibrated_publisher = None
-        self._calibration_history = None
-        self.calibrated_estimates_published = 0
-        self.calibrated_estimates_refused = collections.Counter()
-        self.calibrated_factors = (1.0, 1.0)
+        self.calibrated_estimate = None
         if self._param('calibrated_estimate.enabled'):
-            self._calibrated_publisher = self.create_publisher(
-                ESTIMATE_CLASSES[self._param('estimate_type')], 'estimate/calibrated', output_qos)
-            self.create_subscription(
-                CalibratedSelfAssessmentMsg, 'self_assessment/calibrated',
-                self._on_calibrated, QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
-                                                reliability=ReliabilityPolicy.RELIABLE))
+            self.calibrated_estimate = CalibratedEstimatePublisher(
+                self, ESTIMATE_CLASSES[self._param('estimate_type')], output_qos, self.period,
+                lambda: self.config, self.note_callback_error)
         # rclpy 7.1's EventsExecutor cannot call a callback taking the message info.
         self.message_info = self._param('executor') != 'events'
         callbacks = {
@@ -233,25 +221,26 @@ class OutcomeBridge(Node):
             ESTIMATE: (self._on_estimate_with_info, self._on_estimate)}
         types = {REFERENCE: REFERENCE_CLASSES[self._param('reference_type')],
                  ESTIMATE: ESTIMATE_CLASSES[self._param('estimate_type')]}
-        self._input_subscriptions = {}
-        self._gaps = {}
+        self.input_subscriptions = {}
+        self.gaps = {}
         for kind in (REFERENCE, ESTIMATE):
-            self._input_subscriptions[kind] = self.create_subscription(
+            self.input_subscriptions[kind] = self.create_subscription(
                 types[kind], kind, callbacks[kind][0 if self.message_info else 1], input_qos,
                 event_callbacks=SubscriptionEventCallbacks(
                     message_lost=lambda status, kind=kind: self._on_message_lost(kind, status),
                     incompatible_qos=lambda status, kind=kind: self._on_incompatible_qos(
                         kind, status)),
                 qos_overriding_options=QoSOverridingOptions.with_default_policies())
-            self._gaps[kind] = SequenceGaps(self._input_subscriptions[kind].get_publisher_count)
-        self._reference_subscription = self._input_subscriptions[REFERENCE]
-        self._estimate_subscription = self._input_subscriptions[ESTIMATE]
+            self.gaps[kind] = SequenceGaps(self.input_subscriptions[kind].get_publisher_count)
+        self._reference_subscription = self.input_subscriptions[REFERENCE]
+        self._estimate_subscription = self.input_subscriptions[ESTIMATE]
         self._steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         start = self._steady_clock.now().nanoseconds
-        self._last_input_steady_ns = {REFERENCE: start, ESTIMATE: start}
-        self._received_at_tick = collections.Counter()
-        self._estimates_at_last_status = 0
-        self._paired_at_last_status = 0
+        # What the last diagnostics period saw (bridge_diagnostics' checks keep them).
+        self.last_input_steady_ns = {REFERENCE: start, ESTIMATE: start}
+        self.received_at_tick: collections.Counter[str] = collections.Counter()
+        self.estimates_at_last_status = 0
+        self.paired_at_last_status = 0
         # A backward jump of the node clock (a simulator reset, a bag replayed again) restarts
         # the stamps: forget what is time-ordered and now lies in the future.
         self._jump_handle = self.get_clock().create_jump_callback(
@@ -307,103 +296,26 @@ class OutcomeBridge(Node):
     def _param(self, name):
         return self.get_parameter(name).value
 
-    # The engine's state and counts, under the names the bridge has always had.
     @property
-    def dropped(self):
-        """Estimates dropped, by reason."""
-        return self._engine.dropped
-
-    @property
-    def references_dropped(self):
-        """Return the references dropped, by reason."""
-        return self._engine.references_dropped
-
-    @property
-    def references_used(self):
-        """Return the number of references put in the buffer."""
-        return self._engine.references_used
-
-    @property
-    def paired(self):
-        """Estimates paired with a reference (emitted or paced out)."""
-        return self._engine.paired
-
-    @property
-    def paced_out(self):
-        """Paired outcomes not emitted by the decorrelation pacing."""
-        return self._engine.paced_out
-
-    @property
-    def resets(self):
-        """Timeline resets, by cause."""
-        return self._engine.resets
-
-    @property
-    def _pacer(self):
-        return self._engine.pacer
-
-    @_pacer.setter
-    def _pacer(self, pacer):
-        self._engine.pacer = pacer
-
-    @property
-    def _buffer(self):
-        return self._engine.buffer
-
-    @property
-    def _pending(self):
-        return self._engine.pending
-
-    @property
-    def clock_resets(self):
-        """Timeline resets caused by a backward jump of the node clock."""
-        return self.resets[RESET_CLOCK_JUMP]
+    def config(self):
+        """The bridge's configuration in effect (:func:`..bridge.parameters.config_from`)."""
+        return self._parameter_set.config
 
     def _apply_config(self, previous, config, parameters=()):
-        self._config = config
-        self._engine.apply_config(config)
-        self._update_factors()
+        self.engine.apply_config(config)
+        if self.calibrated_estimate is not None:
+            self.calibrated_estimate.update_factors()
         if previous['diagnostics_period_s'] != config['diagnostics_period_s']:
             self.destroy_timer(self._diagnostics_timer)
             self._diagnostics_timer = self.create_timer(
                 config['diagnostics_period_s'], self.publish_diagnostics,
                 clock=self._steady_clock)
 
-    # -- the calibrated estimate --------------------------------------------------------------
-
-    def _on_calibrated(self, msg):
-        try:
-            self._calibration_history = history_from_msg(msg.calibration_history)
-            self._update_factors()
-        except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
-            self.note_callback_error(error)
-
-    def _update_factors(self):
-        if self._calibration_history is not None:
-            self.calibrated_factors = inflation_factors(
-                self._calibration_history, self._config['calibrated_allow_deflation'],
-                self._config['calibrated_max_factor'], self._config['calibrated_confidence'])
-
-    def publish_calibrated_estimate(self, msg):
-        """Publish ``msg`` (an accepted estimate) with its pose covariance inflated, in place.
-
-        An inflated covariance that is not finite or loses a positive variance is not published:
-        counted by reason, WARN on /diagnostics.
-        """
-        covariance, reason = calibrated_covariance(msg.pose.covariance, *self.calibrated_factors)
-        if covariance is None:
-            self.calibrated_estimates_refused[reason] += 1
-            self._period.note(WARN, f'calibrated estimate not published ({reason})')
-            return
-        msg.pose.covariance = covariance
-        self._calibrated_publisher.publish(msg)
-        self.calibrated_estimates_published += 1
-
     # -- faults, losses, resets ---------------------------------------------------------------
 
     def _log(self, kind, level, text):
         """Log ``text`` (capped) at most once per ``reject_log_throttle_s`` for each ``kind``."""
-        if self._log_gates[kind].open(self._config['reject_log_throttle_s']):
+        if self._log_gates[kind].open(self.config['reject_log_throttle_s']):
             getattr(self.get_logger(), level)(cap_text(text, 400))
 
     def note_callback_error(self, error):
@@ -415,37 +327,37 @@ class OutcomeBridge(Node):
         """
         if is_negative_time_error(error):
             self.clock_rejected += 1
-            self._period.note(WARN, 'rejecting /clock messages with a negative time')
+            self.period.note(WARN, 'rejecting /clock messages with a negative time')
             self._log('clock', 'warning', f'/clock message with a negative time rejected '
                                           f'({self.clock_rejected} so far): {error}')
             return
         key = type(error).__name__
         self.callback_errors[key] += 1
         self.last_callback_error = cap_text(f'{key}: {error}')
-        self._period.note(ERROR, f'a callback raised {self.last_callback_error}')
+        self.period.note(ERROR, f'a callback raised {self.last_callback_error}')
         self._log('callback_error', 'error',
                   f'callback raised {key} ({sum(self.callback_errors.values())} so far), the '
                   f'bridge runs on: {error}')
 
     def _on_message_lost(self, kind, status):
         self.messages_lost[kind] += status.total_count_change
-        self._period.note(WARN, f'{kind} messages lost in the middleware')
+        self.period.note(WARN, f'{kind} messages lost in the middleware')
 
     def _on_incompatible_qos(self, kind, status):
         first = not self.incompatible_qos[kind]
         self.incompatible_qos[kind] += status.total_count_change
-        self._period.note(WARN, f'a publisher on {kind} offers an incompatible QoS')
+        self.period.note(WARN, f'a publisher on {kind} offers an incompatible QoS')
         if first:
             self.get_logger().warning(
-                f'{self._input_subscriptions[kind].topic_name}: a publisher offers a QoS '
+                f'{self.input_subscriptions[kind].topic_name}: a publisher offers a QoS '
                 f'incompatible with this subscription (policy {status.last_policy_kind}); its '
                 'messages never arrive. Match it, or set qos_overrides.<topic>.subscription.* '
                 '(logged once; counted as incompatible_qos on /diagnostics)')
 
     def _note_gap(self, kind, info):
-        missed = self._gaps[kind].note(info)
+        missed = self.gaps[kind].note(info)
         if missed:
-            self._period.note(WARN, f'{kind} messages missing from the publication sequence '
+            self.period.note(WARN, f'{kind} messages missing from the publication sequence '
                                     '(input queue overflow or middleware loss)')
 
     def _on_clock_jump(self, jump):
@@ -455,7 +367,7 @@ class OutcomeBridge(Node):
         only stamps of the new timeline and nothing is reset twice.
         """
         if jump.delta.nanoseconds < 0:
-            self._engine.clock_jumped(jump.delta.nanoseconds, self.get_clock().now().nanoseconds)
+            self.engine.clock_jumped(jump.delta.nanoseconds, self.get_clock().now().nanoseconds)
 
     # -- data path ----------------------------------------------------------------------------
 
@@ -465,13 +377,14 @@ class OutcomeBridge(Node):
 
     def _on_reference(self, msg):
         self.received[REFERENCE] += 1
-        accounted = self.references_used + sum(self.references_dropped.values())
+        engine = self.engine
+        accounted = engine.references_used + sum(engine.references_dropped.values())
         try:
-            self._engine.take_reference(msg, self.get_clock().now().nanoseconds)
+            engine.take_reference(msg, self.get_clock().now().nanoseconds)
         except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
             self.note_callback_error(error)
-            if self.references_used + sum(self.references_dropped.values()) == accounted:
-                self._engine.drop_reference(DROP_CALLBACK_ERROR, type(error).__name__)
+            if engine.references_used + sum(engine.references_dropped.values()) == accounted:
+                self.engine.drop_reference(DROP_CALLBACK_ERROR, type(error).__name__)
 
     def _on_estimate_with_info(self, msg, info):
         self._note_gap(ESTIMATE, info)
@@ -479,7 +392,7 @@ class OutcomeBridge(Node):
 
     def _on_estimate(self, msg):
         self.received[ESTIMATE] += 1
-        engine = self._engine
+        engine = self.engine
         accounted = engine.resolved + len(engine.pending)
         try:
             engine.take_estimate(msg, self.get_clock().now().nanoseconds)
@@ -496,125 +409,24 @@ class OutcomeBridge(Node):
         Estimates: received = paired + dropped (by reason) + pending. References: received =
         used (put in the buffer) + dropped (by reason) + waiting for their transform.
         """
+        engine = self.engine
         return {
-            ESTIMATE: (self.received[ESTIMATE] - self.paired - sum(self.dropped.values())
-                       - len(self._pending)),
-            REFERENCE: (self.received[REFERENCE] - self.references_used
-                        - sum(self.references_dropped.values())
-                        - len(self._engine.tf_waiting)),
+            ESTIMATE: (self.received[ESTIMATE] - engine.paired - sum(engine.dropped.values())
+                       - len(engine.pending)),
+            REFERENCE: (self.received[REFERENCE] - engine.references_used
+                        - sum(engine.references_dropped.values()) - len(engine.tf_waiting)),
         }
-
-    def _note_inputs(self, steady_ns):
-        """Note the inputs' state this period: publishers matched, silence."""
-        publishers = {}
-        for kind, subscription in self._input_subscriptions.items():
-            count = publishers[kind] = subscription.get_publisher_count()
-            if self.received[kind] != self._received_at_tick[kind]:
-                self._received_at_tick[kind] = self.received[kind]
-                self._last_input_steady_ns[kind] = steady_ns
-            silent_s = (steady_ns - self._last_input_steady_ns[kind]) / NS_PER_S
-            if silent_s > self._config['stale_after_s']:
-                self._period.note(STALE, f'no {kind} received for {silent_s:.1f} s'
-                                         + (' (no publisher matched)' if count == 0 else ''))
-            if count == 0:
-                self._period.note(WARN, f'no publisher matched on {subscription.topic_name}')
-            elif not self.received[kind]:
-                self._period.note(WARN, f'no {kind} received yet')
-            elif count > 1:
-                self._period.note(WARN, f'{count} publishers on {subscription.topic_name}: '
-                                        'their streams mix')
-        return publishers
 
     def diagnostic_status(self):
         """Return the DiagnosticStatus of the period since the last call, and start a new one.
 
-        The worst of the period: STALE when an input brought nothing for ``stale_after_s``;
-        ERROR on a callback error, when every estimate of the period met a frame mismatch, or
-        when references could not be transformed (tf) and nothing was paired;
-        WARN on drops, resets, losses, incompatible QoS, no publisher or several on an input, or
-        estimates received but none paired; else OK.
+        The checks of :mod:`.bridge_diagnostics`, merged: STALE when an input brought nothing
+        for ``stale_after_s``; ERROR on a callback error, when every estimate of the period met
+        a frame or body mismatch, or when references could not be transformed (tf) and nothing
+        was paired; WARN on drops, resets, losses, incompatible QoS, no publisher or several on
+        an input, or estimates received but none paired; else OK.
         """
-        steady_ns = self._steady_clock.now().nanoseconds
-        self._engine.retry_transforms()  # tf data may have come since the last input
-        publishers = self._note_inputs(steady_ns)
-        counts, self._period_counts = self._period_counts, collections.Counter()
-        counts['paired'] = self.paired - self._paired_at_last_status
-        self._paired_at_last_status = self.paired
-        if counts[DROP_FRAME_MISMATCH] and not counts['paired']:
-            self._period.note(ERROR, 'estimate and reference frames differ')
-        if counts[DROP_CHILD_FRAME_MISMATCH] and not counts['paired']:
-            self._period.note(ERROR, 'estimate and reference are poses of different bodies')
-        if counts['reference_tf'] and not counts['paired']:
-            self._period.note(ERROR, 'references cannot be transformed into the estimate frame '
-                                     '(tf; references_dropped[tf_*])')
-        received = self.received[ESTIMATE] - self._estimates_at_last_status
-        self._estimates_at_last_status = self.received[ESTIMATE]
-        if received and not counts['paired']:
-            self._period.note(WARN, 'no estimate paired with a reference this period')
-        pacer = self._pacer
-        if not pacer.warm:
-            self._period.note(OK, f'warming up: no outcome until {pacer.warmup_samples} paired '
-                                  f'estimates fed the autocorrelation estimate ({pacer.samples} '
-                                  'so far)')
-        self._period.note(OK, 'pairing estimates with references')
-        level, message = self._period.take()
-        unaccounted = self.accounting()
-        values = {
-            'estimates_received': self.received[ESTIMATE],
-            'references_received': self.received[REFERENCE],
-            'paired': self.paired,
-            'outcomes_published': self.outcomes_published,
-            'outcomes_paced_out': self.paced_out,
-            'assessments_published': self.assessments_published,
-            'dropped_total': sum(self.dropped.values()),
-            'references_used': self.references_used,
-            'references_dropped_total': sum(self.references_dropped.values()),
-            'pending': len(self._pending),
-            'estimates_unaccounted': unaccounted[ESTIMATE],
-            'references_unaccounted': unaccounted[REFERENCE],
-            'estimate_publishers': publishers[ESTIMATE],
-            'reference_publishers': publishers[REFERENCE],
-            'estimate_messages_missed': self._gaps[ESTIMATE].missed,
-            'reference_messages_missed': self._gaps[REFERENCE].missed,
-            'estimate_messages_lost': self.messages_lost[ESTIMATE],
-            'reference_messages_lost': self.messages_lost[REFERENCE],
-            'estimate_sequence_restarts': self._gaps[ESTIMATE].restarts,
-            'reference_sequence_restarts': self._gaps[REFERENCE].restarts,
-            'estimate_incompatible_qos': self.incompatible_qos[ESTIMATE],
-            'reference_incompatible_qos': self.incompatible_qos[REFERENCE],
-            'message_info': self.message_info,
-            'resets_total': sum(self.resets.values()),
-            'clock_resets': self.clock_resets,
-            'last_reset_reason': self.last_reset_reason,
-            'clock_rejected': self.clock_rejected,
-            'callback_errors_total': sum(self.callback_errors.values()),
-            'last_callback_error': self.last_callback_error,
-            'reference_buffer_fill': f'{len(self._buffer)}/{self._buffer.capacity}',
-            'reference_frame_id': self._engine.reference_frame_id or '',
-            'tf': self.tf_state,
-            'references_waiting_tf': len(self._engine.tf_waiting),
-            'decorrelation_interval_s': f'{self._pacer.interval_ns / NS_PER_S:.3f}',
-            'd2_lag1_autocorrelation': f'{self._pacer.autocorrelation:.3f}',
-            'decorrelation_warm': self._pacer.warm,
-            'outcomes_withheld_warming_up': self._engine.warming_up,
-            'last_drop_reason': self.last_drop_reason,
-        }
-        if self._calibrated_publisher is not None:
-            values['calibrated_estimates_published'] = self.calibrated_estimates_published
-            values['calibrated_estimates_not_published'] = sum(
-                self.calibrated_estimates_refused.values())
-            values['calibrated_estimate_factors'] = (
-                f'position {self.calibrated_factors[0]:.3f}, '
-                f'orientation {self.calibrated_factors[1]:.3f}')
-        for prefix, counter in (('dropped', self.dropped),
-                                ('references_dropped', self.references_dropped),
-                                ('resets', self.resets),
-                                ('callback_errors', self.callback_errors),
-                                ('calibrated_estimates_not_published',
-                                 self.calibrated_estimates_refused)):
-            for key, count in sorted(counter.items()):
-                values[f'{prefix}[{key}]'] = count
-        return diagnostic_status(self, DIAGNOSTIC_TASK, level, message, values)
+        return bridge_status(self, self._steady_clock.now().nanoseconds)
 
     def publish_diagnostics(self):
         """Publish one DiagnosticArray on /diagnostics."""

@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The outcome bridge's /diagnostics status: small named checks merged into one status.
+
+As diagnostic_updater composes tasks, each check below looks at one concern of the running
+bridge (:class:`~.outcome_bridge_node.OutcomeBridge`), notes a level on the node's period
+(:class:`~.calibration_status.PeriodStatus`: the worst of the period wins, the first at equal
+severity) and adds its values; :func:`bridge_status` runs them in order and returns the one
+``DiagnosticStatus`` named ``<node>: outcome_bridge``. The checks read the node's and the
+pairing engine's public state only.
+
+- :func:`check_inputs`: publishers matched and silence per input, sequence gaps, losses, QoS;
+- :func:`check_pairing`: what paired this period (ERROR when nothing paired because of frames,
+  bodies or tf; WARN when estimates came and none paired) and the engine's counts;
+- :func:`check_decorrelation`: the pacer's warm-up and figures;
+- :func:`check_faults`: resets, clock rejections, callback errors (noted when they happen);
+- :func:`check_calibrated_estimate`: the calibrated estimate's counts and factors, when enabled.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Mapping
+from typing import Any, TYPE_CHECKING
+
+from diagnostic_msgs.msg import DiagnosticStatus
+
+from ..bridge.pairing import (
+    DROP_CHILD_FRAME_MISMATCH,
+    DROP_FRAME_MISMATCH,
+    ESTIMATE,
+    REFERENCE,
+    RESET_CLOCK_JUMP,
+)
+from ..core import NS_PER_S
+from .calibration_status import ERROR, OK, STALE, WARN
+from .node_kit import diagnostic_status
+
+if TYPE_CHECKING:
+    from .outcome_bridge_node import OutcomeBridge
+
+DIAGNOSTIC_TASK = 'outcome_bridge'
+
+Values = dict[str, Any]
+Check = Callable[['OutcomeBridge', int, Values], None]
+
+
+def _counts(values: Values, prefix: str, counter: Mapping[str, int]) -> None:
+    """Add ``prefix[key]`` for every key of ``counter``, sorted."""
+    for key, count in sorted(counter.items()):
+        values[f'{prefix}[{key}]'] = count
+
+
+def check_inputs(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
+    """Check publishers matched and silence per input; add gaps, losses, incompatible QoS."""
+    period = node.period
+    for kind, subscription in node.input_subscriptions.items():
+        count = subscription.get_publisher_count()
+        values[f'{kind}_publishers'] = count
+        if node.received[kind] != node.received_at_tick[kind]:
+            node.received_at_tick[kind] = node.received[kind]
+            node.last_input_steady_ns[kind] = steady_ns
+        silent_s = (steady_ns - node.last_input_steady_ns[kind]) / NS_PER_S
+        if silent_s > node.config['stale_after_s']:
+            period.note(STALE, f'no {kind} received for {silent_s:.1f} s'
+                               + (' (no publisher matched)' if count == 0 else ''))
+        if count == 0:
+            period.note(WARN, f'no publisher matched on {subscription.topic_name}')
+        elif not node.received[kind]:
+            period.note(WARN, f'no {kind} received yet')
+        elif count > 1:
+            period.note(WARN, f'{count} publishers on {subscription.topic_name}: '
+                              'their streams mix')
+    values['estimates_received'] = node.received[ESTIMATE]
+    values['references_received'] = node.received[REFERENCE]
+    for kind in (ESTIMATE, REFERENCE):
+        values[f'{kind}_messages_missed'] = node.gaps[kind].missed
+        values[f'{kind}_messages_lost'] = node.messages_lost[kind]
+        values[f'{kind}_sequence_restarts'] = node.gaps[kind].restarts
+        values[f'{kind}_incompatible_qos'] = node.incompatible_qos[kind]
+    values['message_info'] = node.message_info
+
+
+def check_pairing(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
+    """Check what paired this period (ERROR when frames forbid it); add the engine's counts."""
+    engine = node.engine
+    period = node.period
+    engine.retry_transforms()  # tf data may have come since the last input
+    counts, node.period_counts = node.period_counts, collections.Counter()
+    counts['paired'] = engine.paired - node.paired_at_last_status
+    node.paired_at_last_status = engine.paired
+    if counts[DROP_FRAME_MISMATCH] and not counts['paired']:
+        period.note(ERROR, 'estimate and reference frames differ')
+    if counts[DROP_CHILD_FRAME_MISMATCH] and not counts['paired']:
+        period.note(ERROR, 'estimate and reference are poses of different bodies')
+    if counts['reference_tf'] and not counts['paired']:
+        period.note(ERROR, 'references cannot be transformed into the estimate frame '
+                           '(tf; references_dropped[tf_*])')
+    received = node.received[ESTIMATE] - node.estimates_at_last_status
+    node.estimates_at_last_status = node.received[ESTIMATE]
+    if received and not counts['paired']:
+        period.note(WARN, 'no estimate paired with a reference this period')
+    unaccounted = node.accounting()
+    values.update({
+        'paired': engine.paired,
+        'outcomes_published': node.outcomes_published,
+        'outcomes_paced_out': engine.paced_out,
+        'assessments_published': node.assessments_published,
+        'dropped_total': sum(engine.dropped.values()),
+        'references_used': engine.references_used,
+        'references_dropped_total': sum(engine.references_dropped.values()),
+        'pending': len(engine.pending),
+        'estimates_unaccounted': unaccounted[ESTIMATE],
+        'references_unaccounted': unaccounted[REFERENCE],
+        'reference_buffer_fill': f'{len(engine.buffer)}/{engine.buffer.capacity}',
+        'reference_frame_id': engine.reference_frame_id or '',
+        'tf': node.tf_state,
+        'references_waiting_tf': len(engine.tf_waiting),
+        'last_drop_reason': node.last_drop_reason,
+    })
+    _counts(values, 'dropped', engine.dropped)
+    _counts(values, 'references_dropped', engine.references_dropped)
+
+
+def check_decorrelation(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
+    """Say when the pacer warms up (no outcome yet, at OK); add its figures."""
+    engine = node.engine
+    pacer = engine.pacer
+    if not pacer.warm:
+        node.period.note(OK, f'warming up: no outcome until {pacer.warmup_samples} paired '
+                             f'estimates fed the autocorrelation estimate ({pacer.samples} '
+                             'so far)')
+    values.update({
+        'decorrelation_interval_s': f'{pacer.interval_ns / NS_PER_S:.3f}',
+        'd2_lag1_autocorrelation': f'{pacer.autocorrelation:.3f}',
+        'decorrelation_warm': pacer.warm,
+        'outcomes_withheld_warming_up': engine.warming_up,
+    })
+
+
+def check_faults(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
+    """Add resets, clock rejections and callback errors (noted at their level when they came)."""
+    resets = node.engine.resets
+    values.update({
+        'resets_total': sum(resets.values()),
+        'clock_resets': resets[RESET_CLOCK_JUMP],
+        'last_reset_reason': node.last_reset_reason,
+        'clock_rejected': node.clock_rejected,
+        'callback_errors_total': sum(node.callback_errors.values()),
+        'last_callback_error': node.last_callback_error,
+    })
+    _counts(values, 'resets', resets)
+    _counts(values, 'callback_errors', node.callback_errors)
+
+
+def check_calibrated_estimate(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
+    """Add the calibrated estimate's counts and factors (nothing when it is not enabled)."""
+    republisher = node.calibrated_estimate
+    if republisher is None:
+        return
+    factors = republisher.factors
+    values.update({
+        'calibrated_estimates_published': republisher.published,
+        'calibrated_estimates_not_published': sum(republisher.refused.values()),
+        'calibrated_estimate_factors': (
+            f'position {factors[0]:.3f}, orientation {factors[1]:.3f}'),
+    })
+    _counts(values, 'calibrated_estimates_not_published', republisher.refused)
+
+
+CHECKS: tuple[Check, ...] = (
+    check_inputs, check_pairing, check_decorrelation, check_faults, check_calibrated_estimate)
+"""The bridge's checks, in the order they note their levels."""
+
+
+def bridge_status(node: OutcomeBridge, steady_ns: int) -> DiagnosticStatus:
+    """Run :data:`CHECKS`; return the period's merged DiagnosticStatus and start a new period."""
+    values: Values = {}
+    for check in CHECKS:
+        check(node, steady_ns, values)
+    node.period.note(OK, 'pairing estimates with references')
+    level, message = node.period.take()
+    return diagnostic_status(node, DIAGNOSTIC_TASK, level, message, values)

@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The feedback node's /diagnostics status: small named checks merged into one status.
+
+As diagnostic_updater composes tasks, each check looks at one concern of the running node
+(:class:`~.feedback_node.FeedbackNode`) and reads its public state only. Two kinds, run in order
+by :func:`feedback_status`:
+
+- *period checks* note a level on the node's period (the worst of the period wins):
+  :func:`check_outcomes_fresh` (STALE without outcomes), :func:`check_telemetry_losses`;
+- then the period is taken (seeded with the last assessment's severity, which lasts), and
+  *status checks* add values and may append a note or raise the level: :func:`check_clock`
+  (the node clock stalled), :func:`check_calibration` (levels, window, underconfidence, the
+  overconfidence estimate), :func:`check_inputs` (counts, publishers, losses, rejections),
+  :func:`check_telemetry` (the recorder's counts; ERROR when it stopped).
+
+The result is the one ``DiagnosticStatus`` named ``<node>: calibration``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TYPE_CHECKING
+
+from diagnostic_msgs.msg import DiagnosticStatus
+
+from ..core import NS_PER_S
+from ..core.feedback import CalibratedSelfAssessment, format_overconfidence
+from .calibration_status import (
+    ERROR,
+    is_underconfident,
+    OK,
+    STALE,
+    UNDERCONFIDENT_MESSAGE,
+    WARN,
+)
+from .node_kit import diagnostic_status
+
+if TYPE_CHECKING:
+    from .feedback_node import FeedbackNode
+
+DIAGNOSTIC_TASK = 'calibration'
+
+
+@dataclass
+class Status:
+    """The status being merged: level, message and values; checks add to it."""
+
+    level: int
+    message: str
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def append(self, note: str) -> None:
+        """Append ``note`` to the message (once)."""
+        if note not in self.message:
+            self.message = f'{self.message}; {note}'
+
+    def counts(self, prefix: str, counter: Mapping[str, int]) -> None:
+        """Add ``prefix[key]`` for every key of ``counter``, sorted."""
+        for key, count in sorted(counter.items()):
+            self.values[f'{prefix}[{key}]'] = count
+
+
+PeriodCheck = Callable[['FeedbackNode', int], None]
+StatusCheck = Callable[['FeedbackNode', int, Status], None]
+
+
+def check_outcomes_fresh(node: FeedbackNode, steady_ns: int) -> None:
+    """Note STALE when no outcome came for ``stale_after_s`` (steady time)."""
+    last = node.last_outcome_steady_ns or node.start_steady_ns
+    starved_s = (steady_ns - last) / NS_PER_S
+    if starved_s > node.config.stale_after_s:
+        node.period.note(STALE, f'no outcome received for {starved_s:.1f} s')
+
+
+def check_telemetry_losses(node: FeedbackNode, steady_ns: int) -> None:
+    """Note WARN when records were not recorded this period (with the causes)."""
+    telemetry = node.telemetry
+    if telemetry is None:
+        return
+    not_recorded = telemetry.not_recorded
+    if not_recorded > node.not_recorded_at_status:
+        node.period.note(WARN, f'telemetry: {not_recorded - node.not_recorded_at_status} '
+                               f'records not recorded ({", ".join(telemetry.losses)})')
+    node.not_recorded_at_status = not_recorded
+
+
+def check_clock(node: FeedbackNode, steady_ns: int, status: Status) -> None:
+    """Say when the node clock has not advanced for a diagnostics period (sim time paused)."""
+    note = node.clock_note(steady_ns)
+    if note:
+        status.append(note)
+    status.values.update({
+        'node_clock_ns': node.last_clock_ns,
+        'clock_rejected': node.clock_rejected,
+        'last_clock_rejection': node.last_clock_rejection,
+        'clock_stalled': bool(note),
+    })
+
+
+def window_evidence(calibrated: CalibratedSelfAssessment | None) -> str:
+    """Return the evidence of the window a calibrated assessment was judged on, in words."""
+    if calibrated is None:
+        return ''
+    history = calibrated.calibration_history
+    return (f'{history.count_within_1_std} within 1 std, {history.count_beyond_1_std} 1-3, '
+            f'{history.count_beyond_3_std} 3-5, {history.count_beyond_5_std} beyond 5; worst d '
+            f'position {history.worst_position_mahalanobis:.2f}, orientation '
+            f'{history.worst_orientation_mahalanobis:.2f}')
+
+
+def check_calibration(node: FeedbackNode, steady_ns: int, status: Status) -> None:
+    """Add the verdict: levels, reason, window, policy, underconfidence, overconfidence k."""
+    calibrated = node.last_calibrated
+    config = node.config
+    underconfident = calibrated is not None and is_underconfident(calibrated)
+    if underconfident:
+        status.append(UNDERCONFIDENT_MESSAGE)
+    judged = calibrated.calibration_history.outcomes_considered if calibrated else 0
+    status.values.update({
+        'window_outcomes': f'{judged} of {config.loop.max_history}',
+        'window_evidence': window_evidence(calibrated),
+        'max_history': config.loop.max_history,
+        'buffer_fill': '{}/{}'.format(*node.loop.buffer_fill),
+        'policy': config.loop.policy,
+        'raw_level': calibrated.raw_assessment.overall_level.name if calibrated else '',
+        'calibrated_level': calibrated.adjusted_overall_level.name if calibrated else '',
+        'last_reason': calibrated.adjustment_reason if calibrated else '',
+        'underconfident': underconfident,
+        'underconfident_assessments': node.underconfident_assessments,
+    })
+    # ADR-0026a: how overconfident each vec3 is, 'k_hat [low, high]' (95%); '' if unknown.
+    history = calibrated.calibration_history if calibrated else None
+    for vec3, text in format_overconfidence(history).items():
+        status.values[f'overconfidence[{vec3}]'] = text
+
+
+def check_inputs(node: FeedbackNode, steady_ns: int, status: Status) -> None:
+    """Add the inputs' counts: received, published, dropped, lost, publishers, rejections."""
+    status.values.update({
+        'outcomes_received': node.received['outcome'],
+        'assessments_received': node.received['assessment'],
+        'rejected_total': sum(node.rejected.values()),
+        'published': node.published,
+        'duplicates_dropped': node.duplicates,
+        'too_old_outcomes_dropped': node.too_old_outcomes,
+        'late_outcomes': node.late_outcomes,
+        'messages_lost': node.lost_messages,
+        'messages_missed': node.outcome_gaps.missed + node.assessment_gaps.missed,
+        'outcome_publishers': node.outcome_subscription.get_publisher_count(),
+        'assessment_publishers': node.assessment_subscription.get_publisher_count(),
+        'resets_total': sum(node.resets.values()),
+        'last_reset_reason': node.last_reset_reason,
+        'last_reject_reason': node.last_reject_reason,
+    })
+    status.counts('callback_errors', node.callback_errors)
+    status.counts('resets', node.resets)
+    status.counts('rejected', node.rejected)
+
+
+def check_telemetry(node: FeedbackNode, steady_ns: int, status: Status) -> None:
+    """Add the recorder's counts; ERROR (over OK or WARN) when recording stopped."""
+    telemetry = node.telemetry
+    if telemetry is None:
+        return
+    topics = node.topic_recorder
+    status.values.update({
+        'telemetry_bag': str(telemetry.path),
+        'telemetry_recorded': telemetry.recorded,
+        'telemetry_not_recorded': telemetry.not_recorded,
+        'record_topics_messages': topics.recorded if topics else 0,
+        'record_topics_messages_missed': topics.missed if topics else 0,
+        'record_topics_messages_lost': topics.lost if topics else 0,
+        'telemetry_queue_bytes': telemetry.queued_bytes,
+    })
+    status.counts('telemetry_not_recorded', telemetry.losses)
+    if telemetry.error is not None:
+        if status.level in (OK, WARN):
+            status.level = ERROR
+        status.message = f'{status.message}; telemetry stopped: {telemetry.error}'
+
+
+PERIOD_CHECKS: tuple[PeriodCheck, ...] = (check_outcomes_fresh, check_telemetry_losses)
+STATUS_CHECKS: tuple[StatusCheck, ...] = (
+    check_clock, check_calibration, check_inputs, check_telemetry)
+
+
+def feedback_status(node: FeedbackNode, steady_ns: int) -> DiagnosticStatus:
+    """Run the checks; return the period's merged DiagnosticStatus and start a new period."""
+    for period_check in PERIOD_CHECKS:
+        period_check(node, steady_ns)
+    level, message = node.period.take(carry=node.last_severity)
+    status = Status(level, message)
+    for status_check in STATUS_CHECKS:
+        status_check(node, steady_ns, status)
+    return diagnostic_status(node, DIAGNOSTIC_TASK, status.level, status.message, status.values)
