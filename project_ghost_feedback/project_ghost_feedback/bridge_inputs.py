@@ -180,14 +180,14 @@ def _collector():
             self.errors = PoseErrorStatistics()
             self.tf_core = None
 
-        def outcome(self, outcome, estimate):
+        def outcome_ready(self, outcome, estimate):
             self.events.append((OUTCOME, outcome))
             self.errors.add(outcome.position_error_m, outcome.orientation_error_rad)
 
         def paced_out(self, outcome, estimate):
             self.errors.add(outcome.position_error_m, outcome.orientation_error_rad)
 
-        def assessment(self, belief, estimate):
+        def assessment_ready(self, belief, estimate):
             self.events.append((ASSESSMENT, belief))
 
         def timeline_reset(self, cause, detail):

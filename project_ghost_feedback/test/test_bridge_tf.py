@@ -293,7 +293,7 @@ def _engine(values=None):
         def __init__(self):
             self.outcomes = []
 
-        def outcome(self, outcome, estimate):
+        def outcome_ready(self, outcome, estimate):
             self.outcomes.append(outcome)
 
     core = offline_buffer(10.0)

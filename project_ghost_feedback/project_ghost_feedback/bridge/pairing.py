@@ -165,13 +165,13 @@ def pose_and_covariance(msg: Any) -> tuple[Any, Any]:
 class EngineListener:
     """What the engine hands over; subclass it and override what you need (all no-ops here)."""
 
-    def outcome(self, outcome: PredictionOutcome, estimate: 'Estimate') -> None:
+    def outcome_ready(self, outcome: PredictionOutcome, estimate: 'Estimate') -> None:
         """Take a PredictionOutcome paired and paced in (``estimate``: its :class:`Estimate`)."""
 
     def paced_out(self, outcome: PredictionOutcome, estimate: 'Estimate') -> None:
         """Note a PredictionOutcome paired but paced out (not published; its error is real)."""
 
-    def assessment(self, belief: BeliefSelfAssessment, estimate: 'Estimate') -> None:
+    def assessment_ready(self, belief: BeliefSelfAssessment, estimate: 'Estimate') -> None:
         """Take the BeliefSelfAssessment of an estimate (always after its outcome, if any)."""
 
     def estimate_dropped(self, reason: str, detail: str) -> None:
@@ -612,7 +612,7 @@ class PairingEngine:
             self.listener.paced_out(outcome, estimate)
             return
         self.outcomes += 1
-        self.listener.outcome(outcome, estimate)
+        self.listener.outcome_ready(outcome, estimate)
 
     def _assessment(self, estimate: Estimate) -> None:
         overall, axes, blocks = claim_levels(
@@ -627,4 +627,4 @@ class PairingEngine:
             self.listener.invalid_assessment(invalid)
             return
         self.assessments += 1
-        self.listener.assessment(belief, estimate)
+        self.listener.assessment_ready(belief, estimate)

@@ -109,12 +109,12 @@ class _NodeListener(EngineListener):
     def __init__(self, node):
         self._node = node
 
-    def outcome(self, outcome, estimate):
+    def outcome_ready(self, outcome, estimate):
         node = self._node
         node._outcome_publisher.publish(outcome_bytes(outcome))
         node.outcomes_published += 1
 
-    def assessment(self, belief, estimate):
+    def assessment_ready(self, belief, estimate):
         node = self._node
         node._assessment_publisher.publish(belief_bytes(belief))
         node.assessments_published += 1
