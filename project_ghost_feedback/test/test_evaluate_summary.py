@@ -17,7 +17,7 @@ import yaml
 
 from project_ghost_feedback.core import NS_PER_S
 from project_ghost_feedback.core.feedback import CalibratedSelfAssessment
-from project_ghost_feedback.evaluate import plot
+from project_ghost_feedback import plots as plot
 from project_ghost_feedback.telemetry import read_bag
 from test_evaluate import CONFIG, evaluate, POSE, stack_samples, write_rosbags_bag
 

@@ -28,6 +28,7 @@ import time
 
 from ..bridge.calibrated_estimate import CONFIDENCE_RANGE, DEFAULT_CONFIDENCE
 from ..core.feedback import DEFAULT_POLICY
+from ..plots import distance_panel, figure, level_panel, nees_panel, save, shade_phases
 from ..core import NS_PER_S
 from ..ros.dds import ensure_loopback
 from .connection import wait_for_nodes
@@ -234,87 +235,56 @@ def format_summary(summary):
 def write_plot(path, spans, outcomes, calibrated, title, summary=None, nees=()):
     """Write distances, raw vs calibrated levels and NEES over sim time to ``path``.
 
-    With ``summary`` (:func:`summarize`), the detection delay after mistuning and the time back to
-    the raw level after recovery are marked on the level panel, and the settled NEES means
-    (``summary['nees']``) on the NEES panel; ``nees`` is :func:`.nees.nees_series`.
+    The panels are :mod:`..plots`'. With ``summary`` (:func:`summarize`), the detection delay
+    after mistuning and the time back to the raw level after recovery are marked on the level
+    panel, and the settled NEES means (``summary['nees']``) on the NEES panel; ``nees`` is
+    :func:`.nees.nees_series`.
     """
-    import matplotlib
-    matplotlib.use('Agg')
-    from matplotlib import pyplot
-
-    figure, (top, bottom, consistency) = pyplot.subplots(
-        3, 1, sharex=True, figsize=(11, 9.5), gridspec_kw={'height_ratios': [3, 2, 2]})
-    colors = ('#e8f4e8', '#fbe3e3', '#e8eefa')
-    for index, (name, start, end) in enumerate(spans):
-        for axis in (top, bottom, consistency):
-            axis.axvspan(start / NS_PER_S, end / NS_PER_S, color=colors[index % 3], zorder=0)
-        top.text((start + end) / (2 * NS_PER_S), 1.02, name, transform=top.get_xaxis_transform(),
-                 ha='center', fontsize=9)
-    stamps = sorted(outcomes)
-    times = [s / NS_PER_S for s in stamps]
-    top.scatter(times, [min(outcomes[s][0], 1e4) for s in stamps], s=6, label='position d')
-    top.scatter(times, [min(outcomes[s][1], 1e4) for s in stamps], s=6, label='orientation d')
-    for level in (1, 3, 5):
-        top.axhline(level, color='black', linewidth=0.6, linestyle=':')
-        top.annotate(f'{level} std', (1.0, level), xycoords=('axes fraction', 'data'),
-                     xytext=(3, 0), textcoords='offset points', va='center', fontsize=8)
-    top.set_yscale('log')
-    top.set_ylabel('unsquared Mahalanobis d')
-    top.legend(loc='upper left', fontsize=8)
-    stamps = sorted(calibrated)
-    times = [s / NS_PER_S for s in stamps]
-    bottom.step(times, [calibrated[s][0] + 0.04 for s in stamps], where='post', label='raw')
-    bottom.step(times, [calibrated[s][1] for s in stamps], where='post', label='calibrated')
-    bottom.set_yticks([0, 1, 2], ['UNKNOWN', 'UNCERTAIN', 'KNOWN'])
+    summary = summary or {}
+    result, (top, bottom, consistency) = figure(3, (3, 2, 2), 9.5)
+    shade_phases((top, bottom, consistency),
+                 [(name, start / NS_PER_S, end / NS_PER_S) for name, start, end in spans])
+    distance_panel(top, [(s / NS_PER_S, *outcomes[s]) for s in sorted(outcomes)])
+    level_panel(bottom, [(s / NS_PER_S, *calibrated[s]) for s in sorted(calibrated)])
     starts = {name: start for name, start, _ in spans}
     marks = (('detection_delay_s', 'mistuned', 'detected after {:.1f} s', '#c0392b'),
              ('back_to_raw_s', 'recovered', 'back to raw after {:.1f} s', '#1e8449'))
     for key, phase, label, color in marks:
-        value = (summary or {}).get(key)
+        value = summary.get(key)
         if value is None or phase not in starts:
             continue
         at = starts[phase] / NS_PER_S + value
         bottom.axvline(at, color=color, linewidth=1.2, linestyle='--')
         bottom.annotate(label.format(value), (at, 1.5), xytext=(4, 0), textcoords='offset points',
                         color=color, fontsize=8)
-    bottom.legend(loc='lower left', fontsize=8)
-    _plot_nees(consistency, nees, (summary or {}).get('nees'),
-               (summary or {}).get('calibrated_confidence', DEFAULT_CONFIDENCE))
+    confidence = summary.get('calibrated_confidence', DEFAULT_CONFIDENCE)
+    if nees:
+        nees_panel(consistency, [(stamp / NS_PER_S, raw, value) for stamp, raw, value in nees],
+                   confidence)
+        _settled_nees(consistency, summary.get('nees'), nees[-1][0] / NS_PER_S)
+    else:
+        consistency.text(0.5, 0.5, 'no calibrated estimate at an outcome stamp', ha='center',
+                         transform=consistency.transAxes, fontsize=9)
     consistency.set_xlabel('sim time (s)')
-    figure.suptitle(title)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    pyplot.close(figure)
+    result.suptitle(title, fontsize=10, parse_math=False)
+    result.tight_layout()
+    save(result, path)
 
 
-def _plot_nees(axis, series, settled, confidence):
-    """Draw the raw and calibrated position NEES per outcome, and the settled means vs band."""
-    axis.set_ylabel('position NEES')
-    axis.set_yscale('log')
-    if not series:
-        axis.text(0.5, 0.5, 'no calibrated estimate at an outcome stamp', ha='center',
-                  transform=axis.transAxes, fontsize=9)
+def _settled_nees(axis, settled, end):
+    """Mark the settled NEES means against the 95% band of such a mean (``summary['nees']``)."""
+    if settled is None:
         return
-    times = [stamp / NS_PER_S for stamp, _, _ in series]
-    axis.scatter(times, [max(raw, 1e-3) for _, raw, _ in series], s=8, color='#c0392b',
-                 label='raw estimate')
-    axis.scatter(times, [max(value, 1e-3) for _, _, value in series], s=8, color='#1f77b4',
-                 label=f'calibrated estimate (covariance x k bound squared, confidence '
-                       f'{confidence:g})')
-    axis.axhline(3.0, color='black', linewidth=0.6, linestyle=':')
-    axis.annotate('3 (honest mean)', (1.0, 3.0), xycoords=('axes fraction', 'data'),
-                  xytext=(3, 0), textcoords='offset points', va='center', fontsize=8)
-    if settled is not None:
-        start, end = settled['from_s'], times[-1]
-        low, high = settled['band']
-        axis.fill_between([start, end], low, high, color='#999999', alpha=0.3,
-                          label=f"95% band of a mean of {settled['outcomes']}")
-        axis.hlines([settled['raw_mean']], start, end, color='#c0392b', linewidth=1.5)
-        axis.hlines([settled['calibrated_mean']], start, end, color='#1f77b4', linewidth=1.5)
-        axis.annotate(f"mean raw {settled['raw_mean']:.1f}, calibrated "
-                      f"{settled['calibrated_mean']:.1f}", (start, settled['raw_mean']),
-                      xytext=(0, 4), textcoords='offset points', fontsize=8)
-    axis.legend(loc='upper left', fontsize=8)
+    start = settled['from_s']
+    low, high = settled['band']
+    axis.fill_between([start, end], low, high, color='#999999', alpha=0.3,
+                      label=f"95% band of a mean of {settled['outcomes']}")
+    axis.hlines([settled['raw_mean']], start, end, color='#c0392b', linewidth=1.5)
+    axis.hlines([settled['calibrated_mean']], start, end, color='#1f77b4', linewidth=1.5)
+    axis.annotate(f"mean raw {settled['raw_mean']:.1f}, calibrated "
+                  f"{settled['calibrated_mean']:.1f}", (start, settled['raw_mean']),
+                  xytext=(0, 4), textcoords='offset points', fontsize=8)
+    axis.legend(loc='upper left', fontsize=7)
 
 
 def _wait_for_chain(player, estimates, processes):

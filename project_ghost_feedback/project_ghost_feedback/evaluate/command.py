@@ -224,7 +224,7 @@ def _picture(path, run, trace, title):
     """Write evaluate.png (:mod:`.plot`) of a _Trace, in seconds from the bag start."""
     from ..core import NS_PER_S
     from ..core.feedback.episodes import ORIGIN_BAG_START
-    from .plot import write_picture
+    from ..plots import write_picture
 
     origin, kind = _origin(run, trace)
 

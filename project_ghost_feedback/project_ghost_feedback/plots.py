@@ -1,27 +1,30 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``evaluate.png``: the picture of one evaluated bag (matplotlib, Agg; plain functions on data).
+"""The project's pictures: one set of panels (matplotlib, Agg; plain functions on data).
 
-Time runs in seconds from the bag start (:func:`~..core.feedback.episodes.time_origin`). Panels,
-top to bottom, all with the downgrade episodes shaded in the colour of their level:
+Every picture the project draws is composed of these panels, so the same quantity looks the
+same everywhere: ``ghost-feedback evaluate``'s ``evaluate.png`` (:func:`build_figure`,
+:func:`write_picture`) and the demos' ``demo.png`` / ``stack_demo.png`` (``demo/``).
 
-1. :data:`DISTANCES_TITLE`: every outcome's unsquared Mahalanobis distance per vec3, with the
-   quantiles of the chi distribution with 3 degrees of freedom a calibrated estimator's distances
-   follow (:data:`QUANTILES`), named as such;
-2. :data:`LEVELS_TITLE`: the raw (claimed) and the calibrated level;
-3. :data:`K_TITLE`: the window estimate of ``k`` (true errors / claimed standard deviation) per
-   vec3 with its 95% interval, and ``k = 1`` (honest);
-4. :data:`NEES_TITLE`, only when a calibrated estimate exists (the bridge's
-   ``calibrated_estimate.enabled``): the position NEES of the raw and of the calibrated estimate.
+- :func:`distance_panel`: every outcome's unsquared Mahalanobis distance per vec3, with the
+  quantiles of the chi distribution with 3 degrees of freedom a calibrated estimator's distances
+  follow (:data:`QUANTILES`), named as such;
+- :func:`level_panel`: the raw (claimed) and the calibrated level;
+- :func:`k_panel`: the window estimate of ``k`` (true errors / claimed standard deviation) per
+  vec3 with its 95% interval, and ``k = 1`` (honest);
+- :func:`nees_panel`: the position NEES of the raw and of the calibrated estimate (only when a
+  calibrated estimate exists: the bridge's ``calibrated_estimate.enabled``);
+- :func:`shade_episodes` (downgrade episodes, in the colour of their level) and
+  :func:`shade_phases` (a demo's scripted phases, named).
 
-Every function takes plain data (lists of tuples in seconds), so another tool can draw the same
-panels; :func:`build_figure` returns the Figure (tests read its axes), :func:`write_picture`
-saves and closes it.
+Times are in seconds (evaluate: from the bag start, :func:`~.core.feedback.episodes.time_origin`;
+the demos: sim time). :func:`build_figure` returns the Figure (tests read its axes),
+:func:`write_picture` / :func:`save` write and close one.
 """
 
 import math
 
-from ..core.feedback.chi_square import chi_square_quantile
-from ..core.feedback.overconfidence import DOF_PER_VEC3
+from .core.feedback.chi_square import chi_square_quantile
+from .core.feedback.overconfidence import DOF_PER_VEC3
 
 DISTANCES_TITLE = 'unsquared Mahalanobis distance d per outcome'
 LEVELS_TITLE = 'level: raw (claimed) vs calibrated'
@@ -57,6 +60,39 @@ def shade_episodes(axes, episodes):
         for axis in axes:
             axis.axvspan(start, max(end, start + 1e-3), color=EPISODE_COLORS.get(level, '#999'),
                          alpha=0.22, linewidth=0, zorder=0)
+
+
+PHASE_COLORS = ('#e8f4e8', '#fbe3e3', '#e8eefa', '#f5f0e1')
+
+
+def shade_phases(axes, spans):
+    """Shade and name a demo's phases (``(name, start_s, end_s)``) on every axis of ``axes``."""
+    for index, (name, start, end) in enumerate(spans):
+        for axis in axes:
+            axis.axvspan(start, end, color=PHASE_COLORS[index % len(PHASE_COLORS)], zorder=0)
+        axes[0].text((start + end) / 2, 1.02, name, transform=axes[0].get_xaxis_transform(),
+                     ha='center', va='bottom', fontsize=9)
+
+
+def figure(rows, height_ratios, height):
+    """Return ``(Figure, axes)``: ``rows`` panels sharing the time axis (Agg backend)."""
+    import matplotlib
+
+    matplotlib.use('Agg')
+    from matplotlib import pyplot
+
+    return pyplot.subplots(rows, 1, sharex=True, figsize=(11, height),
+                           gridspec_kw={'height_ratios': list(height_ratios)[:rows]})
+
+
+def save(figure_, path):
+    """Write ``figure_`` to ``path`` (PNG) and close it."""
+    from matplotlib import pyplot
+
+    try:
+        figure_.savefig(path, dpi=100)
+    finally:
+        pyplot.close(figure_)
 
 
 def distance_panel(axis, distances):
@@ -128,14 +164,8 @@ def nees_panel(axis, nees, confidence):
 def build_figure(*, title, distances, levels, k_series, episodes, nees=None,
                  nees_confidence=0.975, time_label='s from the bag start'):
     """Return the matplotlib Figure of the panels above (the NEES one only when ``nees``)."""
-    import matplotlib
-
-    matplotlib.use('Agg')
-    from matplotlib import pyplot
-
     rows = 4 if nees else 3
-    figure, axes = pyplot.subplots(rows, 1, sharex=True, figsize=(11, 2.6 * rows + 1.0),
-                                   gridspec_kw={'height_ratios': [3, 2, 2.5, 2][:rows]})
+    result, axes = figure(rows, (3, 2, 2.5, 2), 2.6 * rows + 1.0)
     distance_panel(axes[0], distances)
     level_panel(axes[1], levels)
     k_panel(axes[2], k_series)
@@ -144,17 +174,11 @@ def build_figure(*, title, distances, levels, k_series, episodes, nees=None,
     shade_episodes(axes, episodes)
     axes[-1].set_xlabel(f'time [{time_label}]; shaded: downgrade episodes (amber UNCERTAIN, '
                         'red UNKNOWN)')
-    figure.suptitle(title, fontsize=10, parse_math=False)  # a topic or bag name is plain text
-    figure.tight_layout()
-    return figure
+    result.suptitle(title, fontsize=10, parse_math=False)  # a topic or bag name is plain text
+    result.tight_layout()
+    return result
 
 
 def write_picture(path, **data):
     """Write :func:`build_figure` of ``data`` to ``path`` (PNG) and close it."""
-    from matplotlib import pyplot
-
-    figure = build_figure(**data)
-    try:
-        figure.savefig(path, dpi=100)
-    finally:
-        pyplot.close(figure)
+    save(build_figure(**data), path)
