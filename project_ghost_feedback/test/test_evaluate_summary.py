@@ -17,6 +17,7 @@ import yaml
 
 from project_ghost_feedback.core import NS_PER_S
 from project_ghost_feedback.core.feedback import CalibratedSelfAssessment
+from project_ghost_feedback.core.feedback.episodes import reason_words
 from project_ghost_feedback import plots as plot
 from project_ghost_feedback.telemetry import read_bag
 from test_evaluate import CONFIG, evaluate, POSE, stack_samples, write_rosbags_bag
@@ -93,7 +94,10 @@ def test_the_first_line_says_what_happened(evaluated):
     assert first == summary['verdict']
     main = max(summary['episodes'], key=lambda e: e['duration_s'])
     assert first.startswith(main['description'])
-    assert first.startswith(f'overconfident from {main["start_s"]:.1f} s to the end at ')
+    # The default policy's reason in words ('overconfident in position' for vec3_scale).
+    words = reason_words(main['reason'])
+    assert 'overconfident' in words
+    assert first.startswith(f'{words} from {main["start_s"]:.1f} s to the end at ')
     assert 'peak position k = ' in first and 'over the run position k = ' in first
     text = (out / 'summary.txt').read_text()
     assert f'  1. {summary["episodes"][0]["description"]}' in text
