@@ -201,7 +201,8 @@ class BridgeRun:
     """One offline bridge run over a bag: iterate it for the outputs, then read the counts."""
 
     def __init__(self, path, estimate_topic, reference_topic, values):
-        from .bridge.pairing import PairingEngine, engine_config
+        from .bridge.pairing import PairingEngine
+        from .bridge.parameters import engine_config
 
         self.path = str(path)
         self.estimate_topic, self.reference_topic = estimate_topic, reference_topic

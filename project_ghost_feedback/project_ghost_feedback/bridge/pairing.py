@@ -36,11 +36,9 @@ import numpy as np
 from ..core import BeliefSelfAssessment, NamedLevel, NS_PER_S, PredictionOutcome
 from ..core.loop import FUTURE_STAMP, future_stamp_detail, went_back
 from ..msg_decoding import stamp_to_ns as _stamp_to_ns
-from ..parameter_spec import cap_text, ParameterError
-from .belief_claim import claim_levels, ClaimThresholds
+from .belief_claim import claim_levels
 from .decorrelation import OutcomePacer
 from .geometry import (
-    axis_mask,
     covariance_refusal,
     FixedTransform,
     FloatArray,
@@ -84,68 +82,6 @@ CheckedCovariance = tuple[FloatArray | None, Refusal | None]
 Intake = tuple[int, tuple[float, float, float], tuple[float, float, float, float],
                FloatArray | None]
 """``(stamp_ns, position, quaternion, covariance)`` of an input taken in."""
-
-
-def engine_config(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the engine's config dict from the bridge's parameter values (else ParameterError).
-
-    ``values`` maps every pairing parameter name of the bridge (docs/bridge.md; the keys of
-    config/outcome_bridge.yaml) to its value; ranges are the caller's to check.
-    """
-    ignored = tuple(axis for axis in values['ignored_axes'] if axis)
-    child_frames = set()
-    for entry in values['child_frame_map']:
-        if not entry:
-            continue
-        estimate_child, sep, reference_child = str(entry).partition(':')
-        if not sep or not estimate_child or not reference_child:
-            raise ParameterError(cap_text(
-                f"child_frame_map entry {entry!r} is not 'estimate_child:reference_child'"))
-        child_frames.add((estimate_child, reference_child))
-    try:
-        axis_mask(ignored)
-        thresholds = ClaimThresholds(
-            values['position_known_max_std_m'], values['position_uncertain_max_std_m'],
-            values['orientation_known_max_std_rad'], values['orientation_uncertain_max_std_rad'])
-        pacer = OutcomePacer(
-            min_interval_ns=int(values['decorrelation.min_interval_s'] * NS_PER_S),
-            max_interval_ns=int(values['decorrelation.max_interval_s'] * NS_PER_S),
-            adaptive=values['decorrelation.adaptive'],
-            target_autocorrelation=values['decorrelation.target_autocorrelation'],
-            alpha=values['decorrelation.alpha'],
-            warmup_samples=values['decorrelation.warmup_samples'])
-        transform = None
-        if values['transform.enabled']:
-            if not values['transform.from_frame_id'] or not values['transform.to_frame_id']:
-                raise ParameterError(
-                    'transform.from_frame_id and transform.to_frame_id must be set')
-            if len(values['transform.translation_m']) != 3:
-                raise ParameterError('transform.translation_m must have 3 values')
-            if len(values['transform.rotation_xyzw']) != 4:
-                raise ParameterError('transform.rotation_xyzw must have 4 values')
-            refused = quaternion_refusal(values['transform.rotation_xyzw'])
-            if refused is not None:
-                raise ParameterError(f'transform.rotation_xyzw: {refused[0]} ({refused[1]})')
-            transform = FixedTransform(
-                values['transform.translation_m'], values['transform.rotation_xyzw'])
-    except ParameterError:
-        raise
-    except ValueError as error:
-        raise ParameterError(cap_text(error)) from None
-    return {
-        'ignored_axes': ignored, 'thresholds': thresholds, 'pacer': pacer,
-        'child_frame_map': frozenset(child_frames),
-        'transform': transform,
-        'from_frame_id': values['transform.from_frame_id'],
-        'to_frame_id': values['transform.to_frame_id'],
-        'max_reference_gap_ns': int(values['max_reference_gap_s'] * NS_PER_S),
-        'max_estimate_wait_ns': int(values['max_estimate_wait_s'] * NS_PER_S),
-        'time_jump_tolerance_ns': int(values['time_jump_tolerance_s'] * NS_PER_S),
-        'use_reference_covariance': values['use_reference_covariance'],
-        'null_tolerance': values['null_tolerance'],
-        'use_tf': values['use_tf'],
-        'tf_max_wait_ns': int(values['tf.max_wait_s'] * NS_PER_S),
-    }
 
 
 def child_frame_id(msg: Any) -> str:

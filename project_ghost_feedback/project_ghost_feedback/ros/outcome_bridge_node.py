@@ -75,7 +75,6 @@ from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes
     DROP_PENDING_OVERFLOW,
     DROP_TIME_RESET,
     DROP_TOO_OLD,
-    engine_config,
     EngineListener,
     ESTIMATE,
     PairingEngine,
