@@ -180,6 +180,25 @@ def check_telemetry(node: FeedbackNode, steady_ns: int, status: Status) -> None:
         status.message = f'{status.message}; telemetry stopped: {telemetry.error}'
 
 
+def level_change(previous, calibrated):
+    """Return ``(levels, change)``: the (raw, calibrated) levels now, and what to log, if any.
+
+    ``change`` is None while the levels stay as they were (and for a first output that is not
+    downgraded); otherwise ``(WARN, text)`` for a calibrated level below the raw one and
+    ``(OK, text)`` for the return to the raw level. Times in seconds of the belief stamp.
+    """
+    raw = calibrated.raw_assessment
+    levels = (raw.overall_level, calibrated.adjusted_overall_level)
+    if levels == previous or (previous is None and not calibrated.was_downgraded):
+        return levels, None
+    at = f'at t={raw.belief_stamp_sim_ns / NS_PER_S:.3f} s'
+    if calibrated.was_downgraded:
+        return levels, (WARN, f'calibrated level {levels[1].name} (raw {levels[0].name}) {at}: '
+                              f'{calibrated.adjustment_reason}')
+    return levels, (OK, f'back to the raw level {levels[0].name} {at}: '
+                        f'{calibrated.adjustment_reason}')
+
+
 PERIOD_CHECKS: tuple[PeriodCheck, ...] = (check_outcomes_fresh, check_telemetry_losses)
 STATUS_CHECKS: tuple[StatusCheck, ...] = (
     check_clock, check_calibration, check_inputs, check_telemetry)

@@ -26,8 +26,6 @@ Run it with ``ros2 run project_ghost_feedback feedback_node`` (ROS install) or `
 """
 
 import collections
-import datetime
-import pathlib
 import sys
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -59,7 +57,6 @@ from .calibration_status import (
     assessment_severity,
     ERROR,
     is_underconfident,
-    OK,
     PeriodStatus,
     WARN,
 )
@@ -70,7 +67,7 @@ from .conversions import (
     outcome_from_msg,
     overconfidence_to_msg,
 )
-from .feedback_diagnostics import feedback_status
+from .feedback_diagnostics import feedback_status, level_change
 from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for main()'s users
     EXECUTORS,
     NODE_PARAMETERS,
@@ -87,7 +84,7 @@ from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s u
     message_class,
     ParameterSet,
 )
-from .topic_recorder import TopicRecorder
+from .feedback_telemetry import open_telemetry, StartupError, TopicRecorder
 
 NODE_NAME = 'feedback_node'
 DIAGNOSTIC_TASK = 'calibration'
@@ -96,26 +93,9 @@ ASSESSMENT_TOPIC = 'self_assessment/raw'
 CALIBRATED_TOPIC = 'self_assessment/calibrated'
 EVENTS_TOPIC = 'feedback_events'
 OVERCONFIDENCE_TOPIC = 'self_assessment/overconfidence'
-BAG_PREFIX = 'ghost_feedback'
 # A rejection's text quotes the bad value: a message with a megabyte-long name must not become a
 # megabyte in every /diagnostics message and log line.
 _MAX_REJECT_TEXT = 300
-
-
-class StartupError(ValueError):
-    """The start-up configuration is invalid (run_node() logs it and exits 2)."""
-
-
-def new_bag_path(parent):
-    """Return a new ``<parent>/ghost_feedback_YYYY_MM_DD-HH_MM_SS[_N]`` path (rosbag2's naming)."""
-    parent = pathlib.Path(parent)
-    stamp = datetime.datetime.now().strftime('%Y_%m_%d-%H_%M_%S')
-    candidate = parent / f'{BAG_PREFIX}_{stamp}'
-    suffix = 1
-    while candidate.exists():
-        candidate = parent / f'{BAG_PREFIX}_{stamp}_{suffix}'
-        suffix += 1
-    return candidate
 
 
 class FeedbackNode(Node):
@@ -234,50 +214,18 @@ class FeedbackNode(Node):
     # -- start-up -----------------------------------------------------------------------------
 
     def _open_telemetry(self):
-        bag, parent = self._param('telemetry_bag'), self._param('telemetry_dir')
-        if not bag and not parent:
+        """Open the telemetry bag the parameters ask for (None: no recording)."""
+        try:
+            opened = open_telemetry(self._param, self.config.loop, self._telemetry_error)
+        except StartupError:
+            self.destroy_node()
+            raise
+        if opened is None:
             return None
-        try:
-            from ..telemetry.background import BackgroundRecorder
-            from ..telemetry.channels import (
-                CHANNEL_CALIBRATED_SELF_ASSESSMENT,
-                CHANNEL_PREDICTION_OUTCOME,
-                CHANNEL_RAW_SELF_ASSESSMENT,
-                DIAGNOSTICS,
-                OVERCONFIDENCE,
-                recorded_topic,
-            )
-            from ..telemetry.recorder import TelemetryRecorder
-        except ImportError as error:
-            self.destroy_node()
-            raise StartupError(
-                f'telemetry needs the rosbags library ({error}); install it '
-                '(pip install -r requirements/jazzy.txt) or leave telemetry_bag and '
-                'telemetry_dir empty') from None
-        # The bag's channels of the inputs and the output (its topic names, whatever the
-        # node's remapping): recorded as the bytes taken and published.
-        self._channels = (CHANNEL_PREDICTION_OUTCOME, CHANNEL_RAW_SELF_ASSESSMENT,
-                          CHANNEL_CALIBRATED_SELF_ASSESSMENT)
-        try:
-            if parent:
-                pathlib.Path(parent).mkdir(parents=True, exist_ok=True)
-                bag = new_bag_path(parent)
-            # The periodic, derived data (for Foxglove and plots), on or off together.
-            extra = (DIAGNOSTICS, OVERCONFIDENCE) if self._param('record_diagnostics') else ()
-            self._overconfidence_channel = (OVERCONFIDENCE.topic if OVERCONFIDENCE in extra
-                                            else None)
-            channels = [recorded_topic(entry) for entry in self._param('record_topics') if entry]
-            self._recorded_topics = tuple(
-                (channel, message_class(channel.msgtype)) for channel in channels)
-            extra += tuple(channel for channel, _ in self._recorded_topics)
-            recorder = TelemetryRecorder(bag, self.config.loop, extra_channels=extra,
-                                         on_error=self._telemetry_error)
-        except (ValueError, OSError) as error:
-            self.destroy_node()
-            raise StartupError(str(error)) from None
-        return BackgroundRecorder(
-            recorder, queue_size=self._param('telemetry_queue_size'),
-            queue_bytes=self._param('telemetry_queue_bytes'), on_error=self._telemetry_error)
+        self._channels = opened.channels
+        self._overconfidence_channel = opened.overconfidence_channel
+        self._recorded_topics = opened.recorded_topics
+        return opened.recorder
 
     def _telemetry_error(self, message):
         self.get_logger().error(message)
@@ -600,25 +548,6 @@ class FeedbackNode(Node):
         """Finish the telemetry bag, then destroy the node."""
         self.close()
         return super().destroy_node()
-
-
-def level_change(previous, calibrated):
-    """Return ``(levels, change)``: the (raw, calibrated) levels now, and what to log, if any.
-
-    ``change`` is None while the levels stay as they were (and for a first output that is not
-    downgraded); otherwise ``(WARN, text)`` for a calibrated level below the raw one and
-    ``(OK, text)`` for the return to the raw level. Times in seconds of the belief stamp.
-    """
-    raw = calibrated.raw_assessment
-    levels = (raw.overall_level, calibrated.adjusted_overall_level)
-    if levels == previous or (previous is None and not calibrated.was_downgraded):
-        return levels, None
-    at = f'at t={raw.belief_stamp_sim_ns / NS_PER_S:.3f} s'
-    if calibrated.was_downgraded:
-        return levels, (WARN, f'calibrated level {levels[1].name} (raw {levels[0].name}) {at}: '
-                              f'{calibrated.adjustment_reason}')
-    return levels, (OK, f'back to the raw level {levels[0].name} {at}: '
-                        f'{calibrated.adjustment_reason}')
 
 
 def main(args=None):
