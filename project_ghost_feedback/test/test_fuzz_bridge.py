@@ -167,6 +167,9 @@ def test_fuzzed_bridge_stays_up_answers_and_still_pairs(bridge_and_client):
     c.estimates.publish(other_body)
     sent['estimate'] += 1
     sent['reference'] += 1
+    # Before anything else goes out: a later stamp reset would drop it as pending otherwise.
+    c.spin_until(lambda: c.values().get('dropped[child_frame_mismatch]') == '1',
+                 'the child_frame_id mismatch to be counted')
     # Malformed CDR on both inputs: counted as errors of the take, never a crash.
     for publisher in (c.estimates, c.references):
         for raw in _malformed_cdr(rng):
