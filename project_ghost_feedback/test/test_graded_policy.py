@@ -7,7 +7,6 @@ import math
 import random
 import subprocess
 import sys
-import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -237,16 +236,15 @@ def _advertised(field):
 
 @settings(max_examples=60, deadline=None)
 @given(st.fixed_dictionaries({field: _advertised(field) for field in policy_parameters(NAME)}))
-def test_every_advertised_combination_constructs_quickly_or_is_refused(parameters):
-    """Any values in the advertised ranges: a policy in < 0.2 s, or ContractViolation only."""
-    start = time.perf_counter()
+def test_every_advertised_combination_constructs_or_is_refused(parameters):
+    """Any values in the advertised ranges: a working policy, or ContractViolation only.
+
+    How long construction takes is measured in bench/policy_bounds_bench.py, never here.
+    """
     try:
         policy = make_policy(NAME, parameters)
     except ContractViolation:
         return
-    finally:
-        elapsed = time.perf_counter() - start
-    assert elapsed < 0.2
     for history in (_history(32, 0, 0, 0), _history(0, 0, 0, 32), _history(8, 8, 8, 8)):
         assert policy.adjust(RAW, history).adjusted_overall_level <= KNOWN
 
