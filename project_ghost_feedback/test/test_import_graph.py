@@ -2,7 +2,8 @@
 """The package's import graph: no cycle, no arrow back up a layer, no leaning sideways.
 
 Every ``import`` of the package is read with :mod:`ast`, function-level imports included (a
-lazy import hides a dependency from start-up time, not from the design). The modules are
+lazy import hides a dependency from start-up time, not from the design); imports under ``if
+TYPE_CHECKING:`` are left out (they name a type for annotations and are never executed). The modules are
 grouped by their first name under the package (``core``, ``bridge``, ``telemetry``, ...) and
 the groups stand in :data:`LAYERS`, lowest first. A module may import its own group and any
 group of a lower layer; an import of a higher layer is an arrow back up, and an import of
@@ -20,7 +21,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'project_ghost_feedback'
 
 LAYERS = (
     ('core',),
-    ('msg_decoding', 'safe_io', 'analysis'),
+    ('msg_decoding', 'safe_io', 'analysis', 'parameter_spec', 'plots'),
     ('bridge',),
     ('sim', 'telemetry'),
     ('bridge_inputs',),
@@ -29,7 +30,8 @@ LAYERS = (
     ('demo',),
     ('cli', '__init__'),
 )
-"""Groups by layer, lowest first: the pure core; leaf helpers; the pure bridge; the simulators
+"""Groups by layer, lowest first: the pure core; leaf helpers (message decoding, safe text,
+analysis, the parameter declarations, the plot panels); the pure bridge; the simulators
 and bags; an ordinary bag's inputs run through the bridge (what evaluate and audit share); the
 offline tools; the ROS nodes; the demos (which start nodes); the command line."""
 
@@ -53,7 +55,12 @@ def module_graph(package_dir):
         here = [] if name == '__init__' else name.split('.')
         base = here if is_package else here[:-1]
         targets = set()
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        type_only = {id(inner) for node in ast.walk(tree) if _is_type_checking(node)
+                     for inner in ast.walk(node)}
+        for node in ast.walk(tree):
+            if id(node) in type_only:
+                continue
             if isinstance(node, ast.ImportFrom):
                 if node.level:
                     anchor = base[:len(base) - (node.level - 1)] if node.level > 1 else base
@@ -75,6 +82,15 @@ def module_graph(package_dir):
         targets.discard(name)
         graph[name] = targets
     return graph
+
+
+def _is_type_checking(node):
+    """Return whether ``node`` is ``if TYPE_CHECKING:`` (imports for annotations only)."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == 'TYPE_CHECKING') or (
+        isinstance(test, ast.Attribute) and test.attr == 'TYPE_CHECKING')
 
 
 def _resolve(parts, modules):
@@ -216,6 +232,8 @@ def toy_package(tmp_path):
         'core/__init__.py': 'from .a import A\n',
         'core/a.py': 'def f():\n    from .b import B\n',
         'core/b.py': 'from .a import A\nB = 1\n',
+        'core/c.py': 'from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .d import D\n',
+        'core/d.py': 'from .c import C\n',
         'bridge/__init__.py': '',
         'bridge/pairing.py': 'from ..core import A\n',
         'telemetry/__init__.py': '',
@@ -237,6 +255,7 @@ def toy_package(tmp_path):
 def test_self_test_the_graph_reads_relative_absolute_and_lazy_imports(toy_package):
     graph = module_graph(toy_package)
     assert graph['core.a'] == {'core.b'}  # a function-level import counts
+    assert graph['core.c'] == set()  # an import for annotations only does not
     assert graph['core'] == {'core.a'}
     assert graph['ros.node'] == {'telemetry.reader', 'core.a'}  # absolute import counts
     assert graph['evaluate.run'] == {'ros.node'}
