@@ -151,6 +151,52 @@ def _check_output(out):
     return summary
 
 
+_NO_ROS_SCRIPT = """
+import json, sys
+
+BLOCKED = ('rclpy', 'ament_index_python', 'project_ghost_feedback_msgs', 'tf2_py', 'tf2_ros')
+for name in list(sys.modules):
+    if name.split('.')[0] in BLOCKED:
+        del sys.modules[name]
+
+
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in BLOCKED:
+            raise ImportError('blocked ' + name)
+
+
+sys.meta_path.insert(0, Block())
+from project_ghost_feedback.cli import main
+
+status = main(sys.argv[1:])
+loaded = sorted(name for name in sys.modules if name.split('.')[0] in BLOCKED)
+print(json.dumps({'status': status, 'loaded': loaded}))
+"""
+
+
+def test_evaluate_runs_in_a_python_without_rclpy(tmp_path):
+    """evaluate needs rosbags, not ROS: rclpy, the ament index and the msgs package blocked.
+
+    The bag has no /tf, so tf2 (which imports rclpy) is not needed either; the telemetry bag
+    it writes verifies.
+    """
+    import subprocess
+    import sys
+
+    bag = write_rosbags_bag(tmp_path / 'bag', stack_samples())
+    out = tmp_path / 'out'
+    result = subprocess.run(
+        [sys.executable, '-c', _NO_ROS_SCRIPT, 'evaluate', str(bag), '--estimate', ESTIMATE,
+         '--reference', REFERENCE, '--params-file', str(CONFIG), '--output-dir', str(out),
+         '--no-plot'], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report == {'status': 0, 'loaded': []}
+    summary = _check_output(out)
+    assert summary['bridge']['paired'] == 240
+
+
 @pytest.mark.parametrize('storage,reference_type', [('mcap', POSE), ('sqlite3', ODOMETRY)])
 def test_rosbags_writer_bags_evaluate_and_replay_identically(tmp_path, storage, reference_type):
     """A bag of rosbags' Writer: outcomes in both phases, replay identical, a picture."""

@@ -261,7 +261,32 @@ def recorded_definition(msgtype, digest, text):
 
 
 def _recorded_matches(msgtype, digest, text, legacy):
-    """Return True when the recorded hash and schema text (either may be empty) are ours."""
+    """Return True when the recorded hash and schema text (either may be empty) are ours.
+
+    The texts are compared without their comments and blank lines: a writer without the ament
+    index (the dependencies' definitions from rosbags' store, comments left out) records the
+    same definition, and the same RIHS01 hash, as one with it.
+    """
     if digest and digest != type_hash(msgtype, legacy):
         return False
-    return not text or text == full_definition(msgtype, legacy).strip()
+    return not text or _without_comments(text) == _without_comments(
+        full_definition(msgtype, legacy))
+
+
+def _without_comments(text):
+    """Return the lines of a .msg schema text without comments, blank lines or trailing space."""
+    lines = []
+    for line in text.splitlines():
+        quote = None
+        for index, char in enumerate(line):
+            if quote is None and char in '"\'':
+                quote = char
+            elif char == quote:
+                quote = None
+            elif char == '#' and quote is None:
+                line = line[:index]
+                break
+        line = line.rstrip()
+        if line:
+            lines.append(line)
+    return lines
