@@ -227,7 +227,6 @@ def _iter_mcap_file_order(file_path, wanted):
     """Yield BagMessage from one MCAP file in file order (mcap's public reader, CRCs checked)."""
     from mcap.reader import SeekingReader
 
-
     names = {}
     with open(file_path, 'rb') as stream:
         reader = SeekingReader(stream, validate_crcs=True,

@@ -93,7 +93,7 @@ def read_bag(path, *, order='recorded', topics=None, skip_unknown=True):
                 contract = decoder(message.payload)
             except Exception as error:  # noqa: BLE001 - any decoder error is one line
                 raise decode_error(path, index, message.topic, message.log_time,
-                                    message.msgtype, error) from None
+                                   message.msgtype, error) from None
             yield BagContract(message.topic, message.msgtype, message.log_time, contract)
 
 
