@@ -9,8 +9,20 @@ thread finish what is queued, then finishes the bag; an error while finishing (d
 reported, not raised, so the node still shuts down cleanly.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+import pathlib
 import queue
 import threading
+from typing import Any, TYPE_CHECKING
+
+from ..core import BeliefSelfAssessment, PredictionOutcome
+from ..core.feedback import CalibratedSelfAssessment
+from ..core.loop import LoopEvent
+
+if TYPE_CHECKING:
+    from .recorder import TelemetryRecorder
 
 _STOP = object()
 
@@ -18,10 +30,11 @@ _STOP = object()
 class BackgroundRecorder:
     """Feed a TelemetryRecorder from a bounded queue on a daemon writer thread."""
 
-    def __init__(self, recorder, *, queue_size, on_error):
+    def __init__(self, recorder: TelemetryRecorder, *, queue_size: int,
+                 on_error: Callable[[str], None]) -> None:
         self._recorder = recorder
         self._on_error = on_error
-        self._queue = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
         self._lock = threading.Lock()
         self._dropped = 0
         self._closed = False
@@ -30,33 +43,33 @@ class BackgroundRecorder:
         self._thread.start()
 
     @property
-    def path(self):
+    def path(self) -> str | pathlib.Path:
         """Return the bag directory."""
         return self._recorder.path
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         """Return True once :meth:`close` was called."""
         return self._closed
 
     @property
-    def error(self):
+    def error(self) -> Exception | None:
         """Return the error that stopped the recording, or None."""
         return self._recorder.error
 
     @property
-    def recorded(self):
+    def recorded(self) -> int:
         """Return the number of messages recorded in the bag (see TelemetryRecorder.counts)."""
         return sum(self._recorder.counts.values())
 
     @property
-    def not_recorded(self):
+    def not_recorded(self) -> int:
         """Return the number of records not in the bag: queue full, or after a write error."""
         with self._lock:
             dropped = self._dropped
         return dropped + self._recorder.not_recorded
 
-    def _put(self, item, records):
+    def _put(self, item: tuple[str, Any, Any], records: int) -> None:
         if self._closed or self._recorder.error is not None:
             self._count_lost(records)
             return
@@ -65,27 +78,28 @@ class BackgroundRecorder:
         except queue.Full:
             self._count_lost(records)
 
-    def _count_lost(self, records):
+    def _count_lost(self, records: int) -> None:
         with self._lock:
             self._dropped += records
 
-    def record_outcome(self, outcome):
+    def record_outcome(self, outcome: PredictionOutcome) -> None:
         """Queue an accepted PredictionOutcome."""
         self._put(('outcome', outcome, None), 1)
 
-    def record_assessment(self, raw, calibrated):
+    def record_assessment(self, raw: BeliefSelfAssessment,
+                          calibrated: CalibratedSelfAssessment) -> None:
         """Queue an accepted raw assessment and the calibrated assessment published for it."""
         self._put(('assessment', raw, calibrated), 2)
 
-    def record_event(self, event):
+    def record_event(self, event: LoopEvent) -> None:
         """Queue a LoopEvent (a reset or a configuration change)."""
         self._put(('event', event, None), 1)
 
-    def record_serialized(self, channel, log_time, payload):
+    def record_serialized(self, channel: str, log_time: int, payload: bytes) -> None:
         """Queue a message received as CDR bytes for an extra channel."""
         self._put(('serialized', channel, (log_time, payload)), 1)
 
-    def _run(self):
+    def _run(self) -> None:
         recorder = self._recorder
         while True:
             item = self._queue.get()
@@ -102,7 +116,7 @@ class BackgroundRecorder:
             else:
                 recorder.record_serialized(first, *second)
 
-    def close(self, timeout_s=30.0):
+    def close(self, timeout_s: float = 30.0) -> None:
         """Write what is queued, finish the bag; report (not raise) a failure. Idempotent."""
         if self._closed:
             return

@@ -3,9 +3,10 @@
 
 import dataclasses
 import math
+from typing import Any
 
 from ..core import SelfAssessmentLevel
-from ..core.feedback import overconfidence_as_dict
+from ..core.feedback import CalibratedSelfAssessment, CalibrationHistory, overconfidence_as_dict
 from ..core.loop import LoopConfig
 
 
@@ -23,9 +24,10 @@ class LevelSummary:
         default_factory=lambda: {level.name: 0 for level in SelfAssessmentLevel})
     downgrades: int = 0
     first_downgrade_stamp_sim_ns: int | None = None
-    last_history: object = dataclasses.field(default=None, repr=False, compare=False)
+    last_history: CalibrationHistory | None = dataclasses.field(
+        default=None, repr=False, compare=False)
 
-    def add(self, calibrated):
+    def add(self, calibrated: CalibratedSelfAssessment) -> None:
         """Count one calibrated assessment."""
         self.assessments += 1
         self.last_history = calibrated.calibration_history
@@ -37,7 +39,7 @@ class LevelSummary:
             if self.first_downgrade_stamp_sim_ns is None:
                 self.first_downgrade_stamp_sim_ns = calibrated.raw_assessment.belief_stamp_sim_ns
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
         last = self.last_history
         return {
@@ -58,7 +60,7 @@ class Difference:
     recorded: object
     recomputed: object
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict (non-finite floats as strings)."""
         return {
             'index': self.index, 'belief_stamp_sim_ns': self.belief_stamp_sim_ns,
@@ -67,7 +69,7 @@ class Difference:
         }
 
 
-def _jsonable(value):
+def _jsonable(value: object) -> object:
     if isinstance(value, SelfAssessmentLevel):
         return value.name
     if isinstance(value, float) and not math.isfinite(value):
@@ -81,7 +83,8 @@ def _jsonable(value):
     return value
 
 
-def first_field_difference(recorded, recomputed, path=''):
+def first_field_difference(recorded: object, recomputed: object,
+                           path: str = '') -> tuple[str, object, object] | None:
     """Return ``(field_path, recorded_value, recomputed_value)`` of the first difference, or None.
 
     Dataclasses are compared field by field and tuples item by item, depth first, so the path
@@ -133,13 +136,13 @@ class ReplayReport:
     resets: dict = dataclasses.field(default_factory=dict)
 
     @property
-    def identical(self):
+    def identical(self) -> bool | None:
         """Return True/False when recorded outputs exist, None when there is nothing to compare."""
         if self.recorded_outputs == 0:
             return None
         return self.differences == 0 and self.recorded_outputs == self.assessments
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict (the ``--json`` output of ``ghost-feedback replay``)."""
         return {
             'bag': self.bag, 'order': self.order, 'mode': self.mode,
@@ -162,7 +165,7 @@ class ReplayReport:
         }
 
 
-def summary_line(report):
+def summary_line(report: ReplayReport) -> str:
     """Return a one-line verdict of a verify-mode ReplayReport."""
     if report.identical is None:
         return (f'replay: {report.assessments} assessments recomputed, nothing recorded to '
