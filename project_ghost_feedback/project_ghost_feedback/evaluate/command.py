@@ -9,11 +9,23 @@ directory. Exit status: 0 every bag evaluated; 2 usage error or a bag that canno
 (one line on stderr).
 """
 
+from __future__ import annotations
+
 import argparse
+from collections.abc import Callable, Mapping, Sequence
 import json
 import math
+import os
 import pathlib
 import shutil
+from typing import Any, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..core.loop import LoopConfig
+    from .inputs import BridgeRun
+
+Fail = Callable[[object, int], int]
+"""``fail(message, status)``: print one error line, return the exit status."""
 
 DESCRIPTION = """\
 Run the outcome bridge's pure path and the feedback loop over ordinary rosbag2 bags (MCAP or
@@ -30,15 +42,16 @@ evaluate.png (distances with the 1/3/5 std lines; raw vs calibrated level).
 LEVEL_NAMES = ('UNKNOWN', 'UNCERTAIN', 'KNOWN')
 
 
-def _quantile(values, q):
+def _quantile(values: Sequence[float], q: float) -> float | None:
     if not values:
         return None
     ordered = sorted(values)
     return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
 
 
-def evaluate_bag(path, estimate_topic, reference_topic, values, loop_config, output_dir,
-                 plot=True):
+def evaluate_bag(path: str | os.PathLike[str], estimate_topic: str, reference_topic: str,
+                 values: Mapping[str, Any], loop_config: LoopConfig,
+                 output_dir: str | os.PathLike[str], plot: bool = True) -> dict[str, Any]:
     """Evaluate one bag into ``output_dir`` (must not exist); return the summary dict.
 
     EvaluateError (one line) for a missing topic, a wrong type, inputs that do not overlap in
@@ -78,7 +91,8 @@ def evaluate_bag(path, estimate_topic, reference_topic, values, loop_config, out
     return summary
 
 
-def _record(run, loop_config, output_dir):
+def _record(run: BridgeRun, loop_config: LoopConfig, output_dir: pathlib.Path) -> tuple[
+        dict[int, tuple[float, float]], dict[int, tuple[int, int]], pathlib.Path]:
     """Run the bridge's outputs through the loop into a telemetry bag; return what was seen."""
     from ..core.loop import FeedbackLoop
     from ..telemetry import TelemetryRecorder
@@ -87,12 +101,13 @@ def _record(run, loop_config, output_dir):
     loop = FeedbackLoop(loop_config)
     bag_dir = output_dir / 'telemetry'
     recorder = TelemetryRecorder(str(bag_dir), loop_config, recorder='evaluate')
-    distances = {}
-    levels = {}
+    distances: dict[int, tuple[float, float]] = {}
+    levels: dict[int, tuple[int, int]] = {}
     try:
         for kind, contract in run:
             if kind == ASSESSMENT:
                 calibrated = loop.assessment(contract).calibrated
+                assert calibrated is not None  # no now_ns: an assessment is never refused
                 recorder.record_assessment(contract, calibrated)
                 levels[contract.belief_stamp_sim_ns] = (contract.overall_level.value,
                                                         calibrated.adjusted_overall_level.value)
@@ -109,12 +124,13 @@ def _record(run, loop_config, output_dir):
     return distances, levels, bag_dir
 
 
-def _summary(run, loop_config, distances, levels, bag_dir):
+def _summary(run: BridgeRun, loop_config: LoopConfig, distances: dict[int, tuple[float, float]],
+             levels: dict[int, tuple[int, int]], bag_dir: pathlib.Path) -> dict[str, Any]:
     position = [d[0] for d in distances.values()]
     orientation = [d[1] for d in distances.values()]
     raw_counts = dict.fromkeys(LEVEL_NAMES, 0)
     calibrated_counts = dict.fromkeys(LEVEL_NAMES, 0)
-    downgraded, first_downgrade = 0, None
+    downgraded, first_downgrade = 0, None  # type: int, int | None
     for stamp in sorted(levels):
         raw, calibrated = levels[stamp]
         raw_counts[LEVEL_NAMES[raw]] += 1
@@ -147,11 +163,11 @@ def _summary(run, loop_config, distances, levels, bag_dir):
     }
 
 
-def summary_text(summary):
+def summary_text(summary: Mapping[str, Any]) -> str:
     """Return the summary as a few lines of text."""
     bridge = summary['bridge']
 
-    def fmt(value):
+    def fmt(value: float | None) -> str:
         return '-' if value is None else f'{value:.2f}'
 
     dropped = ', '.join(f'{k} {v}' for k, v in bridge['estimates_dropped'].items()) or 'none'
@@ -176,7 +192,7 @@ def summary_text(summary):
     return '\n'.join(lines)
 
 
-def add_input_arguments(parser, note=''):
+def add_input_arguments(parser: argparse.ArgumentParser, note: str = '') -> None:
     """Add --estimate, --reference and --params-file (evaluate and audit share them)."""
     parser.add_argument('--estimate', metavar='TOPIC',
                         help='estimate topic (nav_msgs/Odometry or PoseWithCovarianceStamped)'
@@ -188,7 +204,7 @@ def add_input_arguments(parser, note=''):
                         'config/outcome_bridge.yaml')
 
 
-def run(args, fail):
+def run(args: argparse.Namespace, fail: Fail) -> int:
     """Run ``evaluate`` for parsed ``args``; ``fail(message, status)`` prints one line."""
     from ..core.feedback import parse_policy
     from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY
@@ -219,7 +235,8 @@ def run(args, fail):
     return 0
 
 
-def build(commands, positive_int, fail):
+def build(commands: Any, positive_int: Callable[[str], int],
+          fail: Fail) -> argparse.ArgumentParser:
     """Register the ``evaluate`` subcommand on ``commands`` (argparse subparsers)."""
     from ..core.feedback import DEFAULT_POLICY
 
@@ -236,7 +253,7 @@ def build(commands, positive_int, fail):
                         help='where to write (must not exist; default evaluate_out)')
     parser.add_argument('--no-plot', action='store_true', help='write no picture')
 
-    def handler(args):
+    def handler(args: argparse.Namespace) -> int:
         if not args.estimate or not args.reference:
             return fail('evaluate needs --estimate TOPIC and --reference TOPIC', 2)
         if args.estimate == args.reference:

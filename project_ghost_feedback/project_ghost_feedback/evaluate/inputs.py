@@ -16,8 +16,20 @@ The bridge's parameters come from the same YAML file the bridge launch uses
 (config/outcome_bridge.yaml): :func:`bridge_parameters`.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+import os
 import pathlib
-from ..core import NS_PER_S
+from typing import Any, cast, TYPE_CHECKING
+
+from ..core import BeliefSelfAssessment, NS_PER_S, PredictionOutcome
+
+if TYPE_CHECKING:
+    from ..bridge.pairing import Estimate
+
+Output = tuple[str, Any]
+"""``(OUTCOME, PredictionOutcome)`` or ``(ASSESSMENT, BeliefSelfAssessment)``."""
 
 ESTIMATE_TYPES = ('nav_msgs/msg/Odometry', 'geometry_msgs/msg/PoseWithCovarianceStamped')
 REFERENCE_TYPES = ('nav_msgs/msg/Odometry', 'geometry_msgs/msg/PoseStamped',
@@ -29,9 +41,9 @@ class EvaluateError(Exception):
     """A bag or an option that cannot be evaluated; the message is one line."""
 
 
-def flatten_parameters(values, prefix=''):
+def flatten_parameters(values: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
     """Flatten nested ROS parameters of a parameter file (``a: {b: 1}`` -> ``{'a.b': 1}``)."""
-    flat = {}
+    flat: dict[str, Any] = {}
     for key, value in values.items():
         if isinstance(value, dict):
             flat.update(flatten_parameters(value, f'{prefix}{key}.'))
@@ -40,7 +52,8 @@ def flatten_parameters(values, prefix=''):
     return flat
 
 
-def bridge_parameters(params_file=None, node_name='outcome_bridge'):
+def bridge_parameters(params_file: str | os.PathLike[str] | None = None,
+                      node_name: str = 'outcome_bridge') -> dict[str, Any]:
     """Return the bridge's parameter values: its defaults, overridden by ``params_file``.
 
     ``params_file`` is a ROS 2 parameter file (``/**:`` or the node name, then
@@ -84,7 +97,8 @@ def bridge_parameters(params_file=None, node_name='outcome_bridge'):
     return values
 
 
-def _topic(path, reader, name, kind, allowed):
+def _topic(path: object, reader: Any, name: str, kind: str,
+           allowed: tuple[str, ...]) -> list[Any]:
     connections = [c for c in reader.connections if c.topic == name]
     if not connections:
         topics = ', '.join(sorted({c.topic for c in reader.connections})) or 'none'
@@ -98,7 +112,7 @@ def _topic(path, reader, name, kind, allowed):
     return connections
 
 
-def open_reader(path):
+def open_reader(path: str | os.PathLike[str]) -> Any:
     """Return an opened rosbags ``AnyReader`` of a bag directory or an .mcap file."""
     from rosbags.highlevel import AnyReader
     from rosbags.typesys import get_typestore, Stores
@@ -134,41 +148,43 @@ def open_reader(path):
 class StampRange:
     """First and last header stamp (ns) of one input."""
 
-    def __init__(self):
-        self.first = self.last = None
+    def __init__(self) -> None:
+        self.first: int | None = None
+        self.last: int | None = None
         self.count = 0
 
-    def add(self, stamp_ns):
+    def add(self, stamp_ns: int) -> None:
         """Note one stamp."""
         self.count += 1
         self.first = stamp_ns if self.first is None else min(self.first, stamp_ns)
         self.last = stamp_ns if self.last is None else max(self.last, stamp_ns)
 
-    def overlaps(self, other):
+    def overlaps(self, other: StampRange) -> bool:
         """Return True when both ranges exist and intersect."""
-        return (self.count and other.count and self.first <= other.last
+        return (self.first is not None and self.last is not None and other.first is not None
+                and other.last is not None and self.first <= other.last
                 and other.first <= self.last)
 
-    def text(self):
+    def text(self) -> str:
         """Return ``[first, last] s`` or ``no message``."""
-        if not self.count:
+        if self.first is None or self.last is None:
             return 'no message'
         return f'[{self.first / NS_PER_S:.3f}, {self.last / NS_PER_S:.3f}] s'
 
 
-def _collector():
+def _collector() -> Any:
     from ..bridge.pairing import EngineListener
 
     class Collect(EngineListener):
         """The engine listener of an offline run: keeps the outputs in the order handed over."""
 
-        def __init__(self):
-            self.events = []
+        def __init__(self) -> None:
+            self.events: list[Output] = []
 
-        def outcome(self, outcome, estimate):
+        def outcome(self, outcome: PredictionOutcome, estimate: Estimate) -> None:
             self.events.append((OUTCOME, outcome))
 
-        def assessment(self, belief, estimate):
+        def assessment(self, belief: BeliefSelfAssessment, estimate: Estimate) -> None:
             self.events.append((ASSESSMENT, belief))
 
     return Collect()
@@ -177,20 +193,22 @@ def _collector():
 class BridgeRun:
     """One offline bridge run over a bag: iterate it for the outputs, then read the counts."""
 
-    def __init__(self, path, estimate_topic, reference_topic, values):
+    def __init__(self, path: str | os.PathLike[str], estimate_topic: str, reference_topic: str,
+                 values: Mapping[str, Any]) -> None:
         from ..bridge.pairing import PairingEngine, engine_config
 
         self.path = str(path)
         self.estimate_topic, self.reference_topic = estimate_topic, reference_topic
         self._listener = _collector()
         self.engine = PairingEngine(
-            engine_config(values), self._listener,
+            cast(dict[str, Any], engine_config(values)), self._listener,
             reference_buffer_size=values['reference_buffer_size'],
             pending_capacity=values['pending_capacity'])
         self.ranges = {'estimate': StampRange(), 'reference': StampRange()}
-        self.estimate_type = self.reference_type = None
+        self.estimate_type: str | None = None
+        self.reference_type: str | None = None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Output]:
         from ..msg_decoding import stamp_to_ns
 
         reader = open_reader(self.path)
@@ -226,7 +244,7 @@ class BridgeRun:
         finally:
             reader.close()
 
-    def check_overlap(self):
+    def check_overlap(self) -> None:
         """Raise EvaluateError when nothing paired because the two inputs never overlap."""
         estimate, reference = self.ranges['estimate'], self.ranges['reference']
         if not self.engine.paired and not estimate.overlaps(reference):
@@ -234,7 +252,7 @@ class BridgeRun:
                 f'{self.path}: {self.estimate_topic} (header stamps {estimate.text()}) and '
                 f'{self.reference_topic} ({reference.text()}) do not overlap in time')
 
-    def counts(self):
+    def counts(self) -> dict[str, Any]:
         """Return the engine's counts as a JSON-ready dict."""
         engine = self.engine
         return {
@@ -250,6 +268,7 @@ class BridgeRun:
         }
 
 
-def bridge_outputs(path, estimate_topic, reference_topic, values):
+def bridge_outputs(path: str | os.PathLike[str], estimate_topic: str, reference_topic: str,
+                   values: Mapping[str, Any]) -> BridgeRun:
     """Return a :class:`BridgeRun`; iterate it for ``(kind, contract)`` in publication order."""
     return BridgeRun(path, estimate_topic, reference_topic, values)
