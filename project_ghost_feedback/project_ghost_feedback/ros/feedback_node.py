@@ -25,12 +25,16 @@ Run it with ``ros2 run project_ghost_feedback feedback_node`` (ROS install) or `
 (the project venv; see the README).
 """
 
+from __future__ import annotations
+
 import collections
+from collections.abc import Callable, Mapping
 import datetime
 import pathlib
 import sys
+from typing import Any, TYPE_CHECKING
 
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
@@ -38,24 +42,26 @@ from project_ghost_feedback_msgs.msg import (
     OverconfidenceEstimate as OverconfidenceEstimateMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
-from rclpy.clock import Clock, ClockType, JumpThreshold
+from rclpy.clock import Clock, ClockType, JumpThreshold, TimeJump
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from rcl_interfaces.msg import SetParametersResult
 from std_srvs.srv import Trigger
 
-from ..core import ContractViolation, NS_PER_S
-from ..core.feedback import format_overconfidence
+from ..core import BeliefSelfAssessment, ContractViolation, NS_PER_S, SelfAssessmentLevel
+from ..core.feedback import CalibratedSelfAssessment, format_overconfidence
 from ..core.loop import (
     CAUSE_SERVICE,
     CAUSE_START,
     CONFIGURATION,
     FeedbackLoop,
     LoopEvent,
+    Step,
 )
 from ..core.window import DUPLICATE, TOO_OLD
 from .calibration_status import (
@@ -78,6 +84,7 @@ from .conversions import (
 from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for main()'s users
     descriptor,
     EXECUTORS,
+    FeedbackConfig,
     NODE_PARAMETERS,
     policy_parameter_specs,
     validate,
@@ -91,6 +98,13 @@ from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s u
     message_class,
     refusal,
 )
+
+if TYPE_CHECKING:
+    from ..telemetry.background import BackgroundRecorder
+    from ..telemetry.channels import Channel
+
+Levels = tuple[SelfAssessmentLevel, SelfAssessmentLevel]
+"""``(raw level, calibrated level)`` of an output."""
 
 NODE_NAME = 'feedback_node'
 DIAGNOSTIC_TASK = 'calibration'
@@ -109,7 +123,7 @@ class StartupError(ValueError):
     """The start-up configuration is invalid (run_node() logs it and exits 2)."""
 
 
-def new_bag_path(parent):
+def new_bag_path(parent: str | pathlib.Path) -> pathlib.Path:
     """Return a new ``<parent>/ghost_feedback_YYYY_MM_DD-HH_MM_SS[_N]`` path (rosbag2's naming)."""
     parent = pathlib.Path(parent)
     stamp = datetime.datetime.now().strftime('%Y_%m_%d-%H_%M_%S')
@@ -124,7 +138,7 @@ def new_bag_path(parent):
 class FeedbackNode(Node):
     """Closed-loop feedback: calibrate raw self-assessments with recent prediction outcomes."""
 
-    def __init__(self, node_name=NODE_NAME, **kwargs):
+    def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self._policy_specs = policy_parameter_specs()
         specs = {**NODE_PARAMETERS, **{n: s for n, (_, _, s) in self._policy_specs.items()}}
@@ -142,34 +156,34 @@ class FeedbackNode(Node):
             self.destroy_node()
             raise StartupError(f'invalid parameters: {config}')
         self._config = config
-        self._pending_config = None
+        self._pending_config: FeedbackConfig | None = None
 
-        self.received = collections.Counter()
-        self.rejected = collections.Counter()
+        self.received: collections.Counter[str] = collections.Counter()
+        self.rejected: collections.Counter[str] = collections.Counter()
         self.published = 0
         self.underconfident_assessments = 0
         self.duplicates = 0
         self.too_old_outcomes = 0
         self.late_outcomes = 0
         self.lost_messages = 0
-        self.resets = collections.Counter()
-        self.callback_errors = collections.Counter()
+        self.resets: collections.Counter[str] = collections.Counter()
+        self.callback_errors: collections.Counter[str] = collections.Counter()
         self.clock_rejected = 0
         self.last_clock_rejection = ''
         self._clock_log_gate = LogGate()
         self._callback_error_log_gate = LogGate()
         self.last_reject_reason = ''
         self.last_reset_reason = ''
-        self.last_calibrated = None
+        self.last_calibrated: CalibratedSelfAssessment | None = None
         self._reject_log_gate = LogGate()
         # (raw level, calibrated level) of the last output: the log says when it changes.
-        self._logged_levels = None
+        self._logged_levels: Levels | None = None
         self._loop = FeedbackLoop(config.loop, hold_ns=config.assessment_hold_ns)
         self._period = PeriodStatus()
-        self._last_severity = None
+        self._last_severity: tuple[bytes, str] | None = None
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._start_steady_ns = self._steady.now().nanoseconds
-        self._last_outcome_steady_ns = None
+        self._last_outcome_steady_ns: int | None = None
         self._last_clock_ns = self.get_clock().now().nanoseconds
         self._last_clock_change_steady_ns = self._start_steady_ns
 
@@ -194,7 +208,7 @@ class FeedbackNode(Node):
         # The continuous overconfidence estimate as numbers, once per diagnostics period.
         self._overconfidence_publisher = self.create_publisher(
             OverconfidenceEstimateMsg, OVERCONFIDENCE_TOPIC, output_qos)
-        self._overconfidence_published_for = None
+        self._overconfidence_published_for: CalibratedSelfAssessment | None = None
         # Resets and configuration changes: what replay needs besides the inputs. Transient
         # local, so a `ros2 bag record` started later still gets the configuration in effect.
         self._events_publisher = self.create_publisher(
@@ -248,7 +262,7 @@ class FeedbackNode(Node):
 
     # -- start-up -----------------------------------------------------------------------------
 
-    def _open_telemetry(self):
+    def _open_telemetry(self) -> BackgroundRecorder | None:
         bag, parent = self._param('telemetry_bag'), self._param('telemetry_dir')
         if not bag and not parent:
             return None
@@ -267,7 +281,8 @@ class FeedbackNode(Node):
                 pathlib.Path(parent).mkdir(parents=True, exist_ok=True)
                 bag = new_bag_path(parent)
             # The periodic, derived data (for Foxglove and plots), on or off together.
-            extra = (DIAGNOSTICS, OVERCONFIDENCE) if self._param('record_diagnostics') else ()
+            extra: tuple[Channel, ...] = (
+                (DIAGNOSTICS, OVERCONFIDENCE) if self._param('record_diagnostics') else ())
             self._overconfidence_channel = (OVERCONFIDENCE.topic if OVERCONFIDENCE in extra
                                             else None)
             channels = [recorded_topic(entry) for entry in self._param('record_topics') if entry]
@@ -283,27 +298,29 @@ class FeedbackNode(Node):
             recorder, queue_size=self._param('telemetry_queue_size'),
             on_error=self._telemetry_error)
 
-    def _record_diagnostics(self, payload):
+    def _record_diagnostics(self, payload: bytes) -> None:
+        assert self._telemetry is not None  # subscribed only when recording
         self._telemetry.record_serialized('/diagnostics', self._clock_ns(), payload)
 
-    def _recorder_of(self, topic):
-        def record(payload):
+    def _recorder_of(self, topic: str) -> Callable[[bytes], None]:
+        def record(payload: bytes) -> None:
+            assert self._telemetry is not None  # subscribed only when recording
             self.topic_messages_recorded += 1
             self._telemetry.record_serialized(topic, self._clock_ns(), payload)
         return record
 
-    def _telemetry_error(self, message):
+    def _telemetry_error(self, message: str) -> None:
         self.get_logger().error(message)
 
     # -- parameters ---------------------------------------------------------------------------
 
-    def _param(self, name):
+    def _param(self, name: str) -> Any:
         return self.get_parameter(name).value
 
-    def _parameter_values(self):
+    def _parameter_values(self) -> dict[str, Any]:
         return {name: self.get_parameter(name).value for name in self._parameter_names}
 
-    def _check_parameters(self, parameters):
+    def _check_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
         """On-set: validate the whole resulting set; apply nothing (see _apply_parameters)."""
         values = self._parameter_values()
         refused = refusal(self, parameters, values, self._read_only)
@@ -318,7 +335,7 @@ class FeedbackNode(Node):
         self._pending_config = config
         return SetParametersResult(successful=True)
 
-    def _apply_parameters(self, parameters):
+    def _apply_parameters(self, parameters: list[Parameter]) -> None:
         """Post-set: apply the configuration the on-set callback validated."""
         config, self._pending_config = self._pending_config, None
         if config is None or config == self._config:
@@ -337,17 +354,17 @@ class FeedbackNode(Node):
 
     # -- resets -------------------------------------------------------------------------------
 
-    def _clock_ns(self):
+    def _clock_ns(self) -> int:
         """Return the node clock now, in ns, never negative (an event's stamp)."""
         return max(self.get_clock().now().nanoseconds, 0)
 
-    def _emit(self, event):
+    def _emit(self, event: LoopEvent) -> None:
         """Publish a LoopEvent on feedback_events and record it (before what it applies to)."""
         self._events_publisher.publish(event_to_msg(event))
         if self._telemetry is not None:
             self._telemetry.record_event(event)
 
-    def _note_reset(self, event):
+    def _note_reset(self, event: LoopEvent) -> None:
         """Publish, record, count and log (once per event) a reset the loop made."""
         self.last_calibrated = None
         self._last_severity = None
@@ -358,25 +375,26 @@ class FeedbackNode(Node):
         self._period.note(WARN, f'window reset ({event.cause}: {event.detail})')
         self.get_logger().warning(f'window reset ({event.cause}): {event.detail}')
 
-    def reset(self, cause, detail):
+    def reset(self, cause: str, detail: str) -> LoopEvent:
         """Clear the window and the time-ordered state; log once, count the cause; return it."""
         event = self._loop.reset(cause, detail, self._clock_ns())
         self._note_reset(event)
         return event
 
-    def _on_reset_request(self, request, response):
+    def _on_reset_request(self, request: Trigger.Request,
+                          response: Trigger.Response) -> Trigger.Response:
         event = self.reset(CAUSE_SERVICE, 'requested through ~/reset')
         response.success = True
         response.message = f'window cleared ({event.detail})'
         return response
 
-    def _on_clock_jump(self, jump):
+    def _on_clock_jump(self, jump: TimeJump) -> None:
         """Reset on a backward jump if the state holds stamps now in the future (see the loop)."""
         event = self._loop.clock_jumped(jump.delta.nanoseconds, self.get_clock().now().nanoseconds)
         if event is not None:
             self._note_reset(event)
 
-    def note_callback_error(self, error):
+    def note_callback_error(self, error: Exception) -> None:
         """Count and log (throttled) an exception a callback raised; the node keeps running.
 
         rclpy's own /clock subscription (its TimeSource, with use_sim_time) raises when a
@@ -402,18 +420,18 @@ class FeedbackNode(Node):
                 f'callback raised {key} ({sum(self.callback_errors.values())} so far), '
                 f'the node keeps running: {error}')
 
-    def _on_message_lost(self, status):
+    def _on_message_lost(self, status: Any) -> None:
         self.lost_messages += status.total_count_change
         self._period.note(WARN, f'{status.total_count_change} input messages lost in the '
                                 'middleware (queue overflow)')
 
     # -- data path ----------------------------------------------------------------------------
 
-    def _reject(self, kind, error):
+    def _reject(self, kind: str, error: Exception) -> None:
         reason = error.reason if isinstance(error, ContractViolation) else type(error).__name__
         self._count_rejection(kind, reason, str(error))
 
-    def _count_rejection(self, kind, reason, text):
+    def _count_rejection(self, kind: str, reason: str, text: str) -> None:
         self.rejected[f'{kind}:{reason}'] += 1
         if len(text) > _MAX_REJECT_TEXT:
             text = f'{text[:_MAX_REJECT_TEXT]}... ({len(text)} characters)'
@@ -423,12 +441,12 @@ class FeedbackNode(Node):
             self.get_logger().warning(
                 f'rejected {kind} ({sum(self.rejected.values())} so far): {text}')
 
-    def _input_callbacks(self):
+    def _input_callbacks(self) -> tuple[Callable[..., None], Callable[..., None]]:
         if self._message_info:
             return self._on_outcome_with_info, self._on_assessment_with_info
         return self._on_outcome, self._on_assessment
 
-    def input_handlers(self):
+    def input_handlers(self) -> tuple[Callable[[Any], None], Callable[[Any], None]]:
         """Return ``(on_outcome, on_assessment)``: the subscription callbacks, taking a message.
 
         For handler-level tests and benches, which feed messages without DDS: the same code
@@ -439,17 +457,17 @@ class FeedbackNode(Node):
             return on_outcome, on_assessment
         return (lambda msg: on_outcome(msg, {})), (lambda msg: on_assessment(msg, {}))
 
-    def _note_missed(self, kind, missed):
+    def _note_missed(self, kind: str, missed: int) -> None:
         self._period.note(WARN, f'{missed} {kind} messages missing from the publication '
                                 'sequence (input queue overflow)')
 
-    def _on_outcome_with_info(self, msg, info):
+    def _on_outcome_with_info(self, msg: PredictionOutcomeMsg, info: Mapping[str, Any]) -> None:
         missed = self._outcome_gaps.note(info)
         if missed:
             self._note_missed('outcome', missed)
         self._on_outcome(msg)
 
-    def _on_outcome(self, msg):
+    def _on_outcome(self, msg: PredictionOutcomeMsg) -> None:
         self.received['outcome'] += 1
         try:
             outcome = outcome_from_msg(msg)
@@ -476,13 +494,14 @@ class FeedbackNode(Node):
             # It would have counted for an assessment already published.
             self.late_outcomes += 1
 
-    def _on_assessment_with_info(self, msg, info):
+    def _on_assessment_with_info(self, msg: BeliefSelfAssessmentMsg,
+                                 info: Mapping[str, Any]) -> None:
         missed = self._assessment_gaps.note(info)
         if missed:
             self._note_missed('assessment', missed)
         self._on_assessment(msg)
 
-    def _on_assessment(self, msg):
+    def _on_assessment(self, msg: BeliefSelfAssessmentMsg) -> None:
         self.received['assessment'] += 1
         try:
             raw = belief_from_msg(msg)
@@ -492,7 +511,7 @@ class FeedbackNode(Node):
         if not self._loop.hold(raw, self._steady.now().nanoseconds):
             self._judge(raw, msg)
 
-    def _release_held(self):
+    def _release_held(self) -> None:
         """Judge the held assessments whose hold time is over, in arrival order."""
         loop = self._loop
         if not loop.held:
@@ -501,11 +520,11 @@ class FeedbackNode(Node):
                                  self.get_clock().now().nanoseconds):
             self._after_judging(step, None)
 
-    def _judge(self, raw, msg):
+    def _judge(self, raw: BeliefSelfAssessment, msg: BeliefSelfAssessmentMsg | None) -> None:
         self._after_judging(
             self._loop.assessment(raw, self.get_clock().now().nanoseconds), msg)
 
-    def _after_judging(self, step, msg):
+    def _after_judging(self, step: Step, msg: BeliefSelfAssessmentMsg | None) -> None:
         """Publish, record and account one judged assessment (``msg``: its message, or None)."""
         if step.refusal is not None:
             self._count_rejection('assessment', *step.refusal)
@@ -513,6 +532,7 @@ class FeedbackNode(Node):
         for event in step.events:  # resets the input caused: recorded before it
             self._note_reset(event)
         calibrated = step.calibrated
+        assert calibrated is not None  # an assessment not refused is judged
         raw = calibrated.raw_assessment
         self._publisher.publish(fill_calibrated_msg(self._output_msg, calibrated, raw_msg=msg))
         if self._telemetry is not None:
@@ -524,7 +544,7 @@ class FeedbackNode(Node):
         self._period.note(*self._last_severity)
         self._log_level_change(calibrated)
 
-    def _log_level_change(self, calibrated):
+    def _log_level_change(self, calibrated: CalibratedSelfAssessment) -> None:
         """Log a change of the calibrated level (or of the raw one), with its reason, once."""
         levels, change = level_change(self._logged_levels, calibrated)
         self._logged_levels = levels
@@ -537,7 +557,7 @@ class FeedbackNode(Node):
 
     # -- diagnostics --------------------------------------------------------------------------
 
-    def _clock_note(self, steady_ns):
+    def _clock_note(self, steady_ns: int) -> str:
         """Return a note when the node clock has not advanced for a diagnostics period or more."""
         clock_ns = self.get_clock().now().nanoseconds
         if clock_ns != self._last_clock_ns:
@@ -549,7 +569,7 @@ class FeedbackNode(Node):
             return f'node clock stalled for {stalled_s:.1f} s (sim time paused?)'
         return ''
 
-    def diagnostic_status(self):
+    def diagnostic_status(self) -> DiagnosticStatus:
         """Return the DiagnosticStatus of the period since the last call, and start a new one."""
         steady_ns = self._steady.now().nanoseconds
         last = self._last_outcome_steady_ns or self._start_steady_ns
@@ -614,13 +634,13 @@ class FeedbackNode(Node):
             values[f'rejected[{reason}]'] = count
         return diagnostic_status(self, DIAGNOSTIC_TASK, level, message, values)
 
-    def _window_outcomes(self):
+    def _window_outcomes(self) -> str:
         """Return how many outcomes the last assessment was judged on, of max_history."""
         calibrated = self.last_calibrated
         judged = calibrated.calibration_history.outcomes_considered if calibrated else 0
         return f'{judged} of {self._config.loop.max_history}'
 
-    def publish_diagnostics(self):
+    def publish_diagnostics(self) -> None:
         """Publish one DiagnosticArray on /diagnostics, and the overconfidence estimate if new."""
         self._diagnostics_publisher.publish(diagnostic_array(self, self.diagnostic_status()))
         calibrated = self.last_calibrated
@@ -633,7 +653,7 @@ class FeedbackNode(Node):
             self._telemetry.record_serialized(
                 self._overconfidence_channel, self._clock_ns(), serialize_message(msg))
 
-    def close(self):
+    def close(self) -> None:
         """Finish the telemetry bag, if recording (idempotent; main() calls it on shutdown)."""
         telemetry = getattr(self, '_telemetry', None)
         if telemetry is not None and not telemetry.closed:
@@ -645,13 +665,13 @@ class FeedbackNode(Node):
                    ' (recording stopped by the error above; the bag is unfinished: no '
                    'metadata.yaml, its complete MCAP chunks are readable)'))
 
-    def destroy_node(self):
+    def destroy_node(self) -> None:
         """Finish the telemetry bag, then destroy the node."""
         self.close()
         return super().destroy_node()
 
 
-def window_evidence(calibrated):
+def window_evidence(calibrated: CalibratedSelfAssessment | None) -> str:
     """Return the evidence of the window a calibrated assessment was judged on, in words."""
     if calibrated is None:
         return ''
@@ -662,7 +682,8 @@ def window_evidence(calibrated):
             f'{history.worst_orientation_mahalanobis:.2f}')
 
 
-def level_change(previous, calibrated):
+def level_change(previous: Levels | None, calibrated: CalibratedSelfAssessment,
+                 ) -> tuple[Levels, tuple[bytes, str] | None]:
     """Return ``(levels, change)``: the (raw, calibrated) levels now, and what to log, if any.
 
     ``change`` is None while the levels stay as they were (and for a first output that is not
@@ -681,7 +702,7 @@ def level_change(previous, calibrated):
                         f'{calibrated.adjustment_reason}')
 
 
-def main(args=None):
+def main(args: list[str] | None = None) -> int:
     """Run the feedback node until SIGINT or SIGTERM (exit codes: :func:`.node_main.run_node`)."""
     from .node_main import run_node
 

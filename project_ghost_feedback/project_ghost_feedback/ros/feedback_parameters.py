@@ -11,7 +11,9 @@ Topic names are not parameters: remap ``prediction_outcome``, ``self_assessment/
 ``self_assessment/calibrated``.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..core import NS_PER_S
 from ..core.feedback import (
@@ -96,13 +98,13 @@ NODE_PARAMETERS = {
 }
 
 
-def policy_parameter_specs():
+def policy_parameter_specs() -> dict[str, tuple[str, str, ParameterSpec]]:
     """Return ``{'<policy>.<field>': (policy, field, ParameterSpec)}`` for every policy."""
     specs = {}
     for policy in policy_names():
         advertised = policy_parameter_ranges(policy)
         for field, default in policy_parameters(policy).items():
-            bounds, meaning = advertised.get(field, reversed(parameter_doc(field)))
+            bounds, meaning = advertised.get(field, parameter_doc(field)[::-1])
             spec = ParameterSpec(default, f'{policy}: {meaning}')
             if bounds is not None and isinstance(default, int):
                 spec = ParameterSpec(default, spec.description, integer_range=bounds)
@@ -123,7 +125,7 @@ class FeedbackConfig:
     reject_log_throttle_s: float
 
 
-def _check_record_topics(values):
+def _check_record_topics(values: Mapping[str, Any]) -> str | None:
     """Return why ``record_topics`` is refused, or None (telemetry is imported only if needed)."""
     entries = [entry for entry in values['record_topics'] if entry]
     if not entries:
@@ -143,12 +145,13 @@ def _check_record_topics(values):
     return None
 
 
-def validate(values, policy_specs):
+def validate(values: Mapping[str, Any],
+             policy_specs: Mapping[str, tuple[str, str, ParameterSpec]]) -> FeedbackConfig | str:
     """Return a FeedbackConfig for a complete set of parameter values, or a one-line reason."""
     policy_name = values['policy']
     if policy_name not in policy_names():
         return f'policy {policy_name!r} is not registered (choose from {", ".join(policy_names())})'
-    selected_fields = {}
+    selected_fields: dict[str, Any] = {}
     for name in policy_names():
         fields = {
             field: values[parameter]

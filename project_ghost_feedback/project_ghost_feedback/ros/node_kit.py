@@ -16,12 +16,17 @@
 - :func:`cap_text`; :func:`make_executor` (the ``executor`` parameter's choices).
 """
 
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 import importlib
+from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.exceptions import ParameterException
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.context import Context
+from rclpy.executors import Executor, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rcl_interfaces.msg import (
     FloatingPointRange,
     IntegerRange,
@@ -39,7 +44,7 @@ MAX_INT = 2**31 - 1
 EXECUTORS = ('single_threaded', 'events')
 
 
-def cap_text(text, limit=MAX_TEXT):
+def cap_text(text: object, limit: int = MAX_TEXT) -> str:
     """Return ``str(text)`` cut to ``limit`` characters, saying how long it was when cut."""
     text = str(text)
     if len(text) <= limit:
@@ -47,7 +52,7 @@ def cap_text(text, limit=MAX_TEXT):
     return f'{text[:limit]}... ({len(text)} characters)'
 
 
-def stamp_to_ns(stamp, owner='message', field='header.stamp'):
+def stamp_to_ns(stamp: Any, owner: str = 'message', field: str = 'header.stamp') -> int:
     """Return ``sec * 10**9 + nanosec`` of a Time message (nanosec >= 10**9: ValueError)."""
     return _contract_stamp_to_ns(stamp, owner, field)
 
@@ -59,12 +64,12 @@ class ParameterSpec:
     default: object
     description: str
     read_only: bool = False
-    integer_range: tuple = None
-    float_range: tuple = None
-    choices: tuple = None
+    integer_range: tuple[float, float] | None = None
+    float_range: tuple[float, float] | None = None
+    choices: tuple[str, ...] | None = None
 
 
-def _kind(default):
+def _kind(default: object) -> int:
     if isinstance(default, bool):
         return ParameterType.PARAMETER_BOOL
     if isinstance(default, int):
@@ -78,7 +83,7 @@ def _kind(default):
     return ParameterType.PARAMETER_STRING
 
 
-def descriptor(name, spec):
+def descriptor(name: str, spec: ParameterSpec) -> ParameterDescriptor:
     """Return the ParameterDescriptor of a parameter: type, meaning, read-only, range, choices."""
     result = ParameterDescriptor(
         name=name, type=_kind(spec.default), description=spec.description,
@@ -97,7 +102,8 @@ def descriptor(name, spec):
     return result
 
 
-def refusal(node, parameters, names, read_only):
+def refusal(node: Node, parameters: Iterable[Parameter], names: Collection[str],
+            read_only: Collection[str]) -> str | None:
     """Return why a change of ``parameters`` is refused by name, or None.
 
     Refused: a name the node has not declared (the empty name included: rclpy lets it through to
@@ -123,13 +129,16 @@ class ParameterSet:
     at construction for an invalid start-up set (run_node() exits 2 for a ValueError).
     """
 
-    def __init__(self, node, specs, validate, apply, error_type=ValueError):
+    def __init__(self, node: Node, specs: Mapping[str, ParameterSpec],
+                 validate: Callable[[dict[str, Any]], Any],
+                 apply: Callable[[Any, Any, list[Parameter]], None],
+                 error_type: type[Exception] = ValueError) -> None:
         self._node = node
         self._specs = dict(specs)
         self._validate = validate
         self._apply = apply
         self.read_only = frozenset(n for n, s in self._specs.items() if s.read_only)
-        self._pending = None
+        self._pending: Any = None
         try:
             for name, spec in self._specs.items():
                 node.declare_parameter(name, spec.default, descriptor(name, spec))
@@ -140,7 +149,7 @@ class ParameterSet:
             raise error_type(f'invalid parameters: {cap_text(config)}')
         self.config = config
 
-    def watch(self):
+    def watch(self) -> None:
         """Install the on-set and post-set callbacks (after the node declared all it declares).
 
         rclpy runs on-set callbacks for declarations too: a node that declares more after this
@@ -149,15 +158,15 @@ class ParameterSet:
         self._node.add_on_set_parameters_callback(self._check)
         self._node.add_post_set_parameters_callback(self._applied)
 
-    def value(self, name):
+    def value(self, name: str) -> Any:
         """Return the current value of one parameter."""
         return self._node.get_parameter(name).value
 
-    def values(self):
+    def values(self) -> dict[str, Any]:
         """Return ``{name: value}`` of every spec'd parameter."""
         return {name: self._node.get_parameter(name).value for name in self._specs}
 
-    def _check(self, parameters):
+    def _check(self, parameters: list[Parameter]) -> SetParametersResult:
         """On-set: refuse by name, then validate the whole resulting set; apply nothing."""
         reason = refusal(self._node, parameters, self._specs, self.read_only)
         if reason is None:
@@ -174,7 +183,7 @@ class ParameterSet:
             return SetParametersResult(successful=False, reason=reason)
         return SetParametersResult(successful=True)
 
-    def _applied(self, parameters):
+    def _applied(self, parameters: list[Parameter]) -> None:
         """Post-set: apply the configuration the on-set callback validated."""
         config, self._pending = self._pending, None
         if config is None or config == self.config:
@@ -185,7 +194,8 @@ class ParameterSet:
             'parameters changed: ' + ', '.join(f'{p.name}={p.value!r}' for p in parameters)))
 
 
-def diagnostic_status(node, task, level, message, values):
+def diagnostic_status(node: Node, task: str, level: bytes, message: object,
+                      values: Mapping[str, object]) -> DiagnosticStatus:
     """Return the DiagnosticStatus ``<node fully qualified name>: <task>`` (text capped)."""
     name = node.get_fully_qualified_name()
     return DiagnosticStatus(
@@ -193,14 +203,14 @@ def diagnostic_status(node, task, level, message, values):
         values=[KeyValue(key=key, value=cap_text(value)) for key, value in values.items()])
 
 
-def diagnostic_array(node, *statuses):
+def diagnostic_array(node: Node, *statuses: DiagnosticStatus) -> DiagnosticArray:
     """Return a DiagnosticArray of ``statuses`` stamped with the node clock."""
     array = DiagnosticArray(status=list(statuses))
     array.header.stamp = node.get_clock().now().to_msg()
     return array
 
 
-def make_executor(name, context=None):
+def make_executor(name: str, context: Context | None = None) -> Executor:
     """Return the executor called ``name`` (one of EXECUTORS) bound to ``context``.
 
     ``events`` is rclpy.experimental.EventsExecutor: faster, but on rclpy 7.1 it cannot call a
@@ -212,7 +222,7 @@ def make_executor(name, context=None):
     return SingleThreadedExecutor(context=context)
 
 
-def message_class(msgtype):
+def message_class(msgtype: object) -> Any:
     """Return the Python class of a ROS 2 message type name ``pkg/msg/Type``.
 
     ValueError with a one-line reason when the package or the type cannot be imported.

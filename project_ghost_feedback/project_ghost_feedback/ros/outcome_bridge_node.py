@@ -37,9 +37,12 @@ Run it with ``ros2 run project_ghost_feedback outcome_bridge`` or ``outcome_brid
 """
 
 import collections
+from collections.abc import Callable, Mapping
+from functools import partial
 import sys
+from typing import Any
 
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
 from project_ghost_feedback_msgs.msg import (
@@ -47,10 +50,12 @@ from project_ghost_feedback_msgs.msg import (
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
-from rclpy.clock import Clock, ClockType, JumpThreshold
+from rclpy.clock import Clock, ClockType, JumpThreshold, TimeJump
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.publisher import Publisher
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
 
@@ -60,6 +65,7 @@ from ..bridge.calibrated_estimate import (
     inflate_covariance,
     inflation_factors,
 )
+from ..bridge.decorrelation import OutcomePacer
 from ..bridge.geometry import AXES
 from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes, re-exported
     DROP_BAD_STAMP,
@@ -77,12 +83,16 @@ from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes
     engine_config,
     EngineListener,
     ESTIMATE,
+    Estimate,
     PairingEngine,
     REFERENCE,
     RESET_CLOCK_JUMP,
     RESET_ESTIMATE_STAMPS,
     RESET_REFERENCE_STAMPS,
 )
+from ..bridge.reference_buffer import ReferenceBuffer
+from ..core import BeliefSelfAssessment, PredictionOutcome
+from ..core.feedback import CalibrationHistory
 from ..msg_decoding import history_from_msg
 from .calibration_status import ERROR, OK, PeriodStatus, STALE, WARN
 from .conversions import fill_belief_msg, fill_outcome_msg, NamedLevelMessages
@@ -201,7 +211,7 @@ PARAMETERS = {
 }
 
 
-def config_from(values):
+def config_from(values: Mapping[str, Any]) -> dict[str, Any] | str:
     """Return a validated config dict from parameter values, or a reason string."""
     for name, types in (('estimate_type', ESTIMATE_TYPES), ('reference_type', REFERENCE_TYPES)):
         if values[name] not in types:
@@ -227,15 +237,15 @@ def config_from(values):
 class _NodeListener(EngineListener):
     """Publish what the pairing engine hands over; count, log and note it on /diagnostics."""
 
-    def __init__(self, node):
+    def __init__(self, node: 'OutcomeBridge') -> None:
         self._node = node
 
-    def outcome(self, outcome, estimate):
+    def outcome(self, outcome: PredictionOutcome, estimate: Estimate) -> None:
         node = self._node
         node._outcome_publisher.publish(fill_outcome_msg(node._outcome_msg, outcome))
         node.outcomes_published += 1
 
-    def assessment(self, belief, estimate):
+    def assessment(self, belief: BeliefSelfAssessment, estimate: Estimate) -> None:
         node = self._node
         node._assessment_publisher.publish(
             fill_belief_msg(node._assessment_msg, belief, node._named_level_msgs))
@@ -243,7 +253,7 @@ class _NodeListener(EngineListener):
         if node._calibrated_publisher is not None:
             node.publish_calibrated_estimate(estimate.message)
 
-    def estimate_dropped(self, reason, detail):
+    def estimate_dropped(self, reason: str, detail: str) -> None:
         node = self._node
         node.last_drop_reason = cap_text(f'{reason}: {detail}' if detail else reason)
         node._period_counts[reason] += 1
@@ -252,7 +262,7 @@ class _NodeListener(EngineListener):
                   f'dropped an estimate ({node.last_drop_reason}); '
                   f'{sum(node.dropped.values())} dropped so far, by reason on /diagnostics')
 
-    def reference_dropped(self, reason, detail):
+    def reference_dropped(self, reason: str, detail: str) -> None:
         node = self._node
         node.last_drop_reason = cap_text(f'reference {reason}: {detail}' if detail else reason)
         node._period.note(WARN, f'references dropped ({reason})')
@@ -260,14 +270,14 @@ class _NodeListener(EngineListener):
                   f'dropped a reference ({node.last_drop_reason}); '
                   f'{sum(node.references_dropped.values())} dropped so far')
 
-    def timeline_reset(self, cause, detail):
+    def timeline_reset(self, cause: str, detail: str) -> None:
         node = self._node
         node.last_reset_reason = f'{cause}: {detail}'
         node._period.note(WARN, f'time-ordered state reset ({cause}: {detail})')
         node._log('reset', 'warning', f'reset ({cause}): {detail}; pending estimates and '
                                       'reference samples beyond it dropped')
 
-    def invalid_assessment(self, error):
+    def invalid_assessment(self, error: Exception) -> None:
         node = self._node
         node.callback_errors['invalid_assessment'] += 1
         node.last_callback_error = cap_text(f'invalid_assessment: {error}')
@@ -277,7 +287,7 @@ class _NodeListener(EngineListener):
 class OutcomeBridge(Node):
     """Turn (estimate with covariance, reference) into PredictionOutcome + BeliefSelfAssessment."""
 
-    def __init__(self, node_name=NODE_NAME, **kwargs):
+    def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         try:
             self._parameter_set = ParameterSet(self, PARAMETERS, config_from, self._apply_config)
@@ -291,19 +301,19 @@ class OutcomeBridge(Node):
             pending_capacity=self._param('pending_capacity'),
             keep_messages=self._param('calibrated_estimate.enabled'))
 
-        self.received = collections.Counter()
+        self.received: collections.Counter[str] = collections.Counter()
         self.outcomes_published = 0
         self.assessments_published = 0
-        self.callback_errors = collections.Counter()
-        self.messages_lost = collections.Counter()       # the RMW's message_lost events
-        self.incompatible_qos = collections.Counter()
+        self.callback_errors: collections.Counter[str] = collections.Counter()
+        self.messages_lost: collections.Counter[str] = collections.Counter()  # message_lost events
+        self.incompatible_qos: collections.Counter[str] = collections.Counter()
         self.clock_rejected = 0
         self.last_drop_reason = ''
         self.last_reset_reason = ''
         self.last_callback_error = ''
-        self._log_gates = collections.defaultdict(LogGate)
+        self._log_gates: collections.defaultdict[str, LogGate] = collections.defaultdict(LogGate)
         self._period = PeriodStatus()
-        self._period_counts = collections.Counter()
+        self._period_counts: collections.Counter[str] = collections.Counter()
 
         depth = self._param('input_qos_depth')
         input_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
@@ -320,8 +330,8 @@ class OutcomeBridge(Node):
         self._assessment_publisher = self.create_publisher(
             BeliefSelfAssessmentMsg, 'self_assessment/raw', output_qos)
         self._diagnostics_publisher = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self._calibrated_publisher = None
-        self._calibration_history = None
+        self._calibrated_publisher: Publisher | None = None
+        self._calibration_history: CalibrationHistory | None = None
         self.calibrated_estimates_published = 0
         self.calibrated_factors = (1.0, 1.0)
         if self._param('calibrated_estimate.enabled'):
@@ -333,7 +343,7 @@ class OutcomeBridge(Node):
                                                 reliability=ReliabilityPolicy.RELIABLE))
         # rclpy 7.1's EventsExecutor cannot call a callback taking the message info.
         self.message_info = self._param('executor') != 'events'
-        callbacks = {
+        callbacks: dict[str, tuple[Callable[..., None], Callable[..., None]]] = {
             REFERENCE: (self._on_reference_with_info, self._on_reference),
             ESTIMATE: (self._on_estimate_with_info, self._on_estimate)}
         types = {REFERENCE: REFERENCE_TYPES[self._param('reference_type')],
@@ -344,9 +354,8 @@ class OutcomeBridge(Node):
             self._input_subscriptions[kind] = self.create_subscription(
                 types[kind], kind, callbacks[kind][0 if self.message_info else 1], input_qos,
                 event_callbacks=SubscriptionEventCallbacks(
-                    message_lost=lambda status, kind=kind: self._on_message_lost(kind, status),
-                    incompatible_qos=lambda status, kind=kind: self._on_incompatible_qos(
-                        kind, status)),
+                    message_lost=partial(self._on_message_lost, kind),
+                    incompatible_qos=partial(self._on_incompatible_qos, kind)),
                 qos_overriding_options=QoSOverridingOptions.with_default_policies())
             self._gaps[kind] = SequenceGaps(self._input_subscriptions[kind].get_publisher_count)
         self._reference_subscription = self._input_subscriptions[REFERENCE]
@@ -354,7 +363,7 @@ class OutcomeBridge(Node):
         self._steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         start = self._steady_clock.now().nanoseconds
         self._last_input_steady_ns = {REFERENCE: start, ESTIMATE: start}
-        self._received_at_tick = collections.Counter()
+        self._received_at_tick: collections.Counter[str] = collections.Counter()
         self._estimates_at_last_status = 0
         self._paired_at_last_status = 0
         # A backward jump of the node clock (a simulator reset, a bag replayed again) restarts
@@ -374,62 +383,63 @@ class OutcomeBridge(Node):
 
     # -- parameters ---------------------------------------------------------------------------
 
-    def _param(self, name):
+    def _param(self, name: str) -> Any:
         return self.get_parameter(name).value
 
     # The engine's state and counts, under the names the bridge has always had.
     @property
-    def dropped(self):
+    def dropped(self) -> collections.Counter[str]:
         """Estimates dropped, by reason."""
         return self._engine.dropped
 
     @property
-    def references_dropped(self):
+    def references_dropped(self) -> collections.Counter[str]:
         """Return the references dropped, by reason."""
         return self._engine.references_dropped
 
     @property
-    def references_used(self):
+    def references_used(self) -> int:
         """Return the number of references put in the buffer."""
         return self._engine.references_used
 
     @property
-    def paired(self):
+    def paired(self) -> int:
         """Estimates paired with a reference (emitted or paced out)."""
         return self._engine.paired
 
     @property
-    def paced_out(self):
+    def paced_out(self) -> int:
         """Paired outcomes not emitted by the decorrelation pacing."""
         return self._engine.paced_out
 
     @property
-    def resets(self):
+    def resets(self) -> collections.Counter[str]:
         """Timeline resets, by cause."""
         return self._engine.resets
 
     @property
-    def _pacer(self):
+    def _pacer(self) -> OutcomePacer:
         return self._engine.pacer
 
     @_pacer.setter
-    def _pacer(self, pacer):
+    def _pacer(self, pacer: OutcomePacer) -> None:
         self._engine.pacer = pacer
 
     @property
-    def _buffer(self):
+    def _buffer(self) -> ReferenceBuffer:
         return self._engine.buffer
 
     @property
-    def _pending(self):
+    def _pending(self) -> collections.deque[Estimate]:
         return self._engine.pending
 
     @property
-    def clock_resets(self):
+    def clock_resets(self) -> int:
         """Timeline resets caused by a backward jump of the node clock."""
         return self.resets[RESET_CLOCK_JUMP]
 
-    def _apply_config(self, previous, config, parameters=()):
+    def _apply_config(self, previous: Mapping[str, Any], config: dict[str, Any],
+                      parameters: list[Parameter] | tuple[()] = ()) -> None:
         self._config = config
         self._engine.apply_config(config)
         self._update_factors()
@@ -441,33 +451,34 @@ class OutcomeBridge(Node):
 
     # -- the calibrated estimate --------------------------------------------------------------
 
-    def _on_calibrated(self, msg):
+    def _on_calibrated(self, msg: CalibratedSelfAssessmentMsg) -> None:
         try:
             self._calibration_history = history_from_msg(msg.calibration_history)
             self._update_factors()
         except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
             self.note_callback_error(error)
 
-    def _update_factors(self):
+    def _update_factors(self) -> None:
         if self._calibration_history is not None:
             self.calibrated_factors = inflation_factors(
                 self._calibration_history, self._config['calibrated_allow_deflation'],
                 self._config['calibrated_max_factor'], self._config['calibrated_confidence'])
 
-    def publish_calibrated_estimate(self, msg):
+    def publish_calibrated_estimate(self, msg: Any) -> None:
         """Publish ``msg`` (an accepted estimate) with its pose covariance inflated, in place."""
+        assert self._calibrated_publisher is not None  # called only when it is enabled
         msg.pose.covariance = inflate_covariance(msg.pose.covariance, *self.calibrated_factors)
         self._calibrated_publisher.publish(msg)
         self.calibrated_estimates_published += 1
 
     # -- faults, losses, resets ---------------------------------------------------------------
 
-    def _log(self, kind, level, text):
+    def _log(self, kind: str, level: str, text: str) -> None:
         """Log ``text`` (capped) at most once per ``reject_log_throttle_s`` for each ``kind``."""
         if self._log_gates[kind].open(self._config['reject_log_throttle_s']):
             getattr(self.get_logger(), level)(cap_text(text, 400))
 
-    def note_callback_error(self, error):
+    def note_callback_error(self, error: Exception) -> None:
         """Count and log (throttled) an exception a callback or a take raised; run on.
 
         run_node() hands it what the executor raises (e.g. a message whose CDR does not
@@ -488,11 +499,11 @@ class OutcomeBridge(Node):
                   f'callback raised {key} ({sum(self.callback_errors.values())} so far), the '
                   f'bridge runs on: {error}')
 
-    def _on_message_lost(self, kind, status):
+    def _on_message_lost(self, kind: str, status: Any) -> None:
         self.messages_lost[kind] += status.total_count_change
         self._period.note(WARN, f'{kind} messages lost in the middleware')
 
-    def _on_incompatible_qos(self, kind, status):
+    def _on_incompatible_qos(self, kind: str, status: Any) -> None:
         first = not self.incompatible_qos[kind]
         self.incompatible_qos[kind] += status.total_count_change
         self._period.note(WARN, f'a publisher on {kind} offers an incompatible QoS')
@@ -503,13 +514,13 @@ class OutcomeBridge(Node):
                 'messages never arrive. Match it, or set qos_overrides.<topic>.subscription.* '
                 '(logged once; counted as incompatible_qos on /diagnostics)')
 
-    def _note_gap(self, kind, info):
+    def _note_gap(self, kind: str, info: Mapping[str, Any]) -> None:
         missed = self._gaps[kind].note(info)
         if missed:
             self._period.note(WARN, f'{kind} messages missing from the publication sequence '
                                     '(input queue overflow or middleware loss)')
 
-    def _on_clock_jump(self, jump):
+    def _on_clock_jump(self, jump: TimeJump) -> None:
         """On a backward jump, reset if the state holds stamps now in the future.
 
         When the inputs' stamps went back first (their reset already happened), the state holds
@@ -520,11 +531,11 @@ class OutcomeBridge(Node):
 
     # -- data path ----------------------------------------------------------------------------
 
-    def _on_reference_with_info(self, msg, info):
+    def _on_reference_with_info(self, msg: Any, info: Mapping[str, Any]) -> None:
         self._note_gap(REFERENCE, info)
         self._on_reference(msg)
 
-    def _on_reference(self, msg):
+    def _on_reference(self, msg: Any) -> None:
         self.received[REFERENCE] += 1
         accounted = self.references_used + sum(self.references_dropped.values())
         try:
@@ -534,11 +545,11 @@ class OutcomeBridge(Node):
             if self.references_used + sum(self.references_dropped.values()) == accounted:
                 self._engine.drop_reference(DROP_CALLBACK_ERROR, type(error).__name__)
 
-    def _on_estimate_with_info(self, msg, info):
+    def _on_estimate_with_info(self, msg: Any, info: Mapping[str, Any]) -> None:
         self._note_gap(ESTIMATE, info)
         self._on_estimate(msg)
 
-    def _on_estimate(self, msg):
+    def _on_estimate(self, msg: Any) -> None:
         self.received[ESTIMATE] += 1
         engine = self._engine
         accounted = engine.resolved + len(engine.pending)
@@ -551,7 +562,7 @@ class OutcomeBridge(Node):
 
     # -- diagnostics --------------------------------------------------------------------------
 
-    def accounting(self):
+    def accounting(self) -> dict[str, int]:
         """Return ``{input: messages received but in no bucket}`` (always 0 unless a bug).
 
         Estimates: received = paired + dropped (by reason) + pending. References: received =
@@ -564,7 +575,7 @@ class OutcomeBridge(Node):
                         - sum(self.references_dropped.values())),
         }
 
-    def _note_inputs(self, steady_ns):
+    def _note_inputs(self, steady_ns: int) -> dict[str, int]:
         """Note the inputs' state this period: publishers matched, silence."""
         publishers = {}
         for kind, subscription in self._input_subscriptions.items():
@@ -585,7 +596,7 @@ class OutcomeBridge(Node):
                                         'their streams mix')
         return publishers
 
-    def diagnostic_status(self):
+    def diagnostic_status(self) -> DiagnosticStatus:
         """Return the DiagnosticStatus of the period since the last call, and start a new one.
 
         The worst of the period: STALE when an input brought nothing for ``stale_after_s``;
@@ -656,12 +667,12 @@ class OutcomeBridge(Node):
                 values[f'{prefix}[{key}]'] = count
         return diagnostic_status(self, DIAGNOSTIC_TASK, level, message, values)
 
-    def publish_diagnostics(self):
+    def publish_diagnostics(self) -> None:
         """Publish one DiagnosticArray on /diagnostics."""
         self._diagnostics_publisher.publish(diagnostic_array(self, self.diagnostic_status()))
 
 
-def main(args=None):
+def main(args: list[str] | None = None) -> int:
     """Run the bridge until SIGINT or SIGTERM: exit 0; invalid start-up configuration: exit 2.
 
     An exception raised while spinning (a message that does not deserialize, a bad /clock) is

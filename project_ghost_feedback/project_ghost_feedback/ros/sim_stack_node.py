@@ -10,11 +10,15 @@ at ``--speed`` sim seconds per wall second. Topics are relative: remap or set a 
 """
 
 import argparse
+from collections.abc import Callable, Sequence
 import sys
 import time
 
 from nav_msgs.msg import Odometry
+import numpy
+from numpy.typing import NDArray
 import rclpy
+from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 from rosgraph_msgs.msg import Clock
@@ -27,7 +31,9 @@ FRAME_ID = 'odom'
 CHILD_FRAME_ID = 'base_link'
 
 
-def odometry_msg(stamp_ns, position, quaternion, velocity, covariance=None):
+def odometry_msg(stamp_ns: int, position: Sequence[float], quaternion: Sequence[float],
+                 velocity: Sequence[float],
+                 covariance: NDArray[numpy.float64] | None = None) -> Odometry:
     """Return an Odometry in FRAME_ID with the pose (and 6x6 pose covariance, if any)."""
     msg = Odometry()
     msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, NS_PER_S)
@@ -43,7 +49,7 @@ def odometry_msg(stamp_ns, position, quaternion, velocity, covariance=None):
     return msg
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser."""
     parser = argparse.ArgumentParser(
         description='Play a simulated robot and its Kalman filter over DDS (Odometry topics).')
@@ -56,7 +62,8 @@ def build_parser():
     return parser
 
 
-def play(node, stack, speed, stop=lambda: False):
+def play(node: Node, stack: LocalizationStack, speed: float,
+         stop: Callable[[], bool] = lambda: False) -> int:
     """Publish every sample of ``stack`` paced at ``speed``; return the estimates published."""
     qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                      reliability=ReliabilityPolicy.RELIABLE)
@@ -84,14 +91,15 @@ def play(node, stack, speed, stop=lambda: False):
     return published
 
 
-def scaled_phases(scale, phases=None):
+def scaled_phases(scale: float,
+                  phases: Sequence[StackPhase] | None = None) -> tuple[StackPhase, ...]:
     """Return ``phases`` (default: the simulator's defaults), every duration times ``scale``."""
     from ..sim.localization_stack import DEFAULT_PHASES
     return tuple(StackPhase(p.name, p.duration_s * scale, p.truth_accel_factor,
                             p.filter_accel_factor) for p in phases or DEFAULT_PHASES)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Play the default phases once; exit 0 at the end or on SIGINT / SIGTERM."""
     args = build_parser().parse_args(argv)
     shutdown = ShutdownRequest()
