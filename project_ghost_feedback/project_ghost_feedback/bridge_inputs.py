@@ -24,6 +24,10 @@ options that choose these inputs (``--estimate``, ``--reference``, ``--params-fi
 command lines that read them (``ghost-feedback evaluate`` and ``audit``).
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+import os
 import pathlib
 from .core import NS_PER_S
 
@@ -36,9 +40,9 @@ class BagInputError(Exception):
     """A bag or an option whose bridge inputs cannot be read; the message is one line."""
 
 
-def flatten_parameters(values, prefix=''):
+def flatten_parameters(values: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
     """Flatten nested ROS parameters of a parameter file (``a: {b: 1}`` -> ``{'a.b': 1}``)."""
-    flat = {}
+    flat: dict[str, Any] = {}
     for key, value in values.items():
         if isinstance(value, dict):
             flat.update(flatten_parameters(value, f'{prefix}{key}.'))
@@ -47,7 +51,8 @@ def flatten_parameters(values, prefix=''):
     return flat
 
 
-def bridge_parameters(params_file=None, node_name='outcome_bridge'):
+def bridge_parameters(params_file: str | os.PathLike[str] | None = None,
+                      node_name: str = 'outcome_bridge') -> dict[str, Any]:
     """Return the bridge's parameter values: its defaults, overridden by ``params_file``.
 
     ``params_file`` is a ROS 2 parameter file (``/**:`` or the node name, then
@@ -93,7 +98,8 @@ def bridge_parameters(params_file=None, node_name='outcome_bridge'):
     return values
 
 
-def _topic(path, reader, name, kind, allowed):
+def _topic(path: object, reader: Any, name: str, kind: str,
+           allowed: tuple[str, ...]) -> list[Any]:
     connections = [c for c in reader.connections if c.topic == name]
     if not connections:
         topics = ', '.join(sorted({c.topic for c in reader.connections})) or 'none'
@@ -107,7 +113,7 @@ def _topic(path, reader, name, kind, allowed):
     return connections
 
 
-def open_reader(path):
+def open_reader(path: str | os.PathLike[str]) -> Any:
     """Return an opened rosbags ``AnyReader`` of a bag directory or an .mcap file."""
     from rosbags.highlevel import AnyReader
     from rosbags.typesys import get_typestore, Stores
@@ -143,24 +149,26 @@ def open_reader(path):
 class StampRange:
     """First and last header stamp (ns) of one input."""
 
-    def __init__(self):
-        self.first = self.last = None
+    def __init__(self) -> None:
+        self.first: int | None = None
+        self.last: int | None = None
         self.count = 0
 
-    def add(self, stamp_ns):
+    def add(self, stamp_ns: int) -> None:
         """Note one stamp."""
         self.count += 1
         self.first = stamp_ns if self.first is None else min(self.first, stamp_ns)
         self.last = stamp_ns if self.last is None else max(self.last, stamp_ns)
 
-    def overlaps(self, other):
+    def overlaps(self, other: StampRange) -> bool:
         """Return True when both ranges exist and intersect."""
-        return (self.count and other.count and self.first <= other.last
+        return (self.first is not None and self.last is not None and other.first is not None
+                and other.last is not None and self.first <= other.last
                 and other.first <= self.last)
 
-    def text(self):
+    def text(self) -> str:
         """Return ``[first, last] s`` or ``no message``."""
-        if not self.count:
+        if self.first is None or self.last is None:
             return 'no message'
         return f'[{self.first / NS_PER_S:.3f}, {self.last / NS_PER_S:.3f}] s'
 
@@ -208,7 +216,7 @@ class BridgeRun:
         self.estimate_topic, self.reference_topic = estimate_topic, reference_topic
         self._listener = _collector()
         self.engine = PairingEngine(
-            engine_config(values), self._listener,
+            cast(dict[str, Any], engine_config(values)), self._listener,
             reference_buffer_size=values['reference_buffer_size'],
             pending_capacity=values['pending_capacity'])
         self.ranges = {'estimate': StampRange(), 'reference': StampRange()}
@@ -309,7 +317,7 @@ class BridgeRun:
                 f'{self.path}: {self.estimate_topic} (header stamps {estimate.text()}) and '
                 f'{self.reference_topic} ({reference.text()}) do not overlap in time')
 
-    def counts(self):
+    def counts(self) -> dict[str, Any]:
         """Return the engine's counts as a JSON-ready dict."""
         engine = self.engine
         return {
@@ -329,7 +337,8 @@ class BridgeRun:
         }
 
 
-def bridge_outputs(path, estimate_topic, reference_topic, values):
+def bridge_outputs(path: str | os.PathLike[str], estimate_topic: str, reference_topic: str,
+                   values: Mapping[str, Any]) -> BridgeRun:
     """Return a :class:`BridgeRun`; iterate it for ``(kind, contract)`` in publication order."""
     return BridgeRun(path, estimate_topic, reference_topic, values)
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""mypy over the configuration in mypy.ini (issue 23): strict on core/, normal elsewhere listed."""
+"""mypy over mypy.ini (issues 23, 31): strict on core/, every def annotated in the rest listed."""
 
 import pathlib
 import shutil
@@ -45,3 +45,22 @@ def test_mypy_catches_a_planted_error_and_an_untyped_def_in_core(tmp_path):
     assert 'parameter_docs.py:' in result.stdout
     assert '[return-value]' in result.stdout
     assert '[no-untyped-def]' in result.stdout
+
+
+def test_mypy_catches_an_untyped_def_in_each_annotated_package(tmp_path):
+    """ros/, telemetry/, evaluate/ and audit/: a def without annotations fails the check."""
+    tree = tmp_path / 'repo'
+    package = tree / 'project_ghost_feedback' / 'project_ghost_feedback'
+    shutil.copytree(ROOT / 'project_ghost_feedback' / 'project_ghost_feedback', package,
+                    ignore=shutil.ignore_patterns('__pycache__'))
+    shutil.copy(ROOT / 'mypy.ini', tree / 'mypy.ini')
+    planted = {'ros': 'dds.py', 'telemetry': 'channels.py', 'evaluate': 'inputs.py',
+               'audit': 'discovery.py'}
+    for folder, name in planted.items():
+        module = package / folder / name
+        module.write_text(module.read_text() + '\n\ndef _untyped(y):\n    return y\n')
+    result = _mypy('--config-file', str(tree / 'mypy.ini'), cwd=tree)
+    assert result.returncode != 0
+    for folder, name in planted.items():
+        assert f'{folder}/{name}:' in result.stdout, (folder, result.stdout)
+    assert result.stdout.count('[no-untyped-def]') == len(planted), result.stdout

@@ -8,11 +8,14 @@ ended and its scratch directory removed.
 """
 
 import argparse
+from collections.abc import Callable, Mapping
 import os
 import re
 import shutil
 import signal
 import sys
+from types import FrameType
+from typing import Any, IO
 
 from .discovery import ROBOT_NAME_MODES
 
@@ -39,7 +42,7 @@ WORKERS_PER_CORE = 4
 """--workers above this many per core is refused unless --no-worker-limit."""
 
 
-def add_arguments(parser, positive_int):
+def add_arguments(parser: argparse.ArgumentParser, positive_int: Callable[[str], int]) -> None:
     """Add the audit's arguments to ``parser``."""
     parser.add_argument('paths', metavar='PATH', nargs='+',
                         help='bag directories, or directories to search for bags')
@@ -82,7 +85,7 @@ def add_arguments(parser, positive_int):
                                 'telemetry bags need neither)')
 
 
-def run(args, fail):
+def run(args: argparse.Namespace, fail: Callable[[object, int], int]) -> int:
     """Run the audit for parsed ``args``; ``fail(message, status)`` prints a one-line error."""
     from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY, parse_policy, policy_names
     from ..core.loop import LoopConfig
@@ -160,18 +163,18 @@ def run(args, fail):
     return 1 if document['failed'] or problems else 0
 
 
-def _note(text):
+def _note(text: str) -> None:
     """Print ``ghost-feedback: audit: <text>`` on one line (escaped) on stderr."""
     from ..safe_io import terminal_text
 
     print(f'ghost-feedback: audit: {" ".join(terminal_text(text).split())}', file=sys.stderr)
 
 
-def _interrupt(signum, frame):
+def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def _check_engine(args):
+def _check_engine(args: argparse.Namespace) -> Any:
     """Check --scheduler, --tls-* and --workers; return the dask Security for tls:// or None."""
     tls = {'--tls-ca-file': args.tls_ca_file, '--tls-cert': args.tls_cert,
            '--tls-key': args.tls_key}
@@ -205,7 +208,9 @@ def _check_engine(args):
     return None
 
 
-def _write_outputs(args, document, dumps, write_report):
+def _write_outputs(args: argparse.Namespace, document: Mapping[str, Any],
+                   dumps: Callable[[Mapping[str, Any]], str],
+                   write_report: Callable[[Mapping[str, Any], str], list[str]]) -> None:
     """Write --json and --report (OSError / ValueError on a write error)."""
     if args.json == '-':
         print(dumps(document))
@@ -251,7 +256,8 @@ def _print_summary(document, stream):
     print('\n'.join(lines), file=stream)
 
 
-def build(commands, positive_int, fail):
+def build(commands: Any, positive_int: Callable[[str], int],
+          fail: Callable[[object, int], int]) -> argparse.ArgumentParser:
     """Register the ``audit`` subcommand on ``commands`` (argparse subparsers)."""
     parser = commands.add_parser(
         'audit', help='replay many bags under many policies on dask; JSON and HTML report',

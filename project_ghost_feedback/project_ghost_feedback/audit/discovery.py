@@ -7,11 +7,12 @@ Other directories are searched recursively, without following symbolic links and
 descending into a bag. Only names are looked at here: nothing is opened.
 """
 
+from collections.abc import Iterable
 import os
 import re
 
 
-def _is_bag_dir(path):
+def _is_bag_dir(path: str) -> bool:
     try:
         with os.scandir(path) as entries:
             for entry in entries:
@@ -22,15 +23,15 @@ def _is_bag_dir(path):
     return False
 
 
-def find_bags(paths):
+def find_bags(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[str], list[str]]:
     """Return ``(bags, problems)``: bag directories in discovery order, and one-line problems.
 
     A path that is itself a bag is returned as is; a directory is searched (sorted, so the order
     is stable); a path that does not exist or holds no bag is a problem. Duplicates are dropped.
     """
-    bags, problems, seen = [], [], set()
+    bags, problems, seen = list[str](), list[str](), set[str]()
 
-    def add(path):
+    def add(path: str) -> None:
         key = os.path.realpath(path)
         if key not in seen:
             seen.add(key)
@@ -69,7 +70,7 @@ _TIMESTAMPED_BAG = re.compile(
     r'^(rosbag2|ghost_feedback)_\d{4}_\d{2}_\d{2}-\d{2}_\d{2}_\d{2}(_\d+)?$')
 
 
-def robot_name(bag, mode='auto'):
+def robot_name(bag: str | os.PathLike[str], mode: str = 'auto') -> str:
     """Return the robot a bag belongs to, from its folder structure.
 
     ``bag``: the bag folder's name. ``parent``: the folder holding it (``fleet/robot7/run_3``).

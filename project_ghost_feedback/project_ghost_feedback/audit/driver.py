@@ -15,6 +15,7 @@ a future is released as soon as its result is taken, so the scheduler never hold
 summaries still in flight.
 """
 
+from collections.abc import Iterator, Sequence
 import contextlib
 import ipaddress
 import logging
@@ -25,13 +26,17 @@ import signal
 import sys
 import tempfile
 import threading
+from typing import Any
 
-from .task import audit_bag
+from ..core.feedback import PolicySpec
+from .injection import Injection
+from .task import audit_bag, Bridge
 
 CONNECT_TIMEOUT_S = 10
 
 
-def local_cluster(workers, *, secure=True, local_directory=None):
+def local_cluster(workers: int, *, secure: bool = True,
+                  local_directory: str | None = None) -> Any:
     """Return the embedded LocalCluster of ``workers`` worker processes (loopback only).
 
     ``secure`` (the default; False only for the benchmark's comparison): TLS with temporary
@@ -49,7 +54,7 @@ def local_cluster(workers, *, secure=True, local_directory=None):
         scheduler_kwargs={'dashboard': False, 'dashboard_address': '127.0.0.1:0'})
 
 
-def scheduler_security(ca_file, cert, key):
+def scheduler_security(ca_file: str, cert: str, key: str) -> Any:
     """Return the dask Security of a client of a ``tls://`` scheduler (files: PEM paths)."""
     from dask.distributed import Security
 
@@ -57,7 +62,7 @@ def scheduler_security(ca_file, cert, key):
                     require_encryption=True)
 
 
-def is_loopback(address):
+def is_loopback(address: str) -> bool:
     """Return True when the host of ``PROTOCOL://HOST:PORT`` is a loopback address."""
     host = address.split('://', 1)[-1].rsplit(':', 1)[0].strip('[]')
     if host == 'localhost':
@@ -68,13 +73,16 @@ def is_loopback(address):
         return False
 
 
-def _error_result(path, error):
+def _error_result(path: object, error: BaseException) -> dict[str, Any]:
     text = ' '.join(str(error).split()) or type(error).__name__
     return {'bag': str(path), 'ok': False, 'error': f'{type(error).__name__}: {text}'[:500]}
 
 
-def run_audit(bags, policies, *, max_history, injection=None, scheduler=None, workers=None,
-              progress=True, client=None, security=None, bridge=None):
+def run_audit(bags: Sequence[str | os.PathLike[str]], policies: Sequence[PolicySpec], *,
+              max_history: int, injection: Injection | None = None,
+              scheduler: str | None = None, workers: int | None = None, progress: bool = True,
+              client: Any = None, security: Any = None,
+              bridge: Bridge | None = None) -> list[dict[str, Any]]:
     """Audit every bag of ``bags`` under ``policies``; return the per-bag results in bag order.
 
     ``client`` (a dask ``Client``) is used as is when given (tests); otherwise one is made for
@@ -83,7 +91,9 @@ def run_audit(bags, policies, *, max_history, injection=None, scheduler=None, wo
     raises (a worker lost, a bug) becomes that bag's error result.
     ``bridge``: see :func:`~.task.audit_bag` (ordinary bags through the bridge's engine).
     """
-    own_client = own_cluster = scratch = None
+    own_client: Any = None
+    own_cluster: Any = None
+    scratch: str | None = None
     try:
         if client is None and scheduler:
             from dask.distributed import Client
@@ -107,14 +117,14 @@ def run_audit(bags, policies, *, max_history, injection=None, scheduler=None, wo
         from dask.distributed import as_completed
         from tqdm import tqdm
 
-        futures = {}
+        futures: dict[Any, int] = {}
         for index, path in enumerate(bags):
             future = client.submit(
                 audit_bag, str(path), tuple(policies), max_history=max_history,
                 injection=injection, bridge=bridge,
                 pure=False)  # a fresh key: never a cached result
             futures[future] = index
-        results = [None] * len(bags)
+        results: list[Any] = [None] * len(bags)
         with tqdm(total=len(bags), unit='bag', file=sys.stderr, disable=not progress,
                   desc='audit') as bar:
             # The loop of *this* client: as_completed's default is the process's default client,
@@ -144,9 +154,9 @@ def run_audit(bags, policies, *, max_history, injection=None, scheduler=None, wo
 
 
 @contextlib.contextmanager
-def _signals_held():
+def _signals_held() -> Iterator[None]:
     """Ignore SIGINT and SIGTERM while the cluster is closed (a second Ctrl-C cannot cut it)."""
-    saved = {}
+    saved: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for number in (signal.SIGINT, signal.SIGTERM):
             saved[number] = signal.signal(number, signal.SIG_IGN)
@@ -158,7 +168,7 @@ def _signals_held():
 
 
 @contextlib.contextmanager
-def _interrupts_deferred():
+def _interrupts_deferred() -> Iterator[None]:
     """Hold SIGINT and SIGTERM in the block; raise KeyboardInterrupt after it if one came.
 
     The worker processes are spawned here with SIGINT ignored, which they keep: a Ctrl-C that
@@ -172,7 +182,7 @@ def _interrupts_deferred():
     from multiprocessing import resource_tracker
 
     resource_tracker.ensure_running()  # started later, it would unblock SIGINT in its thread
-    received = []
+    received: list[int] = []
     saved_term = signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     saved_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -186,7 +196,8 @@ def _interrupts_deferred():
         raise KeyboardInterrupt
 
 
-def _end_worker_processes(before, timeout_s=5):
+def _end_worker_processes(before: set[multiprocessing.process.BaseProcess],
+                          timeout_s: float = 5) -> None:
     """Terminate the worker processes not in ``before`` still alive (after an interrupt)."""
     children = [child for child in multiprocessing.active_children() if child not in before]
     for child in children:

@@ -11,7 +11,9 @@ empirical false-downgrade rate, valid as far as that stretch was calibrated.
 import dataclasses
 import math
 import random
-from ..core import NS_PER_S
+from typing import Any
+
+from ..core import NS_PER_S, PredictionOutcome
 
 RANDOM = 'random'
 RANDOM_SPAN = (0.25, 0.75)
@@ -31,36 +33,36 @@ class Injection:
     seed: int | None = None
 
     @property
-    def is_random(self):
+    def is_random(self) -> bool:
         """Return True for ``K@random``."""
         return self.at_s is None
 
-    def describe(self):
+    def describe(self) -> str:
         """Return the command-line form, e.g. ``10@5.0s`` or ``10@random(seed 3)``."""
         where = f'random(seed {self.seed})' if self.is_random else f'{self.at_s:g}s'
         return f'{self.factor:g}@{where}'
 
-    def start_ns(self, bag_key, start_ns, end_ns):
+    def start_ns(self, bag_key: str, start_ns: int | None, end_ns: int | None) -> int:
         """Return the injection instant (sim ns) for a bag spanning ``[start_ns, end_ns]``.
 
         A random instant depends only on the seed and ``bag_key`` (the bag's path), so the same
         command gives the same instants whatever the order or place the bags are audited in.
         """
         start_ns = start_ns or 0
-        if not self.is_random:
+        if self.at_s is not None:  # not random
             return start_ns + round(self.at_s * NS_PER_S)
         span = max((end_ns or start_ns) - start_ns, 0)
         rng = random.Random(f'{self.seed}:{bag_key}')
         low, high = RANDOM_SPAN
         return start_ns + round(span * rng.uniform(low, high))
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
         return {'factor': self.factor, 'at_s': self.at_s, 'random': self.is_random,
                 'seed': self.seed}
 
 
-def parse_injection(text, seed=None):
+def parse_injection(text: str, seed: int | None = None) -> Injection:
     """Parse ``K``, ``K@T`` (T in seconds from the bag start) or ``K@random`` (needs ``seed``)."""
     factor_text, _, at_text = text.partition('@')
     try:
@@ -85,11 +87,13 @@ def parse_injection(text, seed=None):
     return Injection(factor, at_s, seed)
 
 
-def scale_outcome(outcome, factor):
+def scale_outcome(outcome: PredictionOutcome, factor: float) -> PredictionOutcome:
     """Return ``outcome`` with its distances and error vectors multiplied by ``factor``."""
     return dataclasses.replace(
         outcome,
-        position_error_m=tuple(v * factor for v in outcome.position_error_m),
-        orientation_error_rad=tuple(v * factor for v in outcome.orientation_error_rad),
+        position_error_m=tuple(  # type: ignore[arg-type]  # three items in, three out
+            v * factor for v in outcome.position_error_m),
+        orientation_error_rad=tuple(  # type: ignore[arg-type]
+            v * factor for v in outcome.orientation_error_rad),
         position_mahalanobis=outcome.position_mahalanobis * factor,
         orientation_mahalanobis=outcome.orientation_mahalanobis * factor)

@@ -7,15 +7,19 @@ follows, and a policy comparison table. The same PNGs are written beside it.
 """
 
 import base64
+from collections.abc import Iterable, Mapping, Sequence
 import html
 import io
 import json
 import math
 import os
 import statistics
+from typing import Any
 
 from ..safe_io import terminal_text
 from ..core import NS_PER_S
+from ..core.feedback import PolicySpec
+from .injection import Injection
 
 AUDIT_SCHEMA_VERSION = 2
 """2: episodes, ``overconfidence_over_run``; without injection ``windows`` (was ``untouched``)."""
@@ -64,7 +68,7 @@ _INJECTION_TERMS = ('injection', 'delay [s] / [outcomes]', 'fault before the inj
 LEVEL_COLORS = {'KNOWN': '#4caf50', 'UNCERTAIN': '#ffb300', 'UNKNOWN': '#e53935'}
 
 
-def _median(values):
+def _median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
@@ -82,9 +86,9 @@ def _totals(results, labels, injected_run):
     key = 'untouched' if injected_run else 'windows'
     for label in labels:
         runs = [r['policies'][label] for r in results if r.get('ok')]
-        levels = {}
-        time_per_level = {}
-        untouched = dict.fromkeys(
+        levels: dict[str, int] = {}
+        time_per_level: dict[str, float] = {}
+        untouched: dict[str, Any] = dict.fromkeys(
             ('assessments', 'downgrades', 'full_windows', 'full_window_downgrades',
              'independent_windows'), 0)
         for run in runs:
@@ -102,7 +106,7 @@ def _totals(results, labels, injected_run):
         # detecting the injected one: reported apart, left out of the detection figures.
         calibrated = [i for i in injected if not i['downgraded_before_injection']]
         detected = [i for i in calibrated if i['detected']]
-        total = {
+        total: dict[str, Any] = {
             'bags': len(runs), 'assessments': sum(run['assessments'] for run in runs),
             'levels': levels, 'time_per_level_s': time_per_level,
             'downgrades': sum(run['downgrades'] for run in runs),
@@ -128,8 +132,10 @@ def _totals(results, labels, injected_run):
     return totals
 
 
-def build_document(results, *, policies, max_history, injection=None, problems=(),
-                   engine=None):
+def build_document(results: Sequence[Mapping[str, Any]], *, policies: Sequence[PolicySpec],
+                   max_history: int, injection: Injection | None = None,
+                   problems: Iterable[str] = (),
+                   engine: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Return the JSON-ready audit document (``schema_version`` :data:`AUDIT_SCHEMA_VERSION`)."""
     labels = [spec.label for spec in policies]
     good = [r for r in results if r.get('ok')]
@@ -153,28 +159,29 @@ def build_document(results, *, policies, max_history, injection=None, problems=(
     }
 
 
-def dumps(document):
+def dumps(document: Mapping[str, Any]) -> str:
     """Return the document as strict JSON (it holds no non-finite float)."""
     return json.dumps(document, indent=1, sort_keys=False, allow_nan=False)
 
 
 # -- figures --------------------------------------------------------------------------------------
 
-def _chi3_pdf(d):
+def _chi3_pdf(d: float) -> float:
     return math.sqrt(2.0 / math.pi) * d * d * math.exp(-d * d / 2.0)
 
 
-def _png(figure):
+def _png(figure: Any) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format='png', dpi=80)
     return buffer.getvalue()
 
 
-def _level_rank(name):
+def _level_rank(name: str) -> int:
     return {'UNKNOWN': 0, 'UNCERTAIN': 1, 'KNOWN': 2}[name]
 
 
-def _bands(axis, lane, timeline, start, end_s):
+def _bands(axis: Any, lane: int, timeline: Sequence[Sequence[Any]], start: int,
+           end_s: float) -> None:
     """Draw one lane of coloured level bands from a timeline of (stamp, level) change points."""
     for index, (stamp, level) in enumerate(timeline):
         left = (stamp - start) / NS_PER_S
@@ -184,7 +191,7 @@ def _bands(axis, lane, timeline, start, end_s):
                          color=LEVEL_COLORS[level], linewidth=0)
 
 
-def timelines_png(document, plt):
+def timelines_png(document: Mapping[str, Any], plt: Any) -> bytes:
     """Return PNG bytes: per robot, one lane per policy (and the raw level) of level bands."""
     bags = document['bags']
     labels = [p['label'] for p in document['config']['policies']]
@@ -226,11 +233,11 @@ def timelines_png(document, plt):
     return data
 
 
-def distances_png(document, plt):
+def distances_png(document: Mapping[str, Any], plt: Any) -> bytes:
     """Return PNG bytes: fleet histograms of the recorded distances against the chi(3) density."""
     figure, axes = plt.subplots(1, 2, figsize=(9, 3))
     for axis, which in zip(axes, ('position', 'orientation')):
-        bins = None
+        bins: list[int] | None = None
         over = inf = 0
         width = 0.1
         for bag in document['bags']:
@@ -259,7 +266,7 @@ def distances_png(document, plt):
 
 # -- HTML -----------------------------------------------------------------------------------------
 
-def _fmt(value, digits=3):
+def _fmt(value: object, digits: int = 3) -> str:
     if value is None:
         return '-'
     if isinstance(value, float):
@@ -391,7 +398,7 @@ def _episode_table(document, limit=EPISODE_ROWS):
     return text
 
 
-def robot_status(figures):
+def robot_status(figures: Mapping[str, Any]) -> str:
     """Return one robot's status under one policy, in words."""
     injected = figures.get('injected')
     if injected is None:
@@ -418,7 +425,7 @@ _STYLE = ('body{font-family:sans-serif;max-width:1000px;margin:1em auto}'
           'img{max-width:100%}')
 
 
-def render_html(document, images):
+def render_html(document: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
     """Return the report page; ``images`` maps a title to PNG bytes, embedded as base64."""
     config = document['config']
     injection = config.get('injection')
@@ -453,7 +460,7 @@ def render_html(document, images):
     return '\n'.join(parts)
 
 
-def write_report(document, directory):
+def write_report(document: Mapping[str, Any], directory: str) -> list[str]:
     """Write ``index.html`` (self-contained) and its PNGs into ``directory``; return the paths."""
     import matplotlib
 
@@ -461,11 +468,11 @@ def write_report(document, directory):
     import matplotlib.pyplot as plt
 
     os.makedirs(directory, exist_ok=True)
-    images = {}
+    images: dict[str, bytes] = {}
     if document['bags']:
         images['Raw vs calibrated level per robot'] = timelines_png(document, plt)
         images['Distance distributions against chi(3)'] = distances_png(document, plt)
-    paths = []
+    paths: list[str] = []
     for name, data in zip(('timelines.png', 'distances.png'), images.values()):
         path = os.path.join(directory, name)
         with open(path, 'wb') as stream:

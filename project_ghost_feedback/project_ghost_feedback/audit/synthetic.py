@@ -5,14 +5,20 @@ Each bag is written by the project's own ``TelemetryRecorder`` (the feedback nod
 from a seeded ``Scenario`` run through the pure core, exactly as the node would record it.
 """
 
+import os
+import pathlib
+from typing import Any, TypeVar
+
 from ..core.feedback import DEFAULT_MAX_HISTORY
 from ..core.loop import FeedbackLoop, LoopConfig
 from ..sim.outcome_model import Phase, Scenario
 
 OUTCOME_BUFFER_SIZE = 1024
+_Path = TypeVar('_Path', str, pathlib.Path)
 
 
-def scenario(assessments, *, rate_hz=10.0, overconfidence=1.0, fault_at=None):
+def scenario(assessments: int, *, rate_hz: float = 10.0, overconfidence: float = 1.0,
+             fault_at: float | None = None) -> Scenario:
     """Return a Scenario of ``assessments`` assessments at ``rate_hz``, calibrated by default.
 
     With ``fault_at`` (a fraction of the run) the errors become ``overconfidence`` x the claim
@@ -20,15 +26,16 @@ def scenario(assessments, *, rate_hz=10.0, overconfidence=1.0, fault_at=None):
     """
     duration = assessments / rate_hz
     if fault_at is None:
-        phases = (Phase('steady', duration, overconfidence),)
+        phases: tuple[Phase, ...] = (Phase('steady', duration, overconfidence),)
     else:
         phases = (Phase('calibrated', duration * fault_at, 1.0),
                   Phase('overconfident', duration * (1 - fault_at), overconfidence))
     return Scenario(phases=phases, assessment_rate_hz=rate_hz, outcome_rate_hz=rate_hz)
 
 
-def write_bag(path, *, seed, assessments=300, policy='calibrated_exceedance',
-              max_history=DEFAULT_MAX_HISTORY, **scenario_options):
+def write_bag(path: _Path, *, seed: int, assessments: int = 300,
+              policy: str = 'calibrated_exceedance', max_history: int = DEFAULT_MAX_HISTORY,
+              **scenario_options: Any) -> _Path:
     """Write a bag at ``path`` (must not exist) as the node would record it; return ``path``."""
     from ..telemetry import TelemetryRecorder
 
@@ -40,7 +47,9 @@ def write_bag(path, *, seed, assessments=300, policy='calibrated_exceedance',
             for outcome in outcomes:
                 loop.outcome(outcome)
                 recorder.record_outcome(outcome)
-            recorder.record_assessment(raw, loop.assessment(raw).calibrated)
+            calibrated = loop.assessment(raw).calibrated
+            assert calibrated is not None  # no now_ns: an assessment is never refused
+            recorder.record_assessment(raw, calibrated)
     finally:
         recorder.close()
     if recorder.error is not None:
@@ -48,7 +57,8 @@ def write_bag(path, *, seed, assessments=300, policy='calibrated_exceedance',
     return path
 
 
-def write_fleet(directory, bags, *, assessments=300, seed=0, **scenario_options):
+def write_fleet(directory: str | os.PathLike[str], bags: int, *, assessments: int = 300,
+                seed: int = 0, **scenario_options: Any) -> list[str]:
     """Write ``bags`` bags ``robot_000``, ... under ``directory``; return their paths."""
     import os
 

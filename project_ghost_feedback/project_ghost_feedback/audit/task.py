@@ -13,7 +13,9 @@ parameter changes of the node are not applied. Without recorded changes the coun
 of ``replay_bag(path, policy=...)``'s recomputed summary.
 """
 
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 import math
+from typing import Any, cast
 
 from ..core import BeliefSelfAssessment, PredictionOutcome, SelfAssessmentLevel
 from ..core.feedback import (
@@ -24,10 +26,12 @@ from ..core.feedback import (
     RunOverconfidence,
     time_origin,
 )
-from ..core.loop import CONFIGURATION, FeedbackLoop, LoopConfig, LoopEvent
+from ..core.feedback import CalibratedSelfAssessment, CalibrationHistory
+from ..core.loop import CONFIGURATION, FeedbackLoop, LoopConfig, LoopEvent, Step
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
+from ..telemetry.bag_reader import BagInfo
 from ..telemetry.loop_inputs import LoopFeeder
-from .injection import scale_outcome
+from .injection import Injection, scale_outcome
 from ..core import NS_PER_S
 
 TIMELINE_LIMIT = 2000
@@ -38,15 +42,17 @@ HISTOGRAM_BIN = 0.1
 HISTOGRAM_BINS = 80
 """Distances in [0, 8) in bins of 0.1; beyond in ``over``, +inf in ``inf``."""
 LEVEL_NAMES = tuple(level.name for level in sorted(SelfAssessmentLevel))
+Bridge = tuple[str, str, Mapping[str, Any]]
+"""``(estimate_topic, reference_topic, bridge parameter values)`` of an ordinary bag."""
 
 
 class _Histogram:
-    def __init__(self):
+    def __init__(self) -> None:
         self.bins = [0] * HISTOGRAM_BINS
         self.over = 0
         self.inf = 0
 
-    def add(self, value):
+    def add(self, value: float) -> None:
         if value == math.inf:
             self.inf += 1
             return
@@ -56,7 +62,7 @@ class _Histogram:
         else:
             self.over += 1
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {'bin_width': HISTOGRAM_BIN, 'bins': self.bins, 'over': self.over,
                 'inf': self.inf}
 
@@ -64,19 +70,19 @@ class _Histogram:
 class _Levels:
     """Counts, time per level and change points of a stream of levels at belief stamps."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.counts = dict.fromkeys(LEVEL_NAMES, 0)
         self.time_ns = dict.fromkeys(LEVEL_NAMES, 0)
-        self.timeline = []
+        self.timeline: list[list[Any]] = []
         self.transitions = 0
         self.truncated = False
-        self._last = None
-        self._last_stamp = None
+        self._last: str | None = None
+        self._last_stamp: int | None = None
 
-    def add(self, stamp, level):
+    def add(self, stamp: int, level: SelfAssessmentLevel) -> None:
         name = level.name
         self.counts[name] += 1
-        if self._last is not None:
+        if self._last is not None and self._last_stamp is not None:  # set together
             self.time_ns[self._last] += max(stamp - self._last_stamp, 0)
         if name != self._last:
             if self._last is not None:
@@ -87,7 +93,7 @@ class _Levels:
                 self.truncated = True
         self._last, self._last_stamp = name, stamp
 
-    def to_dict(self, end_stamp):
+    def to_dict(self, end_stamp: int | None) -> dict[str, Any]:
         timeline = list(self.timeline)
         if self._last is not None and (not timeline or timeline[-1][0] != self._last_stamp):
             timeline.append([self._last_stamp, self._last])  # where the last level ends
@@ -97,28 +103,31 @@ class _Levels:
 
 
 class _PolicyRun:
-    def __init__(self, spec: PolicySpec, injection_ns, max_history, buffer_size):
+    def __init__(self, spec: PolicySpec, injection_ns: int | None, max_history: int,
+                 buffer_size: int) -> None:
         self.spec = spec
         # The audited configuration stays as given: recorded configuration changes are skipped.
         self.feeder = LoopFeeder(FeedbackLoop(LoopConfig.make(
             spec.name, dict(spec.parameters), max_history, buffer_size)))
-        self.last_history = None
+        self.last_history: CalibrationHistory | None = None
         self.levels = _Levels()
         self.downgrades = 0
-        self.first_downgrade = None
+        self.first_downgrade: int | None = None
         self.injection_ns = injection_ns
-        self.detection = None
+        self.detection: dict[str, Any] | None = None
         self.untouched = {'assessments': 0, 'downgrades': 0, 'full_windows': 0,
                           'full_window_downgrades': 0}
         self.down_at_injection = False
         self.episodes = EpisodeTracker(limit=EPISODE_LIMIT)
 
-    def judge(self, raw, injected_outcomes, max_history):
-        step = self.feeder.feed(raw)
+    def judge(self, raw: BeliefSelfAssessment, injected_outcomes: int, max_history: int) -> None:
+        step = cast(Step, self.feeder.feed(raw))
+        assert step.calibrated is not None  # no now_ns: an assessment is never refused
         self.last_history = step.calibrated.calibration_history
         self.add(raw, step.calibrated, len(step.judged) >= max_history, injected_outcomes)
 
-    def add(self, raw, calibrated, full, injected_outcomes):
+    def add(self, raw: BeliefSelfAssessment, calibrated: CalibratedSelfAssessment, full: bool,
+            injected_outcomes: int) -> None:
         stamp = raw.belief_stamp_sim_ns
         level = calibrated.adjusted_overall_level
         self.levels.add(stamp, level)
@@ -226,7 +235,7 @@ def audit_bag(path, policies, *, max_history=DEFAULT_MAX_HISTORY,
         return {'bag': path, 'ok': False, 'error': f'{type(error).__name__}: {text}'[:500]}
 
 
-def _recorded_inputs(path):
+def _recorded_inputs(path: str) -> Iterator[object]:
     """Yield a telemetry bag's loop inputs (contracts and recorded events) in recorded order.
 
     The recorded calibrated output is not read: the audit recomputes it under every policy. An
@@ -242,7 +251,8 @@ def _recorded_inputs(path):
             yield item
 
 
-def _audit(path, info, contracts, policies, max_history, buffer_size, injection):
+def _audit(path: str, info: BagInfo, contracts: Iterable[object], policies: Sequence[PolicySpec],
+           max_history: int, buffer_size: int, injection: Injection | None) -> dict[str, Any]:
     injection_ns = None
     if injection is not None:
         injection_ns = injection.start_ns(path, info.start_time_ns, info.end_time_ns)
@@ -259,7 +269,8 @@ def _audit(path, info, contracts, policies, max_history, buffer_size, injection)
                 first_stamp = contract.observed_stamp_sim_ns
             position.add(contract.position_mahalanobis)
             orientation.add(contract.orientation_mahalanobis)
-            if injection_ns is not None and contract.observed_stamp_sim_ns >= injection_ns:
+            if injection is not None and injection_ns is not None \
+                    and contract.observed_stamp_sim_ns >= injection_ns:
                 contract = scale_outcome(contract, injection.factor)
                 injected_outcomes += 1
             else:
@@ -302,5 +313,5 @@ def _audit(path, info, contracts, policies, max_history, buffer_size, injection)
     }
 
 
-def _robot_name(path):
+def _robot_name(path: str) -> str:
     return path.rstrip('/').rsplit('/', 1)[-1]

@@ -9,11 +9,23 @@ directory. Exit status: 0 every bag evaluated; 2 usage error or a bag that canno
 (one line on stderr).
 """
 
+from __future__ import annotations
+
 import argparse
+from collections.abc import Callable, Mapping, Sequence
 import json
 import math
+import os
 import pathlib
 import shutil
+from typing import Any, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..core.loop import LoopConfig
+    from .inputs import BridgeRun
+
+Fail = Callable[[object, int], int]
+"""``fail(message, status)``: print one error line, return the exit status."""
 
 from ..bridge_inputs import add_input_arguments, BagInputError
 
@@ -47,8 +59,9 @@ def _quantile(values, q):
     return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
 
 
-def evaluate_bag(path, estimate_topic, reference_topic, values, loop_config, output_dir,
-                 plot=True):
+def evaluate_bag(path: str | os.PathLike[str], estimate_topic: str, reference_topic: str,
+                 values: Mapping[str, Any], loop_config: LoopConfig,
+                 output_dir: str | os.PathLike[str], plot: bool = True) -> dict[str, Any]:
     """Evaluate one bag into ``output_dir`` (must not exist); return the summary dict.
 
     EvaluateError (one line) for a missing topic, a wrong type, inputs that do not overlap in
@@ -164,6 +177,7 @@ def _record(run, loop_config, output_dir, values=None):
         for kind, contract in run:
             if kind == ASSESSMENT:
                 calibrated = loop.assessment(contract).calibrated
+                assert calibrated is not None  # no now_ns: an assessment is never refused
                 recorder.record_assessment(contract, calibrated)
                 trace.assessment(contract, calibrated)
             else:
@@ -244,12 +258,13 @@ def _picture(path, run, trace, title):
         else 's from the first header stamp')
 
 
-def _summary(run, loop_config, distances, levels, bag_dir):
+def _summary(run: BridgeRun, loop_config: LoopConfig, distances: dict[int, tuple[float, float]],
+             levels: dict[int, tuple[int, int]], bag_dir: pathlib.Path) -> dict[str, Any]:
     position = [d[0] for d in distances.values()]
     orientation = [d[1] for d in distances.values()]
     raw_counts = dict.fromkeys(LEVEL_NAMES, 0)
     calibrated_counts = dict.fromkeys(LEVEL_NAMES, 0)
-    downgraded, first_downgrade = 0, None
+    downgraded, first_downgrade = 0, None  # type: int, int | None
     for stamp in sorted(levels):
         raw, calibrated = levels[stamp]
         raw_counts[LEVEL_NAMES[raw]] += 1
@@ -282,11 +297,11 @@ def _summary(run, loop_config, distances, levels, bag_dir):
     }
 
 
-def summary_text(summary):
+def summary_text(summary: Mapping[str, Any]) -> str:
     """Return the summary as a few lines of text."""
     bridge = summary['bridge']
 
-    def fmt(value):
+    def fmt(value: float | None) -> str:
         return '-' if value is None else f'{value:.2f}'
 
     dropped = ', '.join(f'{k} {v}' for k, v in bridge['estimates_dropped'].items()) or 'none'
@@ -320,7 +335,7 @@ def summary_text(summary):
                                            where='summary.json'))
 
 
-def run(args, fail):
+def run(args: argparse.Namespace, fail: Fail) -> int:
     """Run ``evaluate`` for parsed ``args``; ``fail(message, status)`` prints one line."""
     from ..core.feedback import parse_policy
     from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY
@@ -351,7 +366,8 @@ def run(args, fail):
     return 0
 
 
-def build(commands, positive_int, fail):
+def build(commands: Any, positive_int: Callable[[str], int],
+          fail: Fail) -> argparse.ArgumentParser:
     """Register the ``evaluate`` subcommand on ``commands`` (argparse subparsers)."""
     from ..core.feedback import DEFAULT_POLICY
 

@@ -18,7 +18,7 @@ import math
 from diagnostic_msgs.msg import DiagnosticStatus
 
 from ..core import SelfAssessmentLevel
-from ..core.feedback import REASON_UNDERCONFIDENT_CALIBRATION
+from ..core.feedback import CalibratedSelfAssessment, REASON_UNDERCONFIDENT_CALIBRATION
 
 OK = DiagnosticStatus.OK
 WARN = DiagnosticStatus.WARN
@@ -27,7 +27,7 @@ STALE = DiagnosticStatus.STALE
 _SEVERITY = {OK: 0, WARN: 1, ERROR: 2, STALE: 3}
 
 
-def assessment_severity(calibrated):
+def assessment_severity(calibrated: CalibratedSelfAssessment) -> tuple[bytes, str]:
     """Return ``(level, message)`` of one calibrated assessment."""
     history = calibrated.calibration_history
     adjusted = calibrated.adjusted_overall_level
@@ -51,7 +51,7 @@ UNDERCONFIDENT_MESSAGE = ('underconfident: errors much smaller than claimed (ove
 """The status message of an underconfident assessment (severity OK)."""
 
 
-def is_underconfident(calibrated):
+def is_underconfident(calibrated: CalibratedSelfAssessment) -> bool:
     """Return True when the policy reported ``underconfident_calibration`` (level unchanged)."""
     return calibrated.adjustment_reason == REASON_UNDERCONFIDENT_CALIBRATION
 
@@ -59,18 +59,18 @@ def is_underconfident(calibrated):
 class PeriodStatus:
     """The worst status noted since the last :meth:`take`."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._level = OK
         self._message = 'no assessment yet'
         self._noted = False
 
-    def note(self, level, message):
+    def note(self, level: bytes, message: str) -> None:
         """Note a status; the worse one (first at equal severity) wins the period."""
         if not self._noted or _SEVERITY[level] > _SEVERITY[self._level]:
             self._level, self._message = level, message
             self._noted = True
 
-    def take(self, carry=None):
+    def take(self, carry: tuple[bytes, str] | None = None) -> tuple[bytes, str]:
         """Return the period's ``(level, message)`` and start a new period.
 
         ``carry`` (a ``(level, message)``) seeds the new period, so a state that lasts (the last

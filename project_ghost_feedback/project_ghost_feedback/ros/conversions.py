@@ -14,7 +14,9 @@ ADR-0026's (``schema_version`` 1), CalibrationHistory schema 1 or 2. Stamps map 
 """
 
 from array import array
+from collections.abc import Callable
 import math
+from typing import Any
 
 from builtin_interfaces.msg import Time as TimeMsg
 from project_ghost_feedback_msgs.msg import (
@@ -28,7 +30,10 @@ from project_ghost_feedback_msgs.msg import (
     SelfAssessmentLevel as SelfAssessmentLevelMsg,
 )
 
+from ..core import BeliefSelfAssessment, NamedLevel, PredictionOutcome, SelfAssessmentLevel
+from ..core.feedback import CalibratedSelfAssessment, CalibrationHistory
 from ..core.feedback.overconfidence import estimate_overconfidence
+from ..core.loop import LoopEvent
 from ..msg_decoding import (  # noqa: F401 - re-exported: the ROS layer's one conversion module
     belief_from_msg,
     calibrated_from_msg,
@@ -46,28 +51,28 @@ from ..msg_decoding import (  # noqa: F401 - re-exported: the ROS layer's one co
 )
 
 
-def fill_stamp(stamp, ns):
+def fill_stamp(stamp: TimeMsg, ns: int) -> TimeMsg:
     """Set a builtin_interfaces/Time to ``ns`` nanoseconds (a contract stamp); return it."""
     stamp.sec, stamp.nanosec = divmod(ns, NS_PER_S)
     return stamp
 
 
-def ns_to_stamp(ns):
+def ns_to_stamp(ns: int) -> TimeMsg:
     """Return a builtin_interfaces/Time for ``ns`` nanoseconds (a contract stamp)."""
     return fill_stamp(TimeMsg(), ns)
 
 
-def level_to_msg(level):
+def level_to_msg(level: SelfAssessmentLevel) -> SelfAssessmentLevelMsg:
     """Return a SelfAssessmentLevel message for a SelfAssessmentLevel."""
     return SelfAssessmentLevelMsg(value=level.value)
 
 
-def named_level_to_msg(named):
+def named_level_to_msg(named: NamedLevel) -> NamedLevelMsg:
     """Return a NamedLevel message for a NamedLevel."""
     return NamedLevelMsg(name=named.name, level=level_to_msg(named.level))
 
 
-def belief_to_msg(belief):
+def belief_to_msg(belief: BeliefSelfAssessment) -> BeliefSelfAssessmentMsg:
     """Return a BeliefSelfAssessment message for a BeliefSelfAssessment."""
     return fill_belief_msg(BeliefSelfAssessmentMsg(), belief)
 
@@ -88,7 +93,7 @@ def outcome_to_msg(outcome):
     return fill_outcome_msg(PredictionOutcomeMsg(), outcome)
 
 
-def fill_outcome_msg(msg, outcome):
+def fill_outcome_msg(msg: PredictionOutcomeMsg, outcome: PredictionOutcome) -> PredictionOutcomeMsg:
     """Set every field of the PredictionOutcome message ``msg`` from ``outcome``; return it."""
     fill_stamp(msg.prediction_stamp, outcome.prediction_stamp_sim_ns)
     msg.position_error_m = outcome.position_error_m
@@ -101,12 +106,13 @@ def fill_outcome_msg(msg, outcome):
     return msg
 
 
-def history_to_msg(history):
+def history_to_msg(history: CalibrationHistory) -> CalibrationHistoryMsg:
     """Return a CalibrationHistory message for a CalibrationHistory."""
     return fill_history_msg(CalibrationHistoryMsg(), history)
 
 
-def fill_history_msg(msg, history):
+def fill_history_msg(msg: CalibrationHistoryMsg, history: CalibrationHistory,
+                     ) -> CalibrationHistoryMsg:
     """Set every field of the CalibrationHistory message ``msg`` from ``history``; return it.
 
     Interface version 3 (ADR-0026a): no stamp (``None``, zero outcomes) is a zero Time; the
@@ -130,12 +136,14 @@ def fill_history_msg(msg, history):
     return msg
 
 
-def calibrated_to_msg(calibrated):
+def calibrated_to_msg(calibrated: CalibratedSelfAssessment) -> CalibratedSelfAssessmentMsg:
     """Return a CalibratedSelfAssessment message for a CalibratedSelfAssessment."""
     return fill_calibrated_msg(CalibratedSelfAssessmentMsg(), calibrated)
 
 
-def fill_calibrated_msg(msg, calibrated, raw_msg=None):
+def fill_calibrated_msg(msg: CalibratedSelfAssessmentMsg, calibrated: CalibratedSelfAssessment,
+                        raw_msg: BeliefSelfAssessmentMsg | None = None,
+                        ) -> CalibratedSelfAssessmentMsg:
     """Set every field of the CalibratedSelfAssessment message ``msg`` from ``calibrated``.
 
     Returns ``msg``. The node reuses one output message this way (rclpy serializes on publish),
@@ -155,7 +163,7 @@ def fill_calibrated_msg(msg, calibrated, raw_msg=None):
     return msg
 
 
-def event_to_msg(event):
+def event_to_msg(event: LoopEvent) -> FeedbackEventMsg:
     """Return a FeedbackEvent message for a core LoopEvent (detail cut to the message bound)."""
     config = event.config
     names, values = config.parameter_texts()
@@ -169,7 +177,7 @@ def event_to_msg(event):
     return msg
 
 
-def overconfidence_to_msg(calibrated):
+def overconfidence_to_msg(calibrated: CalibratedSelfAssessment) -> OverconfidenceEstimateMsg:
     """Return the OverconfidenceEstimate of a core CalibratedSelfAssessment's window.
 
     NaN where there is no estimate (empty window, schema-1 history), as the message documents.

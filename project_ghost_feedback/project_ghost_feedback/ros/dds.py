@@ -9,10 +9,11 @@ other commands rely on the environment (``scripts/env.sh``, or the ROS install's
 Export ``ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET`` to talk to other hosts on purpose.
 """
 
+from collections.abc import MutableMapping
 import os
 
 
-def ensure_loopback(environ=None):
+def ensure_loopback(environ: MutableMapping[str, str] | None = None) -> str:
     """Set ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` when it is unset; return the range in force.
 
     Must run before ``rclpy.init``; child processes inherit the setting.

@@ -25,10 +25,13 @@ Run it with ``ros2 run project_ghost_feedback feedback_node`` (ROS install) or `
 (the project venv; see the README).
 """
 
+from __future__ import annotations
+
 import collections
 import sys
+from typing import Any, TYPE_CHECKING
 
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
@@ -36,10 +39,11 @@ from project_ghost_feedback_msgs.msg import (
     OverconfidenceEstimate as OverconfidenceEstimateMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
-from rclpy.clock import Clock, ClockType, JumpThreshold
+from rclpy.clock import Clock, ClockType, JumpThreshold, TimeJump
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
 from std_srvs.srv import Trigger
@@ -51,6 +55,7 @@ from ..core.loop import (
     CONFIGURATION,
     FeedbackLoop,
     LoopEvent,
+    Step,
 )
 from ..core.window import DUPLICATE, TOO_OLD
 from .calibration_status import (
@@ -70,6 +75,7 @@ from .conversions import (
 from .feedback_diagnostics import feedback_status, level_change
 from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for main()'s users
     EXECUTORS,
+    FeedbackConfig,
     NODE_PARAMETERS,
     policy_parameter_specs,
     validate,
@@ -86,6 +92,13 @@ from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s u
 )
 from .feedback_telemetry import open_telemetry, StartupError, TopicRecorder
 
+if TYPE_CHECKING:
+    from ..telemetry.background import BackgroundRecorder
+    from ..telemetry.channels import Channel
+
+Levels = tuple[SelfAssessmentLevel, SelfAssessmentLevel]
+"""``(raw level, calibrated level)`` of an output."""
+
 NODE_NAME = 'feedback_node'
 DIAGNOSTIC_TASK = 'calibration'
 OUTCOME_TOPIC = 'prediction_outcome'
@@ -101,7 +114,7 @@ _MAX_REJECT_TEXT = 300
 class FeedbackNode(Node):
     """Closed-loop feedback: calibrate raw self-assessments with recent prediction outcomes."""
 
-    def __init__(self, node_name=NODE_NAME, **kwargs):
+    def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         policy_specs = policy_parameter_specs()
         specs = {**NODE_PARAMETERS, **{n: s for n, (_, _, s) in policy_specs.items()}}
@@ -114,23 +127,23 @@ class FeedbackNode(Node):
             raise
         config = self._parameter_set.config
 
-        self.received = collections.Counter()
-        self.rejected = collections.Counter()
+        self.received: collections.Counter[str] = collections.Counter()
+        self.rejected: collections.Counter[str] = collections.Counter()
         self.published = 0
         self.underconfident_assessments = 0
         self.duplicates = 0
         self.too_old_outcomes = 0
         self.late_outcomes = 0
         self.lost_messages = 0
-        self.resets = collections.Counter()
-        self.callback_errors = collections.Counter()
+        self.resets: collections.Counter[str] = collections.Counter()
+        self.callback_errors: collections.Counter[str] = collections.Counter()
         self.clock_rejected = 0
         self.last_clock_rejection = ''
         self._clock_log_gate = LogGate()
         self._callback_error_log_gate = LogGate()
         self.last_reject_reason = ''
         self.last_reset_reason = ''
-        self.last_calibrated = None
+        self.last_calibrated: CalibratedSelfAssessment | None = None
         self._reject_log_gate = LogGate()
         # (raw level, calibrated level) of the last output: the log says when it changes.
         self._logged_levels = None
@@ -164,7 +177,7 @@ class FeedbackNode(Node):
         # The continuous overconfidence estimate as numbers, once per diagnostics period.
         self._overconfidence_publisher = self.create_publisher(
             OverconfidenceEstimateMsg, OVERCONFIDENCE_TOPIC, output_qos)
-        self._overconfidence_published_for = None
+        self._overconfidence_published_for: CalibratedSelfAssessment | None = None
         # Resets and configuration changes: what replay needs besides the inputs. Transient
         # local, so a `ros2 bag record` started later still gets the configuration in effect.
         self._events_publisher = self.create_publisher(
@@ -227,7 +240,7 @@ class FeedbackNode(Node):
         self._recorded_topics = opened.recorded_topics
         return opened.recorder
 
-    def _telemetry_error(self, message):
+    def _telemetry_error(self, message: str) -> None:
         self.get_logger().error(message)
 
     # -- parameters ---------------------------------------------------------------------------
@@ -253,17 +266,17 @@ class FeedbackNode(Node):
 
     # -- resets -------------------------------------------------------------------------------
 
-    def _clock_ns(self):
+    def _clock_ns(self) -> int:
         """Return the node clock now, in ns, never negative (an event's stamp)."""
         return max(self.get_clock().now().nanoseconds, 0)
 
-    def _emit(self, event):
+    def _emit(self, event: LoopEvent) -> None:
         """Publish a LoopEvent on feedback_events and record it (before what it applies to)."""
         self._events_publisher.publish(event_to_msg(event))
         if self.telemetry is not None:
             self.telemetry.record_event(event)
 
-    def _note_reset(self, event):
+    def _note_reset(self, event: LoopEvent) -> None:
         """Publish, record, count and log (once per event) a reset the loop made."""
         self.last_calibrated = None
         self.last_severity = None
@@ -274,25 +287,26 @@ class FeedbackNode(Node):
         self.period.note(WARN, f'window reset ({event.cause}: {event.detail})')
         self.get_logger().warning(f'window reset ({event.cause}): {event.detail}')
 
-    def reset(self, cause, detail):
+    def reset(self, cause: str, detail: str) -> LoopEvent:
         """Clear the window and the time-ordered state; log once, count the cause; return it."""
         event = self.loop.reset(cause, detail, self._clock_ns())
         self._note_reset(event)
         return event
 
-    def _on_reset_request(self, request, response):
+    def _on_reset_request(self, request: Trigger.Request,
+                          response: Trigger.Response) -> Trigger.Response:
         event = self.reset(CAUSE_SERVICE, 'requested through ~/reset')
         response.success = True
         response.message = f'window cleared ({event.detail})'
         return response
 
-    def _on_clock_jump(self, jump):
+    def _on_clock_jump(self, jump: TimeJump) -> None:
         """Reset on a backward jump if the state holds stamps now in the future (see the loop)."""
         event = self.loop.clock_jumped(jump.delta.nanoseconds, self.get_clock().now().nanoseconds)
         if event is not None:
             self._note_reset(event)
 
-    def note_callback_error(self, error):
+    def note_callback_error(self, error: Exception) -> None:
         """Count and log (throttled) an exception a callback raised; the node keeps running.
 
         rclpy's own /clock subscription (its TimeSource, with use_sim_time) raises when a
@@ -318,18 +332,18 @@ class FeedbackNode(Node):
                 f'callback raised {key} ({sum(self.callback_errors.values())} so far), '
                 f'the node keeps running: {error}')
 
-    def _on_message_lost(self, status):
+    def _on_message_lost(self, status: Any) -> None:
         self.lost_messages += status.total_count_change
         self.period.note(WARN, f'{status.total_count_change} input messages lost in the '
                                 'middleware (queue overflow)')
 
     # -- data path ----------------------------------------------------------------------------
 
-    def _reject(self, kind, error):
+    def _reject(self, kind: str, error: Exception) -> None:
         reason = error.reason if isinstance(error, ContractViolation) else type(error).__name__
         self._count_rejection(kind, reason, str(error))
 
-    def _count_rejection(self, kind, reason, text):
+    def _count_rejection(self, kind: str, reason: str, text: str) -> None:
         self.rejected[f'{kind}:{reason}'] += 1
         if len(text) > _MAX_REJECT_TEXT:
             text = f'{text[:_MAX_REJECT_TEXT]}... ({len(text)} characters)'
@@ -339,12 +353,12 @@ class FeedbackNode(Node):
             self.get_logger().warning(
                 f'rejected {kind} ({sum(self.rejected.values())} so far): {text}')
 
-    def _input_callbacks(self):
+    def _input_callbacks(self) -> tuple[Callable[..., None], Callable[..., None]]:
         if self._message_info:
             return self._on_outcome_with_info, self._on_assessment_with_info
         return self._on_outcome_data, self._on_assessment_data
 
-    def input_handlers(self):
+    def input_handlers(self) -> tuple[Callable[[Any], None], Callable[[Any], None]]:
         """Return ``(on_outcome, on_assessment)``: the subscription callbacks, taking a message.
 
         For handler-level tests and benches, which feed messages without DDS: serialized bytes
@@ -444,7 +458,7 @@ class FeedbackNode(Node):
                 self.loop.assessment(raw, self.get_clock().now().nanoseconds), msg, data,
                 header_end)
 
-    def _release_held(self):
+    def _release_held(self) -> None:
         """Judge the held assessments whose hold time is over, in arrival order."""
         loop = self.loop
         if not loop.held:
@@ -466,6 +480,7 @@ class FeedbackNode(Node):
         for event in step.events:  # resets the input caused: recorded before it
             self._note_reset(event)
         calibrated = step.calibrated
+        assert calibrated is not None  # an assessment not refused is judged
         raw = calibrated.raw_assessment
         if data is not None:
             payload = calibrated_bytes(data, header_end, calibrated)
@@ -487,7 +502,7 @@ class FeedbackNode(Node):
         self.period.note(*self.last_severity)
         self._log_level_change(calibrated)
 
-    def _log_level_change(self, calibrated):
+    def _log_level_change(self, calibrated: CalibratedSelfAssessment) -> None:
         """Log a change of the calibrated level (or of the raw one), with its reason, once."""
         levels, change = level_change(self._logged_levels, calibrated)
         self._logged_levels = levels
@@ -519,7 +534,7 @@ class FeedbackNode(Node):
         """
         return feedback_status(self, self._steady.now().nanoseconds)
 
-    def publish_diagnostics(self):
+    def publish_diagnostics(self) -> None:
         """Publish one DiagnosticArray on /diagnostics, and the overconfidence estimate if new."""
         self._diagnostics_publisher.publish(diagnostic_array(self, self.diagnostic_status()))
         calibrated = self.last_calibrated
@@ -532,7 +547,7 @@ class FeedbackNode(Node):
             self.telemetry.record_serialized(
                 self._overconfidence_channel, self._clock_ns(), serialize_message(msg))
 
-    def close(self):
+    def close(self) -> None:
         """Finish the telemetry bag, if recording (idempotent; main() calls it on shutdown)."""
         telemetry = getattr(self, 'telemetry', None)
         if telemetry is not None and not telemetry.closed:
@@ -544,7 +559,7 @@ class FeedbackNode(Node):
                    ' (recording stopped by the error above; the bag is unfinished: no '
                    'metadata.yaml, its complete MCAP chunks are readable)'))
 
-    def destroy_node(self):
+    def destroy_node(self) -> None:
         """Finish the telemetry bag, then destroy the node."""
         self.close()
         return super().destroy_node()

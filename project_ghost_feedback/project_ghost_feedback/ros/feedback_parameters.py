@@ -12,7 +12,9 @@ Topic names are not parameters: remap ``prediction_outcome``, ``self_assessment/
 ``self_assessment/calibrated``.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..core import NS_PER_S
 from ..core.feedback import (
@@ -110,13 +112,13 @@ NODE_PARAMETERS = {
 }
 
 
-def policy_parameter_specs():
+def policy_parameter_specs() -> dict[str, tuple[str, str, ParameterSpec]]:
     """Return ``{'<policy>.<field>': (policy, field, ParameterSpec)}`` for every policy."""
     specs = {}
     for policy in policy_names():
         advertised = policy_parameter_ranges(policy)
         for field, default in policy_parameters(policy).items():
-            bounds, meaning = advertised.get(field, reversed(parameter_doc(field)))
+            bounds, meaning = advertised.get(field, parameter_doc(field)[::-1])
             spec = ParameterSpec(default, f'{policy}: {meaning}')
             if bounds is not None and isinstance(default, int):
                 spec = ParameterSpec(default, spec.description, integer_range=bounds)

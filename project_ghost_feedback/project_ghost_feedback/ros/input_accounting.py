@@ -8,7 +8,9 @@
   a negative time, which the node counts as a rejected clock instead of a callback failure.
 """
 
+from collections.abc import Callable, Mapping
 import time
+from typing import Any
 
 from builtin_interfaces.msg import Time as TimeMsg
 from rclpy.time import Time
@@ -24,10 +26,10 @@ class LogGate:
 
     __slots__ = ('_next_ns',)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._next_ns = 0
 
-    def open(self, period_s):
+    def open(self, period_s: float) -> bool:
         """Return True if a log may go out now (then not again for ``period_s`` seconds)."""
         now_ns = time.monotonic_ns()
         if now_ns < self._next_ns:
@@ -53,13 +55,13 @@ class SequenceGaps:
 
     __slots__ = ('missed', 'restarts', '_publisher_count', '_last')
 
-    def __init__(self, publisher_count):
+    def __init__(self, publisher_count: Callable[[], int]) -> None:
         self.missed = 0
         self.restarts = 0   # numbers that did not go up: a new writer, or several interleaving
         self._publisher_count = publisher_count
-        self._last = None
+        self._last: int | None = None
 
-    def note(self, info):
+    def note(self, info: Mapping[str, Any] | None) -> int:
         """Take one message's info; return how many messages are missing before it."""
         number = info.get('publication_sequence_number') if info else None
         last, self._last = self._last, number
@@ -75,7 +77,7 @@ class SequenceGaps:
         return missed
 
 
-def _negative_time_error():
+def _negative_time_error() -> tuple[type[BaseException], str] | None:
     """Return ``(type, text)`` of what rclpy raises for a /clock message with a negative time.
 
     Learned at import from the public ``Time.from_msg`` (what rclpy's TimeSource calls for every
@@ -91,6 +93,6 @@ def _negative_time_error():
 _NEGATIVE_TIME_ERROR = _negative_time_error()
 
 
-def is_negative_time_error(error):
+def is_negative_time_error(error: BaseException) -> bool:
     """Return True if ``error`` is what rclpy raises for a /clock message with a negative time."""
     return _NEGATIVE_TIME_ERROR is not None and (type(error), str(error)) == _NEGATIVE_TIME_ERROR

@@ -17,10 +17,14 @@
 """
 
 import importlib
+from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.exceptions import ParameterException
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.context import Context
+from rclpy.executors import Executor, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rcl_interfaces.msg import (
     FloatingPointRange,
     IntegerRange,
@@ -42,7 +46,7 @@ from .conversions import fill_stamp, ns_to_stamp  # noqa: F401 - the kit's stamp
 MAX_INT = 2**31 - 1
 
 
-def stamp_to_ns(stamp, owner='message', field='header.stamp'):
+def stamp_to_ns(stamp: Any, owner: str = 'message', field: str = 'header.stamp') -> int:
     """Return ``sec * 10**9 + nanosec`` of a Time message (nanosec >= 10**9: ValueError)."""
     return _contract_stamp_to_ns(stamp, owner, field)
 
@@ -61,7 +65,7 @@ def _kind(default):
     return ParameterType.PARAMETER_STRING
 
 
-def descriptor(name, spec):
+def descriptor(name: str, spec: ParameterSpec) -> ParameterDescriptor:
     """Return the ParameterDescriptor of a parameter: type, meaning, read-only, range, choices."""
     result = ParameterDescriptor(
         name=name, type=_kind(spec.default), description=spec.description,
@@ -80,7 +84,8 @@ def descriptor(name, spec):
     return result
 
 
-def refusal(node, parameters, names, read_only):
+def refusal(node: Node, parameters: Iterable[Parameter], names: Collection[str],
+            read_only: Collection[str]) -> str | None:
     """Return why a change of ``parameters`` is refused by name, or None.
 
     Refused: a name the node has not declared (the empty name included: rclpy lets it through to
@@ -107,13 +112,16 @@ class ParameterSet:
     at construction for an invalid start-up set (run_node() exits 2 for a ValueError).
     """
 
-    def __init__(self, node, specs, validate, apply, error_type=ValueError):
+    def __init__(self, node: Node, specs: Mapping[str, ParameterSpec],
+                 validate: Callable[[dict[str, Any]], Any],
+                 apply: Callable[[Any, Any, list[Parameter]], None],
+                 error_type: type[Exception] = ValueError) -> None:
         self._node = node
         self._specs = dict(specs)
         self._validate = validate
         self._apply = apply
         self.read_only = frozenset(n for n, s in self._specs.items() if s.read_only)
-        self._pending = None
+        self._pending: Any = None
         try:
             for name, spec in self._specs.items():
                 node.declare_parameter(name, spec.default, descriptor(name, spec))
@@ -124,7 +132,7 @@ class ParameterSet:
         except ParameterError as error:
             raise error_type(f'invalid parameters: {cap_text(error)}') from None
 
-    def watch(self):
+    def watch(self) -> None:
         """Install the on-set and post-set callbacks (after the node declared all it declares).
 
         rclpy runs on-set callbacks for declarations too: a node that declares more after this
@@ -133,15 +141,15 @@ class ParameterSet:
         self._node.add_on_set_parameters_callback(self._check)
         self._node.add_post_set_parameters_callback(self._applied)
 
-    def value(self, name):
+    def value(self, name: str) -> Any:
         """Return the current value of one parameter."""
         return self._node.get_parameter(name).value
 
-    def values(self):
+    def values(self) -> dict[str, Any]:
         """Return ``{name: value}`` of every spec'd parameter."""
         return {name: self._node.get_parameter(name).value for name in self._specs}
 
-    def _check(self, parameters):
+    def _check(self, parameters: list[Parameter]) -> SetParametersResult:
         """On-set: refuse by name, then validate the whole resulting set; apply nothing."""
         reason = refusal(self._node, parameters, self._specs, self.read_only)
         if reason is None:
@@ -157,7 +165,7 @@ class ParameterSet:
             return SetParametersResult(successful=False, reason=reason)
         return SetParametersResult(successful=True)
 
-    def _applied(self, parameters):
+    def _applied(self, parameters: list[Parameter]) -> None:
         """Post-set: apply the configuration the on-set callback validated."""
         config, self._pending = self._pending, None
         if config is None or config == self.config:
@@ -168,7 +176,8 @@ class ParameterSet:
             'parameters changed: ' + ', '.join(f'{p.name}={p.value!r}' for p in parameters)))
 
 
-def diagnostic_status(node, task, level, message, values):
+def diagnostic_status(node: Node, task: str, level: bytes, message: object,
+                      values: Mapping[str, object]) -> DiagnosticStatus:
     """Return the DiagnosticStatus ``<node fully qualified name>: <task>`` (text capped)."""
     name = node.get_fully_qualified_name()
     return DiagnosticStatus(
@@ -176,14 +185,14 @@ def diagnostic_status(node, task, level, message, values):
         values=[KeyValue(key=key, value=cap_text(value)) for key, value in values.items()])
 
 
-def diagnostic_array(node, *statuses):
+def diagnostic_array(node: Node, *statuses: DiagnosticStatus) -> DiagnosticArray:
     """Return a DiagnosticArray of ``statuses`` stamped with the node clock."""
     array = DiagnosticArray(status=list(statuses))
     array.header.stamp = node.get_clock().now().to_msg()
     return array
 
 
-def make_executor(name, context=None):
+def make_executor(name: str, context: Context | None = None) -> Executor:
     """Return the executor called ``name`` (one of EXECUTORS) bound to ``context``.
 
     ``events`` is rclpy.experimental.EventsExecutor: faster, but on rclpy 7.1 it cannot call a
@@ -195,7 +204,7 @@ def make_executor(name, context=None):
     return SingleThreadedExecutor(context=context)
 
 
-def message_class(msgtype):
+def message_class(msgtype: object) -> Any:
     """Return the Python class of a ROS 2 message type name ``pkg/msg/Type``.
 
     ValueError with a one-line reason when the package or the type cannot be imported.

@@ -1,14 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
 """Shared pieces of the project nodes: main() (signals, spin, exit codes)."""
 
+from collections.abc import Callable
 import signal
+from types import FrameType
+from typing import Any, TypeVar
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.context import Context
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 # Exit codes of run_node(): 2 is reserved for an invalid start-up configuration.
 EXIT_OK, EXIT_RUNTIME_ERROR, EXIT_BAD_CONFIGURATION = 0, 1, 2
+NodeT = TypeVar('NodeT', bound=Node)
 
 
 class ShutdownRequest:
@@ -23,29 +29,31 @@ class ShutdownRequest:
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self):
-        self.signum = None
-        self._previous = {}
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._previous: dict[signal.Signals, Any] = {}
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return self.signum is not None
 
-    def install(self):
+    def install(self) -> None:
         """Install the handlers (main thread only), remembering the previous ones."""
         for signum in self.SIGNALS:
             self._previous[signum] = signal.signal(signum, self._handle)
 
-    def _handle(self, signum, frame):
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.signum = signum
 
-    def restore(self):
+    def restore(self) -> None:
         """Put the previous handlers back."""
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous.clear()
 
 
-def spin_until_shutdown(executor, context, stop=lambda: False, period_s=0.1, on_error=None):
+def spin_until_shutdown(executor: Executor, context: Context,
+                        stop: Callable[[], bool] = lambda: False, period_s: float = 0.1,
+                        on_error: Callable[[Exception], None] | None = None) -> None:
     """Spin ``executor`` until ``stop()`` is true or ``context`` is shut down.
 
     Bounded ``spin_once`` calls, so ``stop`` is checked at least every ``period_s`` seconds:
@@ -65,7 +73,9 @@ def spin_until_shutdown(executor, context, stop=lambda: False, period_s=0.1, on_
             on_error(error)
 
 
-def run_node(make_node, logger_name, args=None, make_executor=None, on_error=None):
+def run_node(make_node: Callable[[], NodeT], logger_name: str, args: list[str] | None = None,
+             make_executor: Callable[[NodeT], Executor] | None = None,
+             on_error: Callable[[NodeT, Exception], None] | None = None) -> int:
     """Build a node with ``make_node()`` and spin it until SIGINT or SIGTERM.
 
     Return 0 on a clean shutdown; 2 when ``make_node`` raises ValueError (an invalid start-up
@@ -78,8 +88,8 @@ def run_node(make_node, logger_name, args=None, make_executor=None, on_error=Non
     shutdown.install()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     logger = rclpy.logging.get_logger(logger_name)
-    node = None
-    executor = None
+    node: NodeT | None = None
+    executor: Executor | None = None
     exit_code = EXIT_OK
     try:
         try:

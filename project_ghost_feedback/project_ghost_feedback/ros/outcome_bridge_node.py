@@ -43,19 +43,24 @@ Run it with ``ros2 run project_ghost_feedback outcome_bridge`` or ``outcome_brid
 """
 
 import collections
+from collections.abc import Callable, Mapping
+from functools import partial
 import sys
+from typing import Any
 
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
-from rclpy.clock import Clock, ClockType, JumpThreshold
+from rclpy.clock import Clock, ClockType, JumpThreshold, TimeJump
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.publisher import Publisher
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
 
@@ -77,6 +82,7 @@ from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes
     DROP_TOO_OLD,
     EngineListener,
     ESTIMATE,
+    Estimate,
     PairingEngine,
     REFERENCE,
     RESET_CLOCK_JUMP,
@@ -105,7 +111,7 @@ REFERENCE_CLASSES = {
 class _NodeListener(EngineListener):
     """Publish what the pairing engine hands over; count, log and note it on /diagnostics."""
 
-    def __init__(self, node):
+    def __init__(self, node: 'OutcomeBridge') -> None:
         self._node = node
 
     def outcome_ready(self, outcome, estimate):
@@ -120,7 +126,7 @@ class _NodeListener(EngineListener):
         if node.calibrated_estimate is not None:
             node.calibrated_estimate.publish(estimate.message)
 
-    def estimate_dropped(self, reason, detail):
+    def estimate_dropped(self, reason: str, detail: str) -> None:
         node = self._node
         node.last_drop_reason = cap_text(f'{reason}: {detail}' if detail else reason)
         node.period_counts[reason] += 1
@@ -129,7 +135,7 @@ class _NodeListener(EngineListener):
                   f'dropped an estimate ({node.last_drop_reason}); '
                   f'{sum(node.engine.dropped.values())} dropped so far, by reason on /diagnostics')
 
-    def reference_dropped(self, reason, detail):
+    def reference_dropped(self, reason: str, detail: str) -> None:
         node = self._node
         node.last_drop_reason = cap_text(f'reference {reason}: {detail}' if detail else reason)
         if reason in TF_REASONS:
@@ -139,7 +145,7 @@ class _NodeListener(EngineListener):
                   f'dropped a reference ({node.last_drop_reason}); '
                   f'{sum(node.engine.references_dropped.values())} dropped so far')
 
-    def timeline_reset(self, cause, detail):
+    def timeline_reset(self, cause: str, detail: str) -> None:
         node = self._node
         if node._tf_buffer is not None:
             # tf2 refuses data older than its newest by more than its cache: start over (the
@@ -150,7 +156,7 @@ class _NodeListener(EngineListener):
         node._log('reset', 'warning', f'reset ({cause}): {detail}; pending estimates and '
                                       'reference samples beyond it dropped')
 
-    def invalid_assessment(self, error):
+    def invalid_assessment(self, error: Exception) -> None:
         node = self._node
         node.callback_errors['invalid_assessment'] += 1
         node.last_callback_error = cap_text(f'invalid_assessment: {error}')
@@ -160,7 +166,7 @@ class _NodeListener(EngineListener):
 class OutcomeBridge(Node):
     """Turn (estimate with covariance, reference) into PredictionOutcome + BeliefSelfAssessment."""
 
-    def __init__(self, node_name=NODE_NAME, **kwargs):
+    def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         try:
             self._parameter_set = ParameterSet(self, PARAMETERS, config_from, self._apply_config)
@@ -180,12 +186,12 @@ class OutcomeBridge(Node):
             keep_messages=self._param('calibrated_estimate.enabled'),
             transforms=transforms)
 
-        self.received = collections.Counter()
+        self.received: collections.Counter[str] = collections.Counter()
         self.outcomes_published = 0
         self.assessments_published = 0
-        self.callback_errors = collections.Counter()
-        self.messages_lost = collections.Counter()       # the RMW's message_lost events
-        self.incompatible_qos = collections.Counter()
+        self.callback_errors: collections.Counter[str] = collections.Counter()
+        self.messages_lost: collections.Counter[str] = collections.Counter()  # message_lost events
+        self.incompatible_qos: collections.Counter[str] = collections.Counter()
         self.clock_rejected = 0
         self.last_drop_reason = ''
         self.last_reset_reason = ''
@@ -215,7 +221,7 @@ class OutcomeBridge(Node):
                 lambda: self.config, self.note_callback_error)
         # rclpy 7.1's EventsExecutor cannot call a callback taking the message info.
         self.message_info = self._param('executor') != 'events'
-        callbacks = {
+        callbacks: dict[str, tuple[Callable[..., None], Callable[..., None]]] = {
             REFERENCE: (self._on_reference_with_info, self._on_reference),
             ESTIMATE: (self._on_estimate_with_info, self._on_estimate)}
         types = {REFERENCE: REFERENCE_CLASSES[self._param('reference_type')],
@@ -226,9 +232,8 @@ class OutcomeBridge(Node):
             self.input_subscriptions[kind] = self.create_subscription(
                 types[kind], kind, callbacks[kind][0 if self.message_info else 1], input_qos,
                 event_callbacks=SubscriptionEventCallbacks(
-                    message_lost=lambda status, kind=kind: self._on_message_lost(kind, status),
-                    incompatible_qos=lambda status, kind=kind: self._on_incompatible_qos(
-                        kind, status)),
+                    message_lost=partial(self._on_message_lost, kind),
+                    incompatible_qos=partial(self._on_incompatible_qos, kind)),
                 qos_overriding_options=QoSOverridingOptions.with_default_policies())
             self.gaps[kind] = SequenceGaps(self.input_subscriptions[kind].get_publisher_count)
         self._reference_subscription = self.input_subscriptions[REFERENCE]
@@ -292,7 +297,7 @@ class OutcomeBridge(Node):
 
     # -- parameters ---------------------------------------------------------------------------
 
-    def _param(self, name):
+    def _param(self, name: str) -> Any:
         return self.get_parameter(name).value
 
     @property
@@ -312,12 +317,12 @@ class OutcomeBridge(Node):
 
     # -- faults, losses, resets ---------------------------------------------------------------
 
-    def _log(self, kind, level, text):
+    def _log(self, kind: str, level: str, text: str) -> None:
         """Log ``text`` (capped) at most once per ``reject_log_throttle_s`` for each ``kind``."""
         if self._log_gates[kind].open(self.config['reject_log_throttle_s']):
             getattr(self.get_logger(), level)(cap_text(text, 400))
 
-    def note_callback_error(self, error):
+    def note_callback_error(self, error: Exception) -> None:
         """Count and log (throttled) an exception a callback or a take raised; run on.
 
         run_node() hands it what the executor raises (e.g. a message whose CDR does not
@@ -338,11 +343,11 @@ class OutcomeBridge(Node):
                   f'callback raised {key} ({sum(self.callback_errors.values())} so far), the '
                   f'bridge runs on: {error}')
 
-    def _on_message_lost(self, kind, status):
+    def _on_message_lost(self, kind: str, status: Any) -> None:
         self.messages_lost[kind] += status.total_count_change
         self.period.note(WARN, f'{kind} messages lost in the middleware')
 
-    def _on_incompatible_qos(self, kind, status):
+    def _on_incompatible_qos(self, kind: str, status: Any) -> None:
         first = not self.incompatible_qos[kind]
         self.incompatible_qos[kind] += status.total_count_change
         self.period.note(WARN, f'a publisher on {kind} offers an incompatible QoS')
@@ -359,7 +364,7 @@ class OutcomeBridge(Node):
             self.period.note(WARN, f'{kind} messages missing from the publication sequence '
                                     '(input queue overflow or middleware loss)')
 
-    def _on_clock_jump(self, jump):
+    def _on_clock_jump(self, jump: TimeJump) -> None:
         """On a backward jump, reset if the state holds stamps now in the future.
 
         When the inputs' stamps went back first (their reset already happened), the state holds
@@ -370,11 +375,11 @@ class OutcomeBridge(Node):
 
     # -- data path ----------------------------------------------------------------------------
 
-    def _on_reference_with_info(self, msg, info):
+    def _on_reference_with_info(self, msg: Any, info: Mapping[str, Any]) -> None:
         self._note_gap(REFERENCE, info)
         self._on_reference(msg)
 
-    def _on_reference(self, msg):
+    def _on_reference(self, msg: Any) -> None:
         self.received[REFERENCE] += 1
         engine = self.engine
         accounted = engine.references_used + sum(engine.references_dropped.values())
@@ -385,11 +390,11 @@ class OutcomeBridge(Node):
             if engine.references_used + sum(engine.references_dropped.values()) == accounted:
                 self.engine.drop_reference(DROP_CALLBACK_ERROR, type(error).__name__)
 
-    def _on_estimate_with_info(self, msg, info):
+    def _on_estimate_with_info(self, msg: Any, info: Mapping[str, Any]) -> None:
         self._note_gap(ESTIMATE, info)
         self._on_estimate(msg)
 
-    def _on_estimate(self, msg):
+    def _on_estimate(self, msg: Any) -> None:
         self.received[ESTIMATE] += 1
         engine = self.engine
         accounted = engine.resolved + len(engine.pending)
@@ -402,7 +407,7 @@ class OutcomeBridge(Node):
 
     # -- diagnostics --------------------------------------------------------------------------
 
-    def accounting(self):
+    def accounting(self) -> dict[str, int]:
         """Return ``{input: messages received but in no bucket}`` (always 0 unless a bug).
 
         Estimates: received = paired + dropped (by reason) + pending. References: received =
@@ -427,12 +432,12 @@ class OutcomeBridge(Node):
         """
         return bridge_status(self, self._steady_clock.now().nanoseconds)
 
-    def publish_diagnostics(self):
+    def publish_diagnostics(self) -> None:
         """Publish one DiagnosticArray on /diagnostics."""
         self._diagnostics_publisher.publish(diagnostic_array(self, self.diagnostic_status()))
 
 
-def main(args=None):
+def main(args: list[str] | None = None) -> int:
     """Run the bridge until SIGINT or SIGTERM: exit 0; invalid start-up configuration: exit 2.
 
     An exception raised while spinning (a message that does not deserialize, a bad /clock) is

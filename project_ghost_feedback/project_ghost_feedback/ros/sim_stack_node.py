@@ -14,11 +14,15 @@ corrects odometry drift in steps (sim/odom_drift.py); the outcome bridge relates
 """
 
 import argparse
+from collections.abc import Callable, Sequence
 import sys
 import time
 
 from nav_msgs.msg import Odometry
+import numpy
+from numpy.typing import NDArray
 import rclpy
+from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 from rosgraph_msgs.msg import Clock
@@ -171,14 +175,15 @@ def play(node, stack, speed, stop=lambda: False, frames=None):
     return published
 
 
-def scaled_phases(scale, phases=None):
+def scaled_phases(scale: float,
+                  phases: Sequence[StackPhase] | None = None) -> tuple[StackPhase, ...]:
     """Return ``phases`` (default: the simulator's defaults), every duration times ``scale``."""
     from ..sim.localization_stack import DEFAULT_PHASES
     return tuple(StackPhase(p.name, p.duration_s * scale, p.truth_accel_factor,
                             p.filter_accel_factor) for p in phases or DEFAULT_PHASES)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Play the default phases once; exit 0 at the end or on SIGINT / SIGTERM."""
     args = build_parser().parse_args(argv)
     frames = StackFrames()

@@ -12,6 +12,10 @@ thread finish what is queued, then finishes the bag; an error while finishing (d
 reported, not raised, so the node still shuts down cleanly.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+import pathlib
 import queue
 import threading
 import time
@@ -47,27 +51,27 @@ class BackgroundRecorder:
         self._thread.start()
 
     @property
-    def path(self):
+    def path(self) -> str | pathlib.Path:
         """Return the bag directory."""
         return self._recorder.path
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         """Return True once :meth:`close` was called."""
         return self._closed
 
     @property
-    def error(self):
+    def error(self) -> Exception | None:
         """Return the error that stopped the recording, or None."""
         return self._recorder.error
 
     @property
-    def recorded(self):
+    def recorded(self) -> int:
         """Return the number of messages recorded in the bag (see TelemetryRecorder.counts)."""
         return sum(self._recorder.counts.values())
 
     @property
-    def not_recorded(self):
+    def not_recorded(self) -> int:
         """Return the number of records not in the bag: queue full, or after a write error."""
         with self._lock:
             dropped = self._dropped
@@ -112,20 +116,21 @@ class BackgroundRecorder:
                 self._queued_bytes -= size
                 self._dropped += records
 
-    def _count_lost(self, records):
+    def _count_lost(self, records: int) -> None:
         with self._lock:
             self._dropped += records
 
-    def record_outcome(self, outcome):
+    def record_outcome(self, outcome: PredictionOutcome) -> None:
         """Queue an accepted PredictionOutcome."""
         self._put(('outcome', outcome, None), 1, CONTRACT_BYTES)
 
-    def record_assessment(self, raw, calibrated):
+    def record_assessment(self, raw: BeliefSelfAssessment,
+                          calibrated: CalibratedSelfAssessment) -> None:
         """Queue an accepted raw assessment and the calibrated assessment published for it."""
         size = 2 * CONTRACT_BYTES + 16 * calibrated.calibration_history.outcomes_considered
         self._put(('assessment', raw, calibrated), 2, size)
 
-    def record_event(self, event):
+    def record_event(self, event: LoopEvent) -> None:
         """Queue a LoopEvent (a reset or a configuration change)."""
         self._put(('event', event, None), 1, CONTRACT_BYTES)
 
@@ -143,7 +148,7 @@ class BackgroundRecorder:
         self._put(('records', records, None), len(records),
                   sum(len(payload) for _, _, payload in records))
 
-    def _run(self):
+    def _run(self) -> None:
         recorder = self._recorder
         while True:
             try:
@@ -169,7 +174,7 @@ class BackgroundRecorder:
             with self._lock:
                 self._queued_bytes -= size
 
-    def close(self, timeout_s=30.0):
+    def close(self, timeout_s: float = 30.0) -> None:
         """Write what is queued, finish the bag; report (not raise) a failure. Idempotent."""
         if self._closed:
             return

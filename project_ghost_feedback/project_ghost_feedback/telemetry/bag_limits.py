@@ -26,11 +26,16 @@ A bag that passes is then read by the libraries within these bounds: ``info``, `
 ``audit`` stay within a few times ``chunk_bytes`` above their own footprint whatever a bag claims.
 """
 
+from __future__ import annotations
+
 import contextlib
 import dataclasses
 import io
+import os
+import pathlib
 import sqlite3
 import struct
+from typing import Any, BinaryIO, TYPE_CHECKING
 import zlib
 
 from .bag_metadata import BagError, compression_mode, one_line, storage_paths
@@ -54,14 +59,14 @@ class BagLimits:
     message_bytes: int = 1 << 20
     file_bytes: int = 2 << 30
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if type(value) is not int or value < 1:
                 raise ValueError(f'BagLimits.{field.name} must be an integer >= 1, got {value!r}')
 
     @property
-    def record_bytes(self):
+    def record_bytes(self) -> int:
         """Return the largest MCAP record read (a chunk and its header)."""
         return self.chunk_bytes + 64
 
@@ -76,12 +81,12 @@ class BagLimitError(BagError):
 class _Capped:
     """A read-only stream that refuses a read above ``read_limit`` or a total above ``cap``."""
 
-    def __init__(self, raw, cap, what, read_limit=None):
+    def __init__(self, raw: Any, cap: int, what: str, read_limit: int | None = None) -> None:
         self.raw, self.cap, self.what, self.read_limit = raw, cap, what, read_limit
         self.count = 0
         self.crc = 0
 
-    def read(self, size=-1):
+    def read(self, size: int | None = -1) -> bytes:
         if size is None or size < 0 or (self.read_limit is not None and size > self.read_limit):
             raise BagLimitError(f'{self.what}: a record declares {size} bytes, over the limit of '
                                 f'{self.read_limit}')
@@ -93,7 +98,7 @@ class _Capped:
         return data
 
 
-def _decompressed(data, compression, cap, what):
+def _decompressed(data: bytes, compression: str, cap: int, what: str) -> _Capped:
     """Return a capped stream of ``data`` decompressed (zstd or lz4), after checking its header."""
     if compression == 'zstd':
         import zstandard
@@ -261,7 +266,8 @@ def _check_sqlite(file_path, mode, limits, what, scan):
         raise BagError(f'{what}: corrupt sqlite3 file: {one_line(error)}') from None
 
 
-def check_storage(path, metadata, limits=DEFAULT_LIMITS):
+def check_storage(path: pathlib.Path, metadata: dict[str, Any],
+                  limits: BagLimits = DEFAULT_LIMITS) -> None:
     """Check every storage file of the bag ``path`` against ``limits`` (BagLimitError otherwise).
 
     ``metadata`` is the validated ``rosbag2_bagfile_information``; the files were checked to be
@@ -292,7 +298,7 @@ def check_storage(path, metadata, limits=DEFAULT_LIMITS):
     return dict(scan.skipped)
 
 
-def check_mcap_file(file_path, limits=DEFAULT_LIMITS):
+def check_mcap_file(file_path: str | os.PathLike[str], limits: BagLimits = DEFAULT_LIMITS) -> None:
     """Check a bare ``.mcap`` file (no metadata.yaml) against ``limits`` (BagError otherwise)."""
     what = str(file_path)
     try:
@@ -304,14 +310,15 @@ def check_mcap_file(file_path, limits=DEFAULT_LIMITS):
         raise BagError(f'{what}: corrupt or unreadable: {one_line(error)}') from None
 
 
-def _file_stream(raw, limits, what):
+def _file_stream(raw: BinaryIO, limits: BagLimits, what: str) -> _Capped:
     import zstandard
 
     decompressed = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
     return _Capped(decompressed, limits.file_bytes, what, limits.record_bytes)
 
 
-def readable_message_counts(file_path, limits=DEFAULT_LIMITS):
+def readable_message_counts(file_path: str | os.PathLike[str],
+                            limits: BagLimits = DEFAULT_LIMITS) -> dict[str, int]:
     """Return ``{topic: messages}`` readable from the start of an MCAP file, however it ends.
 
     For a file a failed write left without summary or footer (a full disk): mcap's stream
@@ -323,7 +330,7 @@ def readable_message_counts(file_path, limits=DEFAULT_LIMITS):
     from mcap.records import Channel, Message
     from mcap.stream_reader import StreamReader
 
-    topics, counts = {}, Counter()
+    topics, counts = dict[int, str](), Counter[str]()
     with open(file_path, 'rb') as stream:
         try:
             for record in StreamReader(stream, skip_magic=False,

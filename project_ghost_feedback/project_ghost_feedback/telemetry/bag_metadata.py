@@ -14,6 +14,7 @@ The size limits of the storage's content are :mod:`.bag_limits`'; opening and re
 import os
 import pathlib
 import stat
+from typing import Any, NoReturn
 
 METADATA_MAX_BYTES = 1 << 20
 """Largest metadata.yaml read (1 MiB; rosbag2 writes a few kB per topic)."""
@@ -29,7 +30,7 @@ class BagError(Exception):
     """A bag cannot be read: missing, not a rosbag2 bag, truncated, corrupt or inconsistent."""
 
 
-def normalize_type_name(msgtype):
+def normalize_type_name(msgtype: str) -> str:
     """Return ``pkg/msg/Type`` for ``pkg/Type`` or ``pkg/msg/Type``."""
     parts = msgtype.split('/')
     if len(parts) == 2:
@@ -37,7 +38,7 @@ def normalize_type_name(msgtype):
     return msgtype
 
 
-def one_line(error, limit=300):
+def one_line(error: object, limit: int = 300) -> str:
     """Return the message of ``error`` on one line, at most ``limit`` characters."""
     text = ' '.join(str(error).split()) or type(error).__name__
     return text if len(text) <= limit else text[:limit - 3] + '...'
@@ -55,7 +56,7 @@ def regular_file(path, what):
         raise BagError(f'{path}: {what} is not a regular file')
 
 
-def _check_path(path):
+def _check_path(path: str | os.PathLike[str]) -> pathlib.Path:
     path = pathlib.Path(path)
     if not path.exists():
         raise BagError(f'{path}: no such bag directory')
@@ -69,7 +70,7 @@ def _check_path(path):
     return path
 
 
-def _read_metadata_text(path):
+def _read_metadata_text(path: pathlib.Path) -> str:
     with open(path / 'metadata.yaml', 'rb') as stream:
         data = stream.read(METADATA_MAX_BYTES + 1)
     if len(data) > METADATA_MAX_BYTES:
@@ -80,7 +81,7 @@ def _read_metadata_text(path):
         raise BagError(f'{path}: metadata.yaml is not UTF-8: {one_line(error)}') from None
 
 
-def parse_yaml(text):
+def parse_yaml(text: str) -> Any:
     """Return the YAML ``text`` loaded safely (libyaml's loader when available)."""
     import yaml
 
@@ -90,45 +91,45 @@ def parse_yaml(text):
 class _Checker:
     """Type checks of metadata.yaml values, each failing with the key path in the message."""
 
-    def __init__(self, path):
+    def __init__(self, path: object) -> None:
         self.path = path
 
-    def fail(self, key, text):
+    def fail(self, key: str, text: str) -> NoReturn:
         raise BagError(f'{self.path}: invalid metadata.yaml: {key} {text}')
 
-    def mapping(self, value, key):
+    def mapping(self, value: Any, key: str) -> Any:
         if not isinstance(value, dict):
             self.fail(key, f'must be a mapping, got {type(value).__name__}')
         return value
 
-    def get(self, mapping, name, key, required=True):
+    def get(self, mapping: Any, name: str, key: str, required: bool = True) -> Any:
         if name not in mapping:
             if required:
                 self.fail(f'{key}.{name}' if key else name, 'is missing')
             return None
         return mapping[name]
 
-    def integer(self, value, key, minimum=None):
+    def integer(self, value: Any, key: str, minimum: int | None = None) -> Any:
         if type(value) is not int:
             self.fail(key, f'must be an integer, got {value!r:.60}')
         if minimum is not None and value < minimum:
             self.fail(key, f'must be >= {minimum}, got {value}')
         return value
 
-    def string(self, value, key, empty=True):
+    def string(self, value: Any, key: str, empty: bool = True) -> Any:
         if not isinstance(value, str):
             self.fail(key, f'must be a string, got {value!r:.60}')
         if not empty and not value.strip():
             self.fail(key, 'must not be empty')
         return value
 
-    def sequence(self, value, key):
+    def sequence(self, value: Any, key: str) -> Any:
         if not isinstance(value, list):
             self.fail(key, f'must be a list, got {type(value).__name__}')
         return value
 
 
-def validate_metadata(path, loaded):
+def validate_metadata(path: object, loaded: object) -> dict[str, Any]:
     """Return metadata.yaml's ``rosbag2_bagfile_information``, checked (BagError otherwise)."""
     check = _Checker(path)
     info = check.mapping(check.get(
@@ -193,18 +194,18 @@ def validate_metadata(path, loaded):
     return info
 
 
-def compression_mode(metadata):
+def compression_mode(metadata: dict[str, Any]) -> str:
     """Return ``'file'``, ``'message'`` or ``''`` (none)."""
     mode = (metadata.get('compression_mode') or '').lower()
     return '' if mode == 'none' else mode
 
 
-def storage_paths(path, metadata):
+def storage_paths(path: pathlib.Path, metadata: dict[str, Any]) -> list[pathlib.Path]:
     """Return the storage files of the bag (as rosbag2 resolves relative_file_paths)."""
     return [path / pathlib.PurePath(name).name for name in metadata['relative_file_paths']]
 
 
-def _check_storage_files(path, metadata):
+def _check_storage_files(path: pathlib.Path, metadata: dict[str, Any]) -> None:
     """Check the storage files exist, are regular and match the compression fields."""
     mode = compression_mode(metadata)
     compression = metadata.get('compression_format') or ''
@@ -227,7 +228,7 @@ def _check_storage_files(path, metadata):
             raise BagError(f'{path}: storage file {file_path.name} is not {what}')
 
 
-def read_metadata(path):
+def read_metadata(path: str | os.PathLike[str]) -> tuple[pathlib.Path, dict[str, Any]]:
     """Return ``(bag directory, validated metadata)``: the checks above, storage content aside.
 
     BagError with one line otherwise. :func:`.bag_reader.load_metadata` adds the storage's size

@@ -16,6 +16,7 @@ against what the storage held.
 """
 
 from collections import Counter
+from collections.abc import Collection, Iterable, Iterator
 import dataclasses
 import pathlib
 from typing import NamedTuple
@@ -77,9 +78,9 @@ class BagInfo:
     """``{topic: messages}`` over the message limit on channels not the node's (bag_limits)."""
 
     @property
-    def duration_ns(self):
+    def duration_ns(self) -> int:
         """Return end - start (0 for an empty bag)."""
-        if self.start_time_ns is None:
+        if self.start_time_ns is None or self.end_time_ns is None:
             return 0
         return self.end_time_ns - self.start_time_ns
 
@@ -107,7 +108,7 @@ def load_metadata(path):
 
 # -- the open bag -------------------------------------------------------------------------------
 
-def _qos_profiles(topic_metadata):
+def _qos_profiles(topic_metadata: dict[str, Any]) -> tuple[Any, ...]:
     """Return the offered QoS profiles of a topic as metadata.yaml holds them (a tuple)."""
     value = topic_metadata.get('offered_qos_profiles') or ()
     if isinstance(value, str):  # versions before 9: a YAML document in a string
@@ -121,7 +122,7 @@ def _qos_profiles(topic_metadata):
 class OpenBag:
     """A bag opened once: validated metadata, a rosbags Reader, its info and its messages."""
 
-    def __init__(self, path):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         from rosbags.rosbag2 import Reader
 
         self.path, self.metadata, self.skipped = load_metadata(path)
@@ -138,7 +139,7 @@ class OpenBag:
                 raise
             raise BagError(f'{self.path}: invalid bag metadata: {one_line(error)}') from None
 
-    def _info(self):
+    def _info(self) -> BagInfo:
         reader, metadata = self.reader, self.metadata
         # rosbags numbers the connections 1.. in the order of topics_with_message_count.
         entries = metadata['topics_with_message_count']
@@ -162,18 +163,18 @@ class OpenBag:
             end_time_ns=start + duration if count else None, topics=topics,
             custom_data=dict(metadata.get('custom_data') or {}), skipped=dict(self.skipped))
 
-    def close(self):
+    def close(self) -> None:
         """Close the reader."""
         self.reader.close()
 
-    def __enter__(self):
+    def __enter__(self) -> 'OpenBag':
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 
-    def check_definitions(self, msgtypes):
+    def check_definitions(self, msgtypes: Collection[str]) -> None:
         """Raise BagError when a topic of a type in ``msgtypes`` has a different definition."""
         for topic in self.info.topics:
             if topic.msgtype in msgtypes and topic.definition == 'different':
@@ -182,16 +183,17 @@ class OpenBag:
                     f'definition than ours (type hash {topic.type_description_hash or "-"}, ours '
                     f'{type_hash(topic.msgtype)}); not decoding it with ours')
 
-    def messages(self, order='recorded', topics=None):
+    def messages(self, order: str = 'recorded',
+                 topics: Collection[str] | None = None) -> Iterator[BagMessage]:
         """Yield BagMessage in ``order``, then check the per-topic counts of metadata.yaml."""
         if order not in ORDERS:
             raise ValueError(f'order must be one of {ORDERS}, got {order!r}')
-        expected = Counter()
+        expected = Counter[str]()
         for connection in self.reader.connections:
             if topics is None or connection.topic in topics:
                 expected[connection.topic] += connection.msgcount
         types = {c.topic: normalize_type_name(c.msgtype) for c in self.reader.connections}
-        seen = Counter()
+        seen = Counter[str]()
         try:
             for message in self._iter(order, topics):
                 topic = message.topic
@@ -213,7 +215,7 @@ class OpenBag:
                 for topic in sorted(set(seen) | set(expected)) if seen[topic] != expected[topic])
             raise BagError(f'{self.path}: inconsistent bag: message counts differ ({diffs})')
 
-    def _iter(self, order, topics):
+    def _iter(self, order: str, topics: Iterable[str] | None) -> Iterator[BagMessage]:
         wanted = None if topics is None else set(topics)
         metadata = self.metadata
         if (order == 'recorded' and metadata['storage_identifier'] == 'mcap'
@@ -229,12 +231,12 @@ class OpenBag:
                 connection.topic, normalize_type_name(connection.msgtype), log_time, payload)
 
 
-def _iter_mcap_file_order(file_path, wanted):
+def _iter_mcap_file_order(file_path: pathlib.Path,
+                          wanted: set[str] | None) -> Iterator[BagMessage]:
     """Yield BagMessage from one MCAP file in file order (mcap's public reader, CRCs checked)."""
     from mcap.reader import SeekingReader
 
-
-    names = {}
+    names: dict[int, tuple[str, str]] = {}
     with open(file_path, 'rb') as stream:
         reader = SeekingReader(stream, validate_crcs=True,
                                record_size_limit=DEFAULT_LIMITS.record_bytes)
@@ -247,10 +249,11 @@ def _iter_mcap_file_order(file_path, wanted):
             yield BagMessage(name[0], name[1], message.log_time, message.data)
 
 
-def count_messages(bag):
+def count_messages(bag: OpenBag) -> tuple[Counter[str], int | None, int | None]:
     """Return ``(per-topic Counter, first log time, last log time)`` read from the storage."""
-    counts = Counter()
-    first = last = None
+    counts = Counter[str]()
+    first: int | None = None
+    last: int | None = None
     for message in bag.messages():
         counts[message.topic] += 1
         log_time = message.log_time
@@ -259,7 +262,7 @@ def count_messages(bag):
     return counts, first, last
 
 
-def bag_info(path):
+def bag_info(path: str | os.PathLike[str]) -> BagInfo:
     """Return the BagInfo of the bag directory ``path`` (BagError when it cannot be read).
 
     Every message is read (not decoded) and counted: metadata.yaml's per-topic counts must equal

@@ -96,7 +96,7 @@ continuous estimate as numbers, for plots (``record_diagnostics``). Derived from
 outputs; replay does not read it."""
 
 
-def recorded_topic(entry):
+def recorded_topic(entry: object) -> Channel:
     """Return the Channel of a ``record_topics`` entry ``'/topic:pkg/msg/Type'``.
 
     The topic must be absolute and not one of the bag's own channels; the type is a ROS 2

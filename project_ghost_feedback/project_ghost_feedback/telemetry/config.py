@@ -5,12 +5,15 @@ The node's recorder writes its configuration into metadata.yaml's ``custom_data`
 ``ghost_feedback.`` keys below; :func:`recorded_config` reads it back.
 """
 
-import json
+from __future__ import annotations
 
 from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY, policy_names
 from ..core.loop import DEFAULT_TIME_JUMP_TOLERANCE_NS, LoopConfig, parse_json_text
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 from .bag_metadata import BagError, one_line
+
+if TYPE_CHECKING:
+    from .bag_reader import BagInfo
 
 
 # metadata.yaml custom_data keys written by the node's recorder (telemetry.recorder).
@@ -24,7 +27,7 @@ CUSTOM_CONFIG_CHANGES = CUSTOM_PREFIX + 'config_changes'
 CUSTOM_TIME_JUMP_TOLERANCE_NS = CUSTOM_PREFIX + 'time_jump_tolerance_ns'
 
 
-def custom_data_for_config(config):
+def custom_data_for_config(config: LoopConfig) -> dict[str, str]:
     """Return the metadata.yaml custom_data entries recording a LoopConfig (the start one)."""
     return {
         CUSTOM_POLICY: config.policy,
@@ -35,7 +38,8 @@ def custom_data_for_config(config):
     }
 
 
-def recorded_config(info, first_calibrated=None, *, events_recorded=False):
+def recorded_config(info: BagInfo, first_calibrated: CalibratedSelfAssessment | None = None, *,
+                    events_recorded: bool = False) -> tuple[LoopConfig, str, list[str]]:
     """Return ``(LoopConfig, source, warnings)`` for the configuration that recorded the bag.
 
     ``events_recorded``: the bag has the node's event topic, so parameter changes are applied
@@ -45,7 +49,7 @@ def recorded_config(info, first_calibrated=None, *, events_recorded=False):
     it is registered (``'assumed'``).
     """
     custom = info.custom_data
-    warnings = []
+    warnings: list[str] = []
     if not isinstance(custom, dict):
         raise BagError(f'{info.path}: custom_data is not a mapping')
     if CUSTOM_POLICY in custom:

@@ -26,7 +26,8 @@ both read bags through it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import NamedTuple, TYPE_CHECKING
+import os
+from typing import cast, NamedTuple, TYPE_CHECKING
 
 from ..core import BeliefSelfAssessment, PredictionOutcome
 from ..core._validation import ContractViolation
@@ -53,7 +54,7 @@ LoopItem = PredictionOutcome | BeliefSelfAssessment | LoopEvent
 class RecordedOutput(NamedTuple):
     """A recorded calibrated self-assessment, undecoded (replay compares it)."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index (kept: a public field)
     log_time: int
     payload: bytes
 
@@ -61,7 +62,7 @@ class RecordedOutput(NamedTuple):
 class LoopInput(NamedTuple):
     """One input of a bag, decoded: ``item`` is a contract, a LoopEvent or a RecordedOutput."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index (kept: a public field)
     topic: str
     log_time: int
     item: LoopItem | RecordedOutput
@@ -90,8 +91,8 @@ def select_loop_topics(
     return selected
 
 
-def decode_error(path: str, index: int, topic: str, log_time: int, msgtype: str,
-                 error: BaseException) -> BagError:
+def decode_error(path: str | os.PathLike[str], index: int, topic: str | None, log_time: int,
+                 msgtype: str, error: BaseException) -> BagError:
     """Return the one-line BagError of a message that does not decode."""
     return BagError(
         f'{path}: message {index} on {topic} (log time {log_time}) does not decode as '
@@ -129,7 +130,7 @@ def loop_inputs(bag: OpenBag, topics: dict[str, str], order: str,
                       else type(error).__name__)
             rejected[f'{kind}:{reason}'] = rejected.get(f'{kind}:{reason}', 0) + 1
             continue
-        yield LoopInput(index, topic, log_time, item)
+        yield LoopInput(index, topic, log_time, cast('LoopItem', item))
 
 
 class LoopFeeder:

@@ -17,6 +17,7 @@ import functools
 import os
 import pathlib
 import re
+from typing import Any
 
 from .channels import CHANNEL_BY_TYPE, MSGS_PACKAGE
 
@@ -75,12 +76,12 @@ class MessageDefinitionError(RuntimeError):
     """The .msg files of project_ghost_feedback_msgs cannot be found or parsed."""
 
 
-def _source_msg_dir():
+def _source_msg_dir() -> pathlib.Path:
     """Return ``<repository>/project_ghost_feedback_msgs/msg`` relative to this file."""
     return pathlib.Path(__file__).resolve().parents[3] / MSGS_PACKAGE / 'msg'
 
 
-def _ament_msg_dir():
+def _ament_msg_dir() -> pathlib.Path | None:
     """Return the installed ``share/<pkg>/msg`` directory from the ament index, or None."""
     try:
         from ament_index_python.packages import (
@@ -95,12 +96,12 @@ def _ament_msg_dir():
         return None
 
 
-def msg_dir():
+def msg_dir() -> pathlib.Path:
     """Return the directory holding the package's .msg files (ament index first, then source).
 
     ``GHOST_FEEDBACK_MSG_DIR`` overrides both. Raise MessageDefinitionError when none exists.
     """
-    candidates = []
+    candidates: list[pathlib.Path] = []
     override = os.environ.get('GHOST_FEEDBACK_MSG_DIR')
     if override:
         candidates.append(pathlib.Path(override))
@@ -119,7 +120,7 @@ def msg_dir():
 
 
 @functools.lru_cache(maxsize=None)
-def msg_texts():
+def msg_texts() -> dict[str, str]:
     """Return ``{'pkg/msg/Type': .msg text}`` for every .msg of project_ghost_feedback_msgs."""
     directory = msg_dir()
     return {
@@ -128,14 +129,14 @@ def msg_texts():
     }
 
 
-def _texts(legacy):
+def _texts(legacy: bool) -> dict[str, str]:
     """Return the current .msg texts, with the legacy ones substituted when ``legacy``."""
     texts = msg_texts()
     return {**texts, **LEGACY_MSG_TEXTS} if legacy else texts
 
 
 @functools.lru_cache(maxsize=None)
-def typestore(legacy=False):
+def typestore(legacy: bool = False) -> Any:
     """Return a rosbags Typestore holding the package's message types (built once).
 
     ``legacy=True``: the store of the interface-version-2 definitions (:data:`LEGACY_MSG_TEXTS`),
@@ -145,7 +146,7 @@ def typestore(legacy=False):
 
     # The Jazzy store brings the dependencies (std_msgs/Header, builtin_interfaces/Time).
     store = get_typestore(Stores.ROS2_JAZZY)
-    types = {}
+    types: dict[str, Any] = {}
     try:
         for name, text in _texts(legacy).items():
             types.update(get_types_from_msg(text, name))
@@ -156,7 +157,7 @@ def typestore(legacy=False):
     return store
 
 
-def _split_type_name(name):
+def _split_type_name(name: str) -> tuple[str, str]:
     """Return ``(package, type)`` for ``pkg/Type`` or ``pkg/msg/Type``."""
     parts = name.split('/')
     if len(parts) == 2:
@@ -166,9 +167,9 @@ def _split_type_name(name):
     raise MessageDefinitionError(f'not a message type name: {name!r}')
 
 
-def _dependencies(text, package):
+def _dependencies(text: str, package: str) -> list[str]:
     """Return the sorted dependency names of a .msg text, as rosbag2 derives them."""
-    found = set()
+    found: set[str] = set()
     for match in _FIELD_TYPE.finditer(text):
         field_type = match.group(1)
         if field_type in _PRIMITIVE_TYPES:
@@ -178,7 +179,7 @@ def _dependencies(text, package):
 
 
 @functools.lru_cache(maxsize=None)
-def _dependency_text(package, type_name):
+def _dependency_text(package: str, type_name: str) -> str:
     """Return the .msg text of another package's type (std_msgs/Header, builtin_interfaces/Time).
 
     The installed .msg file, found through the ament index, as rosbag2 does. Without a ROS
@@ -198,7 +199,7 @@ def _dependency_text(package, type_name):
     return text.split(DELIMITER, 1)[0].removesuffix('\n') if DELIMITER in text else text
 
 
-def _text_of(name, legacy=False):
+def _text_of(name: str, legacy: bool = False) -> str:
     """Return the .msg text of ``pkg/Type`` or ``pkg/msg/Type``."""
     package, type_name = _split_type_name(name)
     if package != MSGS_PACKAGE:
@@ -210,7 +211,7 @@ def _text_of(name, legacy=False):
 
 
 @functools.lru_cache(maxsize=None)
-def full_definition(msgtype, legacy=False):
+def full_definition(msgtype: str, legacy: bool = False) -> str:
     """Return the ``ros2msg`` schema text of ``msgtype`` exactly as rosbag2 writes it.
 
     The top-level .msg text comes first, verbatim; each dependency follows once, depth-first in
@@ -218,9 +219,9 @@ def full_definition(msgtype, legacy=False):
     relative to its package, as the .msg spells it) and its .msg text. ``legacy=True``: the
     text of the interface-version-2 definition (:data:`LEGACY_MSG_TEXTS`).
     """
-    seen = set()
+    seen: set[str] = set()
 
-    def append(name):
+    def append(name: str) -> str:
         package, _ = _split_type_name(name)
         text = _text_of(name, legacy)
         parts = [text]
@@ -234,7 +235,7 @@ def full_definition(msgtype, legacy=False):
 
 
 @functools.lru_cache(maxsize=None)
-def type_hash(msgtype, legacy=False):
+def type_hash(msgtype: str, legacy: bool = False) -> str:
     """Return the RIHS01 type description hash of ``msgtype`` (``RIHS01_<hex>``).
 
     ``legacy=True``: the hash of its interface-version-2 definition (:data:`LEGACY_MSG_TEXTS`).
@@ -242,7 +243,7 @@ def type_hash(msgtype, legacy=False):
     return typestore(legacy).hash_rihs01(msgtype)
 
 
-def recorded_definition(msgtype, digest, text):
+def recorded_definition(msgtype: str, digest: str, text: str) -> str:
     """Return how a bag's recorded definition of ``msgtype`` compares with ours.
 
     ``'same'``, ``'legacy'`` (an earlier definition this build still reads), ``'different'``, or

@@ -8,10 +8,13 @@ node's configuration at start goes to metadata.yaml's ``custom_data`` so ``ghost
 can verify the bag with the configuration that produced it.
 """
 
+from collections.abc import Callable, Iterable, Sequence
 import pathlib
 import threading
 
-from ..core.loop import CAUSE_PARAMETERS, CONFIGURATION
+from ..core import BeliefSelfAssessment, PredictionOutcome
+from ..core.feedback import CalibratedSelfAssessment
+from ..core.loop import CAUSE_PARAMETERS, CONFIGURATION, LoopConfig, LoopEvent
 from .adapters import (
     BeliefSelfAssessmentToTelemetryAdapter,
     CalibratedSelfAssessmentToTelemetryAdapter,
@@ -35,8 +38,9 @@ class TelemetryRecorder:
     recording (the node keeps running); :attr:`error` keeps it.
     """
 
-    def __init__(self, path, config, *, recorder='feedback_node', extra_channels=(),
-                 on_error=None):
+    def __init__(self, path: str | pathlib.Path, config: LoopConfig, *,
+                 recorder: str = 'feedback_node', extra_channels: Iterable[Channel] = (),
+                 on_error: Callable[[str], None] | None = None) -> None:
         custom_data = custom_data_for_config(config)
         custom_data[CUSTOM_RECORDER] = recorder
         self._config_changes = 0
@@ -47,7 +51,7 @@ class TelemetryRecorder:
         except (TelemetryWriterError, MessageDefinitionError, OSError) as error:
             raise ValueError(f'telemetry_bag: {error}') from None
         self.path = path
-        self.error = None
+        self.error: Exception | None = None
         self.offered = 0
         self.too_large = 0
         """Messages refused because the readers would refuse the bag for them (message_bytes)."""
@@ -60,7 +64,7 @@ class TelemetryRecorder:
         self._event = FeedbackEventToTelemetryAdapter()
 
     @property
-    def counts(self):
+    def counts(self) -> dict[str, int]:
         """Return ``{topic: messages recorded}``.
 
         Before a write error: what the writer took (what metadata.yaml counts at close). After
@@ -71,16 +75,16 @@ class TelemetryRecorder:
         return dict(self._writer.counts)
 
     @property
-    def not_recorded(self):
+    def not_recorded(self) -> int:
         """Return the number of records given to this recorder that are not in the bag."""
         return self.offered - sum(self.counts.values())
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         """Return True once the bag is closed."""
         return self._writer.closed
 
-    def _write(self, records):
+    def _write(self, records: Sequence[TelemetryRecord]) -> None:
         with self._lock:
             self.offered += len(records)
             if self.error is not None or self._writer.closed:
@@ -91,7 +95,7 @@ class TelemetryRecorder:
             except Exception as error:  # noqa: BLE001 - never take the node down with the log
                 self._stop(error)
 
-    def _stop(self, error):
+    def _stop(self, error: Exception) -> None:
         """Stop recording after a write error: abort the bag, count what is readable, report.
 
         The writer buffers a chunk in memory, so messages it took may never reach the disk:
@@ -104,7 +108,7 @@ class TelemetryRecorder:
             self._writer.abort()
         except Exception:  # noqa: BLE001,S110 - the error being reported says it all
             pass
-        readable = {}
+        readable: dict[str, int] = {}
         for mcap_file in sorted(pathlib.Path(self.path).glob('*.mcap')):
             for topic, count in readable_message_counts(mcap_file).items():
                 readable[topic] = readable.get(topic, 0) + count
@@ -112,11 +116,12 @@ class TelemetryRecorder:
         if self._on_error is not None:
             self._on_error(f'telemetry recording to {self.path} stopped: {error}')
 
-    def record_outcome(self, outcome):
+    def record_outcome(self, outcome: PredictionOutcome) -> None:
         """Record an accepted PredictionOutcome (log time: its observed stamp)."""
         self._write((self._outcome(outcome),))
 
-    def record_assessment(self, raw, calibrated):
+    def record_assessment(self, raw: BeliefSelfAssessment,
+                          calibrated: CalibratedSelfAssessment) -> None:
         """Record an accepted raw assessment and the calibrated assessment published for it."""
         self._write((self._raw(raw), self._calibrated(calibrated)))
 
@@ -147,7 +152,7 @@ class TelemetryRecorder:
         """
         self._write(tuple(TelemetryRecord(*record) for record in records))
 
-    def record_event(self, event):
+    def record_event(self, event: LoopEvent) -> None:
         """Record a LoopEvent: a reset or a configuration change (log time: its stamp).
 
         A parameter change is also counted in metadata.yaml's custom_data (``config_changes``).
@@ -160,7 +165,7 @@ class TelemetryRecorder:
                 self._config_changes += 1
                 self._writer.set_custom_data(CUSTOM_CONFIG_CHANGES, str(self._config_changes))
 
-    def close(self):
+    def close(self) -> None:
         """Finish the bag (MCAP summary and metadata.yaml). Idempotent.
 
         A failure to finish (the disk filled up) is handled as a write error: reported once

@@ -17,12 +17,19 @@ reads in log-time order (ties in write order). Any problem with the bag raises :
 with a one-line message (:mod:`.bag_reader`).
 """
 
+from __future__ import annotations
+
 from collections import deque
-from typing import NamedTuple
+from collections.abc import Callable, Collection, Iterator
+import os
+from typing import Any, cast, NamedTuple
 
 from ..core import PredictionOutcome
-from ..core.feedback import coerce_parameters, HISTORY_SCHEMA_SQUARED_DISTANCES
-from ..core.loop import CONFIGURATION, DERIVED_CAUSES, FeedbackLoop, LoopConfig, LoopEvent
+from ..core.feedback import (
+    CalibratedSelfAssessment, coerce_parameters, HISTORY_SCHEMA_SQUARED_DISTANCES)
+from ..core.loop import (
+    CONFIGURATION, DERIVED_CAUSES, FeedbackLoop, LoopConfig, LoopEvent, Step)
+from .bag_reader import BagMessage
 from .bag_metadata import BagError
 from .bag_reader import OpenBag, ORDERS
 from .channels import (
@@ -59,7 +66,8 @@ class BagContract(NamedTuple):
     contract: object
 
 
-def iter_bag(path, *, order='recorded', topics=None):
+def iter_bag(path: str | os.PathLike[str], *, order: str = 'recorded',
+             topics: Collection[str] | None = None) -> Iterator[BagMessage]:
     """Yield every BagMessage of the bag ``path`` (optionally only ``topics``) in ``order``.
 
     After the last message the per-topic counts are checked against metadata.yaml: a bag whose
@@ -70,7 +78,9 @@ def iter_bag(path, *, order='recorded', topics=None):
         yield from bag.messages(order, topics)
 
 
-def read_bag(path, *, order='recorded', topics=None, skip_unknown=True):
+def read_bag(path: str | os.PathLike[str], *, order: str = 'recorded',
+             topics: Collection[str] | None = None,
+             skip_unknown: bool = True) -> Iterator[BagContract]:
     """Yield a BagContract for every message of a type with a decoder, in ``order``.
 
     Messages of other types are skipped (``skip_unknown``) or raise BagError. A message that
@@ -93,11 +103,11 @@ def read_bag(path, *, order='recorded', topics=None, skip_unknown=True):
                 contract = decoder(message.payload)
             except Exception as error:  # noqa: BLE001 - any decoder error is one line
                 raise decode_error(path, index, message.topic, message.log_time,
-                                    message.msgtype, error) from None
+                                   message.msgtype, error) from None
             yield BagContract(message.topic, message.msgtype, message.log_time, contract)
 
 
-def _first_recorded_calibrated(bag):
+def _first_recorded_calibrated(bag: OpenBag) -> CalibratedSelfAssessment | None:
     """Return the first recorded calibrated assessment (log-time order), or None."""
     topics = {t.name: t.definition for t in bag.info.topics
               if t.msgtype == TYPE_CALIBRATED_SELF_ASSESSMENT}
@@ -106,7 +116,8 @@ def _first_recorded_calibrated(bag):
         return None
     try:
         for connection, _, payload in bag.reader.messages(connections=connections):
-            return decode(TYPE_CALIBRATED_SELF_ASSESSMENT, payload, topics[connection.topic])
+            return cast(CalibratedSelfAssessment,
+                        decode(TYPE_CALIBRATED_SELF_ASSESSMENT, payload, topics[connection.topic]))
     except Exception:  # noqa: BLE001
         return None  # the full read reports the problem
     return None
@@ -116,11 +127,11 @@ class Overrides(NamedTuple):
     """What a replay changes in every recorded configuration (None: keep the recorded value)."""
 
     policy: str | None = None
-    parameters: dict | None = None
+    parameters: dict[str, Any] | None = None
     max_history: int | None = None
     outcome_buffer_size: int | None = None
 
-    def apply(self, recorded):
+    def apply(self, recorded: LoopConfig) -> LoopConfig:
         """Return ``recorded`` (a LoopConfig) with these overrides (ValueError/TypeError)."""
         if self == Overrides():
             return recorded
@@ -135,8 +146,9 @@ class Overrides(NamedTuple):
             recorded.time_jump_tolerance_ns)
 
 
-def replay_bag(path, *, policy=None, parameters=None, max_history=None,
-               outcome_buffer_size=None, order='recorded'):
+def replay_bag(path: str | os.PathLike[str], *, policy: str | None = None,
+               parameters: dict[str, Any] | None = None, max_history: int | None = None,
+               outcome_buffer_size: int | None = None, order: str = 'recorded') -> ReplayReport:
     """Replay the bag ``path`` through the feedback loop and compare with its recorded output.
 
     With no overrides the configuration is the recorded one (``mode='verify'``): every recomputed
@@ -155,9 +167,9 @@ def replay_bag(path, *, policy=None, parameters=None, max_history=None,
         return _replay(bag, overrides, order)
 
 
-def _replay(bag, overrides, order):
+def _replay(bag: OpenBag, overrides: Overrides, order: str) -> ReplayReport:
     info = bag.info
-    warnings = []
+    warnings: list[str] = []
     topics = select_loop_topics(info, warnings, LOOP_TOPIC_TYPES)
     if TYPE_BELIEF_SELF_ASSESSMENT not in topics:
         raise BagError(f'{info.path}: no {TYPE_BELIEF_SELF_ASSESSMENT} topic to replay')
@@ -182,16 +194,17 @@ def _replay(bag, overrides, order):
     return report
 
 
-def _run(bag, topics, loop, overrides, report, order):
+def _run(bag: OpenBag, topics: dict[str, str], loop: FeedbackLoop, overrides: Overrides,
+         report: ReplayReport, order: str) -> None:
     """Stream the bag's inputs through ``loop``, comparing outputs into ``report``."""
     calibrated_topic = topics.get(TYPE_CALIBRATED_SELF_ASSESSMENT)
     comparer = _Comparer(report, definition=next(
         (t.definition for t in bag.info.topics if t.name == calibrated_topic), 'same'))
-    recomputed_queue = deque()
-    recorded_queue = deque()
+    recomputed_queue: deque[CalibratedSelfAssessment] = deque()
+    recorded_queue: deque[RecordedOutput] = deque()
     recomputed_summary = report.recomputed
     events_topic = topics.get(TYPE_FEEDBACK_EVENT)
-    derived = {'recorded': {}, 'replayed': {}}
+    derived: dict[str, dict[str, int]] = {'recorded': {}, 'replayed': {}}
     feeder = LoopFeeder(loop, configure=lambda event: overrides.apply(event.config))
     for _, _, _, item in loop_inputs(bag, topics, order, report.rejected):
         if isinstance(item, RecordedOutput):
@@ -205,11 +218,12 @@ def _run(bag, topics, loop, overrides, report, order):
                 _count(report.resets, item.cause)
             continue
         else:
-            step = feeder.feed(item)
+            step = cast(Step, feeder.feed(item))
             if isinstance(item, PredictionOutcome):
                 report.outcomes += 1
             else:
                 report.assessments += 1
+                assert step.calibrated is not None  # replay passes no now_ns: never refused
                 recomputed_summary.add(step.calibrated)
                 recomputed_queue.append(step.calibrated)
             for event in step.events:
@@ -221,11 +235,13 @@ def _run(bag, topics, loop, overrides, report, order):
     _finish(report, recorded_queue, comparer, calibrated_topic, derived, events_topic)
 
 
-def _count(counter, key):
+def _count(counter: dict[str, int], key: str) -> None:
     counter[key] = counter.get(key, 0) + 1
 
 
-def _finish(report, recorded_queue, comparer, calibrated_topic, derived, events_topic):
+def _finish(report: ReplayReport, recorded_queue: deque[RecordedOutput], comparer: _Comparer,
+            calibrated_topic: str | None, derived: dict[str, dict[str, int]],
+            events_topic: str | None) -> None:
     if events_topic is not None and derived['recorded'] != derived['replayed']:
         report.warnings.append(
             f'resets derived from the inputs differ: recorded {derived["recorded"]}, '
@@ -249,24 +265,27 @@ class _Comparer:
     nothing is decoded. Otherwise the payload is decoded and compared field by field.
     """
 
-    def __init__(self, report, definition='same'):
+    def __init__(self, report: ReplayReport, definition: str = 'same') -> None:
         from .adapters import CalibratedSelfAssessmentToTelemetryAdapter
 
         self.report = report
         legacy = definition == 'legacy'  # never byte-identical to our current encoding
-        self.encode = None if legacy else CalibratedSelfAssessmentToTelemetryAdapter().encode
+        self.encode: Callable[[CalibratedSelfAssessment], bytes] | None = (
+            None if legacy else CalibratedSelfAssessmentToTelemetryAdapter().encode)
         self.decoder = decoder_for(TYPE_CALIBRATED_SELF_ASSESSMENT, definition)
         self.index = 0
 
-    def decode(self, index, log_time, payload, topic):
+    def decode(self, index: int, log_time: int, payload: bytes,
+               topic: str | None) -> CalibratedSelfAssessment:
         try:
-            return self.decoder(payload)
+            return cast(CalibratedSelfAssessment, self.decoder(payload))
         except Exception as error:  # noqa: BLE001 - any decoder error is one line
             raise decode_error(
                 self.report.bag, index, topic, log_time, TYPE_CALIBRATED_SELF_ASSESSMENT,
                 error) from None
 
-    def compare(self, recorded_item, recomputed, topic):
+    def compare(self, recorded_item: RecordedOutput, recomputed: CalibratedSelfAssessment,
+                topic: str | None) -> None:
         report = self.report
         index = self.index
         self.index += 1
@@ -279,13 +298,15 @@ class _Comparer:
         _compare(report, index, recorded, recomputed)
 
 
-def _compare(report, index, recorded, recomputed):
+def _compare(report: ReplayReport, index: int, recorded: CalibratedSelfAssessment,
+             recomputed: CalibratedSelfAssessment) -> None:
     if recorded == recomputed:
         return
     report.differences += 1
     stamp = recomputed.raw_assessment.belief_stamp_sim_ns
     if report.first_difference is None:
-        field, a, b = first_field_difference(recorded, recomputed)
+        field, a, b = cast(tuple[str, object, object],  # recorded != recomputed: not None
+                           first_field_difference(recorded, recomputed))
         report.first_difference = Difference(index, stamp, field, a, b)
     if recorded.adjusted_overall_level != recomputed.adjusted_overall_level:
         report.changed_levels += 1
@@ -299,7 +320,7 @@ def _compare(report, index, recorded, recomputed):
                 recomputed.adjusted_overall_level)
 
 
-def verify_bag(path, *, order='recorded'):
+def verify_bag(path: str | os.PathLike[str], *, order: str = 'recorded') -> tuple[bool, str]:
     """Replay ``path`` with its recorded configuration; return ``(ok, one-line text)``.
 
     ``ok`` is True only when every recorded calibrated assessment was recomputed identically

@@ -3,6 +3,7 @@
 
 import dataclasses
 import math
+from typing import Any
 
 from ..core import SelfAssessmentLevel
 from ..core.feedback import EpisodeTracker, overconfidence_as_dict, time_origin
@@ -28,7 +29,7 @@ class LevelSummary:
     episodes: EpisodeTracker = dataclasses.field(
         default_factory=EpisodeTracker, repr=False, compare=False)
 
-    def add(self, calibrated):
+    def add(self, calibrated: CalibratedSelfAssessment) -> None:
         """Count one calibrated assessment."""
         self.assessments += 1
         self.episodes.add(calibrated)
@@ -70,7 +71,7 @@ class Difference:
     recorded: object
     recomputed: object
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict (non-finite floats as strings)."""
         return {
             'index': self.index, 'belief_stamp_sim_ns': self.belief_stamp_sim_ns,
@@ -79,7 +80,7 @@ class Difference:
         }
 
 
-def _jsonable(value):
+def _jsonable(value: object) -> object:
     if isinstance(value, SelfAssessmentLevel):
         return value.name
     if isinstance(value, float) and not math.isfinite(value):
@@ -93,7 +94,8 @@ def _jsonable(value):
     return value
 
 
-def first_field_difference(recorded, recomputed, path=''):
+def first_field_difference(recorded: object, recomputed: object,
+                           path: str = '') -> tuple[str, object, object] | None:
     """Return ``(field_path, recorded_value, recomputed_value)`` of the first difference, or None.
 
     Dataclasses are compared field by field and tuples item by item, depth first, so the path
@@ -154,13 +156,13 @@ class ReplayReport:
         return time_origin(self.bag_start_ns, self.bag_end_ns, first)
 
     @property
-    def identical(self):
+    def identical(self) -> bool | None:
         """Return True/False when recorded outputs exist, None when there is nothing to compare."""
         if self.recorded_outputs == 0:
             return None
         return self.differences == 0 and self.recorded_outputs == self.assessments
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict (the ``--json`` output of ``ghost-feedback replay``)."""
         origin, kind = self.time_origin()
         return {
@@ -185,7 +187,7 @@ class ReplayReport:
         }
 
 
-def summary_line(report):
+def summary_line(report: ReplayReport) -> str:
     """Return a one-line verdict of a verify-mode ReplayReport."""
     if report.identical is None:
         return (f'replay: {report.assessments} assessments recomputed, nothing recorded to '

@@ -13,8 +13,13 @@ Messages are written in the order given; log times need not be monotonic (rosbag
 order; readers in log-time order sort, readers in file order see the write order).
 """
 
-from .adapters import to_telemetry
-from .channels import CHANNELS
+from collections.abc import Iterable, Mapping
+import pathlib
+from types import TracebackType
+from typing import Any, Literal
+
+from .adapters import TelemetryRecord, to_telemetry
+from .channels import Channel, CHANNELS, QosProfile
 from .msgdefs import full_definition, type_hash
 
 
@@ -22,7 +27,7 @@ class TelemetryWriterError(RuntimeError):
     """A telemetry bag cannot be created or written."""
 
 
-def _rosbags_qos(profile):
+def _rosbags_qos(profile: QosProfile) -> Any:
     from rosbags.interfaces import (
         Qos,
         QosDurability,
@@ -41,7 +46,8 @@ def _rosbags_qos(profile):
 
 
 class _RosbagsBackend:
-    def __init__(self, path, channels, custom_data):
+    def __init__(self, path: str | pathlib.Path, channels: tuple[Channel, ...],
+                 custom_data: dict[str, str]) -> None:
         from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
 
         self._error = WriterError
@@ -52,7 +58,7 @@ class _RosbagsBackend:
             self._writer.open()
         except (WriterError, OSError) as error:
             raise TelemetryWriterError(f'cannot create telemetry bag {str(path)!r}: {error}')
-        self._connections = {}
+        self._connections: dict[str, Any] = {}
         try:
             for channel in channels:
                 self._connections[channel.topic] = self._writer.add_connection(
@@ -64,16 +70,16 @@ class _RosbagsBackend:
             raise
         self._write = self._writer.write
 
-    def set_custom_data(self, key, value):
+    def set_custom_data(self, key: str, value: str) -> None:
         self._writer.set_custom_data(key, value)
 
-    def write(self, topic, log_time, payload):
+    def write(self, topic: str, log_time: int, payload: bytes) -> None:
         self._write(self._connections[topic], log_time, payload)
 
-    def close(self):
+    def close(self) -> None:
         self._writer.close()
 
-    def abort(self):
+    def abort(self) -> None:
         self._writer.abort()
 
 
@@ -86,7 +92,8 @@ class TelemetryWriter:
     :meth:`close`: the MCAP summary and metadata.yaml are written only at close.
     """
 
-    def __init__(self, path, *, channels=CHANNELS, custom_data=None):
+    def __init__(self, path: str | pathlib.Path, *, channels: Iterable[Channel] = CHANNELS,
+                 custom_data: Mapping[str, str] | None = None) -> None:
         self.path = path
         self.counts = {channel.topic: 0 for channel in channels}
         custom_data = dict(custom_data or {})
@@ -98,17 +105,17 @@ class TelemetryWriter:
         self._closed = False
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         """Return True once the bag is closed (or aborted)."""
         return self._closed
 
-    def set_custom_data(self, key, value):
+    def set_custom_data(self, key: str, value: str) -> None:
         """Set ``custom_data[key] = value`` (strings) in metadata.yaml, before close."""
         if not isinstance(key, str) or not isinstance(value, str):
             raise TypeError(f'custom_data must map str to str, got {key!r}: {value!r}')
         self._backend.set_custom_data(key, value)
 
-    def write(self, record):
+    def write(self, record: TelemetryRecord) -> None:
         """Write a TelemetryRecord ``(channel, log_time, payload)``."""
         channel, log_time, payload = record
         if self._closed:
@@ -120,11 +127,11 @@ class TelemetryWriter:
         self._backend_write(channel, log_time, payload)
         counts[channel] += 1
 
-    def write_contract(self, contract):
+    def write_contract(self, contract: object) -> None:
         """Adapt ``contract`` (see :mod:`.adapters`) and write it."""
         self.write(to_telemetry(contract))
 
-    def close(self):
+    def close(self) -> None:
         """Finish the bag: MCAP summary, footer and metadata.yaml. Idempotent."""
         if not self._closed:
             self._closed = True
@@ -138,15 +145,16 @@ class TelemetryWriter:
                     pass
                 raise
 
-    def abort(self):
+    def abort(self) -> None:
         """Stop without finishing the bag (it will not be readable). Idempotent."""
         if not self._closed:
             self._closed = True
             self._backend.abort()
 
-    def __enter__(self):
+    def __enter__(self) -> 'TelemetryWriter':
         return self
 
-    def __exit__(self, exc_type, exc, traceback):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
         self.close()
         return False
