@@ -7,7 +7,12 @@ The node's recorder writes its configuration into metadata.yaml's ``custom_data`
 
 import json
 
-from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY, policy_names
+from ..core.feedback import (
+    DEFAULT_MAX_HISTORY,
+    DEFAULT_POLICY,
+    PARAMETERS_ADDED,
+    policy_names,
+)
 from ..core.loop import DEFAULT_TIME_JUMP_TOLERANCE_NS, LoopConfig
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 from .bag_reader import BagError, one_line
@@ -51,7 +56,9 @@ def recorded_config(info, first_calibrated=None, *, events_recorded=False):
     if CUSTOM_POLICY in custom:
         try:
             config = LoopConfig.make(
-                custom[CUSTOM_POLICY], json.loads(custom.get(CUSTOM_POLICY_PARAMETERS, '{}')),
+                custom[CUSTOM_POLICY],
+                _with_added(custom[CUSTOM_POLICY],
+                            json.loads(custom.get(CUSTOM_POLICY_PARAMETERS, '{}'))),
                 int(custom.get(CUSTOM_MAX_HISTORY, DEFAULT_MAX_HISTORY)),
                 int(custom.get(CUSTOM_OUTCOME_BUFFER_SIZE, DEFAULT_OUTCOME_BUFFER_SIZE)),
                 int(custom.get(CUSTOM_TIME_JUMP_TOLERANCE_NS, DEFAULT_TIME_JUMP_TOLERANCE_NS)))
@@ -74,3 +81,13 @@ def recorded_config(info, first_calibrated=None, *, events_recorded=False):
         else:
             warnings.append(f'recorded policy {recorded_policy!r} is not registered here')
     return LoopConfig.make(policy), 'assumed', warnings
+
+
+def _with_added(policy, parameters):
+    """Return recorded ``parameters``, those added since (PARAMETERS_ADDED) at their old value.
+
+    A recorded set that is not a mapping is returned as is (LoopConfig.make refuses it).
+    """
+    if not isinstance(parameters, dict) or not isinstance(policy, str):
+        return parameters
+    return {**PARAMETERS_ADDED.get(policy, {}), **parameters}
