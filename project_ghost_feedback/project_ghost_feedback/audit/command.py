@@ -80,9 +80,18 @@ def add_arguments(parser, positive_int):
                                 'as with evaluate)')
 
 
+def default_policies():
+    """Return the policies audited without --policy: every registered one, the default first.
+
+    The first policy's downgrades choose the robots the report draws.
+    """
+    from ..core.feedback import DEFAULT_POLICY, policy_names
+    return [DEFAULT_POLICY] + [name for name in policy_names() if name != DEFAULT_POLICY]
+
+
 def run(args, fail):
     """Run the audit for parsed ``args``; ``fail(message, status)`` prints a one-line error."""
-    from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY, policy_names
+    from ..core.feedback import DEFAULT_MAX_HISTORY
     from .discovery import find_bags, robot_name
     from .driver import run_audit
     from .injection import parse_injection
@@ -91,9 +100,7 @@ def run(args, fail):
     from .task import parse_policy
 
     try:
-        names = args.policies or [DEFAULT_POLICY] + [
-            name for name in policy_names() if name != DEFAULT_POLICY]
-        policies = [parse_policy(text) for text in names]
+        policies = [parse_policy(text) for text in (args.policies or default_policies())]
         injection = parse_injection(args.inject, args.seed) if args.inject else None
         security = _check_engine(args)
         if args.json:
