@@ -78,9 +78,13 @@ def _pairs(stack):
         yield sample, error, claim_levels(sample.pose_covariance, thresholds)
 
 
-def _run(seed, phases, policy, evaluate_assessments):
-    """Return per-pipeline results for one seeded run of the policy named ``policy``."""
-    pipelines = {'decorrelated': OutcomePacer(), 'every sample': None}
+def _run(seed, phases, policy, evaluate_assessments, target=0.1):
+    """Return per-pipeline results for one seeded run of the policy named ``policy``.
+
+    ``target``: the pacer's target autocorrelation (the bridge's default 0.1).
+    """
+    pipelines = {'decorrelated': OutcomePacer(target_autocorrelation=target),
+                 'every sample': None}
     loops = {name: FeedbackLoop(LoopConfig.make(policy, None, MAX_HISTORY, 4096))
              for name in pipelines}
     results = {name: {'full': 0, 'false': 0, 'detect': None, 'back': None, 'emitted': 0}
@@ -224,6 +228,8 @@ def main(argv=None):
     parser.add_argument('--policy', default=NODE_DEFAULT_POLICY,
                         help=f'adjustment policy (default {NODE_DEFAULT_POLICY}, the feedback '
                              'node default)')
+    parser.add_argument('--target-autocorrelation', type=float, default=0.1,
+                        help="the pacer's decorrelation.target_autocorrelation (default 0.1)")
     parser.add_argument('--startup-seeds', type=int, default=60,
                         help='honest starts per estimate rate and pacer (default 60)')
     parser.add_argument('--quick', action='store_true',
@@ -235,12 +241,15 @@ def main(argv=None):
     stated = getattr(policy, 'STATED_FULL_WINDOW_FALSE_ALARM_RATE',
                      MEASURED_RATES.get(policy.policy_id, float('nan')))
     print(f'pure bridge path: {bench_pairs():.0f} pairs/s (pose error + pacer + claim)')
-    runs = [_run(seed, DEFAULT_PHASES, args.policy, True) for seed in range(args.seeds)]
+    target = args.target_autocorrelation
+    runs = [_run(seed, DEFAULT_PHASES, args.policy, True, target) for seed in range(args.seeds)]
     tuned = (StackPhase('tuned', 600.0),)
-    runs += [_run(1000 + seed, tuned, args.policy, False) for seed in range(args.tuned_seeds)]
+    runs += [_run(1000 + seed, tuned, args.policy, False, target)
+             for seed in range(args.tuned_seeds)]
     print(f'\npolicy {policy.policy_id}, max_history {MAX_HISTORY}; phases '
           + ', '.join(f'{p.name} {p.duration_s:.0f} s' for p in DEFAULT_PHASES)
-          + f'; {args.seeds} seeds + {args.tuned_seeds} tuned-only runs of 600 s\n')
+          + f'; {args.seeds} seeds + {args.tuned_seeds} tuned-only runs of 600 s; pacer '
+          f'target autocorrelation {target:g}\n')
     print('| pipeline | outcomes/s | full windows (tuned) | false downgrades per full window '
           '| x stated | detection delay s | back to raw s |')
     print('|---|---|---|---|---|---|---|')

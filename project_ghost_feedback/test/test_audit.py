@@ -272,6 +272,14 @@ def test_random_injection_points_are_seeded_per_bag(fleet):
             parse_injection(bad)
 
 
+def test_default_policy_set_is_every_policy_the_default_first():
+    from project_ghost_feedback.audit.command import default_policies
+    from project_ghost_feedback.core.feedback import DEFAULT_POLICY, policy_names
+    names = default_policies()
+    assert names[0] == DEFAULT_POLICY == 'vec3_scale'
+    assert sorted(names) == policy_names()
+
+
 def test_policy_parsing():
     spec = parse_policy('calibrated_exceedance:false_alarm_probability=0.01')
     assert spec.parameters == (('false_alarm_probability', 0.01),)

@@ -324,3 +324,31 @@ def test_bench_mirror_matches_the_feedback_loop_across_a_reset():
     assert levels == mirror.tolist()
     # 3x downgraded it; the reset forgot that (KNOWN on the next outcome); 12x is UNKNOWN.
     assert min(levels[40:cut]) < 2 and levels[cut] == 2 and levels[-1] == 0
+
+
+def test_a_configuration_recorded_before_the_floor_replays_without_it():
+    """A bag's recorded vec3_scale parameters without gross_false_alarm_probability: off (0).
+
+    Such a node decided without the issue-35 floor, so replay must too (exact replay); a new
+    recording names the parameter and keeps its value.
+    """
+    import json
+    from types import SimpleNamespace
+    from project_ghost_feedback.core.loop import LoopConfig
+    from project_ghost_feedback.telemetry.config import custom_data_for_config, recorded_config
+    old = dict(policy_parameters('vec3_scale'))
+    del old['gross_false_alarm_probability']
+    info = SimpleNamespace(path='bag', custom_data={
+        'ghost_feedback.policy': 'vec3_scale',
+        'ghost_feedback.policy_parameters': json.dumps(old)})
+    config, source, _ = recorded_config(info)
+    assert source == 'recorded'
+    assert dict(config.parameters)['gross_false_alarm_probability'] == 0.0
+    one = schema2_history([16.0], [1.0])
+    assert _level(one, policy=config.make_policy()) is UNKNOWN  # as decided then
+    assert _level(one) is KNOWN  # today's default
+    new = custom_data_for_config(LoopConfig.make('vec3_scale'))
+    config, _, _ = recorded_config(SimpleNamespace(path='bag', custom_data=new))
+    assert dict(config.parameters)['gross_false_alarm_probability'] == 1e-6
+    with pytest.raises(ValueError, match='gross_false_alarm_probability'):
+        Vec3ScalePolicy(gross_false_alarm_probability=0.5)

@@ -85,9 +85,18 @@ def add_arguments(parser: argparse.ArgumentParser, positive_int: Callable[[str],
                                 'telemetry bags need neither)')
 
 
+def default_policies() -> list[str]:
+    """Return the policies audited without --policy: every registered one, the default first.
+
+    The first policy's downgrades choose the robots the report draws.
+    """
+    from ..core.feedback import DEFAULT_POLICY, policy_names
+    return [DEFAULT_POLICY] + [name for name in policy_names() if name != DEFAULT_POLICY]
+
+
 def run(args: argparse.Namespace, fail: Callable[[object, int], int]) -> int:
     """Run the audit for parsed ``args``; ``fail(message, status)`` prints a one-line error."""
-    from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY, parse_policy, policy_names
+    from ..core.feedback import DEFAULT_MAX_HISTORY, parse_policy
     from ..core.loop import LoopConfig
     from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
     from .discovery import find_bags, robot_name
@@ -97,9 +106,7 @@ def run(args: argparse.Namespace, fail: Callable[[object, int], int]) -> int:
     from .report import build_document, dumps, write_report
 
     try:
-        names = args.policies or [DEFAULT_POLICY] + [
-            name for name in policy_names() if name != DEFAULT_POLICY]
-        policies = [parse_policy(text) for text in names]
+        policies = [parse_policy(text) for text in (args.policies or default_policies())]
         injection = parse_injection(args.inject, args.seed) if args.inject else None
         security = _check_engine(args)
         if args.json:

@@ -7,7 +7,12 @@ The node's recorder writes its configuration into metadata.yaml's ``custom_data`
 
 from __future__ import annotations
 
-from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY, policy_names
+from ..core.feedback import (
+    DEFAULT_MAX_HISTORY,
+    DEFAULT_POLICY,
+    PARAMETERS_ADDED,
+    policy_names,
+)
 from ..core.loop import DEFAULT_TIME_JUMP_TOLERANCE_NS, LoopConfig, parse_json_text
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 from .bag_metadata import BagError, one_line
@@ -56,8 +61,9 @@ def recorded_config(info: BagInfo, first_calibrated: CalibratedSelfAssessment | 
         try:
             config = LoopConfig.make(
                 custom[CUSTOM_POLICY],
-                parse_json_text(custom.get(CUSTOM_POLICY_PARAMETERS, '{}'),
-                                CUSTOM_POLICY_PARAMETERS),
+                _with_added(custom[CUSTOM_POLICY],
+                            parse_json_text(custom.get(CUSTOM_POLICY_PARAMETERS, '{}'),
+                                            CUSTOM_POLICY_PARAMETERS)),
                 int(custom.get(CUSTOM_MAX_HISTORY, DEFAULT_MAX_HISTORY)),
                 int(custom.get(CUSTOM_OUTCOME_BUFFER_SIZE, DEFAULT_OUTCOME_BUFFER_SIZE)),
                 int(custom.get(CUSTOM_TIME_JUMP_TOLERANCE_NS, DEFAULT_TIME_JUMP_TOLERANCE_NS)))
@@ -80,3 +86,13 @@ def recorded_config(info: BagInfo, first_calibrated: CalibratedSelfAssessment | 
         else:
             warnings.append(f'recorded policy {recorded_policy!r} is not registered here')
     return LoopConfig.make(policy), 'assumed', warnings
+
+
+def _with_added(policy, parameters):
+    """Return recorded ``parameters``, those added since (PARAMETERS_ADDED) at their old value.
+
+    A recorded set that is not a mapping is returned as is (LoopConfig.make refuses it).
+    """
+    if not isinstance(parameters, dict) or not isinstance(policy, str):
+        return parameters
+    return {**PARAMETERS_ADDED.get(policy, {}), **parameters}

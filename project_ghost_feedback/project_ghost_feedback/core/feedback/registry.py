@@ -57,6 +57,13 @@ overconfidence (``overconfidence_scale``, the previous default, up to 70). On a 
 assumptions: docs/policies.md. A bag replays under the policy its recorded configuration names.
 """
 
+PARAMETERS_ADDED: dict[str, dict[str, object]] = {
+    'vec3_scale': {'gross_false_alarm_probability': 0.0},
+}
+"""Policy -> parameters added after bags were recorded, each with the value that gives the
+behaviour from before it existed: a recorded configuration without the parameter replays with
+that value, not with today's default (``telemetry/config.py``)."""
+
 
 def policy_names() -> list[str]:
     """Return the registered policy names, sorted."""

@@ -127,7 +127,7 @@ def _threshold_row(key: _Key, n: int) -> _Row:
     under = chi_square_quantile(under_p, 2 * dof * n)
     # Small-sample floor of the UNKNOWN window-sum test: a calibrated vec3's sum exceeds it
     # with probability gross_alpha (a capped sum, never above the uncapped one, with less).
-    floor = chi_square_quantile(1.0 - gross_alpha, dof * n)
+    floor = chi_square_quantile(1.0 - gross_alpha, dof * n) if gross_alpha > 0.0 else 0.0
     if cap > 0.0:
         c2 = cap * cap
         return (max(n * capped_mean(gross, dof, c2), floor), n * capped_mean(gross_exit, dof, c2),
@@ -184,7 +184,8 @@ class Vec3ScalePolicy:
         'gross_false_alarm_probability': ((1e-12, 0.01), 'Small-sample floor of that UNKNOWN '
                                           'test: a calibrated vec3 passes its threshold with at '
                                           'most this probability at every window size (binds '
-                                          'at 1-2 outcomes), in [1e-12, 0.01].'),
+                                          'at 1-2 outcomes), in [1e-12, 0.01], or 0 (off: '
+                                          'as recorded before issue 35).'),
         'gross_reference_overconfidence': ((1.0, 100.0), 'Null of the fast UNKNOWN CUSUM, in '
                                            '[1, 100].'),
         'gross_design_overconfidence': ((1.0, 100.0), 'Alternative of the fast UNKNOWN CUSUM '
@@ -228,7 +229,7 @@ class Vec3ScalePolicy:
                 owner, 'gross_confidence', self.gross_confidence, 0.5, 0.999),
             'gross_false_alarm_probability': _require_float(
                 owner, 'gross_false_alarm_probability', self.gross_false_alarm_probability,
-                1e-12, 0.01),
+                1e-12, 0.01, zero_ok=True),
             'gross_cusum_threshold': _require_float(
                 owner, 'gross_cusum_threshold', self.gross_cusum_threshold, 0.0, 1000.0, True),
             'gross_distance': _require_float(
