@@ -176,7 +176,7 @@ print(json.dumps({'status': status, 'loaded': loaded}))
 
 
 def test_evaluate_runs_in_a_python_without_rclpy(tmp_path):
-    """evaluate needs rosbags, not ROS: rclpy, the ament index and the msgs package blocked.
+    """Evaluate needs rosbags, not ROS: rclpy, the ament index and the msgs package blocked.
 
     The bag has no /tf, so tf2 (which imports rclpy) is not needed either; the telemetry bag
     it writes verifies.

@@ -1,16 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """The package's import graph: no cycle, no arrow back up a layer, no leaning sideways.
 
-Every ``import`` of the package is read with :mod:`ast`, function-level imports included (a
-lazy import hides a dependency from start-up time, not from the design); imports under ``if
-TYPE_CHECKING:`` are left out (they name a type for annotations and are never executed). The modules are
-grouped by their first name under the package (``core``, ``bridge``, ``telemetry``, ...) and
-the groups stand in :data:`LAYERS`, lowest first. A module may import its own group and any
-group of a lower layer; an import of a higher layer is an arrow back up, and an import of
-another group of the same layer is leaning sideways (``evaluate`` and ``audit`` share what
-they share through a lower layer). Separately, the module graph has no cycle. Each rule has a
-self-test on a small generated package.
-"""
+Every ``import`` of the package is read with :mod:`ast`, function-level imports included (a lazy
+import hides a dependency from start-up time, not from the design); imports under ``if
+TYPE_CHECKING:`` are left out (they name a type for annotations and are never executed). The
+modules are grouped by their first name under the package (``core``, ``bridge``, ``telemetry``,
+...) and the groups stand in :data:`LAYERS`, lowest first. A module may import its own group and
+any group of a lower layer; an import of a higher layer is an arrow back up, and an import of
+another group of the same layer is leaning sideways (``evaluate`` and ``audit`` share what they
+share through a lower layer). Separately, the module graph has no cycle. Each rule has a self-test
+on a small generated package. """
 
 import ast
 import pathlib
