@@ -9,7 +9,8 @@ modules are grouped by their first name under the package (``core``, ``bridge``,
 any group of a lower layer; an import of a higher layer is an arrow back up, and an import of
 another group of the same layer is leaning sideways (``evaluate`` and ``audit`` share what they
 share through a lower layer). Separately, the module graph has no cycle. Each rule has a self-test
-on a small generated package. """
+on a small generated package.
+"""
 
 import ast
 import pathlib
