@@ -116,7 +116,12 @@ class MeasuredProcess:
             raise RuntimeError(f'{self.label} exited with {self.process.returncode}:\n{text}')
 
     def stop(self, timeout=15.0):
-        """Stop with SIGINT; SIGKILL and clean shared memory if it hangs; return the exit code."""
+        """Stop with SIGINT; SIGKILL and clean shared memory if it hangs; return the exit code.
+
+        Idempotent: a second call returns the same exit code.
+        """
+        if self.log.closed:
+            return self.process.returncode
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
             try:

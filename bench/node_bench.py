@@ -648,10 +648,10 @@ def node_cost(driver, kind, executor, window, rate_hz, duration_s):
 def handler_cost(window, cycles, repeats=5):
     """Return the median us per cycle of a FeedbackNode's own callbacks, in this process.
 
-    One PredictionOutcome then one BeliefSelfAssessment message per cycle, handed to the node's
-    subscription callbacks (conversion, validation, window, ``assess_with_feedback``, output
-    message, publish, counters) with the window already full: the node's code path without DDS
-    or executor.
+    One PredictionOutcome then one BeliefSelfAssessment per cycle, as the serialized bytes the
+    node's raw subscriptions take, handed to its subscription callbacks (reading the CDR,
+    validation, window, ``assess_with_feedback``, output encoding, publish, counters) with the
+    window already full: the node's code path without DDS or executor.
     """
     import rclpy
     from rclpy.parameter import Parameter
@@ -659,18 +659,19 @@ def handler_cost(window, cycles, repeats=5):
         BeliefSelfAssessment, NamedLevel, PredictionOutcome, SelfAssessmentLevel)
     from project_ghost_feedback.ros.conversions import belief_to_msg, outcome_to_msg
     from project_ghost_feedback.ros.feedback_node import FeedbackNode
+    from rclpy.serialization import serialize_message
 
     known = SelfAssessmentLevel.KNOWN
     capacity = max(1024, window)
     distances = (0.4, 1.3, 0.7, 2.2, 0.2, 0.9, 1.6, 3.4, 0.5, 1.1, 0.8, 5.5, 0.3, 1.9, 0.6, 1.0)
     total = capacity + cycles * repeats
-    outcomes = [outcome_to_msg(PredictionOutcome(
+    outcomes = [serialize_message(outcome_to_msg(PredictionOutcome(
         i * MS - MS // 2, i * MS, (0.01, -0.02, 0.003), (0.001, 0.0, 0.002), distances[i % 16],
-        distances[(i * 5) % 16] / 2)) for i in range(1, total + 1)]
+        distances[(i * 5) % 16] / 2))) for i in range(1, total + 1)]
     levels = (NamedLevel('position_x', known), NamedLevel('position_y', known),
               NamedLevel('yaw', SelfAssessmentLevel.UNCERTAIN))
-    beliefs = [belief_to_msg(BeliefSelfAssessment(i * MS, known, levels,
-                                                  (NamedLevel('pose', known),)))
+    beliefs = [serialize_message(belief_to_msg(BeliefSelfAssessment(
+                   i * MS, known, levels, (NamedLevel('pose', known),))))
                for i in range(capacity + 1, total + 1)]
     context = rclpy.Context()
     rclpy.init(args=['--ros-args', '--log-level', 'warn'], context=context)
