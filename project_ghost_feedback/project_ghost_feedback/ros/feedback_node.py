@@ -90,6 +90,7 @@ from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s u
     make_executor,
     message_class,
     refusal,
+    TimedLogging,
 )
 
 NODE_NAME = 'feedback_node'
@@ -100,6 +101,8 @@ CALIBRATED_TOPIC = 'self_assessment/calibrated'
 EVENTS_TOPIC = 'feedback_events'
 OVERCONFIDENCE_TOPIC = 'self_assessment/overconfidence'
 BAG_PREFIX = 'ghost_feedback'
+OVERCONFIDENCE_MEANING = ('k [95% interval] per vec3: the real error std over the claimed std '
+                          '(1 honest, 2 errors twice the claim)')
 # A rejection's text quotes the bad value: a message with a megabyte-long name must not become a
 # megabyte in every /diagnostics message and log line.
 _MAX_REJECT_TEXT = 300
@@ -121,7 +124,7 @@ def new_bag_path(parent):
     return candidate
 
 
-class FeedbackNode(Node):
+class FeedbackNode(TimedLogging, Node):
     """Closed-loop feedback: calibrate raw self-assessments with recent prediction outcomes."""
 
     def __init__(self, node_name=NODE_NAME, **kwargs):
@@ -606,6 +609,7 @@ class FeedbackNode(Node):
         history = calibrated.calibration_history if calibrated else None
         for vec3, text in format_overconfidence(history).items():
             values[f'overconfidence[{vec3}]'] = text
+        values['overconfidence_is'] = OVERCONFIDENCE_MEANING
         for kind, count in sorted(self.callback_errors.items()):
             values[f'callback_errors[{kind}]'] = count
         for cause, count in sorted(self.resets.items()):

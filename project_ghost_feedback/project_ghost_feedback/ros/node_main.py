@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """Shared pieces of the project nodes: main() (signals, spin, exit codes)."""
 
+import os
 import signal
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
+LOG_FORMAT = '[{severity}] [{name}]: {message}'
+"""rcutils' console format for the project nodes (no epoch seconds: see node_kit.TimedLogger)."""
 # Exit codes of run_node(): 2 is reserved for an invalid start-up configuration.
 EXIT_OK, EXIT_RUNTIME_ERROR, EXIT_BAD_CONFIGURATION = 0, 1, 2
 
@@ -76,6 +79,9 @@ def run_node(make_node, logger_name, args=None, make_executor=None, on_error=Non
     """
     shutdown = ShutdownRequest()
     shutdown.install()
+    # The nodes' lines carry their own time (node_kit.TimedLogger: seconds since start, ROS
+    # time); rcutils' {time} would add epoch seconds. A format the user set is kept.
+    os.environ.setdefault('RCUTILS_CONSOLE_OUTPUT_FORMAT', LOG_FORMAT)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     logger = rclpy.logging.get_logger(logger_name)
     node = None

@@ -101,6 +101,7 @@ from .node_kit import (
     NS_PER_S,
     ParameterSet,
     ParameterSpec,
+    TimedLogging,
 )
 from .node_main import run_node
 
@@ -285,7 +286,7 @@ class _NodeListener(EngineListener):
         node._period.note(ERROR, 'an assessment failed its contract')
 
 
-class OutcomeBridge(Node):
+class OutcomeBridge(TimedLogging, Node):
     """Turn (estimate with covariance, reference) into PredictionOutcome + BeliefSelfAssessment."""
 
     def __init__(self, node_name=NODE_NAME, **kwargs):
