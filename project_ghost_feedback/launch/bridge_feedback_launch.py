@@ -77,10 +77,10 @@ def _record_topics():
     def typed(name):
         return ["'", LaunchConfiguration(f'{name}_topic'), f":' + {INPUT_TYPES!r}['",
                 LaunchConfiguration(f'{name}_type'), "']"]
+    condition = [") if ('", LaunchConfiguration('telemetry_bag'), "' or '",
+                 LaunchConfiguration('record_inputs'), "' == 'true') else ''"]
     return PythonExpression(
-        ['('] + typed('estimate') + [" + ',' + "] + typed('reference') + [") if ('",
-         LaunchConfiguration('telemetry_bag'), "' or '", LaunchConfiguration('record_inputs'),
-         "' == 'true') else ''"])
+        ['('] + typed('estimate') + [" + ',' + "] + typed('reference') + condition)
 
 
 def generate_launch_description():

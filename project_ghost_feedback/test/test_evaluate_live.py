@@ -73,6 +73,7 @@ def test_evaluate_gives_the_live_bridges_outcomes(tmp_path):
                         msg.overall_level.value) for msg in h.assessments]
         assert sum(h.node.dropped.values()) == 0
         assert h.node.paced_out > 0  # the pacing is part of what is compared
+        assert h.node._engine.warming_up == 50  # and its warm-up (the first 5 s held)
 
     bag = write_rosbags_bag(tmp_path / 'inputs', samples, ODOMETRY)
     offline_outcomes, offline_levels = [], []
@@ -84,7 +85,7 @@ def test_evaluate_gives_the_live_bridges_outcomes(tmp_path):
                 contract.observed_stamp_sim_ns, contract.position_error_m,
                 contract.orientation_error_rad, contract.position_mahalanobis,
                 contract.orientation_mahalanobis))
-    assert len(live_outcomes) > 10
+    assert len(live_outcomes) >= 5
     assert offline_outcomes == live_outcomes
     assert offline_levels == live_levels and len(live_levels) == estimates
 
