@@ -30,6 +30,11 @@ Launch arguments:
   node.
 - ``record_inputs`` (default ``false``): with ``record:=true``, the bridge's two inputs go into
   that bag too (what ``ghost-feedback evaluate`` reads offline).
+- ``telemetry_bag`` (default ``''``: off): the feedback node's own recorder (no rosbag2 needed)
+  records into this new bag directory its topics and, as ``record_topics``, the bridge's two
+  inputs with their types: one bag that ``ghost-feedback replay`` verifies and ``ghost-feedback
+  evaluate`` reads. ``record:=true`` without rosbag2 falls back to it (inputs with
+  ``record_inputs:=true``) and says so in one line.
 
 Tested statically (``test/test_bridge_launch_static.py``): parsed, never imported; and with the
 real ``ros2 launch`` by ``test/test_ros2_cli.py`` where launch / launch_ros are installed.
@@ -55,8 +60,27 @@ FEEDBACK_LAUNCH = os.path.join('launch', 'feedback_launch.py')
 BRIDGE_INPUTS = ('estimate', 'reference')
 """The bridge's relative input names, remapped to estimate_topic and reference_topic."""
 SHARED_ARGUMENTS = ('namespace', 'params_file', 'use_sim_time', 'respawn', 'record',
-                    'bag_output', 'log_level')
+                    'bag_output', 'log_level', 'telemetry_bag')
 """Arguments passed on to feedback_launch.py as they are."""
+INPUT_TYPES = {'odometry': 'nav_msgs/msg/Odometry',
+               'pose_with_covariance': 'geometry_msgs/msg/PoseWithCovarianceStamped',
+               'pose': 'geometry_msgs/msg/PoseStamped'}
+"""estimate_type / reference_type -> the message type the node's recorder is given."""
+
+
+def _record_topics():
+    """Return the feedback launch's ``record_topics``: the bridge's inputs with their types.
+
+    Given when the node's recorder records (``telemetry_bag``) or when ``record_inputs:=true``
+    (used only if ``record:=true`` falls back to the node's recorder); else ``''``.
+    """
+    def typed(name):
+        return ["'", LaunchConfiguration(f'{name}_topic'), f":' + {INPUT_TYPES!r}['",
+                LaunchConfiguration(f'{name}_type'), "']"]
+    condition = [") if ('", LaunchConfiguration('telemetry_bag'), "' or '",
+                 LaunchConfiguration('record_inputs'), "' == 'true') else ''"]
+    return PythonExpression(
+        ['('] + typed('estimate') + [" + ',' + "] + typed('reference') + condition)
 
 
 def generate_launch_description():
@@ -98,6 +122,9 @@ def generate_launch_description():
                               description="With record:=true, also record the bridge's inputs "
                               '(estimate_topic, reference_topic, /tf, /tf_static), e.g. for '
                               'ghost-feedback evaluate.'),
+        DeclareLaunchArgument('telemetry_bag', default_value='',
+                              description="Record with the feedback node's own recorder into "
+                              "this new bag directory, the bridge's inputs included ('' off)."),
         Node(
             package=PACKAGE, executable=BRIDGE_EXECUTABLE, name='outcome_bridge',
             namespace=LaunchConfiguration('namespace'),
@@ -119,5 +146,6 @@ def generate_launch_description():
                 ('extra_record_topics', PythonExpression([
                     "'", LaunchConfiguration('estimate_topic'), ',',
                     LaunchConfiguration('reference_topic'), ",/tf,/tf_static' if '",
-                    LaunchConfiguration('record_inputs'), "' == 'true' else ''"]))]),
+                    LaunchConfiguration('record_inputs'), "' == 'true' else ''"])),
+                ('record_topics', _record_topics())]),
     ])

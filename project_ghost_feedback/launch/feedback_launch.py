@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Launch feedback_node with config/feedback.yaml; optionally record its topics with ros2 bag.
+"""Launch feedback_node with config/feedback.yaml; optionally record (own recorder or ros2 bag).
 
 Usage (a ROS 2 install with this workspace sourced)::
 
@@ -18,12 +18,19 @@ Launch arguments:
 - ``respawn`` (default ``false``): restart the node when it exits; set ``telemetry_dir`` in the
   params file so each run records a new timestamped bag.
 - ``log_level`` (default ``info``): the node's ROS log level.
+- ``telemetry_bag`` (default ``''``: off): record with the node's own recorder (its
+  ``telemetry_bag`` parameter; no rosbag2 needed) into this new bag directory: the node's inputs,
+  output, events, overconfidence estimate and ``/diagnostics``, plus ``record_topics``.
+- ``record_topics`` (default ``''``): more topics for the node's recorder, comma-separated, each
+  ``/topic:pkg/msg/Type`` (``bridge_feedback_launch.py`` passes the bridge's two inputs).
 - ``record`` (default ``false``): ``true`` also starts ``ros2 bag record -s mcap`` of the node's
   two inputs and its output, ``feedback_events``, ``self_assessment/overconfidence`` and
   ``/diagnostics`` (Foxglove-ready:
   docs/foxglove/), plus ``extra_record_topics`` (comma-separated), resolved in ``namespace``,
-  with ``--topics`` (rosbag2 0.26.4 or later on Jazzy). Without rosbag2 installed it logs one
-  error line; the node runs on.
+  with ``--topics`` (rosbag2 0.26.4 or later on Jazzy). Without rosbag2 installed it falls back
+  to the node's own recorder (into ``bag_output``, else a new ``ghost_feedback_<date>`` folder
+  in the current directory; ``record_topics`` too) and says so in one line
+  (:data:`RECORD_FALLBACK`).
 - ``extra_record_topics`` (default ``''``): more topics for ``record:=true``, comma-separated.
 - ``bag_output`` (default ``''``: ``ros2 bag`` picks ``rosbag2_<date>``): the bag directory.
 
@@ -31,7 +38,7 @@ Tested statically by ``test/test_launch_static.py`` (parses this file with ``ast
 package, executable and config file it names, the remappings, and runs :func:`resolve_topic` in
 isolation), and with the real ``ros2 launch`` by ``test/test_ros2_cli.py`` where launch /
 launch_ros are installed (they are not on PyPI). Without rosbag2, ``record:=true`` logs
-:data:`RECORD_UNAVAILABLE` and the node runs on.
+:data:`RECORD_FALLBACK` and the node records its own bag.
 """
 
 import importlib.util
@@ -63,10 +70,66 @@ RECORDED_ALSO = ('feedback_events', 'self_assessment/overconfidence', '/diagnost
 and /diagnostics (Foxglove)."""
 
 
-RECORD_UNAVAILABLE = (
-    'ERROR: record:=true needs rosbag2 (ros2bag and rosbag2_storage_mcap, e.g. apt install '
-    'ros-jazzy-ros2bag ros-jazzy-rosbag2-storage-mcap): not recording; the node runs on')
+RECORD_FALLBACK = (
+    'record:=true: rosbag2 is not installed here (ros2bag, rosbag2_storage_mcap), so the feedback '
+    "node's own recorder records instead, into {where} (the telemetry_bag parameter: an MCAP "
+    'rosbag2 bag that ghost-feedback replay and ros2 bag read; docs/telemetry.md)')
 """The one line logged for ``record:=true`` where ``ros2 bag`` is not installed."""
+
+
+def rosbag2_available():
+    """Return True when rosbag2's CLI (the ``ros2bag`` package) can be imported."""
+    return importlib.util.find_spec('ros2bag') is not None
+
+
+def _node_recording(context):
+    """Return ``(parameters, where)``: the node's recorder settings, and where it records.
+
+    ``telemetry_bag`` when given; else, for ``record:=true`` without rosbag2, ``bag_output`` or a
+    new timestamped folder in the current directory (the node's ``telemetry_dir``). ``({}, '')``
+    when the node does not record.
+    """
+    bag = LaunchConfiguration('telemetry_bag').perform(context)
+    record = LaunchConfiguration('record').perform(context) == 'true'
+    if not bag and record and not rosbag2_available():
+        bag = LaunchConfiguration('bag_output').perform(context)
+        if not bag:
+            folder = os.getcwd()
+            parameters = {'telemetry_dir': folder}
+            where = f'a new ghost_feedback_<date> folder in {folder}'
+        else:
+            parameters, where = {'telemetry_bag': os.path.abspath(bag)}, os.path.abspath(bag)
+    elif bag:
+        parameters, where = {'telemetry_bag': os.path.abspath(bag)}, os.path.abspath(bag)
+    else:
+        return {}, ''
+    topics = LaunchConfiguration('record_topics').perform(context)
+    topics = [topic.strip() for topic in topics.split(',') if topic.strip()]
+    if topics:
+        parameters['record_topics'] = topics
+    return parameters, where
+
+
+def _feedback_node(context):
+    """Return the feedback node action, with its recorder's parameters (OpaqueFunction)."""
+    recording, _ = _node_recording(context)
+    return [Node(
+        package=PACKAGE,
+        executable=EXECUTABLE,
+        name=NODE_NAME,
+        namespace=LaunchConfiguration('namespace'),
+        remappings=[
+            (topic, LaunchConfiguration(argument)) for argument, topic in TOPICS.items()],
+        respawn=PythonExpression(["'", LaunchConfiguration('respawn'), "' == 'true'"]),
+        respawn_delay=1.0,
+        ros_arguments=['--log-level', LaunchConfiguration('log_level')],
+        parameters=[
+            LaunchConfiguration('params_file'),
+            {'use_sim_time': ParameterValue(
+                LaunchConfiguration('use_sim_time'), value_type=bool)},
+        ] + ([recording] if recording else []),
+        output='screen',
+    )]
 
 
 def resolve_topic(namespace, topic, node_name=NODE_NAME):
@@ -87,11 +150,11 @@ def resolve_topic(namespace, topic, node_name=NODE_NAME):
 def _bag_record(context):
     """Return the ``ros2 bag record`` process for the node's inputs and output (OpaqueFunction).
 
-    Without rosbag2's CLI (the ``ros2bag`` package) return one error line instead: the node runs
-    on, unrecorded.
+    Without rosbag2's CLI (the ``ros2bag`` package) return the one line saying that the node's
+    own recorder records instead (:func:`_node_recording` gave it the parameters).
     """
-    if importlib.util.find_spec('ros2bag') is None:
-        return [LogInfo(msg=RECORD_UNAVAILABLE)]
+    if not rosbag2_available():
+        return [LogInfo(msg=RECORD_FALLBACK.format(where=_node_recording(context)[1]))]
     namespace = LaunchConfiguration('namespace').perform(context)
     bag_output = LaunchConfiguration('bag_output').perform(context)
     command = ['ros2', 'bag', 'record', '-s', 'mcap']
@@ -139,23 +202,15 @@ def generate_launch_description():
             'extra_record_topics', default_value='',
             description="More topics for record:=true, comma-separated (e.g. the bridge's "
             'inputs).'),
-        Node(
-            package=PACKAGE,
-            executable=EXECUTABLE,
-            name=NODE_NAME,
-            namespace=LaunchConfiguration('namespace'),
-            remappings=[
-                (topic, LaunchConfiguration(argument)) for argument, topic in TOPICS.items()],
-            respawn=PythonExpression(["'", LaunchConfiguration('respawn'), "' == 'true'"]),
-            respawn_delay=1.0,
-            ros_arguments=['--log-level', LaunchConfiguration('log_level')],
-            parameters=[
-                LaunchConfiguration('params_file'),
-                {'use_sim_time': ParameterValue(
-                    LaunchConfiguration('use_sim_time'), value_type=bool)},
-            ],
-            output='screen',
-        ),
+        DeclareLaunchArgument(
+            'telemetry_bag', default_value='',
+            description="Record with the node's own recorder into this new bag directory "
+            "('' off; no rosbag2 needed)."),
+        DeclareLaunchArgument(
+            'record_topics', default_value='',
+            description="More topics for the node's recorder, comma-separated, each "
+            '/topic:pkg/msg/Type.'),
+        OpaqueFunction(function=_feedback_node),
         OpaqueFunction(
             function=_bag_record, condition=IfCondition(LaunchConfiguration('record'))),
     ])

@@ -31,7 +31,7 @@ LAUNCH_FILE = PACKAGE_DIR / 'launch' / 'bridge_feedback_launch.py'
 CONFIG_FILE = PACKAGE_DIR / 'config' / 'outcome_bridge.yaml'
 ARGUMENTS = {'estimate_topic', 'estimate_type', 'reference_topic', 'reference_type',
              'namespace', 'bridge_params_file', 'params_file', 'use_sim_time', 'respawn',
-             'log_level', 'record', 'bag_output', 'record_inputs'}
+             'log_level', 'record', 'bag_output', 'record_inputs', 'telemetry_bag'}
 QOS_OVERRIDES = 'qos_overrides.'
 """rclpy's standard QoS override parameters (named after the resolved topic): not in the file."""
 
@@ -89,8 +89,8 @@ def test_launch_file_config_and_included_launch_are_installed():
 def test_shared_arguments_are_the_feedback_launch_arguments():
     """What is passed on to feedback_launch.py is declared there (record, respawn, log_level)."""
     shared = set(_constants(_tree())['SHARED_ARGUMENTS'])
-    # extra_record_topics is set by record_inputs, not passed on as is.
-    assert shared == LAUNCH_ARGUMENTS - TOPIC_ARGUMENTS - {'extra_record_topics'}
+    # extra_record_topics and record_topics are made from the inputs, not passed on as they are.
+    assert shared == LAUNCH_ARGUMENTS - TOPIC_ARGUMENTS - {'extra_record_topics', 'record_topics'}
     assert shared <= ARGUMENTS
 
 

@@ -776,6 +776,8 @@ def test_diagnostics_warn_when_downgraded_and_report_counts(harness):
     assert 'UNCERTAIN' in status.message and 'KNOWN' in status.message
     assert values['raw_level'] == 'KNOWN'
     assert values['calibrated_level'] == 'UNCERTAIN'
+    assert values['status'] == 'WARN'  # the level by name (ros2 topic echo shows a byte)
+    assert 'real error std over the claimed std' in values['overconfidence_is']
     assert values['last_reason'] == REASON_DOWNGRADE_FROM_CALIBRATION
     assert values['outcomes_received'] == '12'
     assert values['assessments_received'] == '3'
@@ -959,3 +961,37 @@ def test_outcomes_older_than_a_full_buffer_are_counted(harness):
     (output,) = h.wait_outputs(1)
     assert output.calibration_history.outcomes_considered == 2
     assert output.calibration_history.most_recent_observed_stamp_sim_ns == 20 * SECOND_NS
+
+
+@pytest.mark.parametrize('user_format', [None, '{severity} {name}: {message}'])
+def test_log_lines_give_seconds_since_start_and_ros_time_not_epoch(user_format):
+    """A node's line: ``[+0.357 s | ROS time 0.000 s] ...`` (sim time before /clock), no epoch.
+
+    rcutils' default format puts epoch seconds first; the node's own time is what a user
+    compares with a bag or a simulator. A format the user set is kept.
+    """
+    import os
+    import re
+
+    environment = dict(os.environ)
+    environment.pop('RCUTILS_CONSOLE_OUTPUT_FORMAT', None)
+    if user_format is not None:
+        environment['RCUTILS_CONSOLE_OUTPUT_FORMAT'] = user_format
+    process = subprocess.Popen(
+        _node_command('module', '-p', 'use_sim_time:=true',
+                      '-r', f'__ns:=/gf_log_{uuid.uuid4().hex[:8]}'),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment)
+    reader = _StderrReader(process, 'feedback node ready')
+    try:
+        assert reader.seen.wait(timeout=DEADLINE_S * 2), reader.text()
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=DEADLINE_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    (ready,) = [line for line in reader.lines if 'feedback node ready' in line]
+    head = (r'\[INFO\] \[gf_log_\w+\.feedback_node\]: ' if user_format is None
+            else r'INFO gf_log_\w+\.feedback_node: ')
+    assert re.match(head + r'\[\+\d+\.\d{3} s \| ROS time 0\.000 s\] feedback node ready',
+                    ready), ready

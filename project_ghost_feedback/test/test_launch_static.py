@@ -35,7 +35,7 @@ RCLPY_OWN_PARAMETERS = frozenset({'start_type_description_service'})
 TOPIC_ARGUMENTS = frozenset({'outcome_topic', 'assessment_topic', 'calibrated_topic'})
 LAUNCH_ARGUMENTS = frozenset({
     'namespace', 'params_file', 'use_sim_time', 'record', 'bag_output', 'respawn', 'log_level',
-    'extra_record_topics'}
+    'extra_record_topics', 'telemetry_bag', 'record_topics'}
 ) | TOPIC_ARGUMENTS
 HELPERS = ('resolve_topic',)
 

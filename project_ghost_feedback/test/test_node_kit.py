@@ -52,13 +52,17 @@ def test_one_stamp_rule_both_ways():
 
 
 def test_diagnostic_status_names_the_task_and_caps_values(rclpy_context):
-    """``<node fully qualified name>: <task>``, hardware_id the node, long values capped."""
+    """``<node fully qualified name>: <task>``, hardware_id the node, long values capped.
+
+    The first value names the level (``ros2 topic echo /diagnostics`` shows it as a byte).
+    """
     node = rclpy.create_node('kit', namespace='/node_kit', context=rclpy_context)
     try:
         status = diagnostic_status(node, 'task', 1, 'm' * 5000, {'key': 'v' * 5000, 'n': 3})
         assert status.name == '/node_kit/kit: task' and status.hardware_id == '/node_kit/kit'
         assert len(status.message) < MAX_TEXT + 40
-        assert [kv.key for kv in status.values] == ['key', 'n']
-        assert len(status.values[0].value) < MAX_TEXT + 40 and status.values[1].value == '3'
+        assert [kv.key for kv in status.values] == ['status', 'key', 'n']
+        assert status.values[0].value == 'WARN'
+        assert len(status.values[1].value) < MAX_TEXT + 40 and status.values[2].value == '3'
     finally:
         node.destroy_node()

@@ -365,6 +365,36 @@ def test_parameters_validated_on_set(harness):
     assert node.engine.buffer.max_gap_ns == 2 * SECOND_NS
 
 
+def test_warm_up_holds_the_first_outcomes_and_is_validated(harness):
+    """decorrelation.warmup_samples: none of the first N paired estimates gives an outcome.
+
+    Their claims are published; /diagnostics says the bridge is warming up. Out of [2, 1e6]
+    (or a non-integer) is refused with a reason; a valid change restarts the pacer's warm-up.
+    """
+    h = harness(**{'decorrelation.warmup_samples': 5, 'max_reference_gap_s': 5.0})
+    node = h.node
+    h.reference(0)
+    h.reference(3 * SECOND_NS)
+    for tenth in range(5):
+        h.estimate(tenth * SECOND_NS // 10, x=0.05 * tenth)
+    h.wait_assessments(5)
+    assert node.outcomes_published == 0 and node._engine.warming_up == 5
+    status = node.diagnostic_status()
+    values = {kv.key: kv.value for kv in status.values}
+    assert values['decorrelation_warm'] == 'False' and 'warming up' in status.message
+    assert values['outcomes_withheld_warming_up'] == '5'
+    h.estimate(5 * SECOND_NS // 10, x=0.25)
+    h.wait_assessments(6)
+    h.spin_until(lambda: h.outcomes, 'the first outcome after the warm-up')
+    assert h.outcomes[0].header.stamp.nanosec == 500_000_000
+    for bad in (1, 0, 1_000_001):
+        refused = node.set_parameters([Parameter('decorrelation.warmup_samples', value=bad)])
+        assert not refused[0].successful, bad
+    assert node._pacer.warmup_samples == 5
+    assert node.set_parameters([Parameter('decorrelation.warmup_samples', value=7)])[0].successful
+    assert node._pacer.warmup_samples == 7 and not node._pacer.warm
+
+
 def test_backward_clock_jump_resets_time_ordered_state(harness):
     """Sim time jumps back (simulator reset): estimates with the old stamps pair again."""
     h = harness(use_sim_time=True, **UNPACED)
@@ -419,6 +449,7 @@ def test_signal_stops_the_bridge_process_cleanly(signum):
 @pytest.mark.parametrize(('argument', 'reason'), [
     ('estimate_type:=imu', 'estimate_type'),
     ('position_known_max_std_m:=9.0', 'thresholds'),
+    ('decorrelation.warmup_samples:=1', 'decorrelation.warmup_samples'),
 ])
 def test_invalid_start_up_parameter_exits_2_with_a_logged_reason(argument, reason):
     """An invalid parameter: exit 2, the reason on the ROS logger, no traceback."""

@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from .feedback_node import FeedbackNode
 
 DIAGNOSTIC_TASK = 'calibration'
+OVERCONFIDENCE_MEANING = ('k [95% interval] per vec3: the real error std over the claimed std '
+                          '(1 honest, 2 errors twice the claim)')
+"""What the ``overconfidence[<vec3>]`` values mean, said beside them (``overconfidence_is``)."""
 
 
 @dataclass
@@ -133,6 +136,7 @@ def check_calibration(node: FeedbackNode, steady_ns: int, status: Status) -> Non
     history = calibrated.calibration_history if calibrated else None
     for vec3, text in format_overconfidence(history).items():
         status.values[f'overconfidence[{vec3}]'] = text
+    status.values['overconfidence_is'] = OVERCONFIDENCE_MEANING
 
 
 def check_inputs(node: FeedbackNode, steady_ns: int, status: Status) -> None:

@@ -89,6 +89,7 @@ from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s u
     make_executor,
     message_class,
     ParameterSet,
+    TimedLogging,
 )
 from .feedback_telemetry import open_telemetry, StartupError, TopicRecorder
 
@@ -111,7 +112,7 @@ OVERCONFIDENCE_TOPIC = 'self_assessment/overconfidence'
 _MAX_REJECT_TEXT = 300
 
 
-class FeedbackNode(Node):
+class FeedbackNode(TimedLogging, Node):
     """Closed-loop feedback: calibrate raw self-assessments with recent prediction outcomes."""
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:

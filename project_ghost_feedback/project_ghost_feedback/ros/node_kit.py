@@ -17,6 +17,7 @@
 """
 
 import importlib
+import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -176,10 +177,86 @@ class ParameterSet:
             'parameters changed: ' + ', '.join(f'{p.name}={p.value!r}' for p in parameters)))
 
 
+class TimedLogger:
+    """A node's rclpy logger whose lines begin with when: seconds since start and ROS time.
+
+    ``[+12.345 s | ROS time 151.200 s] text``: the seconds since the node started (steady time)
+    and the node clock (sim time under ``use_sim_time``), which is what a bag's stamps and a
+    simulator show, instead of rcutils' epoch seconds (run_node() leaves ``{time}`` out of
+    ``RCUTILS_CONSOLE_OUTPUT_FORMAT`` unless the user set one). Everything but the severity
+    methods is the wrapped logger's.
+    """
+
+    def __init__(self, logger, node, start_ns):
+        self._logger, self._node, self._start_ns = logger, node, start_ns
+
+    def prefix(self):
+        """Return ``[+<seconds since start> s | ROS time <node clock> s] ``."""
+        elapsed = (time.monotonic_ns() - self._start_ns) / NS_PER_S
+        try:
+            ros = f'{self._node.get_clock().now().nanoseconds / NS_PER_S:.3f} s'
+        except Exception:  # noqa: BLE001 - no clock yet (rclpy logging while it builds the node)
+            ros = '-'
+        return f'[+{elapsed:.3f} s | ROS time {ros}] '
+
+    # One call of the rclpy logger per severity, each on its own line: rclpy refuses a call
+    # site (file and line) that logs at two severities.
+    def debug(self, message, **kwargs):
+        """Log at DEBUG, with the prefix."""
+        return self._logger.debug(self.prefix() + str(message), **kwargs)
+
+    def info(self, message, **kwargs):
+        """Log at INFO, with the prefix."""
+        return self._logger.info(self.prefix() + str(message), **kwargs)
+
+    def warning(self, message, **kwargs):
+        """Log at WARN, with the prefix."""
+        return self._logger.warning(self.prefix() + str(message), **kwargs)
+
+    warn = warning
+
+    def error(self, message, **kwargs):
+        """Log at ERROR, with the prefix."""
+        return self._logger.error(self.prefix() + str(message), **kwargs)
+
+    def fatal(self, message, **kwargs):
+        """Log at FATAL, with the prefix."""
+        return self._logger.fatal(self.prefix() + str(message), **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._logger, name)
+
+
+class TimedLogging:
+    """Node mixin (before ``Node`` in the bases): ``get_logger()`` is a :class:`TimedLogger`."""
+
+    def __init__(self, *args, **kwargs):
+        self._log_start_ns = time.monotonic_ns()
+        super().__init__(*args, **kwargs)
+
+    def get_logger(self):
+        """Return the node's logger, its lines prefixed with the time since start and ROS time."""
+        return TimedLogger(super().get_logger(), self, self._log_start_ns)
+
+
+STATUS_NAMES = ('OK', 'WARN', 'ERROR', 'STALE')
+"""DiagnosticStatus level names by value (``ros2 topic echo`` shows the level as a byte)."""
+
+
+def status_name(level):
+    """Return the name of a DiagnosticStatus level (a byte, as rclpy has it, or an int)."""
+    value = level[0] if isinstance(level, (bytes, bytearray)) else int(level)
+    return STATUS_NAMES[value] if 0 <= value < len(STATUS_NAMES) else str(value)
+
+
 def diagnostic_status(node: Node, task: str, level: bytes, message: object,
                       values: Mapping[str, object]) -> DiagnosticStatus:
-    """Return the DiagnosticStatus ``<node fully qualified name>: <task>`` (text capped)."""
+    """Return the DiagnosticStatus ``<node fully qualified name>: <task>`` (text capped).
+
+    The first value, ``status``, names the level (OK, WARN, ERROR, STALE).
+    """
     name = node.get_fully_qualified_name()
+    values = {'status': status_name(level), **values}
     return DiagnosticStatus(
         level=level, name=f'{name}: {task}', message=cap_text(message), hardware_id=name,
         values=[KeyValue(key=key, value=cap_text(value)) for key, value in values.items()])
@@ -221,5 +298,5 @@ def message_class(msgtype: object) -> Any:
 __all__ = [
     'cap_text', 'descriptor', 'diagnostic_array', 'diagnostic_status', 'EXECUTORS',
     'fill_stamp', 'make_executor', 'MAX_TEXT', 'message_class', 'NS_PER_S', 'ns_to_stamp',
-    'ParameterSet', 'ParameterSpec', 'refusal', 'stamp_to_ns',
+    'ParameterSet', 'ParameterSpec', 'refusal', 'stamp_to_ns', 'TimedLogger', 'TimedLogging',
 ]

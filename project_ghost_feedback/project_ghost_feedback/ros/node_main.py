@@ -2,6 +2,7 @@
 """Shared pieces of the project nodes: main() (signals, spin, exit codes)."""
 
 from collections.abc import Callable
+import os
 import signal
 from types import FrameType
 from typing import Any, TypeVar
@@ -12,6 +13,8 @@ from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedE
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+LOG_FORMAT = '[{severity}] [{name}]: {message}'
+"""rcutils' console format for the project nodes (no epoch seconds: see node_kit.TimedLogger)."""
 # Exit codes of run_node(): 2 is reserved for an invalid start-up configuration.
 EXIT_OK, EXIT_RUNTIME_ERROR, EXIT_BAD_CONFIGURATION = 0, 1, 2
 NodeT = TypeVar('NodeT', bound=Node)
@@ -86,6 +89,9 @@ def run_node(make_node: Callable[[], NodeT], logger_name: str, args: list[str] |
     """
     shutdown = ShutdownRequest()
     shutdown.install()
+    # The nodes' lines carry their own time (node_kit.TimedLogger: seconds since start, ROS
+    # time); rcutils' {time} would add epoch seconds. A format the user set is kept.
+    os.environ.setdefault('RCUTILS_CONSOLE_OUTPUT_FORMAT', LOG_FORMAT)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     logger = rclpy.logging.get_logger(logger_name)
     node: NodeT | None = None

@@ -100,6 +100,7 @@ from .node_kit import (
     make_executor,
     NS_PER_S,
     ParameterSet,
+    TimedLogging,
 )
 from .node_main import run_node
 
@@ -163,7 +164,7 @@ class _NodeListener(EngineListener):
         node.period.note(ERROR, 'an assessment failed its contract')
 
 
-class OutcomeBridge(Node):
+class OutcomeBridge(TimedLogging, Node):
     """Turn (estimate with covariance, reference) into PredictionOutcome + BeliefSelfAssessment."""
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
