@@ -178,7 +178,7 @@ def test_burst_beyond_the_queue_is_accounted_for(harness):
     for index in range(sent):
         h.estimate_publisher.publish(odometry(2 * SECOND_NS + index * 1000))
     time.sleep(1.0)              # let DDS deliver (and overwrite) before the bridge takes any
-    missed = h.node._gaps['estimate']
+    missed = h.node.gaps['estimate']
     h.spin_until(lambda: h.node.received['estimate'] + missed.missed >= sent + 1,
                  'every estimate received or counted missing')
     assert h.node.received['estimate'] < sent
@@ -351,7 +351,7 @@ def test_the_calibrated_estimate_never_carries_a_zero_or_infinite_variance(harne
     h.spin_until(lambda: feedback.get_subscription_count() >= 1, 'the feedback topic to match')
     if case == 'zero_distances':
         feedback.publish(_calibrated_msg(0.0))
-        h.spin_until(lambda: h.node._calibration_history is not None, 'the spoofed history')
+        h.spin_until(lambda: h.node.calibrated_estimate.history is not None, 'the spoofed history')
     elif case == 'huge_variances':
         feedback.publish(_calibrated_msg(1e3))
         h.spin_until(lambda: h.node.calibrated_estimate.factors[0] == 100.0, 'a factor of 100')
@@ -375,7 +375,7 @@ def test_the_calibrated_estimate_never_carries_a_zero_or_infinite_variance(harne
         calibrated = loop.assessment(raw).calibrated
         assert set(calibrated.calibration_history.orientation_squared_distances) == {0.0}
         feedback.publish(calibrated_to_msg(calibrated))
-        h.spin_until(lambda: h.node._calibration_history is not None, 'the history')
+        h.spin_until(lambda: h.node.calibrated_estimate.history is not None, 'the history')
     published = len(received)
     h.reference(30 * SECOND_NS)
     h.reference(32 * SECOND_NS)

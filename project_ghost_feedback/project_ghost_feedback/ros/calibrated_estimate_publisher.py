@@ -42,7 +42,8 @@ class CalibratedEstimatePublisher:
         self._period = period
         self._config = config
         self._on_error = on_error
-        self._history: CalibrationHistory | None = None
+        self.history: CalibrationHistory | None = None
+        """The latest calibration history received (None before the first)."""
         self.published = 0
         self.refused: collections.Counter[str] = collections.Counter()
         self.factors = (1.0, 1.0)
@@ -55,17 +56,17 @@ class CalibratedEstimatePublisher:
 
     def _on_calibrated(self, msg: Any) -> None:
         try:
-            self._history = history_from_msg(msg.calibration_history)
+            self.history = history_from_msg(msg.calibration_history)
             self.update_factors()
         except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
             self._on_error(error)
 
     def update_factors(self) -> None:
         """Recompute the factors from the latest history and the configuration in effect."""
-        if self._history is not None:
+        if self.history is not None:
             config = self._config()
             self.factors = inflation_factors(
-                self._history, config['calibrated_allow_deflation'],
+                self.history, config['calibrated_allow_deflation'],
                 config['calibrated_max_factor'], config['calibrated_confidence'])
 
     def publish(self, msg: Any) -> None:

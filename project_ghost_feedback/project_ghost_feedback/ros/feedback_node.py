@@ -336,7 +336,7 @@ class FeedbackNode(TimedLogging, Node):
     def _on_message_lost(self, status: Any) -> None:
         self.lost_messages += status.total_count_change
         self.period.note(WARN, f'{status.total_count_change} input messages lost in the '
-                                'middleware (queue overflow)')
+                         'middleware (queue overflow)')
 
     # -- data path ----------------------------------------------------------------------------
 
@@ -383,7 +383,7 @@ class FeedbackNode(TimedLogging, Node):
 
     def _note_missed(self, kind, missed):
         self.period.note(WARN, f'{missed} {kind} messages missing from the publication '
-                                'sequence (input queue overflow)')
+                         'sequence (input queue overflow)')
 
     def _on_outcome_with_info(self, data, info):
         missed = self.outcome_gaps.note(info)
@@ -490,7 +490,7 @@ class FeedbackNode(TimedLogging, Node):
                 stamp = raw.belief_stamp_sim_ns
                 _, raw_channel, calibrated_channel = self._channels
                 self.telemetry.record_bytes(((raw_channel, stamp, data),
-                                              (calibrated_channel, stamp, payload)))
+                                             (calibrated_channel, stamp, payload)))
         else:
             raw_msg = msg if isinstance(msg, BeliefSelfAssessmentMsg) else None
             self._publisher.publish(fill_calibrated_msg(self._output_msg, calibrated, raw_msg))

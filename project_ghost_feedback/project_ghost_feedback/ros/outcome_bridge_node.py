@@ -109,6 +109,8 @@ ESTIMATE_CLASSES = {'odometry': Odometry, 'pose_with_covariance': PoseWithCovari
 REFERENCE_CLASSES = {
     'odometry': Odometry, 'pose': PoseStamped, 'pose_with_covariance': PoseWithCovarianceStamped}
 """The message class of each ``estimate_type`` / ``reference_type`` choice (bridge.parameters)."""
+
+
 class _NodeListener(EngineListener):
     """Publish what the pairing engine hands over; count, log and note it on /diagnostics."""
 
@@ -363,7 +365,7 @@ class OutcomeBridge(TimedLogging, Node):
         missed = self.gaps[kind].note(info)
         if missed:
             self.period.note(WARN, f'{kind} messages missing from the publication sequence '
-                                    '(input queue overflow or middleware loss)')
+                             '(input queue overflow or middleware loss)')
 
     def _on_clock_jump(self, jump: TimeJump) -> None:
         """On a backward jump, reset if the state holds stamps now in the future.
