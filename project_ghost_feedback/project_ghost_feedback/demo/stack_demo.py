@@ -118,7 +118,9 @@ class _Player:
         if tf:
             from tf2_msgs.msg import TFMessage
 
-            self.tf = self.node.create_publisher(TFMessage, '/tf', 100)
+            # As deep as the inputs: a KEEP_LAST writer overwrites what a lagging bridge has not
+            # taken yet, and tf2 would interpolate across the lost sample.
+            self.tf = self.node.create_publisher(TFMessage, '/tf', qos)
         self.outcomes = {}
         self.calibrated = {}
         self.samples = {}  # the estimates published, by stamp (for the NEES)

@@ -153,7 +153,7 @@ def play(node, stack, speed, stop=lambda: False, frames=None):
     if frames.drift is not None:
         from tf2_msgs.msg import TFMessage
 
-        tf = node.create_publisher(TFMessage, '/tf', 100)
+        tf = node.create_publisher(TFMessage, '/tf', qos)  # as deep as the inputs
     start = time.monotonic()
     published = 0
     for sample in stack.run():
