@@ -19,6 +19,7 @@ from ..parameter_spec import cap_text, check_ranges, EXECUTORS, ParameterError, 
 from .belief_claim import ClaimThresholds
 from .calibrated_estimate import CONFIDENCE_RANGE, DEFAULT_CONFIDENCE
 from .decorrelation import (
+    DEFAULT_TARGET_AUTOCORRELATION,
     DEFAULT_WARMUP_SAMPLES,
     MAX_WARMUP_SAMPLES,
     MIN_WARMUP_SAMPLES,
@@ -96,7 +97,8 @@ PARAMETERS = {
     'decorrelation.max_interval_s': ParameterSpec(
         10.0, 'Upper bound of the adaptive interval.', float_range=(0.0, 3600.0)),
     'decorrelation.target_autocorrelation': ParameterSpec(
-        0.1, 'Adaptive: emitted outcomes are spaced so their d^2 autocorrelation is about this.',
+        DEFAULT_TARGET_AUTOCORRELATION,
+        'Adaptive: emitted outcomes are spaced so their d^2 autocorrelation is about this.',
         float_range=(1e-6, 0.999)),
     'decorrelation.alpha': ParameterSpec(
         0.01, 'Forgetting factor of the autocorrelation estimate (horizon ~ 1/alpha samples).',
