@@ -29,7 +29,18 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 import os
 import pathlib
+from typing import Any, cast, TYPE_CHECKING
 from .core import NS_PER_S
+
+if TYPE_CHECKING:
+    import argparse
+
+    from .bridge.pairing import Estimate
+    from .core import BeliefSelfAssessment, PredictionOutcome
+    from .core.feedback import PoseErrorStatistics
+
+Output = tuple[str, Any]
+"""``(OUTCOME, PredictionOutcome)`` or ``(ASSESSMENT, BeliefSelfAssessment)``."""
 
 OUTCOME, ASSESSMENT = 'outcome', 'assessment'
 TF_TOPICS = {'/tf': False, '/tf_static': True}   # topic -> static
@@ -173,7 +184,7 @@ class StampRange:
         return f'[{self.first / NS_PER_S:.3f}, {self.last / NS_PER_S:.3f}] s'
 
 
-def _collector():
+def _collector() -> Any:
     from .bridge.pairing import EngineListener
     from .core.feedback import PoseErrorStatistics
 
@@ -183,22 +194,22 @@ def _collector():
         ``errors``: the pose error of every paired estimate, paced out or not (evo's APE).
         """
 
-        def __init__(self):
-            self.events = []
+        def __init__(self) -> None:
+            self.events: list[Output] = []
             self.errors = PoseErrorStatistics()
-            self.tf_core = None
+            self.tf_core: Any = None
 
-        def outcome_ready(self, outcome, estimate):
+        def outcome_ready(self, outcome: PredictionOutcome, estimate: Estimate) -> None:
             self.events.append((OUTCOME, outcome))
             self.errors.add(outcome.position_error_m, outcome.orientation_error_rad)
 
-        def paced_out(self, outcome, estimate):
+        def paced_out(self, outcome: PredictionOutcome, estimate: Estimate) -> None:
             self.errors.add(outcome.position_error_m, outcome.orientation_error_rad)
 
-        def assessment_ready(self, belief, estimate):
+        def assessment_ready(self, belief: BeliefSelfAssessment, estimate: Estimate) -> None:
             self.events.append((ASSESSMENT, belief))
 
-        def timeline_reset(self, cause, detail):
+        def timeline_reset(self, cause: str, detail: str) -> None:
             if self.tf_core is not None:
                 self.tf_core.clear()  # as the live bridge does (its static transforms stay)
 
@@ -208,7 +219,8 @@ def _collector():
 class BridgeRun:
     """One offline bridge run over a bag: iterate it for the outputs, then read the counts."""
 
-    def __init__(self, path, estimate_topic, reference_topic, values):
+    def __init__(self, path: str | os.PathLike[str], estimate_topic: str, reference_topic: str,
+                 values: Mapping[str, Any]) -> None:
         from .bridge.pairing import PairingEngine
         from .bridge.parameters import engine_config
 
@@ -231,11 +243,11 @@ class BridgeRun:
         self.tf_refused = 0
 
     @property
-    def errors(self):
+    def errors(self) -> PoseErrorStatistics:
         """Return the PoseErrorStatistics of every paired estimate so far."""
         return self._listener.errors
 
-    def _tf_connections(self, reader):
+    def _tf_connections(self, reader: Any) -> list[Any]:
         """Return the bag's /tf and /tf_static connections and start tf (or raise why not)."""
         connections = [c for c in reader.connections
                        if c.topic in TF_TOPICS and c.msgtype == TF_TYPE]
@@ -258,7 +270,7 @@ class BridgeRun:
         self.tf_state = 'on'
         return connections
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Output]:
         from .bridge.parameters import ESTIMATE_TYPE_CHOICES, REFERENCE_TYPE_CHOICES
         from .msg_decoding import stamp_to_ns
 
@@ -309,7 +321,7 @@ class BridgeRun:
         finally:
             reader.close()
 
-    def check_overlap(self):
+    def check_overlap(self) -> None:
         """Raise BagInputError when nothing paired because the two inputs never overlap."""
         estimate, reference = self.ranges['estimate'], self.ranges['reference']
         if not self.engine.paired and not estimate.overlaps(reference):
@@ -343,7 +355,8 @@ def bridge_outputs(path: str | os.PathLike[str], estimate_topic: str, reference_
     return BridgeRun(path, estimate_topic, reference_topic, values)
 
 
-def add_input_arguments(parser, note='', required=False):
+def add_input_arguments(parser: argparse.ArgumentParser, note: str = '',
+                        required: bool = False) -> None:
     """Add --estimate, --reference and --params-file (evaluate and audit share them).
 
     ``required``: both topics must be given (argparse says so in the usage line and the help).

@@ -21,7 +21,10 @@ the demos: sim time). :func:`build_figure` returns the Figure (tests read its ax
 :func:`write_picture` / :func:`save` write and close one.
 """
 
+from collections.abc import Iterable, Sequence
 import math
+import os
+from typing import Any
 
 from .core.feedback.chi_square import chi_square_quantile
 from .core.feedback.overconfidence import DOF_PER_VEC3
@@ -37,7 +40,7 @@ LEVEL_TICKS = ('UNKNOWN', 'UNCERTAIN', 'KNOWN')
 _CLIP = 1e4  # +inf and huge values are drawn at the top
 
 
-def _plain_log_ticks(axis):
+def _plain_log_ticks(axis: Any) -> None:
     """Label a log y axis 0.5, 1, 2 ... instead of 5x10^-1."""
     from matplotlib.ticker import FormatStrFormatter, NullFormatter
 
@@ -45,16 +48,16 @@ def _plain_log_ticks(axis):
     axis.yaxis.set_minor_formatter(NullFormatter())
 
 
-def _clip(value):
+def _clip(value: float) -> float:
     return min(value, _CLIP) if math.isfinite(value) else _CLIP
 
 
-def chi3_quantile_lines():
+def chi3_quantile_lines() -> list[tuple[float, float]]:
     """Return ``[(probability, d), ...]``: the chi(3) quantiles of an unsquared distance."""
     return [(p, math.sqrt(chi_square_quantile(p, DOF_PER_VEC3))) for p in QUANTILES]
 
 
-def shade_episodes(axes, episodes):
+def shade_episodes(axes: Sequence[Any], episodes: Iterable[tuple[float, float, str]]) -> None:
     """Shade ``episodes`` (``(start_s, end_s, level name)``) on every axis of ``axes``."""
     for start, end, level in episodes:
         for axis in axes:
@@ -65,7 +68,7 @@ def shade_episodes(axes, episodes):
 PHASE_COLORS = ('#e8f4e8', '#fbe3e3', '#e8eefa', '#f5f0e1')
 
 
-def shade_phases(axes, spans):
+def shade_phases(axes: Sequence[Any], spans: Iterable[tuple[str, float, float]]) -> None:
     """Shade and name a demo's phases (``(name, start_s, end_s)``) on every axis of ``axes``."""
     for index, (name, start, end) in enumerate(spans):
         for axis in axes:
@@ -74,7 +77,7 @@ def shade_phases(axes, spans):
                      ha='center', va='bottom', fontsize=9)
 
 
-def figure(rows, height_ratios, height):
+def figure(rows: int, height_ratios: Sequence[float], height: float) -> tuple[Any, Any]:
     """Return ``(Figure, axes)``: ``rows`` panels sharing the time axis (Agg backend)."""
     import matplotlib
 
@@ -85,7 +88,7 @@ def figure(rows, height_ratios, height):
                            gridspec_kw={'height_ratios': list(height_ratios)[:rows]})
 
 
-def save(figure_, path):
+def save(figure_: Any, path: str | os.PathLike[str]) -> None:
     """Write ``figure_`` to ``path`` (PNG) and close it."""
     from matplotlib import pyplot
 
@@ -95,7 +98,7 @@ def save(figure_, path):
         pyplot.close(figure_)
 
 
-def distance_panel(axis, distances):
+def distance_panel(axis: Any, distances: Sequence[tuple[float, float, float]]) -> None:
     """Draw ``distances`` (``(t_s, position d, orientation d)``) and the chi(3) quantiles."""
     times = [t for t, _, _ in distances]
     axis.scatter(times, [_clip(p) for _, p, _ in distances], s=5, label='position d')
@@ -112,7 +115,7 @@ def distance_panel(axis, distances):
     axis.legend(loc='upper left', fontsize=7)
 
 
-def level_panel(axis, levels):
+def level_panel(axis: Any, levels: Sequence[tuple[float, float, float]]) -> None:
     """Draw ``levels`` (``(t_s, raw rank, calibrated rank)``, ranks 0-2) as steps."""
     times = [t for t, _, _ in levels]
     axis.step(times, [raw + 0.04 for _, raw, _ in levels], where='post', label='raw (claimed)')
@@ -124,7 +127,7 @@ def level_panel(axis, levels):
     axis.legend(loc='lower left', fontsize=7)
 
 
-def k_panel(axis, series):
+def k_panel(axis: Any, series: Sequence[Sequence[Any]]) -> None:
     """Draw ``series`` (``(t_s, position (k, low, high) or None, orientation ...)``)."""
     for index, name in enumerate(('position', 'orientation')):
         points = [(row[0], row[1 + index]) for row in series if row[1 + index] is not None]
@@ -145,7 +148,7 @@ def k_panel(axis, series):
     axis.legend(loc='upper left', fontsize=7, ncol=2)
 
 
-def nees_panel(axis, nees, confidence):
+def nees_panel(axis: Any, nees: Sequence[tuple[float, float, float]], confidence: float) -> None:
     """Draw ``nees`` (``(t_s, raw NEES, calibrated NEES)``) and 3, the honest mean."""
     times = [t for t, _, _ in nees]
     axis.scatter(times, [max(_clip(raw), 1e-3) for _, raw, _ in nees], s=5, color='#c0392b',
@@ -161,8 +164,12 @@ def nees_panel(axis, nees, confidence):
     axis.legend(loc='upper left', fontsize=7)
 
 
-def build_figure(*, title, distances, levels, k_series, episodes, nees=None,
-                 nees_confidence=0.975, time_label='s from the bag start'):
+def build_figure(*, title: str, distances: Sequence[tuple[float, float, float]],
+                 levels: Sequence[tuple[float, float, float]],
+                 k_series: Sequence[Sequence[Any]],
+                 episodes: Iterable[tuple[float, float, str]],
+                 nees: Sequence[tuple[float, float, float]] | None = None,
+                 nees_confidence: float = 0.975, time_label: str = 's from the bag start') -> Any:
     """Return the matplotlib Figure of the panels above (the NEES one only when ``nees``)."""
     rows = 4 if nees else 3
     result, axes = figure(rows, (3, 2, 2.5, 2), 2.6 * rows + 1.0)
@@ -179,6 +186,6 @@ def build_figure(*, title, distances, levels, k_series, episodes, nees=None,
     return result
 
 
-def write_picture(path, **data):
+def write_picture(path: str | os.PathLike[str], **data: Any) -> None:
     """Write :func:`build_figure` of ``data`` to ``path`` (PNG) and close it."""
     save(build_figure(**data), path)

@@ -236,7 +236,7 @@ def _write_outputs(args: argparse.Namespace, document: Mapping[str, Any],
         print(f'report: {page}', file=sys.stderr)
 
 
-def _print_summary(document, stream):
+def _print_summary(document: Mapping[str, Any], stream: IO[str]) -> None:
     from .report import windows_key
 
     injected_run = document['config'].get('injection') is not None

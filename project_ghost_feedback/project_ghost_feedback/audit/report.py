@@ -72,16 +72,17 @@ def _median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def windows_key(figures):
+def windows_key(figures: Mapping[str, Any]) -> str:
     """Return ``'untouched'`` (with an injection: before it) or ``'windows'`` (without)."""
     return 'untouched' if 'untouched' in figures else 'windows'
 
 
-def _rate_key(key):
+def _rate_key(key: str) -> str:
     return 'false_downgrade_rate' if key == 'untouched' else 'downgrade_rate'
 
 
-def _totals(results, labels, injected_run):
+def _totals(results: Sequence[Mapping[str, Any]], labels: Sequence[str],
+            injected_run: bool) -> dict[str, Any]:
     totals = {}
     key = 'untouched' if injected_run else 'windows'
     for label in labels:
@@ -274,7 +275,7 @@ def _fmt(value: object, digits: int = 3) -> str:
     return str(value)
 
 
-def _policy_table(document):
+def _policy_table(document: Mapping[str, Any]) -> str:
     injected_run = document['config'].get('injection') is not None
     header = ['policy', 'robots', 'assessments', 'KNOWN / UNCERTAIN / UNKNOWN', 'downgrades',
               'robots with downgrades', 'episodes', 'time downgraded [s]']
@@ -311,7 +312,7 @@ def _policy_table(document):
     return _table(header, rows)
 
 
-def _table(header, rows):
+def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     lines = ['<table><tr>' + ''.join(f'<th>{html.escape(h)}</th>' for h in header) + '</tr>']
     for cells in rows:
         lines.append('<tr>' + ''.join(f'<td>{html.escape(str(c))}</td>' for c in cells) + '</tr>')
@@ -319,18 +320,18 @@ def _table(header, rows):
     return '\n'.join(lines)
 
 
-def _k_text(estimate):
+def _k_text(estimate: Mapping[str, Any] | None) -> str:
     """Return ``2.90 [2.50, 3.40]`` of an estimate dict, '-' when None."""
     if estimate is None:
         return '-'
 
-    def number(value):
+    def number(value: object) -> str:
         return value if isinstance(value, str) else f'{value:.2f}'
 
     return f'{number(estimate["k_hat"])} [{number(estimate["low"])}, {number(estimate["high"])}]'
 
 
-def k_pair_text(estimates):
+def k_pair_text(estimates: Mapping[str, Any] | None) -> str:
     """Return ``position 1.02 [0.95, 1.10]; orientation ...`` of a per-vec3 dict."""
     if not estimates:
         return '-'
@@ -338,13 +339,13 @@ def k_pair_text(estimates):
                      for name in ('position', 'orientation'))
 
 
-def _sorted_bags(document):
+def _sorted_bags(document: Mapping[str, Any]) -> list[Any]:
     labels = [p['label'] for p in document['config']['policies']]
     return sorted(document['bags'], key=lambda b: (
         -b['policies'][labels[0]]['downgrades'] if labels else 0, b['bag']))
 
 
-def _robot_table(document, limit=ROBOT_ROWS):
+def _robot_table(document: Mapping[str, Any], limit: int = ROBOT_ROWS) -> str:
     labels = [p['label'] for p in document['config']['policies']]
     bags = _sorted_bags(document)
     header = ['robot', 'bag', 'assessments', 'k over the run (95% interval)'] + [
@@ -369,12 +370,12 @@ def _robot_table(document, limit=ROBOT_ROWS):
     return text
 
 
-def _episode_table(document, limit=EPISODE_ROWS):
+def _episode_table(document: Mapping[str, Any], limit: int = EPISODE_ROWS) -> str:
     """Return the table of downgrade episodes (robots in the robots table's order)."""
     labels = [p['label'] for p in document['config']['policies']]
     header = ['robot', 'policy', 'from [s]', 'to [s]', 'duration [s]', 'level', 'reason',
               'peak k: position', 'peak k: orientation']
-    rows = []
+    rows: list[list[object]] = []
     total = 0
     for bag in _sorted_bags(document):
         for label in labels:
@@ -410,7 +411,7 @@ def robot_status(figures: Mapping[str, Any]) -> str:
     return 'injection NOT detected'
 
 
-def _glossary(injected_run):
+def _glossary(injected_run: bool) -> str:
     items = ''.join(f'<dt>{html.escape(term)}</dt><dd>{html.escape(text)}</dd>'
                     for term, text in _GLOSSARY
                     if injected_run or term not in _INJECTION_TERMS)

@@ -150,7 +150,8 @@ class _PolicyRun:
             self.detection = {'stamp_sim_ns': stamp, 'delay_s': delay_s,
                               'delay_outcomes': injected_outcomes, 'level': level.name}
 
-    def to_dict(self, end_stamp, untouched_outcomes, max_history, origin_ns):
+    def to_dict(self, end_stamp: int | None, untouched_outcomes: int, max_history: int,
+                origin_ns: int) -> dict[str, Any]:
         episodes = self.episodes
         result = {'policy': self.spec.name, 'parameters': dict(self.spec.parameters),
                   'assessments': sum(self.levels.counts.values()),
@@ -160,7 +161,7 @@ class _PolicyRun:
                   'episode_count': episodes.count, 'episodes_truncated': episodes.truncated,
                   'downgraded_s': episodes.downgraded_s}
         result.update(self.levels.to_dict(end_stamp))
-        windows = dict(self.untouched)
+        windows: dict[str, Any] = dict(self.untouched)
         windows['independent_windows'] = untouched_outcomes // max_history
         full = windows['full_windows']
         rate = windows['full_window_downgrades'] / full if full else None
@@ -189,7 +190,7 @@ class NotTelemetryBag(ValueError):
     """A bag without BeliefSelfAssessment to replay (an ordinary bag, given no --estimate)."""
 
 
-def _require_telemetry(path, info):
+def _require_telemetry(path: str, info: BagInfo) -> None:
     """Raise NotTelemetryBag, with the hint, when the bag holds no BeliefSelfAssessment."""
     from ..telemetry.channels import TYPE_BELIEF_SELF_ASSESSMENT
 
@@ -202,8 +203,11 @@ def _require_telemetry(path, info):
                           f'{found}; {ESTIMATE_HINT}')
 
 
-def audit_bag(path, policies, *, max_history=DEFAULT_MAX_HISTORY,
-              outcome_buffer_size=DEFAULT_OUTCOME_BUFFER_SIZE, injection=None, bridge=None):
+def audit_bag(path: str, policies: Sequence[PolicySpec], *,
+              max_history: int = DEFAULT_MAX_HISTORY,
+              outcome_buffer_size: int = DEFAULT_OUTCOME_BUFFER_SIZE,
+              injection: Injection | None = None,
+              bridge: Bridge | None = None) -> dict[str, Any]:
     """Replay the bag ``path`` under every :class:`PolicySpec` of ``policies``; return a dict.
 
     Never raises for a bad bag: the result is then ``{'bag': path, 'ok': False, 'error': one

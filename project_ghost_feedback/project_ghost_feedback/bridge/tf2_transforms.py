@@ -10,6 +10,8 @@ tf2 comes from a ROS 2 install or from third_party/tf2 (built by scripts/setup.s
 :func:`tf2_missing` says why it cannot be imported, if it cannot.
 """
 
+from typing import Any
+
 from .transforms import (
     TF_EXTRAPOLATION_FUTURE,
     TF_EXTRAPOLATION_PAST,
@@ -25,7 +27,7 @@ AUTHORITY = 'project_ghost_feedback'
 MAX_DETAIL = 300
 
 
-def tf2_missing():
+def tf2_missing() -> str | None:
     """Return None when tf2 (tf2_py, tf2_ros, tf2_msgs) imports, else a one-line reason."""
     try:
         import tf2_msgs.msg  # noqa: F401
@@ -37,13 +39,13 @@ def tf2_missing():
     return None
 
 
-def _time(stamp_ns):
+def _time(stamp_ns: int) -> Any:
     from rclpy.time import Time
 
     return Time(nanoseconds=int(stamp_ns))
 
 
-def _one_line(error):
+def _one_line(error: BaseException) -> str:
     text = ' '.join(str(error).split())
     return text if len(text) <= MAX_DETAIL else f'{text[:MAX_DETAIL]}...'
 
@@ -51,13 +53,14 @@ def _one_line(error):
 class Tf2Transforms:
     """The engine's transform provider over a tf2 BufferCore (a ``tf2_ros.Buffer`` is one)."""
 
-    def __init__(self, core):
+    def __init__(self, core: Any) -> None:
         import tf2_py
 
         self.core = core
         self._tf2 = tf2_py
 
-    def lookup(self, target_frame, source_frame, stamp_ns):
+    def lookup(self, target_frame: str, source_frame: str,
+               stamp_ns: int) -> Transform | TransformFailure:
         """Return a Transform (``p_target = R p_source + t``) or a TransformFailure."""
         tf2 = self._tf2
         try:
@@ -83,7 +86,7 @@ class Tf2Transforms:
         return Transform((t.x, t.y, t.z), (r.x, r.y, r.z, r.w))
 
 
-def offline_buffer(cache_time_s):
+def offline_buffer(cache_time_s: float) -> Any:
     """Return a tf2 BufferCore keeping ``cache_time_s`` seconds of dynamic transforms."""
     import tf2_py
     from rclpy.duration import Duration
@@ -91,7 +94,7 @@ def offline_buffer(cache_time_s):
     return tf2_py.BufferCore(Duration(nanoseconds=int(cache_time_s * NS_PER_S)))
 
 
-def feed(core, message, static):
+def feed(core: Any, message: Any, static: bool) -> int:
     """Put every transform of a tf2_msgs/TFMessage (rclpy or rosbags) into ``core``.
 
     Return the number refused by tf2 (a bad frame name, a non-finite value: tf2 logs them).
@@ -112,7 +115,7 @@ def feed(core, message, static):
     return refused
 
 
-def _rclpy_transform(read):
+def _rclpy_transform(read: Any) -> Any:
     """Return an rclpy geometry_msgs/TransformStamped equal to ``read`` (any object alike)."""
     from geometry_msgs.msg import TransformStamped
 

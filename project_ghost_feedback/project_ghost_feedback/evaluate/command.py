@@ -20,14 +20,16 @@ import pathlib
 import shutil
 from typing import Any, TYPE_CHECKING
 
+from ..bridge_inputs import add_input_arguments, BagInputError
+
 if TYPE_CHECKING:
+    from ..bridge_inputs import BridgeRun
+    from ..core import BeliefSelfAssessment, PredictionOutcome
+    from ..core.feedback import CalibratedSelfAssessment
     from ..core.loop import LoopConfig
-    from .inputs import BridgeRun
 
 Fail = Callable[[object, int], int]
 """``fail(message, status)``: print one error line, return the exit status."""
-
-from ..bridge_inputs import add_input_arguments, BagInputError
 
 DESCRIPTION = """\
 Run the outcome bridge's pure path and the feedback loop over ordinary rosbag2 bags (MCAP or
@@ -52,7 +54,7 @@ class EvaluateError(BagInputError):
     """``evaluate`` cannot go on (an output that exists, a recording that failed): one line."""
 
 
-def _quantile(values, q):
+def _quantile(values: Sequence[float], q: float) -> float | None:
     if not values:
         return None
     ordered = sorted(values)
@@ -103,26 +105,30 @@ def evaluate_bag(path: str | os.PathLike[str], estimate_topic: str, reference_to
 class _Trace:
     """What one evaluation saw: distances and levels by stamp, episodes, k, NEES."""
 
-    def __init__(self, bag_dir, calibrated_estimate):
+    def __init__(self, bag_dir: pathlib.Path,
+                 calibrated_estimate: tuple[bool, float, float] | None) -> None:
         from ..bridge.calibrated_estimate import inflation_factors
         from ..core.feedback import EpisodeTracker, RunOverconfidence
         from ..core.feedback.overconfidence import estimate_from_sum
 
         self._inflation_factors, self._estimate_from_sum = inflation_factors, estimate_from_sum
         self.bag_dir = bag_dir
-        self.distances = {}
-        self.levels = {}
+        self.distances: dict[int, tuple[float, float]] = {}
+        self.levels: dict[int, tuple[int, int]] = {}
         self.tracker = EpisodeTracker()
         self.pooled = RunOverconfidence()
+        self.k_series: list[tuple[int, tuple[float, float, float] | None,
+                                  tuple[float, float, float] | None]]
         self.k_series = []  # (stamp, position (k, low, high) or None, orientation ...)
-        self._k_cache = {}
+        self._k_cache: dict[tuple[int, float], tuple[float, float, float]] = {}
         # The bridge's calibrated estimate (calibrated_estimate.* parameters), or None: its
         # factors come from the latest calibrated assessment, as the live bridge takes them.
         self.calibrated_estimate = calibrated_estimate
         self.factors = (1.0, 1.0)
+        self.nees: list[tuple[int, float, float]]
         self.nees = []  # (stamp, raw position NEES, calibrated position NEES)
 
-    def outcome(self, outcome):
+    def outcome(self, outcome: PredictionOutcome) -> None:
         stamp = outcome.observed_stamp_sim_ns
         position = outcome.position_mahalanobis
         self.distances[stamp] = (position, outcome.orientation_mahalanobis)
@@ -131,7 +137,7 @@ class _Trace:
             self.nees.append((stamp, position * position,
                               (position / self.factors[0]) ** 2))
 
-    def assessment(self, raw, calibrated):
+    def assessment(self, raw: BeliefSelfAssessment, calibrated: CalibratedSelfAssessment) -> None:
         stamp = raw.belief_stamp_sim_ns
         self.levels[stamp] = (raw.overall_level.value, calibrated.adjusted_overall_level.value)
         self.tracker.add(calibrated)
@@ -141,7 +147,7 @@ class _Trace:
         if self.calibrated_estimate is not None:
             self.factors = self._inflation_factors(history, *self.calibrated_estimate)
 
-    def _k(self, squares):
+    def _k(self, squares: Sequence[float]) -> tuple[float, float, float] | None:
         """Return ``(k_hat, low, high)`` of a window's squared distances (None when empty)."""
         if not squares:
             return None
@@ -155,7 +161,7 @@ class _Trace:
         return found
 
 
-def _calibrated_estimate(values):
+def _calibrated_estimate(values: Mapping[str, Any]) -> tuple[bool, float, float] | None:
     """Return the bridge's ``(allow_deflation, max_factor, confidence)``, None when disabled."""
     if not values.get('calibrated_estimate.enabled'):
         return None
@@ -163,7 +169,8 @@ def _calibrated_estimate(values):
             values['calibrated_estimate.max_factor'], values['calibrated_estimate.confidence'])
 
 
-def _record(run, loop_config, output_dir, values=None):
+def _record(run: BridgeRun, loop_config: LoopConfig, output_dir: pathlib.Path,
+            values: Mapping[str, Any] | None = None) -> _Trace:
     """Run the bridge's outputs through the loop into a telemetry bag; return its _Trace."""
     from ..core.loop import FeedbackLoop
     from ..telemetry import TelemetryRecorder
@@ -192,7 +199,7 @@ def _record(run, loop_config, output_dir, values=None):
     return trace
 
 
-def _origin(run, trace):
+def _origin(run: BridgeRun, trace: _Trace) -> tuple[int, str]:
     """Return ``(origin_ns, kind)``: where the summary's and the picture's seconds count from."""
     from ..core.feedback import time_origin
 
@@ -200,7 +207,7 @@ def _origin(run, trace):
     return time_origin(run.bag_start_ns, run.bag_end_ns, min(stamps) if stamps else None)
 
 
-def _verdict(run, trace):
+def _verdict(run: BridgeRun, trace: _Trace) -> dict[str, Any]:
     """Return the summary's leading keys: the verdict in words and the pose error."""
     from ..core.feedback import verdict_line
 
@@ -209,7 +216,7 @@ def _verdict(run, trace):
             'error_text': run.errors.text()}
 
 
-def _episodes_summary(run, trace):
+def _episodes_summary(run: BridgeRun, trace: _Trace) -> dict[str, Any]:
     """Return the episodes, k over the run, the pose error and the time origin (JSON-ready)."""
     origin, kind = _origin(run, trace)
     tracker = trace.tracker
@@ -221,6 +228,7 @@ def _episodes_summary(run, trace):
         'error': run.errors.as_dict(),
     }
     if trace.nees:
+        assert trace.calibrated_estimate is not None  # NEES is computed only with it
         raw = [r for _, r, _ in trace.nees]
         calibrated = [c for _, _, c in trace.nees]
         result['nees'] = {'outcomes': len(raw), 'raw_mean': _finite_or_text(sum(raw) / len(raw)),
@@ -229,12 +237,12 @@ def _episodes_summary(run, trace):
     return result
 
 
-def _finite_or_text(value):
+def _finite_or_text(value: float) -> float | str:
     """Return ``value``, or ``'inf'`` when it is not finite (strict JSON, as the k estimates)."""
     return value if math.isfinite(value) else 'inf'
 
 
-def _picture(path, run, trace, title):
+def _picture(path: pathlib.Path, run: BridgeRun, trace: _Trace, title: str) -> None:
     """Write evaluate.png (:mod:`.plot`) of a _Trace, in seconds from the bag start."""
     from ..core import NS_PER_S
     from ..core.feedback.episodes import ORIGIN_BAG_START
@@ -242,7 +250,7 @@ def _picture(path, run, trace, title):
 
     origin, kind = _origin(run, trace)
 
-    def s(stamp):
+    def s(stamp: int) -> float:
         return (stamp - origin) / NS_PER_S
 
     write_picture(
@@ -384,7 +392,7 @@ def build(commands: Any, positive_int: Callable[[str], int],
                         help='where to write (must not exist; default evaluate_out)')
     parser.add_argument('--no-plot', action='store_true', help='write no picture')
 
-    def handler(args):
+    def handler(args: argparse.Namespace) -> int:
         if not args.estimate or not args.reference:  # given, but empty
             return fail('evaluate needs --estimate TOPIC and --reference TOPIC', 2)
         if args.estimate == args.reference:

@@ -14,7 +14,6 @@ ADR-0026's (``schema_version`` 1), CalibrationHistory schema 1 or 2. Stamps map 
 """
 
 from array import array
-from collections.abc import Callable
 import math
 from typing import Any
 
@@ -77,7 +76,7 @@ def belief_to_msg(belief: BeliefSelfAssessment) -> BeliefSelfAssessmentMsg:
     return fill_belief_msg(BeliefSelfAssessmentMsg(), belief)
 
 
-def fill_belief_msg(msg, belief):
+def fill_belief_msg(msg: Any, belief: BeliefSelfAssessment) -> Any:
     """Set every field of the BeliefSelfAssessment message ``msg`` from ``belief``; return it."""
     msg.overall_level = level_to_msg(belief.overall_level)
     msg.axis_levels = [named_level_to_msg(n) for n in belief.axis_levels]
@@ -88,7 +87,7 @@ def fill_belief_msg(msg, belief):
     return msg
 
 
-def outcome_to_msg(outcome):
+def outcome_to_msg(outcome: PredictionOutcome) -> PredictionOutcomeMsg:
     """Return a PredictionOutcome message for a PredictionOutcome."""
     return fill_outcome_msg(PredictionOutcomeMsg(), outcome)
 

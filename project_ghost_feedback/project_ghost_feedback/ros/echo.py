@@ -7,13 +7,16 @@ prints the whole message as ``ros2 topic echo`` would (YAML). Silence is said on
 :data:`ECHO_NOTE_AFTER_S`, then once a minute; ``--timeout`` ends it with one line, exit 1.
 """
 
+import argparse
+from collections.abc import Callable
 import math
 import sys
+from typing import Any
 
 from ..core import NS_PER_S
 
 
-def _yaml_lines(message, indent=0):
+def _yaml_lines(message: Any, indent: int = 0) -> list[str]:
     """Return ``ros2 topic echo``-like YAML lines for an rclpy message."""
     pad = '  ' * indent
     lines = []
@@ -40,7 +43,7 @@ def _yaml_lines(message, indent=0):
     return lines
 
 
-def _scalar(value):
+def _scalar(value: object) -> str:
     if isinstance(value, bool):
         return 'true' if value else 'false'
     if isinstance(value, float):
@@ -58,7 +61,7 @@ ECHO_NOTE_AFTER_S = 5.0
 """Seconds of silence before echo says that it is still waiting (then once a minute)."""
 
 
-def assessment_line(message, first_stamp_ns):
+def assessment_line(message: Any, first_stamp_ns: int) -> str:
     """Return one line of a CalibratedSelfAssessment message: what a user reads live.
 
     ``+12.300 s  KNOWN -> UNCERTAIN  significant_overconfidence  k (ratio of stds, 95%):
@@ -71,7 +74,7 @@ def assessment_line(message, first_stamp_ns):
     from ..core.feedback import format_overconfidence
     from ..msg_decoding import history_from_msg
 
-    def name(level):
+    def name(level: Any) -> str:
         try:
             return SelfAssessmentLevel(level.value).name
         except ValueError:
@@ -91,7 +94,7 @@ def assessment_line(message, first_stamp_ns):
             + (f'k (ratio of stds, 95%): {k}' if k else 'k: - (no outcomes in the window)'))
 
 
-def run(args, fail, prog):
+def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
     """Run ``ghost-feedback echo`` for ``args``; ``fail(message, status)`` prints one line."""
     try:
         import rclpy
@@ -109,7 +112,7 @@ def run(args, fail, prog):
     rclpy.init(context=context)
     node = executor = None
     received = 0
-    first_stamp = [None]
+    first_stamp: list[Any] = [None]
     try:
         node = rclpy.create_node('ghost_feedback_echo', context=context)
         executor = SingleThreadedExecutor(context=context)
@@ -117,7 +120,7 @@ def run(args, fail, prog):
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                          reliability=ReliabilityPolicy.RELIABLE)
 
-        def on_message(message):
+        def on_message(message: Any) -> None:
             nonlocal received
             received += 1
             if args.full:

@@ -37,7 +37,7 @@ from .calibration_status import (
 from .node_kit import diagnostic_status
 
 if TYPE_CHECKING:
-    from .feedback_node import FeedbackNode
+    from .feedback_node import FeedbackNode, Levels
 
 DIAGNOSTIC_TASK = 'calibration'
 OVERCONFIDENCE_MEANING = ('k [95% interval] per vec3: the real error std over the claimed std '
@@ -49,7 +49,7 @@ OVERCONFIDENCE_MEANING = ('k [95% interval] per vec3: the real error std over th
 class Status:
     """The status being merged: level, message and values; checks add to it."""
 
-    level: int
+    level: bytes
     message: str
     values: dict[str, Any] = field(default_factory=dict)
 
@@ -184,7 +184,8 @@ def check_telemetry(node: FeedbackNode, steady_ns: int, status: Status) -> None:
         status.message = f'{status.message}; telemetry stopped: {telemetry.error}'
 
 
-def level_change(previous, calibrated):
+def level_change(previous: Levels | None, calibrated: CalibratedSelfAssessment,
+                 ) -> tuple[Levels, tuple[bytes, str] | None]:
     """Return ``(levels, change)``: the (raw, calibrated) levels now, and what to log, if any.
 
     ``change`` is None while the levels stay as they were (and for a first output that is not

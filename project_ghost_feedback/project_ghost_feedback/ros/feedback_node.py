@@ -28,6 +28,7 @@ Run it with ``ros2 run project_ghost_feedback feedback_node`` (ROS install) or `
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable, Mapping
 import sys
 from typing import Any, TYPE_CHECKING
 
@@ -48,7 +49,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.serialization import deserialize_message, serialize_message
 from std_srvs.srv import Trigger
 
-from ..core import ContractViolation, NS_PER_S
+from ..core import ContractViolation, NS_PER_S, SelfAssessmentLevel
 from ..core.loop import (
     CAUSE_SERVICE,
     CAUSE_START,
@@ -94,8 +95,8 @@ from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s u
 from .feedback_telemetry import open_telemetry, StartupError, TopicRecorder
 
 if TYPE_CHECKING:
+    from ..core.feedback import CalibratedSelfAssessment
     from ..telemetry.background import BackgroundRecorder
-    from ..telemetry.channels import Channel
 
 Levels = tuple[SelfAssessmentLevel, SelfAssessmentLevel]
 """``(raw level, calibrated level)`` of an output."""
@@ -147,13 +148,13 @@ class FeedbackNode(TimedLogging, Node):
         self.last_calibrated: CalibratedSelfAssessment | None = None
         self._reject_log_gate = LogGate()
         # (raw level, calibrated level) of the last output: the log says when it changes.
-        self._logged_levels = None
+        self._logged_levels: Levels | None = None
         self.loop = FeedbackLoop(config.loop, hold_ns=config.assessment_hold_ns)
         self.period = PeriodStatus()
-        self.last_severity = None
+        self.last_severity: tuple[bytes, str] | None = None
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.start_steady_ns = self._steady.now().nanoseconds
-        self.last_outcome_steady_ns = None
+        self.last_outcome_steady_ns: int | None = None
         self.last_clock_ns = self.get_clock().now().nanoseconds
         self._last_clock_change_steady_ns = self.start_steady_ns
 
@@ -227,7 +228,7 @@ class FeedbackNode(TimedLogging, Node):
 
     # -- start-up -----------------------------------------------------------------------------
 
-    def _open_telemetry(self):
+    def _open_telemetry(self) -> BackgroundRecorder | None:
         """Open the telemetry bag the parameters ask for (None: no recording)."""
         try:
             opened = open_telemetry(self._param, self.config.loop, self._telemetry_error)
@@ -246,15 +247,16 @@ class FeedbackNode(TimedLogging, Node):
 
     # -- parameters ---------------------------------------------------------------------------
 
-    def _param(self, name):
+    def _param(self, name: str) -> Any:
         return self._parameter_set.value(name)
 
     @property
-    def config(self):
+    def config(self) -> FeedbackConfig:
         """The FeedbackConfig in effect (the parameter set's validated configuration)."""
         return self._parameter_set.config
 
-    def _apply_config(self, old, config, parameters):
+    def _apply_config(self, old: FeedbackConfig, config: FeedbackConfig,
+                      parameters: list[Parameter]) -> None:
         """Post-set: apply the configuration the parameter set validated (it logs the change)."""
         if old.diagnostics_period_s != config.diagnostics_period_s:
             self.destroy_timer(self._diagnostics_timer)
@@ -369,38 +371,39 @@ class FeedbackNode(TimedLogging, Node):
         """
         on_outcome, on_assessment = self._input_callbacks()
         if self._message_info:
-            def with_info(callback):
+            def with_info(callback: Callable[[bytes, Any], None]) -> Callable[[bytes], None]:
                 return lambda data: callback(data, {})
             on_outcome, on_assessment = with_info(on_outcome), with_info(on_assessment)
 
-        def outcome_handler(msg):
+        def outcome_handler(msg: Any) -> None:
             return on_outcome(msg) if isinstance(msg, bytes) else self._on_outcome(msg)
 
-        def assessment_handler(msg):
+        def assessment_handler(msg: Any) -> None:
             return (on_assessment(msg) if isinstance(msg, bytes)
                     else self._on_assessment(msg, None, 0))
         return outcome_handler, assessment_handler
 
-    def _note_missed(self, kind, missed):
+    def _note_missed(self, kind: str, missed: int) -> None:
         self.period.note(WARN, f'{missed} {kind} messages missing from the publication '
                          'sequence (input queue overflow)')
 
-    def _on_outcome_with_info(self, data, info):
+    def _on_outcome_with_info(self, data: bytes, info: Mapping[str, Any]) -> None:
         missed = self.outcome_gaps.note(info)
         if missed:
             self._note_missed('outcome', missed)
         self._on_outcome_data(data)
 
-    def _on_outcome_data(self, data):
+    def _on_outcome_data(self, data: bytes) -> None:
         try:
             msg = outcome_view(data)
         except WireError:
             # Another encapsulation (big endian, ...) or unreadable: rclpy reads what it can
             # and raises for the rest (counted as a callback error, as a failed take was).
-            msg, data = deserialize_message(data, PredictionOutcomeMsg), None
+            msg = deserialize_message(data, PredictionOutcomeMsg)
+            data = None  # type: ignore[assignment]
         self._on_outcome(msg, data)
 
-    def _on_outcome(self, msg, data=None):
+    def _on_outcome(self, msg: Any, data: bytes | None = None) -> None:
         """Take one outcome: ``msg`` to read it from; ``data`` its bytes (recorded), or None."""
         self.received['outcome'] += 1
         try:
@@ -432,21 +435,21 @@ class FeedbackNode(TimedLogging, Node):
             # It would have counted for an assessment already published.
             self.late_outcomes += 1
 
-    def _on_assessment_with_info(self, data, info):
+    def _on_assessment_with_info(self, data: bytes, info: Mapping[str, Any]) -> None:
         missed = self.assessment_gaps.note(info)
         if missed:
             self._note_missed('assessment', missed)
         self._on_assessment_data(data)
 
-    def _on_assessment_data(self, data):
+    def _on_assessment_data(self, data: bytes) -> None:
         try:
             msg, header_end = belief_view(data)
         except WireError:
             msg = deserialize_message(data, BeliefSelfAssessmentMsg)  # as for outcomes
-            data = None
+            data = None  # type: ignore[assignment]
         self._on_assessment(msg, data, header_end if data is not None else 0)
 
-    def _on_assessment(self, msg, data, header_end):
+    def _on_assessment(self, msg: Any, data: bytes | None, header_end: int) -> None:
         """Take one assessment: ``msg`` to read it from; ``data`` its bytes, or None."""
         self.received['assessment'] += 1
         try:
@@ -468,7 +471,7 @@ class FeedbackNode(TimedLogging, Node):
                                  self.get_clock().now().nanoseconds):
             self._after_judging(step, None, None, 0)
 
-    def _after_judging(self, step, msg, data, header_end):
+    def _after_judging(self, step: Step, msg: Any, data: bytes | None, header_end: int) -> None:
         """Publish, record and account one judged assessment.
 
         ``data`` (with ``header_end``): the assessment's serialized bytes, around which the output
@@ -516,7 +519,7 @@ class FeedbackNode(TimedLogging, Node):
 
     # -- diagnostics --------------------------------------------------------------------------
 
-    def clock_note(self, steady_ns):
+    def clock_note(self, steady_ns: int) -> str:
         """Return a note when the node clock has not advanced for a diagnostics period or more."""
         clock_ns = self.get_clock().now().nanoseconds
         if clock_ns != self.last_clock_ns:
@@ -528,7 +531,7 @@ class FeedbackNode(TimedLogging, Node):
             return f'node clock stalled for {stalled_s:.1f} s (sim time paused?)'
         return ''
 
-    def diagnostic_status(self):
+    def diagnostic_status(self) -> DiagnosticStatus:
         """Return the DiagnosticStatus of the period since the last call, and start a new one.
 
         The checks of :mod:`.feedback_diagnostics`, merged.
@@ -566,7 +569,7 @@ class FeedbackNode(TimedLogging, Node):
         return super().destroy_node()
 
 
-def main(args=None):
+def main(args: list[str] | None = None) -> int:
     """Run the feedback node until SIGINT or SIGTERM (exit codes: :func:`.node_main.run_node`)."""
     from .node_main import run_node
 

@@ -14,7 +14,7 @@ Topic names are not parameters: remap ``prediction_outcome``, ``self_assessment/
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..core import NS_PER_S
 from ..core.feedback import (
@@ -121,7 +121,8 @@ def policy_parameter_specs() -> dict[str, tuple[str, str, ParameterSpec]]:
             bounds, meaning = advertised.get(field, parameter_doc(field)[::-1])
             spec = ParameterSpec(default, f'{policy}: {meaning}')
             if bounds is not None and isinstance(default, int):
-                spec = ParameterSpec(default, spec.description, integer_range=bounds)
+                spec = ParameterSpec(default, spec.description,
+                                     integer_range=cast(tuple[int, int], bounds))
             elif bounds is not None:
                 spec = ParameterSpec(default, spec.description, float_range=bounds)
             specs[f'{policy}.{field}'] = (policy, field, spec)
@@ -139,7 +140,7 @@ class FeedbackConfig:
     reject_log_throttle_s: float
 
 
-def _check_record_topics(values):
+def _check_record_topics(values: Mapping[str, Any]) -> None:
     """Raise ParameterError when ``record_topics`` is refused (imports telemetry if needed)."""
     entries = [entry for entry in values['record_topics'] if entry]
     if not entries:
@@ -159,7 +160,8 @@ def _check_record_topics(values):
         raise ParameterError('record_topics names a topic twice')
 
 
-def validate(values, policy_specs):
+def validate(values: Mapping[str, Any],
+             policy_specs: Mapping[str, tuple[str, str, ParameterSpec]]) -> FeedbackConfig:
     """Return a FeedbackConfig for a complete set of parameter values (else ParameterError)."""
     policy_name = values['policy']
     if policy_name not in policy_names():

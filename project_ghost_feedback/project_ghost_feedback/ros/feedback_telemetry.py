@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 import pathlib
 import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TYPE_CHECKING
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.event_handler import SubscriptionEventCallbacks
@@ -30,6 +30,9 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from .calibration_status import PeriodStatus, WARN
 from .input_accounting import SequenceGaps
 from .node_kit import message_class
+
+if TYPE_CHECKING:
+    from ..telemetry.channels import Channel
 
 DIAGNOSTICS_TOPIC = '/diagnostics'
 BAG_PREFIX = 'ghost_feedback'
@@ -97,6 +100,7 @@ def open_telemetry(param: Callable[[str], Any], loop_config: Any,
             pathlib.Path(parent).mkdir(parents=True, exist_ok=True)
             bag = new_bag_path(parent)
         # The periodic, derived data (for Foxglove and plots), on or off together.
+        extra: tuple[Channel, ...]
         extra = (DIAGNOSTICS, OVERCONFIDENCE) if param('record_diagnostics') else ()
         overconfidence = OVERCONFIDENCE.topic if OVERCONFIDENCE in extra else None
         asked = [recorded_topic(entry) for entry in param('record_topics') if entry]

@@ -16,6 +16,7 @@
 - :func:`cap_text`; :func:`make_executor` (the ``executor`` parameter's choices).
 """
 
+from collections.abc import Callable, Collection, Iterable, Mapping
 import importlib
 import time
 from typing import Any
@@ -52,7 +53,7 @@ def stamp_to_ns(stamp: Any, owner: str = 'message', field: str = 'header.stamp')
     return _contract_stamp_to_ns(stamp, owner, field)
 
 
-def _kind(default):
+def _kind(default: object) -> int:
     if isinstance(default, bool):
         return ParameterType.PARAMETER_BOOL
     if isinstance(default, int):
@@ -71,6 +72,8 @@ def descriptor(name: str, spec: ParameterSpec) -> ParameterDescriptor:
     result = ParameterDescriptor(
         name=name, type=_kind(spec.default), description=spec.description,
         read_only=spec.read_only)
+    low: float
+    high: float
     if spec.integer_range is not None:
         low, high = spec.integer_range
         result.integer_range = [IntegerRange(from_value=low, to_value=min(high, MAX_INT), step=1)]

@@ -46,7 +46,7 @@ import collections
 from collections.abc import Callable, Mapping
 from functools import partial
 import sys
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
@@ -60,7 +60,6 @@ from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.publisher import Publisher
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
 
@@ -104,6 +103,10 @@ from .node_kit import (
 )
 from .node_main import run_node
 
+if TYPE_CHECKING:
+    from ..bridge.tf2_transforms import Tf2Transforms
+    from ..core import BeliefSelfAssessment, PredictionOutcome
+
 NODE_NAME = 'outcome_bridge'
 ESTIMATE_CLASSES = {'odometry': Odometry, 'pose_with_covariance': PoseWithCovarianceStamped}
 REFERENCE_CLASSES = {
@@ -117,12 +120,12 @@ class _NodeListener(EngineListener):
     def __init__(self, node: 'OutcomeBridge') -> None:
         self._node = node
 
-    def outcome_ready(self, outcome, estimate):
+    def outcome_ready(self, outcome: 'PredictionOutcome', estimate: Estimate) -> None:
         node = self._node
         node._outcome_publisher.publish(outcome_bytes(outcome))
         node.outcomes_published += 1
 
-    def assessment_ready(self, belief, estimate):
+    def assessment_ready(self, belief: 'BeliefSelfAssessment', estimate: Estimate) -> None:
         node = self._node
         node._assessment_publisher.publish(belief_bytes(belief))
         node.assessments_published += 1
@@ -199,7 +202,7 @@ class OutcomeBridge(TimedLogging, Node):
         self.last_drop_reason = ''
         self.last_reset_reason = ''
         self.last_callback_error = ''
-        self._log_gates = collections.defaultdict(LogGate)
+        self._log_gates: collections.defaultdict[str, LogGate] = collections.defaultdict(LogGate)
         self.period = PeriodStatus()
         self.period_counts: collections.Counter[str] = collections.Counter()
         """Drops by reason this diagnostics period (bridge_diagnostics.check_pairing)."""
@@ -263,7 +266,7 @@ class OutcomeBridge(TimedLogging, Node):
             f'({self._param("reference_type")}) -> {self._outcome_publisher.topic_name} + '
             f'{self._assessment_publisher.topic_name}')
 
-    def _start_tf(self):
+    def _start_tf(self) -> 'Tf2Transforms | None':
         """Start a tf2_ros Buffer + TransformListener; return the engine's provider or None."""
         from ..bridge.tf2_transforms import tf2_missing
 
@@ -291,7 +294,7 @@ class OutcomeBridge(TimedLogging, Node):
         self.tf_state = 'on'
         return Tf2Transforms(self._tf_buffer)
 
-    def destroy_node(self):
+    def destroy_node(self) -> None:
         """Unsubscribe the tf listener, then destroy the node."""
         listener, self._tf_listener = getattr(self, '_tf_listener', None), None
         if listener is not None:
@@ -304,11 +307,12 @@ class OutcomeBridge(TimedLogging, Node):
         return self.get_parameter(name).value
 
     @property
-    def config(self):
+    def config(self) -> dict[str, Any]:
         """The bridge's configuration in effect (:func:`..bridge.parameters.config_from`)."""
         return self._parameter_set.config
 
-    def _apply_config(self, previous, config, parameters=()):
+    def _apply_config(self, previous: Mapping[str, Any], config: dict[str, Any],
+                      parameters: list[Parameter] | tuple[()] = ()) -> None:
         self.engine.apply_config(config)
         if self.calibrated_estimate is not None:
             self.calibrated_estimate.update_factors()
@@ -325,7 +329,7 @@ class OutcomeBridge(TimedLogging, Node):
         if self._log_gates[kind].open(self.config['reject_log_throttle_s']):
             getattr(self.get_logger(), level)(cap_text(text, 400))
 
-    def note_callback_error(self, error: Exception) -> None:
+    def note_callback_error(self, error: BaseException) -> None:
         """Count and log (throttled) an exception a callback or a take raised; run on.
 
         run_node() hands it what the executor raises (e.g. a message whose CDR does not
@@ -361,7 +365,7 @@ class OutcomeBridge(TimedLogging, Node):
                 'messages never arrive. Match it, or set qos_overrides.<topic>.subscription.* '
                 '(logged once; counted as incompatible_qos on /diagnostics)')
 
-    def _note_gap(self, kind, info):
+    def _note_gap(self, kind: str, info: Mapping[str, Any]) -> None:
         missed = self.gaps[kind].note(info)
         if missed:
             self.period.note(WARN, f'{kind} messages missing from the publication sequence '
@@ -424,7 +428,7 @@ class OutcomeBridge(TimedLogging, Node):
                         - sum(engine.references_dropped.values()) - len(engine.tf_waiting)),
         }
 
-    def diagnostic_status(self):
+    def diagnostic_status(self) -> DiagnosticStatus:
         """Return the DiagnosticStatus of the period since the last call, and start a new one.
 
         The checks of :mod:`.bridge_diagnostics`, merged: STALE when an input brought nothing

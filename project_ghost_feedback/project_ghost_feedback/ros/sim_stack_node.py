@@ -17,6 +17,7 @@ import argparse
 from collections.abc import Callable, Sequence
 import sys
 import time
+from typing import Any, TYPE_CHECKING
 
 from nav_msgs.msg import Odometry
 import numpy
@@ -31,11 +32,16 @@ from ..sim.localization_stack import LocalizationStack, StackPhase
 from ..core import NS_PER_S
 from .node_main import ShutdownRequest
 
+if TYPE_CHECKING:
+    from ..sim.odom_drift import OdomDrift
+
 FRAME_ID = 'odom'
 CHILD_FRAME_ID = 'base_link'
 
 
-def odometry_msg(stamp_ns, position, quaternion, velocity, covariance=None, frame_id=FRAME_ID):
+def odometry_msg(stamp_ns: int, position: Sequence[float], quaternion: Sequence[float],
+                 velocity: Sequence[float], covariance: NDArray[numpy.float64] | None = None,
+                 frame_id: str = FRAME_ID) -> Odometry:
     """Return an Odometry in ``frame_id`` with the pose (and 6x6 pose covariance, if any)."""
     msg = Odometry()
     msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, NS_PER_S)
@@ -51,7 +57,8 @@ def odometry_msg(stamp_ns, position, quaternion, velocity, covariance=None, fram
     return msg
 
 
-def tf_msg(stamp_ns, parent, child, translation, rotation):
+def tf_msg(stamp_ns: int, parent: str, child: str, translation: Sequence[float],
+           rotation: Sequence[float]) -> Any:
     """Return a tf2_msgs/TFMessage holding one transform ``parent -> child``."""
     from geometry_msgs.msg import TransformStamped
     from tf2_msgs.msg import TFMessage
@@ -73,17 +80,17 @@ class StackFrames:
     covariance) in ``odom``, and ``map -> odom`` at the step's stamp goes on /tf first.
     """
 
-    def __init__(self, drift=None):
+    def __init__(self, drift: OdomDrift | None = None) -> None:
         self.drift = drift
 
-    def estimate_in_frame(self, sample):
+    def estimate_in_frame(self, sample: Any) -> tuple[Any, Any, Any]:
         """Return ``(position, quaternion, covariance)`` of the estimate as published."""
         if self.drift is None:
             return sample.estimate_position, sample.estimate_quaternion, sample.pose_covariance
         return self.drift.to_odom(sample.stamp_ns, sample.estimate_position,
                                   sample.estimate_quaternion, sample.pose_covariance)
 
-    def truth_in_estimate_frame(self, sample):
+    def truth_in_estimate_frame(self, sample: Any) -> tuple[Any, Any]:
         """Return ``(position, quaternion)`` of the truth in the estimate's frame."""
         if self.drift is None:
             return sample.truth_position, sample.truth_quaternion
@@ -91,7 +98,7 @@ class StackFrames:
             sample.stamp_ns, sample.truth_position, sample.truth_quaternion)
         return position, quaternion
 
-    def as_published(self, sample):
+    def as_published(self, sample: Any) -> Any:
         """Return the sample's estimate, covariance and truth in the estimate's frame (NEES)."""
         from types import SimpleNamespace
 
@@ -102,7 +109,7 @@ class StackFrames:
             pose_covariance=covariance, truth_position=truth_position,
             truth_quaternion=truth_quaternion)
 
-    def messages(self, sample):
+    def messages(self, sample: Any) -> tuple[Any, Odometry, Odometry | None]:
         """Return the messages of one step, in publication order."""
         from ..sim.odom_drift import MAP_FRAME
 
@@ -122,7 +129,7 @@ class StackFrames:
         return tf, truth, estimate
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser."""
     parser = argparse.ArgumentParser(
         description='Play a simulated robot and its Kalman filter over DDS (Odometry topics).')
@@ -138,7 +145,8 @@ def build_parser():
     return parser
 
 
-def play(node, stack, speed, stop=lambda: False, frames=None):
+def play(node: Node, stack: LocalizationStack, speed: float,
+         stop: Callable[[], bool] = lambda: False, frames: StackFrames | None = None) -> int:
     """Publish every sample of ``stack`` paced at ``speed``; return the estimates published.
 
     ``frames``: a :class:`StackFrames` (default: both poses in odom, no tf).
@@ -149,7 +157,7 @@ def play(node, stack, speed, stop=lambda: False, frames=None):
     clock = node.create_publisher(Clock, '/clock', 10)
     estimate = node.create_publisher(Odometry, 'odometry/filtered', qos)
     truth = node.create_publisher(Odometry, 'ground_truth/odom', qos)
-    tf = None
+    tf: Any = None
     if frames.drift is not None:
         from tf2_msgs.msg import TFMessage
 

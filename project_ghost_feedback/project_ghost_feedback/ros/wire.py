@@ -25,11 +25,20 @@ No rclpy here. Alignment: each primitive at a multiple of its size from the star
 (after the 4-byte encapsulation header); a sequence is a uint32 count and its elements.
 """
 
+from __future__ import annotations
+
 from collections import namedtuple
+from collections.abc import Sequence
 import struct
+from typing import TYPE_CHECKING
 
 from ..msg_decoding import belief_from_msg, HISTORY_MSG_SCHEMA_VERSION, MSG_SCHEMA_VERSION
 from ..msg_decoding import NS_PER_S, outcome_from_msg
+
+if TYPE_CHECKING:
+    from ..core import BeliefSelfAssessment, PredictionOutcome
+    from ..core import NamedLevel as ContractNamedLevel
+    from ..core.feedback import CalibratedSelfAssessment
 
 CDR_LE = b'\x00\x01\x00\x00'
 """Encapsulation header of little-endian plain CDR, options 0 (what Fast DDS writes)."""
@@ -59,7 +68,7 @@ class WireError(ValueError):
     """A payload this module cannot read as the expected message."""
 
 
-def _string(body, offset, bound=None):
+def _string(body: bytes, offset: int, bound: int | None = None) -> tuple[str, int]:
     """Return (text, offset after it) of the CDR string at ``offset`` (4-aligned)."""
     (size,) = _U32.unpack_from(body, offset)
     offset += 4
@@ -74,20 +83,20 @@ def _string(body, offset, bound=None):
     return raw.decode('utf-8', 'replace'), end
 
 
-def _header(body):
+def _header(body: bytes) -> tuple[Header, int]:
     """Return (Header, offset just after frame_id) of the header at the start of ``body``."""
     sec, nanosec = _TIME.unpack_from(body, 0)
     frame_id, end = _string(body, 8)
     return Header(Time(sec, nanosec), frame_id), end
 
 
-def _body(data):
+def _body(data: bytes | memoryview) -> bytes:
     if data[:4] != CDR_LE:
         raise WireError(f'encapsulation {bytes(data[:4]).hex()} is not little-endian CDR')
     return memoryview(data)[4:].tobytes() if not isinstance(data, bytes) else data[4:]
 
 
-def outcome_view(data):
+def outcome_view(data: bytes | memoryview) -> OutcomeView:
     """Return the PredictionOutcome view of ``data`` (serialized bytes); WireError if unreadable."""
     body = _body(data)
     try:
@@ -105,12 +114,12 @@ def outcome_view(data):
                        values[8])
 
 
-def read_outcome(data):
+def read_outcome(data: bytes | memoryview) -> PredictionOutcome:
     """Return the PredictionOutcome contract of ``data`` (ContractViolation or WireError)."""
     return outcome_from_msg(outcome_view(data))
 
 
-def _named_levels(body, offset):
+def _named_levels(body: bytes, offset: int) -> tuple[list[NamedLevel], int]:
     (count,) = _U32.unpack_from(body, offset)
     if count > MAX_LEVELS:
         raise WireError(f'{count} NamedLevel entries exceed the bound {MAX_LEVELS}')
@@ -124,7 +133,7 @@ def _named_levels(body, offset):
     return levels, (offset + 3) & ~3
 
 
-def belief_view(data):
+def belief_view(data: bytes | memoryview) -> tuple[BeliefView, int]:
     """Return (BeliefSelfAssessment view, header end) of ``data``; WireError if unreadable.
 
     ``header end`` is where the header's frame_id ends in the body: :func:`calibrated_bytes`
@@ -145,7 +154,7 @@ def belief_view(data):
     return BeliefView(header, overall, axis, block, schema_version), header_end
 
 
-def read_belief(data):
+def read_belief(data: bytes | memoryview) -> tuple[BeliefSelfAssessment, int]:
     """Return (BeliefSelfAssessment contract, header end) of ``data``.
 
     ContractViolation for a message the contract refuses, WireError for unreadable bytes.
@@ -154,7 +163,7 @@ def read_belief(data):
     return belief_from_msg(view), header_end
 
 
-def _pad(parts, size, alignment):
+def _pad(parts: list[bytes], size: int, alignment: int) -> int:
     """Append zero padding so that ``size`` becomes a multiple of ``alignment``."""
     extra = -size % alignment
     if extra:
@@ -162,7 +171,7 @@ def _pad(parts, size, alignment):
     return size + extra
 
 
-def _doubles(parts, size, values):
+def _doubles(parts: list[bytes], size: int, values: Sequence[float]) -> int:
     size = _pad(parts, size, 4)
     parts.append(_U32.pack(len(values)))
     size += 4
@@ -173,7 +182,7 @@ def _doubles(parts, size, values):
     return size
 
 
-def _text(parts, size, text):
+def _text(parts: list[bytes], size: int, text: str) -> int:
     size = _pad(parts, size, 4)
     raw = text.encode()
     parts.append(_U32.pack(len(raw) + 1))
@@ -181,13 +190,13 @@ def _text(parts, size, text):
     return size + 4 + len(raw) + 1
 
 
-def _header_parts(parts, stamp_ns, frame_id):
+def _header_parts(parts: list[bytes], stamp_ns: int, frame_id: str) -> int:
     """Append a std_msgs/Header at the start of a body; return the size written."""
     parts.append(_TIME.pack(*divmod(stamp_ns, NS_PER_S)))
     return _text(parts, 8, frame_id)
 
 
-def outcome_bytes(outcome):
+def outcome_bytes(outcome: PredictionOutcome) -> bytes:
     """Return the serialized PredictionOutcome of a core PredictionOutcome contract."""
     parts = [CDR_LE]
     size = _pad(parts, _header_parts(parts, outcome.observed_stamp_sim_ns, outcome.frame_id), 4)
@@ -199,7 +208,7 @@ def outcome_bytes(outcome):
     return b''.join(parts)
 
 
-def _level_parts(parts, size, levels):
+def _level_parts(parts: list[bytes], size: int, levels: Sequence[ContractNamedLevel]) -> int:
     size = _pad(parts, size, 4)
     parts.append(_U32.pack(len(levels)))
     size += 4
@@ -210,7 +219,7 @@ def _level_parts(parts, size, levels):
     return size
 
 
-def belief_bytes(belief):
+def belief_bytes(belief: BeliefSelfAssessment) -> bytes:
     """Return the serialized BeliefSelfAssessment of a core BeliefSelfAssessment contract."""
     parts = [CDR_LE]
     size = _header_parts(parts, belief.belief_stamp_sim_ns, belief.frame_id)
@@ -222,7 +231,8 @@ def belief_bytes(belief):
     return b''.join(parts)
 
 
-def calibrated_bytes(raw_data, header_end, calibrated):
+def calibrated_bytes(raw_data: bytes, header_end: int,
+                     calibrated: CalibratedSelfAssessment) -> bytes:
     """Return the serialized CalibratedSelfAssessment of ``calibrated`` (a core contract).
 
     ``raw_data`` is the serialized BeliefSelfAssessment that ``calibrated.raw_assessment`` was

@@ -14,11 +14,18 @@ reported, not raised, so the node still shuts down cleanly.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 import pathlib
 import queue
 import threading
 import time
+from typing import Any, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..core import BeliefSelfAssessment, PredictionOutcome
+    from ..core.feedback import CalibratedSelfAssessment
+    from ..core.loop import LoopEvent
+    from .recorder import TelemetryRecorder
 
 _STOP = object()
 _IDLE_S = 0.02
@@ -36,10 +43,11 @@ CONTRACT_BYTES = 1024
 class BackgroundRecorder:
     """Feed a TelemetryRecorder from a bounded queue on a daemon writer thread."""
 
-    def __init__(self, recorder, *, queue_size, on_error, queue_bytes=DEFAULT_QUEUE_BYTES):
+    def __init__(self, recorder: TelemetryRecorder, *, queue_size: int,
+                 on_error: Callable[[str], None], queue_bytes: int = DEFAULT_QUEUE_BYTES) -> None:
         self._recorder = recorder
         self._on_error = on_error
-        self._queue = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
         self._queue_bytes = queue_bytes
         self._lock = threading.Lock()
         self._dropped = 0
@@ -78,7 +86,7 @@ class BackgroundRecorder:
         return dropped + self._recorder.not_recorded
 
     @property
-    def losses(self):
+    def losses(self) -> dict[str, int]:
         """Return ``{cause: records}`` of :attr:`not_recorded` that are not 0.
 
         ``queue_full`` (``queue_size`` records waiting, or the recording closed),
@@ -94,12 +102,12 @@ class BackgroundRecorder:
         return {cause: count for cause, count in causes.items() if count}
 
     @property
-    def queued_bytes(self):
+    def queued_bytes(self) -> int:
         """Return the bytes the queue holds now (as charged)."""
         with self._lock:
             return self._queued_bytes
 
-    def _put(self, item, records, size):
+    def _put(self, item: tuple[Any, Any, Any], records: int, size: int) -> None:
         if self._closed or self._recorder.error is not None:
             self._count_lost(records)
             return
@@ -134,12 +142,12 @@ class BackgroundRecorder:
         """Queue a LoopEvent (a reset or a configuration change)."""
         self._put(('event', event, None), 1, CONTRACT_BYTES)
 
-    def record_serialized(self, channel, log_time, payload):
+    def record_serialized(self, channel: str, log_time: int, payload: bytes) -> None:
         """Queue a message received as CDR bytes for an extra channel (not if too large)."""
         if not self._recorder.refuse_oversized(payload):
             self._put(('serialized', channel, (log_time, payload)), 1, len(payload))
 
-    def record_bytes(self, records):
+    def record_bytes(self, records: Sequence[tuple[str, int, bytes]]) -> None:
         """Queue messages already serialized, ``(channel, log_time, payload)`` each: all or none.
 
         The feedback node records its inputs as the bytes it took and its output as the bytes

@@ -35,7 +35,7 @@ import os
 import pathlib
 import sqlite3
 import struct
-from typing import Any, BinaryIO, TYPE_CHECKING
+from typing import Any, BinaryIO
 import zlib
 
 from .bag_metadata import BagError, compression_mode, one_line, storage_paths
@@ -124,7 +124,7 @@ def _decompressed(data: bytes, compression: str, cap: int, what: str) -> _Capped
     return _Capped(raw, cap, what, READ_PIECE)
 
 
-def _skip(stream, size):
+def _skip(stream: Any, size: int) -> None:
     """Read and drop ``size`` bytes of ``stream`` in pieces."""
     while size > 0:
         piece = stream.read(min(size, READ_PIECE))
@@ -133,7 +133,7 @@ def _skip(stream, size):
         size -= len(piece)
 
 
-def _drain(stream):
+def _drain(stream: _Capped) -> None:
     """Read ``stream`` to its end in pieces (the cap of a :class:`_Capped` applies)."""
     while stream.read(READ_PIECE):
         pass
@@ -142,14 +142,14 @@ def _drain(stream):
 class _Scan:
     """What one pass learns beyond the limits: channel id -> topic, oversized messages skipped."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         from .channels import CHANNELS  # the node's own: replay reads them
 
         self.own = frozenset(channel.topic for channel in CHANNELS)
-        self.topics = {}
-        self.skipped = {}
+        self.topics: dict[int, str] = {}
+        self.skipped: dict[str, int] = {}
 
-    def channel(self, body):
+    def channel(self, body: bytes) -> None:
         """Note a Channel record's ``(id, topic)`` (a malformed one is left to the readers)."""
         try:
             channel_id, _, length = struct.unpack_from('<HHI', body)
@@ -157,7 +157,7 @@ class _Scan:
         except struct.error:
             pass
 
-    def skips(self, channel_id, size, limits):
+    def skips(self, channel_id: int, size: int, limits: BagLimits) -> bool:
         """Return True (and count it) for an oversized message on a channel not the node's."""
         topic = self.topics.get(channel_id)
         if size <= limits.message_bytes or topic is None or topic in self.own:
@@ -166,7 +166,7 @@ class _Scan:
         return True
 
 
-def _check_message(data, mode, limits, what):
+def _check_message(data: bytes, mode: str, limits: BagLimits, what: str) -> None:
     if len(data) > limits.message_bytes:
         raise BagLimitError(f'{what}: a message of {len(data)} bytes, over the limit of '
                             f'{limits.message_bytes}')
@@ -174,7 +174,7 @@ def _check_message(data, mode, limits, what):
         _drain(_decompressed(data, 'zstd', limits.message_bytes, f'{what}: a message'))
 
 
-def _check_chunk(chunk, mode, limits, what, scan):
+def _check_chunk(chunk: Any, mode: str, limits: BagLimits, what: str, scan: _Scan) -> None:
     declared = chunk.uncompressed_size
     if declared > limits.chunk_bytes or len(chunk.data) > limits.chunk_bytes:
         raise BagLimitError(f'{what}: a chunk declares {max(declared, len(chunk.data))} bytes, '
@@ -218,7 +218,7 @@ def _check_chunk(chunk, mode, limits, what, scan):
                        f'{stream.crc})')
 
 
-def _check_mcap(stream, mode, limits, what, scan):
+def _check_mcap(stream: Any, mode: str, limits: BagLimits, what: str, scan: _Scan) -> None:
     from mcap.exceptions import EndOfFile, RecordLengthLimitExceeded
     from mcap.records import Channel, Chunk, Message
     from mcap.stream_reader import StreamReader
@@ -244,7 +244,8 @@ def _check_mcap(stream, mode, limits, what, scan):
         raise BagError(f'{what}: corrupt MCAP file: {one_line(error)}') from None
 
 
-def _check_sqlite(file_path, mode, limits, what, scan):
+def _check_sqlite(file_path: pathlib.Path, mode: str, limits: BagLimits, what: str,
+                  scan: _Scan) -> None:
     uri = file_path.resolve().as_uri() + '?mode=ro'
     try:
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as connection:
@@ -267,7 +268,7 @@ def _check_sqlite(file_path, mode, limits, what, scan):
 
 
 def check_storage(path: pathlib.Path, metadata: dict[str, Any],
-                  limits: BagLimits = DEFAULT_LIMITS) -> None:
+                  limits: BagLimits = DEFAULT_LIMITS) -> dict[str, int]:
     """Check every storage file of the bag ``path`` against ``limits`` (BagLimitError otherwise).
 
     ``metadata`` is the validated ``rosbag2_bagfile_information``; the files were checked to be

@@ -46,7 +46,7 @@ def one_line(error: object, limit: int = 300) -> str:
 
 # -- checks before any library opens a file ---------------------------------------------------
 
-def regular_file(path, what):
+def regular_file(path: str | os.PathLike[str], what: str) -> None:
     """Raise BagError unless ``path`` is a regular file (stat only: a FIFO is never opened)."""
     try:
         mode = os.stat(path).st_mode

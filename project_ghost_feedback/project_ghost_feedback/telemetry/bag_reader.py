@@ -18,8 +18,9 @@ against what the storage held.
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
 import dataclasses
+import os
 import pathlib
-from typing import NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from .bag_limits import check_storage, DEFAULT_LIMITS
 from .bag_metadata import (
@@ -94,7 +95,8 @@ class BagMessage(NamedTuple):
     payload: bytes
 
 
-def load_metadata(path):
+def load_metadata(path: str | os.PathLike[str],
+                  ) -> tuple[pathlib.Path, dict[str, Any], dict[str, int]]:
     """Return ``(bag directory, validated rosbag2_bagfile_information, skipped)``.
 
     :func:`.bag_metadata.read_metadata`, then the storage files against :mod:`.bag_limits`:
@@ -283,7 +285,7 @@ def bag_info(path: str | os.PathLike[str]) -> BagInfo:
         return dataclasses.replace(info, counts_source='storage')
 
 
-def mcap_file_info(path):
+def mcap_file_info(path: str | os.PathLike[str]) -> BagInfo:
     """Return the BagInfo of a bare ``.mcap`` file (no metadata.yaml), as evaluate accepts one.
 
     Bounded as evaluate's read is: :func:`.bag_limits.check_mcap_file` checks every record
@@ -300,7 +302,8 @@ def mcap_file_info(path):
         raise BagError(f'{file_path}: no such file')
     regular_file(file_path, 'the .mcap file')
     check_mcap_file(file_path)
-    counts, channels = Counter(), {}
+    counts: Counter[int] = Counter()
+    channels: dict[int, Any] = {}
     first = last = None
     try:
         with open(file_path, 'rb') as stream:

@@ -7,6 +7,9 @@ The node's recorder writes its configuration into metadata.yaml's ``custom_data`
 
 from __future__ import annotations
 
+import json
+from typing import Any, TYPE_CHECKING
+
 from ..core.feedback import (
     DEFAULT_MAX_HISTORY,
     DEFAULT_POLICY,
@@ -18,6 +21,7 @@ from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 from .bag_metadata import BagError, one_line
 
 if TYPE_CHECKING:
+    from ..core.feedback import CalibratedSelfAssessment
     from .bag_reader import BagInfo
 
 
@@ -88,7 +92,7 @@ def recorded_config(info: BagInfo, first_calibrated: CalibratedSelfAssessment | 
     return LoopConfig.make(policy), 'assumed', warnings
 
 
-def _with_added(policy, parameters):
+def _with_added(policy: object, parameters: Any) -> Any:
     """Return recorded ``parameters``, those added since (PARAMETERS_ADDED) at their old value.
 
     A recorded set that is not a mapping is returned as is (LoopConfig.make refuses it).

@@ -261,7 +261,7 @@ def recorded_definition(msgtype: str, digest: str, text: str) -> str:
     return 'different'
 
 
-def _recorded_matches(msgtype, digest, text, legacy):
+def _recorded_matches(msgtype: str, digest: str, text: str, legacy: bool) -> bool:
     """Return True when the recorded hash and schema text (either may be empty) are ours.
 
     The texts are compared without their comments and blank lines: a writer without the ament
@@ -274,7 +274,7 @@ def _recorded_matches(msgtype, digest, text, legacy):
         full_definition(msgtype, legacy))
 
 
-def _without_comments(text):
+def _without_comments(text: str) -> list[str]:
     """Return the lines of a .msg schema text without comments, blank lines or trailing space."""
     lines = []
     for line in text.splitlines():

@@ -23,7 +23,7 @@ from .adapters import (
     TelemetryRecord,
 )
 from .bag_limits import DEFAULT_LIMITS, readable_message_counts
-from .channels import CHANNELS
+from .channels import Channel, CHANNELS
 from .msgdefs import MessageDefinitionError
 from .config import CUSTOM_CONFIG_CHANGES, CUSTOM_RECORDER, custom_data_for_config
 from .writer import TelemetryWriter, TelemetryWriterError
@@ -55,7 +55,7 @@ class TelemetryRecorder:
         self.offered = 0
         self.too_large = 0
         """Messages refused because the readers would refuse the bag for them (message_bytes)."""
-        self._readable = None
+        self._readable: dict[str, int] | None = None
         self._on_error = on_error
         self._lock = threading.Lock()
         self._outcome = PredictionOutcomeToTelemetryAdapter()
@@ -125,7 +125,7 @@ class TelemetryRecorder:
         """Record an accepted raw assessment and the calibrated assessment published for it."""
         self._write((self._raw(raw), self._calibrated(calibrated)))
 
-    def refuse_oversized(self, payload):
+    def refuse_oversized(self, payload: bytes) -> bool:
         """Count and return True when ``payload`` is beyond what the bag readers accept.
 
         A message over the readers' ``message_bytes`` (1 MiB) would make ``info``, ``replay``
@@ -139,12 +139,12 @@ class TelemetryRecorder:
             self.too_large += 1
         return True
 
-    def record_serialized(self, channel, log_time, payload):
+    def record_serialized(self, channel: str, log_time: int, payload: bytes) -> None:
         """Record a message received as CDR bytes on an extra channel (e.g. /diagnostics)."""
         if not self.refuse_oversized(payload):
             self._write((TelemetryRecord(channel, log_time, payload),))
 
-    def record_bytes(self, records):
+    def record_bytes(self, records: Sequence[tuple[str, int, bytes]]) -> None:
         """Record messages already serialized, ``(channel, log_time, payload)`` each, in order.
 
         The bytes must be what the channel's adapter would give for the same contract (the

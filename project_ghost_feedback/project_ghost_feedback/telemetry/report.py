@@ -6,7 +6,9 @@ import math
 from typing import Any
 
 from ..core import SelfAssessmentLevel
-from ..core.feedback import EpisodeTracker, overconfidence_as_dict, time_origin
+from ..core.feedback import (
+    CalibratedSelfAssessment, CalibrationHistory, EpisodeTracker, overconfidence_as_dict,
+    time_origin)
 from ..core.loop import LoopConfig
 
 
@@ -25,7 +27,8 @@ class LevelSummary:
         default_factory=lambda: {level.name: 0 for level in SelfAssessmentLevel})
     downgrades: int = 0
     first_downgrade_stamp_sim_ns: int | None = None
-    last_history: object = dataclasses.field(default=None, repr=False, compare=False)
+    last_history: CalibrationHistory | None = dataclasses.field(
+        default=None, repr=False, compare=False)
     episodes: EpisodeTracker = dataclasses.field(
         default_factory=EpisodeTracker, repr=False, compare=False)
 
@@ -42,7 +45,7 @@ class LevelSummary:
             if self.first_downgrade_stamp_sim_ns is None:
                 self.first_downgrade_stamp_sim_ns = calibrated.raw_assessment.belief_stamp_sim_ns
 
-    def to_dict(self, origin_ns=None):
+    def to_dict(self, origin_ns: int | None = None) -> dict[str, Any]:
         """Return a JSON-ready dict.
 
         The episodes' seconds count from ``origin_ns`` (default: the first assessment's stamp).
@@ -148,7 +151,7 @@ class ReplayReport:
     bag_start_ns: int | None = None
     bag_end_ns: int | None = None
 
-    def time_origin(self):
+    def time_origin(self) -> tuple[int, str]:
         """Return ``(origin_ns, kind)`` of the episodes' seconds (:func:`time_origin`)."""
         first = self.recomputed.episodes.first_stamp_ns
         if first is None:
