@@ -13,6 +13,8 @@ corrects odometry drift in steps (sim/odom_drift.py); the outcome bridge relates
     python -m project_ghost_feedback.ros.sim_stack_node --speed 20 --seed 1 [--tf]
 """
 
+from __future__ import annotations
+
 import argparse
 from collections.abc import Callable, Sequence
 import sys
