@@ -86,7 +86,6 @@ from .wire import belief_view, calibrated_bytes, outcome_view, WireError
 from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s users
     cap_text,
     diagnostic_array,
-    diagnostic_status,
     make_executor,
     message_class,
     ParameterSet,
@@ -252,7 +251,7 @@ class FeedbackNode(TimedLogging, Node):
 
     @property
     def config(self) -> FeedbackConfig:
-        """The FeedbackConfig in effect (the parameter set's validated configuration)."""
+        """Return the FeedbackConfig in effect (the parameter set's validated configuration)."""
         return self._parameter_set.config
 
     def _apply_config(self, old: FeedbackConfig, config: FeedbackConfig,

@@ -308,7 +308,7 @@ class OutcomeBridge(TimedLogging, Node):
 
     @property
     def config(self) -> dict[str, Any]:
-        """The bridge's configuration in effect (:func:`..bridge.parameters.config_from`)."""
+        """Return the bridge's configuration in effect (:func:`..bridge.parameters.config_from`)."""
         return self._parameter_set.config
 
     def _apply_config(self, previous: Mapping[str, Any], config: dict[str, Any],
