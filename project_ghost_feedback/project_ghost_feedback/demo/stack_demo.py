@@ -247,7 +247,7 @@ def write_plot(path, spans, outcomes, calibrated, title, summary=None, nees=()):
     shade_phases((top, bottom, consistency),
                  [(name, start / NS_PER_S, end / NS_PER_S) for name, start, end in spans])
     distance_panel(top, [(s / NS_PER_S, *outcomes[s]) for s in sorted(outcomes)])
-    level_panel(bottom, [(s / NS_PER_S, *calibrated[s]) for s in sorted(calibrated)])
+    level_panel(bottom, [(s / NS_PER_S, *calibrated[s][:2]) for s in sorted(calibrated)])
     starts = {name: start for name, start, _ in spans}
     marks = (('detection_delay_s', 'mistuned', 'detected after {:.1f} s', '#c0392b'),
              ('back_to_raw_s', 'recovered', 'back to raw after {:.1f} s', '#1e8449'))
