@@ -73,8 +73,9 @@ def shade_phases(axes: Sequence[Any], spans: Iterable[tuple[str, float, float]])
     for index, (name, start, end) in enumerate(spans):
         for axis in axes:
             axis.axvspan(start, end, color=PHASE_COLORS[index % len(PHASE_COLORS)], zorder=0)
-        axes[0].text((start + end) / 2, 1.02, name, transform=axes[0].get_xaxis_transform(),
-                     ha='center', va='bottom', fontsize=9)
+        # Inside the top panel, under its title: the title keeps the space above the axes.
+        axes[0].text((start + end) / 2, 0.98, name, transform=axes[0].get_xaxis_transform(),
+                     ha='center', va='top', fontsize=9, style='italic')
 
 
 def figure(rows: int, height_ratios: Sequence[float], height: float) -> tuple[Any, Any]:
