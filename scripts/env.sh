@@ -33,6 +33,13 @@ set +u
 source "${_ghost_feedback_root}/.venv/bin/activate"
 # shellcheck disable=SC1091
 source "${_ghost_feedback_root}/install/setup.bash"
+# ROS source sets built by scripts/ros_sources.sh (make rosbag2: ros2 bag, rosbag2_py), when built:
+# links to their cached installs.
+for _ghost_feedback_set in "${_ghost_feedback_root}"/.ros_sources/*/local_setup.bash; do
+  # shellcheck disable=SC1090
+  [[ -f "${_ghost_feedback_set}" ]] && source "${_ghost_feedback_set}"
+done
+unset _ghost_feedback_set
 ((_ghost_feedback_nounset)) && set -u
 unset _ghost_feedback_nounset
 
@@ -40,6 +47,8 @@ export GHOST_FEEDBACK_ROOT="${_ghost_feedback_root}"
 # Let ament_index find the ROS packages that live in the venv (rclpy, diagnostic_msgs, ...).
 export AMENT_PREFIX_PATH="${AMENT_PREFIX_PATH:+${AMENT_PREFIX_PATH}:}${VIRTUAL_ENV}"
 export RMW_IMPLEMENTATION=rmw_fastrtps_cpp
+# A ROS install's setup.bash sets it; the venv holds Jazzy (rosbag2 writes it into every bag).
+export ROS_DISTRO="${ROS_DISTRO:-jazzy}"
 # The package's executables (feedback_node, ghost-feedback) on PATH; `ros2 run` is not available
 # from PyPI, it would find them in the same folder.
 export PATH="${_ghost_feedback_root}/install/project_ghost_feedback/lib/project_ghost_feedback:${PATH}"

@@ -4,8 +4,12 @@
 # Build a set of unmodified ROS 2 source tarballs (third_party/) with colcon on top of the project
 # venv, cached outside the clone:
 #
-#     bash scripts/ros_sources.sh SET [--skip-if-found PKG] TARBALL... [-- CMAKE_ARG...]
+#     bash scripts/ros_sources.sh SET [--skip-if-found PKG] [--apt 'DEB...'] \
+#         TARBALL... [--then TARBALL...]... [-- CMAKE_ARG...]
 #
+# - Stages: the tarballs before the first --then are built (colcon build) first, then those up to
+#   the next --then on top of them, and so on: for a package that a later one finds with
+#   find_package but does not name in its package.xml (e.g. yaml-cpp for yaml_cpp_vendor).
 # - The cache key is the sha256 of: the set name, each tarball's sha256, the CMake arguments (and the
 #   content of any file they name), requirements/jazzy.txt, the venv's Python version and
 #   RECIPE_VERSION below (bump it when a change to this script changes what gets built). The build lives in ${XDG_CACHE_HOME:-$HOME/.cache}/project_ghost_feedback/ros_sources/
@@ -17,10 +21,13 @@
 #   .ros_sources/*/local_setup.bash after the project's own install.
 # - --skip-if-found PKG: when a ROS install already on AMENT_PREFIX_PATH (a real ROS 2 Jazzy, sourced
 #   before this runs) has PKG, nothing is built and that install is used.
+# - --apt 'DEB...': Debian packages the set builds against (e.g. libyaml-cpp-dev); the missing ones
+#   are installed with apt-get when running as root (GHOST_FEEDBACK_SKIP_APT=1: never), otherwise
+#   the build stops with the apt-get command to run.
 # - In CMAKE_ARGs, @SRC@ stands for the folder the tarballs are unpacked in (each tarball unpacks
 #   into its own top folder) and @ROOT@ for this repository.
 # - Offline by design: FetchContent is FULLY_DISCONNECTED; a package that would download fails.
-# Knobs: ROS_SOURCES_JOBS (make -jN, default 2), ROS_SOURCES_NICE (default 10).
+# Knobs: ROS_SOURCES_PRINT_DIR=1 (print the cache folder and exit), ROS_SOURCES_JOBS (make -jN, default 2), ROS_SOURCES_NICE (default 10).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,8 +43,23 @@ SKIP_IF_FOUND=""
 if [[ "${1:-}" == --skip-if-found ]]; then
   SKIP_IF_FOUND="${2:?--skip-if-found needs a package name}"; shift 2
 fi
+APT_PACKAGES=()
+if [[ "${1:-}" == --apt ]]; then
+  read -r -a APT_PACKAGES <<<"${2:?--apt needs package names}"; shift 2
+fi
 TARBALLS=()
-while (($#)) && [[ "$1" != -- ]]; do TARBALLS+=("$(realpath "$1")"); shift; done
+STAGE_OF=()  # stage number of each tarball
+stage=0
+while (($#)) && [[ "$1" != -- ]]; do
+  if [[ "$1" == --then ]]; then
+    stage=$((stage + 1))
+  else
+    TARBALLS+=("$(realpath "$1")")
+    STAGE_OF+=("${stage}")
+  fi
+  shift
+done
+STAGES=$((stage + 1))
 [[ "${1:-}" == -- ]] && shift
 CMAKE_ARGS_RAW=("$@")
 ((${#TARBALLS[@]})) || die "set '${SET}': no tarballs given"
@@ -63,12 +85,28 @@ done
 for tarball in "${TARBALLS[@]}"; do
   [[ -f "${tarball}" ]] || die "${tarball}: no such tarball"
 done
+missing_debs=()
+for deb in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "${deb}" 2>/dev/null | grep -q 'install ok installed' \
+    || missing_debs+=("${deb}")
+done
+if ((${#missing_debs[@]})); then
+  if [[ "${GHOST_FEEDBACK_SKIP_APT:-0}" != 1 && "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+    log "${SET}: apt-get install ${missing_debs[*]}"
+    DEBIAN_FRONTEND=noninteractive timeout 300 apt-get update -qq >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq "${missing_debs[@]}" >/dev/null \
+      || die "${SET}: apt-get install ${missing_debs[*]} failed"
+  else
+    die "${SET} needs Debian packages: apt-get install -y ${missing_debs[*]}"
+  fi
+fi
 
 # --- cache key ----------------------------------------------------------------------------------
 key_input() {
   echo "set ${SET}"
-  for tarball in "${TARBALLS[@]}"; do
-    echo "tarball $(basename "${tarball}") $(sha256sum <"${tarball}" | cut -d' ' -f1)"
+  local i
+  for i in "${!TARBALLS[@]}"; do
+    echo "tarball ${STAGE_OF[i]} $(basename "${TARBALLS[i]}") $(sha256sum <"${TARBALLS[i]}" | cut -d' ' -f1)"
   done
   local arg value
   for arg in "${CMAKE_ARGS_RAW[@]}"; do
@@ -85,6 +123,10 @@ KEY="$(key_input | sha256sum | cut -c1-16)"
 CACHE_BASE="${XDG_CACHE_HOME:-${HOME}/.cache}/project_ghost_feedback/ros_sources"
 DIR="${CACHE_BASE}/${SET}-${KEY}"
 STAMP="${DIR}/install/.ros_sources_complete"
+if [[ "${ROS_SOURCES_PRINT_DIR:-0}" == 1 ]]; then
+  echo "${DIR}"  # where this set's build is (or would be) cached; nothing else done
+  exit 0
+fi
 
 link_install() {
   mkdir -p "${ROOT}/.ros_sources"
@@ -112,8 +154,12 @@ fi
 
 # --- sources ------------------------------------------------------------------------------------
 mkdir -p "${DIR}/src"
+TOPS=()  # the top folder of each tarball, in src/
 for tarball in "${TARBALLS[@]}"; do
   name="$(basename "${tarball}")"
+  top="$(tar -tzf "${tarball}" | sed -n 1p | cut -d/ -f1)"
+  [[ -n "${top}" ]] || die "${tarball}: empty tarball"
+  TOPS+=("${top}")
   [[ -f "${DIR}/src/.unpacked_${name}" ]] && continue
   tar -xzf "${tarball}" -C "${DIR}/src"
   touch "${DIR}/src/.unpacked_${name}"
@@ -141,21 +187,37 @@ log "  ${DIR}/log/build_output.txt)"
 start="${SECONDS}"
 # colcon builds one package at a time here (no colcon-parallel-executor); make runs N jobs.
 export MAKEFLAGS="-j${ROS_SOURCES_JOBS:-2}"
-set +e
-nice -n "${ROS_SOURCES_NICE:-10}" colcon --log-base "${DIR}/log" build \
-  --merge-install \
-  --base-paths "${DIR}/src" --build-base "${DIR}/build" --install-base "${DIR}/install" \
-  --cmake-args -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release \
-    -DPython3_EXECUTABLE="${VIRTUAL_ENV}/bin/python" -DFETCHCONTENT_FULLY_DISCONNECTED=ON \
-    "${CMAKE_ARGS[@]}" \
-  >>"${DIR}/log/build_output.txt" 2>&1
-rc=$?
-set -e
+for ((stage = 0; stage < STAGES; stage++)); do
+  paths=()
+  for i in "${!TOPS[@]}"; do
+    ((STAGE_OF[i] == stage)) && paths+=("${DIR}/src/${TOPS[i]}")
+  done
+  if [[ -f "${DIR}/install/local_setup.bash" ]]; then
+    # What the earlier stages installed (a re-run: this stage's own packages too, harmless).
+    set +u
+    # shellcheck disable=SC1091
+    COLCON_CURRENT_PREFIX="${DIR}/install" source "${DIR}/install/local_setup.bash"
+    set -u
+  fi
+  export CMAKE_PREFIX_PATH="${DIR}/install:${VIRTUAL_ENV}"
+  log "${SET}: stage $((stage + 1))/${STAGES}: ${paths[*]##*/}"
+  set +e
+  nice -n "${ROS_SOURCES_NICE:-10}" colcon --log-base "${DIR}/log" build \
+    --merge-install \
+    --base-paths "${paths[@]}" --build-base "${DIR}/build" --install-base "${DIR}/install" \
+    --cmake-args -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release \
+      -DPython3_EXECUTABLE="${VIRTUAL_ENV}/bin/python" -DFETCHCONTENT_FULLY_DISCONNECTED=ON \
+      "${CMAKE_ARGS[@]}" \
+    >>"${DIR}/log/build_output.txt" 2>&1
+  rc=$?
+  set -e
+  if ((rc != 0)); then
+    elapsed=$((SECONDS - start))
+    grep -E '^(Failed|Aborted|Finished) <<<|error:|Error|ERROR' "${DIR}/log/build_output.txt" | tail -40 >&2
+    die "${SET}: colcon build failed after ${elapsed} s (exit ${rc}); full output: ${DIR}/log/build_output.txt; a re-run resumes"
+  fi
+done
 elapsed=$((SECONDS - start))
-if ((rc != 0)); then
-  grep -E '^(Failed|Aborted|Finished) <<<|error:|Error|ERROR' "${DIR}/log/build_output.txt" | tail -40 >&2
-  die "${SET}: colcon build failed after ${elapsed} s (exit ${rc}); full output: ${DIR}/log/build_output.txt; a re-run resumes"
-fi
 disk_with_build="$(du -sm "${DIR}" | cut -f1)"
 rm -rf "${DIR}/build"
 disk="$(du -sm "${DIR}" | cut -f1)"
