@@ -34,7 +34,7 @@ ROSBAG2_SOURCES := third_party/yaml-cpp-0.8.0.tar.gz --then \
   statistics_msgs-2.0.2.tar.gz libstatistics_collector-1.7.3.tar.gz rclcpp-28.1.6.tar.gz \
   keyboard_handler-0.3.1.tar.gz mcap-cpp-1.3.0.tar.gz readerwriterqueue-ef7dfbf.tar.gz \
   rosbag2-0.26.5.tar.gz)
-ROSBAG2_DEBS := libtinyxml2-dev libconsole-bridge-dev libzstd-dev liblz4-dev
+ROSBAG2_DEBS := libtinyxml2-dev libconsole-bridge-dev libzstd-dev liblz4-dev libssl-dev
 ROSBAG2_CMAKE_ARGS := -DYAML_BUILD_SHARED_LIBS=ON -DYAML_CPP_BUILD_TOOLS=OFF \
   -DFETCHCONTENT_SOURCE_DIR_MCAP=@SRC@/mcap \
   -DREADERWRITERQUEUE_SOURCE_DIR=@SRC@/readerwriterqueue \

@@ -16,7 +16,7 @@ cd "${ROOT}"
 VENV="${ROOT}/.venv"
 REQUIREMENTS="${ROOT}/requirements/jazzy.txt"
 STAMP="${VENV}/.ghost_feedback_requirements.sha256"
-CMAKE_FIX_STAMP="${VENV}/.ghost_feedback_cmake_paths_fixed"
+CMAKE_FIX_STAMP="${VENV}/.ghost_feedback_cmake_paths_fixed_2"
 
 log() { printf '[setup] %s\n' "$*"; }
 die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -129,6 +129,9 @@ fi
 # The wheels' exported *__rosidl_generator_py targets point at their build machine's Python
 # (/opt/python/cp311-cp311/...). Rewrite those paths to this venv once, so CMakeLists files stay
 # what a real ROS install uses. Idempotent: after the rewrite no file matches any more.
+# Likewise fastrtps' exported link interface names its build machine's /usr/lib64/libtinyxml2.so
+# (the wheel bundles its own tinyxml2, which libfastrtps.so needs by itself): dropped, so that
+# C++ packages linking Fast DDS types (make rosbag2: rclcpp, ...) link here.
 if [[ ! -f "${CMAKE_FIX_STAMP}" ]]; then
   "${PY}" - "${VENV}" <<'PY'
 import pathlib
@@ -141,11 +144,12 @@ venv = pathlib.Path(sys.argv[1])
 replacements = {
     '/opt/python/cp311-cp311/include/python3.11': sysconfig.get_paths()['include'],
     '/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include': numpy.get_include(),
+    '/usr/lib64/libtinyxml2.so;': '',
 }
 changed = 0
 for path in (venv / 'share').rglob('*.cmake'):
     text = path.read_text(errors='surrogateescape')
-    if '/opt/python/' not in text:
+    if '/opt/python/' not in text and '/usr/lib64/' not in text:
         continue
     new = text
     for old, repl in replacements.items():

@@ -367,11 +367,12 @@ def test_ros2_bag_record_of_the_stack_is_read_by_replay_with_its_warning(stack_b
 
 def test_ros2_bag_record_of_the_stack_is_read_by_audit(stack_bags, tmp_path):
     explicit, _, _ = stack_bags
-    out = tmp_path / 'audit'
-    result = run('ghost-feedback', 'audit', str(explicit), '--output-dir', str(out),
-                 timeout=600)
+    out = tmp_path / 'audit.json'
+    result = run('ghost-feedback', 'audit', str(explicit), '--json', str(out), '--workers', '1',
+                 '--no-progress', timeout=600)
     assert result.returncode == 0, result.stdout
-    assert any(out.iterdir()), result.stdout
+    document = json.loads(out.read_text(encoding='utf-8'))
+    assert str(explicit.name) in json.dumps(document), result.stdout
 
 
 def test_feedback_launch_record_true_records_the_node_topics(tmp_path, processes):
