@@ -27,7 +27,8 @@
 # - In CMAKE_ARGs, @SRC@ stands for the folder the tarballs are unpacked in (each tarball unpacks
 #   into its own top folder) and @ROOT@ for this repository.
 # - Offline by design: FetchContent is FULLY_DISCONNECTED; a package that would download fails.
-# Knobs: ROS_SOURCES_PRINT_DIR=1 (print the cache folder and exit), ROS_SOURCES_JOBS (make -jN, default 2), ROS_SOURCES_NICE (default 10).
+# Knobs: ROS_SOURCES_LINK_DIR (where the install is linked; default .ros_sources/ of this clone,
+# which scripts/env.sh reads), ROS_SOURCES_PRINT_DIR=1 (print the cache folder and exit), ROS_SOURCES_JOBS (make -jN, default 2), ROS_SOURCES_NICE (default 10).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -71,7 +72,7 @@ if [[ -n "${SKIP_IF_FOUND}" ]]; then
     [[ -n "${prefix}" && "${prefix}" != "${ROOT}"/* ]] || continue
     if [[ -f "${prefix}/share/${SKIP_IF_FOUND}/package.xml" ]]; then
       log "${SET}: ${SKIP_IF_FOUND} found in ${prefix} (ROS install): nothing to build"
-      rm -f "${ROOT}/.ros_sources/${SET}"
+      rm -f "${ROS_SOURCES_LINK_DIR:-${ROOT}/.ros_sources}/${SET}"
       exit 0
     fi
   done
@@ -128,9 +129,10 @@ if [[ "${ROS_SOURCES_PRINT_DIR:-0}" == 1 ]]; then
   exit 0
 fi
 
+LINK_DIR="${ROS_SOURCES_LINK_DIR:-${ROOT}/.ros_sources}"
 link_install() {
-  mkdir -p "${ROOT}/.ros_sources"
-  ln -sfn "${DIR}/install" "${ROOT}/.ros_sources/${SET}"
+  mkdir -p "${LINK_DIR}"
+  ln -sfn "${DIR}/install" "${LINK_DIR}/${SET}"
 }
 
 if [[ -f "${STAMP}" ]]; then
@@ -184,6 +186,10 @@ mkdir -p "${COLCON_HOME}" "${DIR}/log"
 packages="$(find "${DIR}/src" -name package.xml -not -path '*/test/*' | wc -l)"
 log "${SET}: building ${packages} packages into ${DIR} (cold: long, see README; output in"
 log "  ${DIR}/log/build_output.txt)"
+# PyPI's pybind11 (what the pybind11_vendor wheel uses) keeps its CMake config inside
+# site-packages: put that prefix on CMAKE_PREFIX_PATH for find_package(pybind11).
+PYBIND11_PREFIX="$(python -c 'import os, pybind11; print(os.path.dirname(pybind11.__file__))' \
+  2>/dev/null || true)"
 start="${SECONDS}"
 # colcon builds one package at a time here (no colcon-parallel-executor); make runs N jobs.
 export MAKEFLAGS="-j${ROS_SOURCES_JOBS:-2}"
@@ -199,7 +205,7 @@ for ((stage = 0; stage < STAGES; stage++)); do
     COLCON_CURRENT_PREFIX="${DIR}/install" source "${DIR}/install/local_setup.bash"
     set -u
   fi
-  export CMAKE_PREFIX_PATH="${DIR}/install:${VIRTUAL_ENV}"
+  export CMAKE_PREFIX_PATH="${DIR}/install:${VIRTUAL_ENV}${PYBIND11_PREFIX:+:${PYBIND11_PREFIX}}"
   log "${SET}: stage $((stage + 1))/${STAGES}: ${paths[*]##*/}"
   set +e
   nice -n "${ROS_SOURCES_NICE:-10}" colcon --log-base "${DIR}/log" build \

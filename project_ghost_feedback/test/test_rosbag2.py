@@ -286,6 +286,8 @@ def stack_bags(tmp_path_factory):
                              '/self_assessment/raw':
                              'project_ghost_feedback_msgs/msg/BeliefSelfAssessment'})
         try:
+            listener.spin_until(lambda: all(listener.node.count_publishers(topic) for topic in (
+                '/self_assessment/calibrated', '/self_assessment/raw')), 'the launched nodes')
             with open(sim_log, 'w', encoding='utf-8') as log:
                 sim = subprocess.Popen(
                     [sys.executable, '-m', 'project_ghost_feedback.ros.sim_stack_node',
