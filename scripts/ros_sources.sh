@@ -10,25 +10,30 @@
 # - Stages: the tarballs before the first --then are built (colcon build) first, then those up to
 #   the next --then on top of them, and so on: for a package that a later one finds with
 #   find_package but does not name in its package.xml (e.g. yaml-cpp for yaml_cpp_vendor).
-# - The cache key is the sha256 of: the set name, each tarball's sha256, the CMake arguments (and the
-#   content of any file they name), requirements/jazzy.txt, the venv's Python version and
-#   RECIPE_VERSION below (bump it when a change to this script changes what gets built). The build lives in ${XDG_CACHE_HOME:-$HOME/.cache}/project_ghost_feedback/ros_sources/
-#   SET-KEY/{src,build,install,log}; a finished one has install/.ros_sources_complete, and a second
-#   run (or another clone with the same sources and pins) only links it: seconds.
+# - The cache key is the sha256 of: the set name, each tarball's sha256 and stage, the CMake
+#   arguments (and the content of any file they name), requirements/jazzy.txt, the venv's Python
+#   version and RECIPE_VERSION below (bump it when a change to this script changes what gets
+#   built). The build lives in
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/project_ghost_feedback/ros_sources/SET-KEY/{src,build,install,log};
+#   a finished one has install/.ros_sources_complete, and a second run (or another clone with the
+#   same sources and pins) only links it: seconds.
 # - An interrupted build keeps its build/ folder: the next run resumes where colcon stopped (each
 #   package's CMake build is incremental). build/ is deleted once the whole set is installed.
 # - The clone links the install as .ros_sources/SET; scripts/env.sh sources every
 #   .ros_sources/*/local_setup.bash after the project's own install.
 # - --skip-if-found PKG: when a ROS install already on AMENT_PREFIX_PATH (a real ROS 2 Jazzy, sourced
 #   before this runs) has PKG, nothing is built and that install is used.
-# - --apt 'DEB...': Debian packages the set builds against (e.g. libyaml-cpp-dev); the missing ones
+# - --apt 'DEB...': Debian packages the set builds against (e.g. libtinyxml2-dev); the missing ones
 #   are installed with apt-get when running as root (GHOST_FEEDBACK_SKIP_APT=1: never), otherwise
 #   the build stops with the apt-get command to run.
 # - In CMAKE_ARGs, @SRC@ stands for the folder the tarballs are unpacked in (each tarball unpacks
 #   into its own top folder) and @ROOT@ for this repository.
 # - Offline by design: FetchContent is FULLY_DISCONNECTED; a package that would download fails.
+# - PyPI's pybind11 (the pybind11_vendor wheel's) is put on CMAKE_PREFIX_PATH when the venv has it.
 # Knobs: ROS_SOURCES_LINK_DIR (where the install is linked; default .ros_sources/ of this clone,
-# which scripts/env.sh reads), ROS_SOURCES_PRINT_DIR=1 (print the cache folder and exit), ROS_SOURCES_JOBS (make -jN, default 2), ROS_SOURCES_NICE (default 10).
+# which scripts/env.sh reads), ROS_SOURCES_PRINT_DIR=1 (print the cache folder and exit),
+# ROS_SOURCES_JOBS (make -jN, default 2; colcon builds one package at a time),
+# ROS_SOURCES_NICE (default 10).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -37,7 +42,7 @@ RECIPE_VERSION=1
 die() { printf '[ros_sources] ERROR: %s\n' "$*" >&2; exit 2; }
 log() { printf '[ros_sources] %s\n' "$*"; }
 
-(($# >= 2)) || die "usage: ros_sources.sh SET [--skip-if-found PKG] TARBALL... [-- CMAKE_ARG...]"
+(($# >= 2)) || die "usage: ros_sources.sh SET [--skip-if-found PKG] [--apt 'DEB...'] TARBALL... [--then TARBALL...]... [-- CMAKE_ARG...]"
 SET="$1"; shift
 [[ "${SET}" =~ ^[A-Za-z0-9_]+$ ]] || die "set name '${SET}': letters, digits and _ only"
 SKIP_IF_FOUND=""
