@@ -16,7 +16,7 @@ cd "${ROOT}"
 VENV="${ROOT}/.venv"
 REQUIREMENTS="${ROOT}/requirements/jazzy.txt"
 STAMP="${VENV}/.ghost_feedback_requirements.sha256"
-CMAKE_FIX_STAMP="${VENV}/.ghost_feedback_cmake_paths_fixed_2"
+CMAKE_FIX_STAMP="${VENV}/.ghost_feedback_cmake_paths_fixed_3"
 
 log() { printf '[setup] %s\n' "$*"; }
 die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -130,8 +130,9 @@ fi
 # (/opt/python/cp311-cp311/...). Rewrite those paths to this venv once, so CMakeLists files stay
 # what a real ROS install uses. Idempotent: after the rewrite no file matches any more.
 # Likewise fastrtps' exported link interface names its build machine's /usr/lib64/libtinyxml2.so
-# (the wheel bundles its own tinyxml2, which libfastrtps.so needs by itself): dropped, so that
-# C++ packages linking Fast DDS types (make rosbag2: rclcpp, ...) link here.
+# (the wheel bundles its own tinyxml2, which libfastrtps.so needs by itself), and tracetools' names
+# lttng-ust (bundled too, as liblttng-ust-<hash>.so, which libtracetools.so needs by itself): both
+# dropped, so that C++ packages built on the wheels (make rosbag2: rclcpp, ...) link here.
 if [[ ! -f "${CMAKE_FIX_STAMP}" ]]; then
   "${PY}" - "${VENV}" <<'PY'
 import pathlib
@@ -145,11 +146,13 @@ replacements = {
     '/opt/python/cp311-cp311/include/python3.11': sysconfig.get_paths()['include'],
     '/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include': numpy.get_include(),
     '/usr/lib64/libtinyxml2.so;': '',
+    'INTERFACE_LINK_LIBRARIES "lttng-ust;dl;': 'INTERFACE_LINK_LIBRARIES "dl;',
+    'set(_exported_library_names "lttng-ust;dl")': 'set(_exported_library_names "dl")',
 }
 changed = 0
 for path in (venv / 'share').rglob('*.cmake'):
     text = path.read_text(errors='surrogateescape')
-    if '/opt/python/' not in text and '/usr/lib64/' not in text:
+    if not any(old in text for old in replacements):
         continue
     new = text
     for old, repl in replacements.items():
