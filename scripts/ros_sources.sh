@@ -198,6 +198,11 @@ PYBIND11_PREFIX="$(python -c 'import os, pybind11; print(os.path.dirname(pybind1
 start="${SECONDS}"
 # colcon builds one package at a time here (no colcon-parallel-executor); make runs N jobs.
 export MAKEFLAGS="-j${ROS_SOURCES_JOBS:-2}"
+# The wheels' libraries need libraries bundled beside them (libssl-<hash>.so, ...) and Python's
+# symbols (resolved at run time: the interpreter, ros_wheels_bootstrapper's LD_LIBRARY_PATH), which
+# the linker cannot see when it links an executable (rclcpp_components' component_container):
+# leave those to run time, as for shared libraries.
+export LDFLAGS="${LDFLAGS:+${LDFLAGS} }-Wl,--allow-shlib-undefined"
 for ((stage = 0; stage < STAGES; stage++)); do
   paths=()
   for i in "${!TOPS[@]}"; do
