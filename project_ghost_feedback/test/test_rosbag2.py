@@ -171,7 +171,8 @@ class Listener:
         """Spin until ``condition()`` holds (bounded)."""
         deadline = time.monotonic() + DEADLINE_S
         while not condition():
-            assert time.monotonic() < deadline, f'timed out waiting for {what}'
+            if time.monotonic() > deadline:
+                raise AssertionError(f'timed out waiting for {what() if callable(what) else what}')
             self.executor.spin_once(timeout_sec=0.05)
 
     def call(self, service_type, name):
@@ -205,9 +206,14 @@ def processes():
 
 @pytest.fixture(scope='module')
 def node_bag(tmp_path_factory):
-    """Return a telemetry bag the feedback node recorded (telemetry_bag) over a scenario."""
+    """Return a telemetry bag the feedback node recorded (telemetry_bag) over a scenario.
+
+    The node runs on sim time (no /clock yet: its start event is stamped 0), so its events and
+    the scenario's inputs (stamped from 0.1 s) share one time line, which ``ros2 bag play``
+    follows at rate 1.
+    """
     bag = tmp_path_factory.mktemp('rosbag2') / 'telemetry'
-    harness = _Harness(bag)
+    harness = _Harness(bag, sim_time=True)
     try:
         harness.connect()
         for outcomes, raw in scenario(12):
@@ -252,7 +258,9 @@ def test_ros2_bag_play_delivers_exactly_the_recorded_messages(node_bag, processe
         listener.call(Resume, '/rosbag2_player/resume')
         listener.spin_until(
             lambda: all(len(listener.received[t]) >= len(payloads[t]) for t in types),
-            'every recorded message')
+            lambda: 'every recorded message: {} of {}\n{}'.format(
+                {t: len(m) for t, m in listener.received.items()},
+                {t: len(m) for t, m in payloads.items()}, player.output()))
         assert player.popen.wait(timeout=DEADLINE_S) == 0, player.output()
         for _ in range(10):  # anything still on the way would arrive now
             listener.executor.spin_once(timeout_sec=0.05)
