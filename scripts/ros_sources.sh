@@ -32,7 +32,8 @@
 # - PyPI's pybind11 (the pybind11_vendor wheel's) is put on CMAKE_PREFIX_PATH when the venv has it.
 # Knobs: ROS_SOURCES_LINK_DIR (where the install is linked; default .ros_sources/ of this clone,
 # which scripts/env.sh reads), ROS_SOURCES_PRINT_DIR=1 (print the cache folder and exit),
-# ROS_SOURCES_JOBS (make -jN, default 2; colcon builds one package at a time),
+# ROS_SOURCES_JOBS (make -jN, default 4: colcon builds one package at a time here, no
+# colcon-parallel-executor, so this stands for --parallel-workers 2 with make -j2 each),
 # ROS_SOURCES_NICE (default 10).
 set -euo pipefail
 
@@ -195,9 +196,11 @@ log "  ${DIR}/log/build_output.txt)"
 # site-packages: put that prefix on CMAKE_PREFIX_PATH for find_package(pybind11).
 PYBIND11_PREFIX="$(python -c 'import os, pybind11; print(os.path.dirname(pybind11.__file__))' \
   2>/dev/null || true)"
+resumed=""
+[[ -d "${DIR}/build" ]] && resumed=" (resumed an earlier, interrupted build: its time not counted)"
 start="${SECONDS}"
 # colcon builds one package at a time here (no colcon-parallel-executor); make runs N jobs.
-export MAKEFLAGS="-j${ROS_SOURCES_JOBS:-2}"
+export MAKEFLAGS="-j${ROS_SOURCES_JOBS:-4}"
 # The wheels' libraries need libraries bundled beside them (libssl-<hash>.so, ...) and Python's
 # symbols (resolved at run time: the interpreter, ros_wheels_bootstrapper's LD_LIBRARY_PATH), which
 # the linker cannot see when it links an executable (rclcpp_components' component_container):
@@ -237,6 +240,6 @@ elapsed=$((SECONDS - start))
 disk_with_build="$(du -sm "${DIR}" | cut -f1)"
 rm -rf "${DIR}/build"
 disk="$(du -sm "${DIR}" | cut -f1)"
-echo "built in ${elapsed} s this run; ${disk} MB (${disk_with_build} MB with build/)" >"${STAMP}"
+echo "built in ${elapsed} s${resumed}; ${disk} MB (${disk_with_build} MB with build/)" >"${STAMP}"
 link_install
-log "${SET}: done in ${elapsed} s; ${disk} MB installed (${disk_with_build} MB while building); linked as .ros_sources/${SET}"
+log "${SET}: done in ${elapsed} s${resumed}; ${disk} MB installed (${disk_with_build} MB while building); linked as .ros_sources/${SET}"
