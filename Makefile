@@ -10,19 +10,39 @@ ENV := source scripts/env.sh
 # never a speed requirement (every wait inside a test is on progress, with its own ceiling).
 PYTEST := timeout -k 10 3000 python -m pytest project_ghost_feedback/test -q --timeout=900 -rfEs
 
-.PHONY: help setup test test-fast demo lint bench clean distclean
+.PHONY: help setup rosbag2 test test-fast demo lint bench clean distclean
 
 help:
 	@echo 'make demo   run the main job: ghost-feedback demo (options: make demo DEMO_ARGS="--seed 3")'
 	@echo 'make test   set up if needed, then run all tests (what CI runs)'
 	@echo 'make test-fast  the tests that need neither DDS nor a subprocess (about a minute)'
 	@echo 'make setup  create .venv (ROS 2 Jazzy wheels), colcon build into install/'
+	@echo 'make rosbag2  build rosbag2 (ros2 bag, rosbag2_py) from third_party/, cached (cold: see README)'
 	@echo 'make lint   ruff (ruff.toml) + license headers + mypy (mypy.ini)'
 	@echo 'make bench  run the benchmarks in bench/ (figures only, never a gate)'
 	@echo 'make clean  remove build/ install/ log/;  make distclean  also .venv/'
 
 setup:
 	@bash scripts/setup.sh
+
+# rosbag2 (ros2 bag, rosbag2_py, MCAP storage) and what the wheels lack (rclcpp, pluginlib, ...), from
+# unmodified Jazzy sources in third_party/ (UPSTREAM.md), built once and cached outside the clone.
+# Stage 1: yaml-cpp 0.8 (yaml_cpp_vendor 9.0.1 needs >= 0.8; Debian 12 has 0.7); stage 2: the rest.
+ROSBAG2_SOURCES := third_party/yaml-cpp-0.8.0.tar.gz --then \
+  $(addprefix third_party/,yaml_cpp_vendor-9.0.1.tar.gz tinyxml2_vendor-0.9.1.tar.gz \
+  console_bridge_vendor-1.7.1.tar.gz class_loader-2.7.0.tar.gz pluginlib-5.4.2.tar.gz \
+  statistics_msgs-2.0.2.tar.gz libstatistics_collector-1.7.3.tar.gz rclcpp-28.1.6.tar.gz \
+  keyboard_handler-0.3.1.tar.gz mcap-cpp-1.3.0.tar.gz readerwriterqueue-ef7dfbf.tar.gz \
+  rosbag2-0.26.5.tar.gz)
+ROSBAG2_DEBS := libtinyxml2-dev libconsole-bridge-dev libzstd-dev liblz4-dev libssl-dev
+ROSBAG2_CMAKE_ARGS := -DYAML_BUILD_SHARED_LIBS=ON -DYAML_CPP_BUILD_TOOLS=OFF \
+  -DFETCHCONTENT_SOURCE_DIR_MCAP=@SRC@/mcap \
+  -DREADERWRITERQUEUE_SOURCE_DIR=@SRC@/readerwriterqueue \
+  -DCMAKE_PROJECT_shared_queues_vendor_INCLUDE=@ROOT@/third_party/cmake/shared_queues_vendor_offline.cmake
+
+rosbag2: setup
+	@bash scripts/ros_sources.sh rosbag2 --skip-if-found rosbag2_py --apt '$(ROSBAG2_DEBS)' \
+	  $(ROSBAG2_SOURCES) -- $(ROSBAG2_CMAKE_ARGS)
 
 test: setup
 	@$(ENV); echo "[test] ROS_DOMAIN_ID=$${ROS_DOMAIN_ID} ROS_AUTOMATIC_DISCOVERY_RANGE=$${ROS_AUTOMATIC_DISCOVERY_RANGE}"; \

@@ -3,8 +3,8 @@
 """ROS sources bench: what building third_party/tf2 adds to setup (cold, cached) and its disk.
 
 Runs ``scripts/ros_sources.sh tf2 third_party/tf2/*.tar.gz`` (the step setup.sh runs) twice into
-a throw-away cache (``GHOST_FEEDBACK_CACHE``; ``ROS_SOURCES_REGISTER=0`` leaves the project's
-own registration alone) on top of the project venv: once cold (extract, colcon build of the four
+a throw-away cache (``XDG_CACHE_HOME``; ``ROS_SOURCES_LINK_DIR`` a throw-away folder, so the
+project's own ``.ros_sources/tf2`` link is left alone) on top of the project venv: once cold (extract, colcon build of the four
 packages) and once cached, and prints the wall time of each, the install space's size on disk
 and the machine's load. Figures only, never a gate: they move with the load of the machine.
 
@@ -30,7 +30,7 @@ def main():
     """Build the tf2 set cold and cached; print the figures."""
     tarballs = sorted(str(p) for p in (ROOT / 'third_party' / 'tf2').glob('*.tar.gz'))
     cache = tempfile.mkdtemp(prefix='ros_sources_bench_')
-    env = dict(os.environ, GHOST_FEEDBACK_CACHE=cache, ROS_SOURCES_REGISTER='0')
+    env = dict(os.environ, XDG_CACHE_HOME=cache, ROS_SOURCES_LINK_DIR=os.path.join(cache, 'links'))
     env.pop('_ROS_WHEELS_BOOTSTRAP_COMPLETE', None)
     command = ['bash', str(ROOT / 'scripts' / 'ros_sources.sh'), 'tf2', *tarballs]
     try:
@@ -42,7 +42,9 @@ def main():
             if done.returncode != 0:
                 print(done.stderr)
                 return 1
-        install = pathlib.Path(done.stdout.strip().splitlines()[-1])
+        where = subprocess.run(command, env=dict(env, ROS_SOURCES_PRINT_DIR='1'),
+                               capture_output=True, text=True, check=True)
+        install = pathlib.Path(where.stdout.strip().splitlines()[-1]) / 'install'
         print(f'[ros_sources] load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores')
         print(f'[ros_sources] tf2 cold build: {times[0]:.0f} s; cached: {times[1]:.2f} s')
         print(f'[ros_sources] install space: {_size(install) / 1e6:.1f} MB '

@@ -33,22 +33,15 @@ set +u
 source "${_ghost_feedback_root}/.venv/bin/activate"
 # shellcheck disable=SC1091
 source "${_ghost_feedback_root}/install/setup.bash"
-# ROS source sets built by scripts/ros_sources.sh (e.g. tf2) into the cache outside the clone;
-# setup.sh lists their install spaces in .venv/ros_sources.d/<set>.
-for _ghost_feedback_set in "${_ghost_feedback_root}"/.venv/ros_sources.d/*; do
+# ROS source sets built by scripts/ros_sources.sh into the cache outside the clone (tf2 by setup.sh,
+# rosbag2 by make rosbag2): .ros_sources/<set> links to each set's cached install.
+for _ghost_feedback_set in "${_ghost_feedback_root}"/.ros_sources/*/local_setup.bash; do
   [[ -f "${_ghost_feedback_set}" ]] || continue
-  _ghost_feedback_prefix="$(cat "${_ghost_feedback_set}")"
-  if [[ -f "${_ghost_feedback_prefix}/local_setup.bash" ]]; then
-    # The set may have been built by another clone: its script would run that clone's Python.
-    # shellcheck disable=SC1091
-    COLCON_PYTHON_EXECUTABLE="${VIRTUAL_ENV}/bin/python" \
-      source "${_ghost_feedback_prefix}/local_setup.bash"
-  else
-    echo "[env] ${_ghost_feedback_set##*/}: ${_ghost_feedback_prefix} is gone (cache cleared?);" \
-      'run: bash scripts/setup.sh' >&2
-  fi
+  # The set may have been built by another clone: its scripts would run that clone's Python.
+  # shellcheck disable=SC1090
+  COLCON_PYTHON_EXECUTABLE="${VIRTUAL_ENV}/bin/python" source "${_ghost_feedback_set}"
 done
-unset _ghost_feedback_set _ghost_feedback_prefix
+unset _ghost_feedback_set
 ((_ghost_feedback_nounset)) && set -u
 unset _ghost_feedback_nounset
 
@@ -56,6 +49,8 @@ export GHOST_FEEDBACK_ROOT="${_ghost_feedback_root}"
 # Let ament_index find the ROS packages that live in the venv (rclpy, diagnostic_msgs, ...).
 export AMENT_PREFIX_PATH="${AMENT_PREFIX_PATH:+${AMENT_PREFIX_PATH}:}${VIRTUAL_ENV}"
 export RMW_IMPLEMENTATION=rmw_fastrtps_cpp
+# A ROS install's setup.bash sets it; the venv holds Jazzy (rosbag2 writes it into every bag).
+export ROS_DISTRO="${ROS_DISTRO:-jazzy}"
 # The package's executables (feedback_node, ghost-feedback) on PATH; `ros2 run` is not available
 # from PyPI, it would find them in the same folder.
 export PATH="${_ghost_feedback_root}/install/project_ghost_feedback/lib/project_ghost_feedback:${PATH}"

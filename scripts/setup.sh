@@ -16,7 +16,7 @@ cd "${ROOT}"
 VENV="${ROOT}/.venv"
 REQUIREMENTS="${ROOT}/requirements/jazzy.txt"
 STAMP="${VENV}/.ghost_feedback_requirements.sha256"
-CMAKE_FIX_STAMP="${VENV}/.ghost_feedback_cmake_paths_fixed"
+CMAKE_FIX_STAMP="${VENV}/.ghost_feedback_cmake_paths_fixed_3"
 
 log() { printf '[setup] %s\n' "$*"; }
 die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -129,6 +129,10 @@ fi
 # The wheels' exported *__rosidl_generator_py targets point at their build machine's Python
 # (/opt/python/cp311-cp311/...). Rewrite those paths to this venv once, so CMakeLists files stay
 # what a real ROS install uses. Idempotent: after the rewrite no file matches any more.
+# Likewise fastrtps' exported link interface names its build machine's /usr/lib64/libtinyxml2.so
+# (the wheel bundles its own tinyxml2, which libfastrtps.so needs by itself), and tracetools' names
+# lttng-ust (bundled too, as liblttng-ust-<hash>.so, which libtracetools.so needs by itself): both
+# dropped, so that C++ packages built on the wheels (make rosbag2: rclcpp, ...) link here.
 if [[ ! -f "${CMAKE_FIX_STAMP}" ]]; then
   "${PY}" - "${VENV}" <<'PY'
 import pathlib
@@ -141,11 +145,14 @@ venv = pathlib.Path(sys.argv[1])
 replacements = {
     '/opt/python/cp311-cp311/include/python3.11': sysconfig.get_paths()['include'],
     '/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include': numpy.get_include(),
+    '/usr/lib64/libtinyxml2.so;': '',
+    'INTERFACE_LINK_LIBRARIES "lttng-ust;dl;': 'INTERFACE_LINK_LIBRARIES "dl;',
+    'set(_exported_library_names "lttng-ust;dl")': 'set(_exported_library_names "dl")',
 }
 changed = 0
 for path in (venv / 'share').rglob('*.cmake'):
     text = path.read_text(errors='surrogateescape')
-    if '/opt/python/' not in text:
+    if not any(old in text for old in replacements):
         continue
     new = text
     for old, repl in replacements.items():
@@ -183,17 +190,19 @@ fi
 # built once per key into a cache outside the clone (scripts/ros_sources.sh); env.sh sources it.
 # With a ROS 2 install that already has tf2 (e.g. /opt/ros/jazzy sourced) nothing is built.
 # GHOST_FEEDBACK_SKIP_TF2=1 skips it (the bridge then runs without tf; its tf tests skip).
-rm -f "${VENV}/ros_sources.d/tf2"
 system_tf2="$("${PY}" -c 'import os, tf2_ros; print(os.path.dirname(tf2_ros.__file__))' \
   2>/dev/null || true)"
 if [[ "${GHOST_FEEDBACK_SKIP_TF2:-0}" == 1 ]]; then
+  rm -f "${ROOT}/.ros_sources/tf2"
   log 'tf2: skipped (GHOST_FEEDBACK_SKIP_TF2=1); the bridge runs without tf'
 elif [[ -n "${system_tf2}" && "${system_tf2}" != */project_ghost_feedback/ros_sources/* ]]; then
+  rm -f "${ROOT}/.ros_sources/tf2"
   log "tf2: using the ROS 2 install's (${system_tf2})"
 else
   tf2_start=${SECONDS}
-  VENV="${VENV}" bash "${ROOT}/scripts/ros_sources.sh" tf2 "${ROOT}"/third_party/tf2/*.tar.gz \
-    >/dev/null || die 'tf2 build failed (above); GHOST_FEEDBACK_SKIP_TF2=1 skips it'
+  bash "${ROOT}/scripts/ros_sources.sh" tf2 --skip-if-found tf2_ros \
+    "${ROOT}"/third_party/tf2/*.tar.gz >/dev/null \
+    || die 'tf2 build failed (above); GHOST_FEEDBACK_SKIP_TF2=1 skips it'
   log "tf2 ready ($((SECONDS - tf2_start)) s)"
 fi
 

@@ -24,6 +24,8 @@ TOP_LEVEL=(
   ros-jazzy-ament-cmake-pytest
   ros-jazzy-ament-package
   ros-jazzy-python-cmake-module
+  ros-jazzy-pybind11-vendor  # rosbag2_py (make rosbag2, third_party/)
+  ros-jazzy-ament-cmake-vendor-package  # the *_vendor packages of make rosbag2
   ros-jazzy-std-msgs
   ros-jazzy-builtin-interfaces
   ros-jazzy-diagnostic-msgs

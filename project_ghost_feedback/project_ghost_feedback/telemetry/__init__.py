@@ -6,7 +6,7 @@ from the package's .msg files. See ``docs/telemetry.md``.
 
 - :mod:`.channels`: topics, ROS 2 types, offered QoS (``CHANNEL_CALIBRATED_SELF_ASSESSMENT``).
 - :mod:`.adapters`: contract -> ``TelemetryRecord(channel, log_time, payload)``.
-- :mod:`.writer`: :class:`TelemetryWriter` (rosbags' rosbag2 writer, MCAP storage).
+- :mod:`.writer`: :class:`TelemetryWriter` (a rosbag2 bag directory, MCAP storage).
 - :mod:`.bag_reader`: open and validate a bag (:class:`BagError`), :func:`bag_info`.
 - :mod:`.codecs`: ``_DECODERS`` (CDR -> contract); :mod:`.config`: the recorded
   configuration (:func:`recorded_config`, a core ``LoopConfig``); :mod:`.report`:
