@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """ROS sources bench: what building third_party/tf2 adds to setup (cold, cached) and its disk.
 
-Runs ``scripts/ros_sources.sh tf2 third_party/tf2/*.tar.gz`` (the step setup.sh runs) twice into
-a throw-away cache (``XDG_CACHE_HOME``; ``ROS_SOURCES_LINK_DIR`` a throw-away folder, so the
-project's own ``.ros_sources/tf2`` link is left alone) on top of the project venv: once cold (extract, colcon build of the four
-packages) and once cached, and prints the wall time of each, the install space's size on disk
-and the machine's load. Figures only, never a gate: they move with the load of the machine.
+Runs ``scripts/ros_sources.sh tf2 third_party/tf2/*.tar.gz`` (the step setup.sh runs) twice into a
+throw-away cache (``XDG_CACHE_HOME``; ``ROS_SOURCES_LINK_DIR`` a throw-away folder, so the
+project's own ``.ros_sources/tf2`` link is left alone) on top of the project venv: once cold
+(extract, colcon build of the four packages) and once cached, and prints the wall time of each, the
+install space's size on disk and the machine's load. Figures only, never a gate: they move with the
+load of the machine.
 
     python3 bench/ros_sources_bench.py
 """
