@@ -103,7 +103,7 @@ def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
         from project_ghost_feedback_msgs.msg import CalibratedSelfAssessment
     except ImportError as error:
         return fail(f'echo needs rclpy and project_ghost_feedback_msgs '
-                     f'(source scripts/env.sh): {error}')
+                    f'(source scripts/env.sh): {error}')
     import time
 
     from ..safe_io import terminal_text
@@ -143,8 +143,8 @@ def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
             wanted = args.count or 1
             if args.timeout is not None and received < wanted and now - start >= args.timeout:
                 return fail(f'echo: {received} of {wanted} messages on {topic} in '
-                             f'{args.timeout:g} s ({subscription.get_publisher_count()} '
-                             'publishers)', 1)
+                            f'{args.timeout:g} s ({subscription.get_publisher_count()} '
+                            'publishers)', 1)
             if not received and now - start >= note_after:
                 publishers = subscription.get_publisher_count()
                 print(f'{prog}: echo: nothing received on {topic} after {note_after:g} s ('

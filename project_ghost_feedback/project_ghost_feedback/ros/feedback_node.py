@@ -86,7 +86,6 @@ from .wire import belief_view, calibrated_bytes, outcome_view, WireError
 from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s users
     cap_text,
     diagnostic_array,
-    diagnostic_status,
     make_executor,
     message_class,
     ParameterSet,
@@ -251,7 +250,7 @@ class FeedbackNode(Node):
 
     @property
     def config(self) -> FeedbackConfig:
-        """The FeedbackConfig in effect (the parameter set's validated configuration)."""
+        """Return the FeedbackConfig in effect (the parameter set's validated configuration)."""
         return self._parameter_set.config
 
     def _apply_config(self, old: FeedbackConfig, config: FeedbackConfig,
@@ -337,7 +336,7 @@ class FeedbackNode(Node):
     def _on_message_lost(self, status: Any) -> None:
         self.lost_messages += status.total_count_change
         self.period.note(WARN, f'{status.total_count_change} input messages lost in the '
-                                'middleware (queue overflow)')
+                               'middleware (queue overflow)')
 
     # -- data path ----------------------------------------------------------------------------
 
@@ -384,7 +383,7 @@ class FeedbackNode(Node):
 
     def _note_missed(self, kind: str, missed: int) -> None:
         self.period.note(WARN, f'{missed} {kind} messages missing from the publication '
-                                'sequence (input queue overflow)')
+                               'sequence (input queue overflow)')
 
     def _on_outcome_with_info(self, data: bytes, info: Mapping[str, Any]) -> None:
         missed = self.outcome_gaps.note(info)
@@ -492,7 +491,7 @@ class FeedbackNode(Node):
                 stamp = raw.belief_stamp_sim_ns
                 _, raw_channel, calibrated_channel = self._channels
                 self.telemetry.record_bytes(((raw_channel, stamp, data),
-                                              (calibrated_channel, stamp, payload)))
+                                             (calibrated_channel, stamp, payload)))
         else:
             raw_msg = msg if isinstance(msg, BeliefSelfAssessmentMsg) else None
             self._publisher.publish(fill_calibrated_msg(self._output_msg, calibrated, raw_msg))

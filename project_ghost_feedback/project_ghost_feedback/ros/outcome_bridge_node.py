@@ -111,6 +111,8 @@ ESTIMATE_CLASSES = {'odometry': Odometry, 'pose_with_covariance': PoseWithCovari
 REFERENCE_CLASSES = {
     'odometry': Odometry, 'pose': PoseStamped, 'pose_with_covariance': PoseWithCovarianceStamped}
 """The message class of each ``estimate_type`` / ``reference_type`` choice (bridge.parameters)."""
+
+
 class _NodeListener(EngineListener):
     """Publish what the pairing engine hands over; count, log and note it on /diagnostics."""
 
@@ -305,7 +307,7 @@ class OutcomeBridge(Node):
 
     @property
     def config(self) -> dict[str, Any]:
-        """The bridge's configuration in effect (:func:`..bridge.parameters.config_from`)."""
+        """Return the bridge's configuration in effect (:func:`..bridge.parameters.config_from`)."""
         return self._parameter_set.config
 
     def _apply_config(self, previous: Mapping[str, Any], config: dict[str, Any],
@@ -366,7 +368,7 @@ class OutcomeBridge(Node):
         missed = self.gaps[kind].note(info)
         if missed:
             self.period.note(WARN, f'{kind} messages missing from the publication sequence '
-                                    '(input queue overflow or middleware loss)')
+                                   '(input queue overflow or middleware loss)')
 
     def _on_clock_jump(self, jump: TimeJump) -> None:
         """On a backward jump, reset if the state holds stamps now in the future.
