@@ -48,19 +48,22 @@ def test_mypy_catches_a_planted_error_and_an_untyped_def_in_core(tmp_path):
 
 
 def test_mypy_catches_an_untyped_def_in_each_annotated_package(tmp_path):
-    """ros/, telemetry/, evaluate/ and audit/: a def without annotations fails the check."""
+    """A def without annotations fails the check in every annotated package and module.
+
+    ros/, telemetry/, evaluate/, audit/ and the top-level bridge_inputs, parameter_spec and plots.
+    """
     tree = tmp_path / 'repo'
     package = tree / 'project_ghost_feedback' / 'project_ghost_feedback'
     shutil.copytree(ROOT / 'project_ghost_feedback' / 'project_ghost_feedback', package,
                     ignore=shutil.ignore_patterns('__pycache__'))
     shutil.copy(ROOT / 'mypy.ini', tree / 'mypy.ini')
-    planted = {'ros': 'dds.py', 'telemetry': 'channels.py', 'evaluate': 'inputs.py',
-               'audit': 'discovery.py'}
-    for folder, name in planted.items():
-        module = package / folder / name
+    planted = ('ros/dds.py', 'telemetry/channels.py', 'evaluate/command.py', 'audit/discovery.py',
+               'bridge_inputs.py', 'parameter_spec.py', 'plots.py')
+    for name in planted:
+        module = package / name
         module.write_text(module.read_text() + '\n\ndef _untyped(y):\n    return y\n')
     result = _mypy('--config-file', str(tree / 'mypy.ini'), cwd=tree)
     assert result.returncode != 0
-    for folder, name in planted.items():
-        assert f'{folder}/{name}:' in result.stdout, (folder, result.stdout)
+    for name in planted:
+        assert f'project_ghost_feedback/{name}:' in result.stdout, (name, result.stdout)
     assert result.stdout.count('[no-untyped-def]') == len(planted), result.stdout

@@ -82,7 +82,7 @@ class StackFrames:
     covariance) in ``odom``, and ``map -> odom`` at the step's stamp goes on /tf first.
     """
 
-    def __init__(self, drift: OdomDrift | None = None) -> None:
+    def __init__(self, drift: 'OdomDrift | None' = None) -> None:
         self.drift = drift
 
     def estimate_in_frame(self, sample: Any) -> tuple[Any, Any, Any]:
