@@ -19,7 +19,7 @@
 from collections.abc import Callable, Collection, Iterable, Mapping
 import importlib
 import time
-from typing import Any
+from typing import Any, cast
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.exceptions import ParameterException
@@ -190,10 +190,10 @@ class TimedLogger:
     methods is the wrapped logger's.
     """
 
-    def __init__(self, logger, node, start_ns):
+    def __init__(self, logger: Any, node: Node, start_ns: int) -> None:
         self._logger, self._node, self._start_ns = logger, node, start_ns
 
-    def prefix(self):
+    def prefix(self) -> str:
         """Return ``[+<seconds since start> s | ROS time <node clock> s] ``."""
         elapsed = (time.monotonic_ns() - self._start_ns) / NS_PER_S
         try:
@@ -204,49 +204,51 @@ class TimedLogger:
 
     # One call of the rclpy logger per severity, each on its own line: rclpy refuses a call
     # site (file and line) that logs at two severities.
-    def debug(self, message, **kwargs):
+    def debug(self, message: object, **kwargs: Any) -> Any:
         """Log at DEBUG, with the prefix."""
         return self._logger.debug(self.prefix() + str(message), **kwargs)
 
-    def info(self, message, **kwargs):
+    def info(self, message: object, **kwargs: Any) -> Any:
         """Log at INFO, with the prefix."""
         return self._logger.info(self.prefix() + str(message), **kwargs)
 
-    def warning(self, message, **kwargs):
+    def warning(self, message: object, **kwargs: Any) -> Any:
         """Log at WARN, with the prefix."""
         return self._logger.warning(self.prefix() + str(message), **kwargs)
 
     warn = warning
 
-    def error(self, message, **kwargs):
+    def error(self, message: object, **kwargs: Any) -> Any:
         """Log at ERROR, with the prefix."""
         return self._logger.error(self.prefix() + str(message), **kwargs)
 
-    def fatal(self, message, **kwargs):
+    def fatal(self, message: object, **kwargs: Any) -> Any:
         """Log at FATAL, with the prefix."""
         return self._logger.fatal(self.prefix() + str(message), **kwargs)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._logger, name)
 
 
 class TimedLogging:
     """Node mixin (before ``Node`` in the bases): ``get_logger()`` is a :class:`TimedLogger`."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._log_start_ns = time.monotonic_ns()
         super().__init__(*args, **kwargs)
 
-    def get_logger(self):
+    def get_logger(self) -> Any:
         """Return the node's logger, its lines prefixed with the time since start and ROS time."""
-        return TimedLogger(super().get_logger(), self, self._log_start_ns)
+        node = cast(Node, self)
+        return TimedLogger(super().get_logger(), node,  # type: ignore[misc]
+                           self._log_start_ns)
 
 
 STATUS_NAMES = ('OK', 'WARN', 'ERROR', 'STALE')
 """DiagnosticStatus level names by value (``ros2 topic echo`` shows the level as a byte)."""
 
 
-def status_name(level):
+def status_name(level: bytes | int) -> str:
     """Return the name of a DiagnosticStatus level (a byte, as rclpy has it, or an int)."""
     value = level[0] if isinstance(level, (bytes, bytearray)) else int(level)
     return STATUS_NAMES[value] if 0 <= value < len(STATUS_NAMES) else str(value)

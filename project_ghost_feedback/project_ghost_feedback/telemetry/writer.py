@@ -16,8 +16,15 @@ Messages are written in the order given; log times need not be monotonic (rosbag
 order; readers in log-time order sort, readers in file order see the write order).
 """
 
-from .adapters import to_telemetry
-from .channels import CHANNELS
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+import pathlib
+from types import TracebackType
+from typing import Any, Literal
+
+from .adapters import TelemetryRecord, to_telemetry
+from .channels import Channel, CHANNELS, QosProfile
 from .msgdefs import full_definition, type_hash
 
 
@@ -33,9 +40,9 @@ CHUNK_SIZE = 1 << 20
 """Bytes of messages per MCAP chunk: what an unfinished bag (a killed process) can lose at most."""
 
 
-def qos_dict(profile):
+def qos_dict(profile: QosProfile) -> dict[str, Any]:
     """Return ``profile`` as an entry of rosbag2's ``offered_qos_profiles`` (metadata v9)."""
-    def duration(value):
+    def duration(value: tuple[int, int]) -> dict[str, int]:
         return {'sec': value[0], 'nsec': value[1]}
 
     return {
@@ -48,7 +55,7 @@ def qos_dict(profile):
     }
 
 
-def _dump_yaml(data):
+def _dump_yaml(data: object) -> str:
     import io
 
     from ruamel.yaml import YAML
@@ -69,7 +76,8 @@ class _McapBackend:
     a ``rosbag2`` metadata record holding ``serialized_metadata`` (metadata.yaml's content).
     """
 
-    def __init__(self, path, channels, custom_data):
+    def __init__(self, path: str | pathlib.Path, channels: tuple[Channel, ...],
+                 custom_data: dict[str, str]) -> None:
         import pathlib
 
         from mcap.writer import CompressionType, Writer
@@ -113,10 +121,10 @@ class _McapBackend:
         self._start = 2**63 - 1
         self._end = 0
 
-    def set_custom_data(self, key, value):
+    def set_custom_data(self, key: str, value: str) -> None:
         self._custom_data[key] = value
 
-    def write(self, topic, log_time, payload):
+    def write(self, topic: str, log_time: int, payload: bytes) -> None:
         self._writer.add_message(self._ids[topic], log_time, payload, log_time, 0)
         self._counts[topic] += 1
         if log_time < self._start:
@@ -124,7 +132,7 @@ class _McapBackend:
         if log_time > self._end:
             self._end = log_time
 
-    def _metadata(self):
+    def _metadata(self) -> dict[str, Any]:
         duration = max(0, self._end - self._start)
         count = sum(self._counts.values())
         return {
@@ -155,7 +163,7 @@ class _McapBackend:
             'ros_distro': ROS_DISTRO,
         }
 
-    def close(self):
+    def close(self) -> None:
         metadata = self._metadata()
         self._writer.add_metadata('rosbag2', {'serialized_metadata': _dump_yaml(metadata).strip()})
         self._writer.finish()
@@ -165,7 +173,7 @@ class _McapBackend:
         temporary.write_text(text, encoding='utf-8')
         temporary.replace(self.path / 'metadata.yaml')
 
-    def abort(self):
+    def abort(self) -> None:
         self._stream.close()
 
 
@@ -178,7 +186,8 @@ class TelemetryWriter:
     :meth:`close`: the MCAP summary and metadata.yaml are written only at close.
     """
 
-    def __init__(self, path, *, channels=CHANNELS, custom_data=None):
+    def __init__(self, path: str | pathlib.Path, *, channels: Iterable[Channel] = CHANNELS,
+                 custom_data: Mapping[str, str] | None = None) -> None:
         self.path = path
         self.counts = {channel.topic: 0 for channel in channels}
         custom_data = dict(custom_data or {})
@@ -190,17 +199,17 @@ class TelemetryWriter:
         self._closed = False
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         """Return True once the bag is closed (or aborted)."""
         return self._closed
 
-    def set_custom_data(self, key, value):
+    def set_custom_data(self, key: str, value: str) -> None:
         """Set ``custom_data[key] = value`` (strings) in metadata.yaml, before close."""
         if not isinstance(key, str) or not isinstance(value, str):
             raise TypeError(f'custom_data must map str to str, got {key!r}: {value!r}')
         self._backend.set_custom_data(key, value)
 
-    def write(self, record):
+    def write(self, record: TelemetryRecord) -> None:
         """Write a TelemetryRecord ``(channel, log_time, payload)``."""
         channel, log_time, payload = record
         if self._closed:
@@ -212,11 +221,11 @@ class TelemetryWriter:
         self._backend_write(channel, log_time, payload)
         counts[channel] += 1
 
-    def write_contract(self, contract):
+    def write_contract(self, contract: object) -> None:
         """Adapt ``contract`` (see :mod:`.adapters`) and write it."""
         self.write(to_telemetry(contract))
 
-    def close(self):
+    def close(self) -> None:
         """Finish the bag: MCAP summary, footer and metadata.yaml. Idempotent."""
         if not self._closed:
             self._closed = True
@@ -230,15 +239,16 @@ class TelemetryWriter:
                     pass
                 raise
 
-    def abort(self):
+    def abort(self) -> None:
         """Stop without finishing the bag (it will not be readable). Idempotent."""
         if not self._closed:
             self._closed = True
             self._backend.abort()
 
-    def __enter__(self):
+    def __enter__(self) -> TelemetryWriter:
         return self
 
-    def __exit__(self, exc_type, exc, traceback):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
         self.close()
         return False
