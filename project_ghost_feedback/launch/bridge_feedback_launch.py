@@ -36,8 +36,8 @@ Launch arguments:
   evaluate`` reads. ``record:=true`` without rosbag2 falls back to it (inputs with
   ``record_inputs:=true``) and says so in one line.
 
-Tested statically (``test/test_bridge_launch_static.py``): parsed, never imported; and with the
-real ``ros2 launch`` by ``test/test_ros2_cli.py`` where launch / launch_ros are installed.
+Tested statically (``test/ros/test_bridge_launch_static.py``): parsed, never imported; and with the
+real ``ros2 launch`` by ``test/system/test_ros2_cli.py`` where launch / launch_ros are installed.
 """
 
 import os

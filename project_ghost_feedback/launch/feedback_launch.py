@@ -34,9 +34,9 @@ Launch arguments:
 - ``extra_record_topics`` (default ``''``): more topics for ``record:=true``, comma-separated.
 - ``bag_output`` (default ``''``: ``ros2 bag`` picks ``rosbag2_<date>``): the bag directory.
 
-Tested statically by ``test/test_launch_static.py`` (parses this file with ``ast``; checks the
+Tested statically by ``test/ros/test_launch_static.py`` (parses this file with ``ast``; checks the
 package, executable and config file it names, the remappings, and runs :func:`resolve_topic` in
-isolation), and with the real ``ros2 launch`` by ``test/test_ros2_cli.py`` where launch /
+isolation), and with the real ``ros2 launch`` by ``test/system/test_ros2_cli.py`` where launch /
 launch_ros are installed (they are not on PyPI). Without rosbag2, ``record:=true`` logs
 :data:`RECORD_FALLBACK` and the node records its own bag.
 """

@@ -22,7 +22,7 @@ states as positive still positive; otherwise it is not published and the reason 
 
 The more conservative the bound, the further below 3 the calibrated estimate's mean NEES per vec3
 lands: about ``3 q(1 - c, 3 n) / (3 n - 2)``, 2.3 at the default for a window of 32 outcomes
-(docs/bridge.md, measured in test/test_calibrated_estimate.py).
+(docs/bridge.md, measured in test/ros/test_calibrated_estimate.py).
 """
 
 from collections.abc import Iterable

@@ -1,0 +1,334 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The outcome bridge's frames through tf2 (use_tf), over real rclpy pub/sub and tf2.
+
+- A simulated robot whose estimate is in ``odom`` while ``map -> odom`` moves (drift corrected in
+  steps, sim/odom_drift.py) and the ground truth is in ``map``: the live bridge, looking the
+  transform up on /tf, gives the outcomes the same stream gives with the transform applied by
+  hand (references sent already in ``odom``).
+- ``evaluate`` over a bag of what was published (/tf included) gives the live bridge's outcomes,
+  exactly (tf2's BufferCore offline, the node's tf2_ros Buffer live: one rule, two drivers).
+- A missing transform, a late one, one too late and one in the past are counted by reason, never
+  crash the bridge and never pair with a wrong transform.
+
+tf2 is not on PyPI: scripts/setup.sh builds it from third_party/tf2. Without it these tests skip
+with one line saying so.
+"""
+
+import math
+
+import numpy as np
+
+from diagnostic_msgs.msg import DiagnosticStatus
+import pytest
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import serialize_message
+from rclpy.time import Time
+
+from project_ghost_feedback.bridge.tf2_transforms import tf2_missing
+from project_ghost_feedback.bridge_inputs import ASSESSMENT, bridge_outputs, bridge_parameters
+from project_ghost_feedback.ros.sim_stack_node import tf_msg
+from project_ghost_feedback.sim.localization_stack import StackPhase
+from project_ghost_feedback.sim.odom_drift import MAP_FRAME, ODOM_FRAME, OdomDrift
+from support.ordinary_bags import ordered, stack_samples
+from support.evaluate_live import outcome_key, odometry_msg, offline_outputs
+from support.bridge_node import COVARIANCE, harnesses, SECOND_NS, UNPACED
+
+TF2_MISSING = tf2_missing()
+pytestmark = pytest.mark.skipif(TF2_MISSING is not None, reason=f'{TF2_MISSING}')
+
+PHASES = (StackPhase('tuned', 8.0), StackPhase('mistuned', 8.0, truth_accel_factor=6.0))
+TF_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                    reliability=ReliabilityPolicy.RELIABLE)
+TF_STATIC_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                           reliability=ReliabilityPolicy.RELIABLE,
+                           durability=DurabilityPolicy.TRANSIENT_LOCAL)
+ESTIMATE_TOPIC, REFERENCE_TOPIC = '/odometry/filtered', '/ground_truth'
+
+
+def _stamp(msg):
+    return msg.header.stamp.sec * SECOND_NS + msg.header.stamp.nanosec
+
+
+def _published_outcomes(h):
+    return [outcome_key(_stamp(m), m.position_error_m, m.orientation_error_rad,
+                        m.position_mahalanobis, m.orientation_mahalanobis) for m in h.outcomes]
+
+
+def _tf_publisher(h):
+    from tf2_msgs.msg import TFMessage
+
+    publisher = h.client.create_publisher(TFMessage, '/tf', TF_QOS)
+    h.spin_until(lambda: publisher.get_subscription_count() >= 1, 'the tf listener to match')
+    return publisher
+
+
+def _can_transform(h, stamp_ns, target=ODOM_FRAME, source=MAP_FRAME):
+    # The bridge's own tf2_ros Buffer (a BufferCore): has the tf for this stamp arrived?
+    return h.node._tf_buffer.can_transform_core(target, source, Time(nanoseconds=stamp_ns))[0]
+
+
+def _play(h, samples, drift, by_hand, tf_publisher=None):
+    """Publish the stream one message at a time; return what was published, in order."""
+    published = []
+    for kind, sample in ordered(samples):
+        stamp = sample.stamp_ns
+        if kind == 'reference':
+            if by_hand:
+                position, quaternion, _ = drift.to_odom(
+                    stamp, sample.truth_position, sample.truth_quaternion)
+                msg = odometry_msg(stamp, position, quaternion, frame_id=ODOM_FRAME)
+            else:
+                translation, rotation = drift.map_to_odom(stamp)
+                tf = tf_msg(stamp, MAP_FRAME, ODOM_FRAME, translation, rotation)
+                tf_publisher.publish(tf)
+                published.append(('/tf', tf))
+                h.spin_until(lambda stamp=stamp: _can_transform(h, stamp), 'the tf')
+                msg = odometry_msg(stamp, sample.truth_position, sample.truth_quaternion,
+                                   frame_id=MAP_FRAME)
+            publisher = h.reference_publisher
+        else:
+            position, quaternion, covariance = drift.to_odom(
+                stamp, sample.estimate_position, sample.estimate_quaternion,
+                sample.pose_covariance)
+            msg = odometry_msg(stamp, position, quaternion, covariance, frame_id=ODOM_FRAME)
+            publisher = h.estimate_publisher
+        received = h.node.received[kind]
+        publisher.publish(msg)
+        published.append((REFERENCE_TOPIC if kind == 'reference' else ESTIMATE_TOPIC, msg))
+        h.spin_until(lambda kind=kind, received=received: h.node.received[kind] > received,
+                     f'the {kind}')
+    estimates = sum(sample.is_estimate for sample in samples)
+    h.wait_assessments(estimates)
+    h.spin_until(lambda: len(h.outcomes) >= h.node.outcomes_published, 'the outcomes')
+    return published
+
+
+def _write_bag(path, published):
+    """Write what was published, in that order, as a rosbag2 MCAP bag (rosbags' Writer)."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import get_typestore, Stores
+
+    store = get_typestore(Stores.ROS2_JAZZY)
+    types = {'/tf': 'tf2_msgs/msg/TFMessage', ESTIMATE_TOPIC: 'nav_msgs/msg/Odometry',
+             REFERENCE_TOPIC: 'nav_msgs/msg/Odometry'}
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        connections = {topic: writer.add_connection(topic, msgtype, typestore=store)
+                       for topic, msgtype in types.items()}
+        for log_ns, (topic, msg) in enumerate(published, start=1):
+            writer.write(connections[topic], log_ns, serialize_message(msg))
+    return path
+
+
+@pytest.fixture(scope='module')
+def drift_run():
+    """Run the live bridge (use_tf, unpaced) over the simulated robot with a moving map -> odom."""
+    samples = stack_samples(seed=5, phases=PHASES)
+    drift = OdomDrift(step_period_s=2.0, seed=3)
+    with harnesses() as make:
+        h = make(**UNPACED)
+        assert h.node.tf_state == 'on'
+        published = _play(h, samples, drift, by_hand=False, tf_publisher=_tf_publisher(h))
+        outcomes = _published_outcomes(h)
+        levels = [(_stamp(m), m.overall_level.value) for m in h.assessments]
+        counts = (dict(h.node.engine.dropped), dict(h.node.engine.references_dropped),
+                  h.node.accounting(),
+                  h.node.engine.references_used)
+    return samples, drift, published, outcomes, levels, counts
+
+
+def test_moving_map_to_odom_through_tf_equals_the_transform_applied_by_hand(drift_run):
+    """Ground truth in map through tf == ground truth sent in odom: same outcomes, none lost."""
+    samples, drift, _, outcomes, levels, counts = drift_run
+    dropped, references_dropped, unaccounted, references_used = counts
+    assert dropped == {} and references_dropped == {}
+    assert unaccounted == {'estimate': 0, 'reference': 0}
+    assert references_used == len(samples)
+    estimates = sum(sample.is_estimate for sample in samples)
+    assert len(outcomes) == len(levels) == estimates
+    # The transform did move: several corrections, and odom is far from map.
+    corrections = {drift.map_to_odom(sample.stamp_ns) for sample in samples}
+    assert len(corrections) >= 7
+    with harnesses() as make:
+        h = make(**UNPACED)
+        _play(h, samples, drift, by_hand=True)
+        by_hand = _published_outcomes(h)
+        assert h.node.engine.references_used == len(samples)
+    assert [key[0] for key in by_hand] == [key[0] for key in outcomes]
+    for live, hand in zip(outcomes, by_hand):
+        assert live[1] + live[2] == pytest.approx(hand[1] + hand[2], abs=1e-9)
+        assert live[3:] == pytest.approx(hand[3:], rel=1e-9, abs=1e-12)
+    # The distances are those of the map frame (the rotation moves errors and covariance alike).
+    finite = [key[3] for key in outcomes]
+    assert all(math.isfinite(d) for d in finite) and max(finite) > 1.0
+
+
+def test_evaluate_of_a_bag_with_tf_gives_the_live_bridges_outcomes(drift_run, tmp_path):
+    """Evaluate: it feeds the bag's /tf to tf2's BufferCore: the live outcomes, exactly."""
+    samples, _, published, outcomes, levels, _ = drift_run
+    bag = _write_bag(tmp_path / 'inputs', published)
+    params = tmp_path / 'unpaced.yaml'
+    params.write_text(
+        '/**:\n  ros__parameters:\n    max_reference_gap_s: 5.0\n'
+        '    decorrelation:\n      adaptive: false\n      min_interval_s: 0.0\n',
+        encoding='utf-8')
+    run = bridge_outputs(bag, ESTIMATE_TOPIC, REFERENCE_TOPIC, bridge_parameters(params))
+    offline_outcomes, offline_levels = offline_outputs(run)
+    counts = run.counts()
+    assert counts['tf'] == 'on' and counts['tf_messages'] == len(samples)
+    assert counts['tf_transforms_refused'] == 0
+    assert counts['references_dropped'] == {} and counts['estimates_dropped'] == {}
+    assert offline_outcomes == outcomes
+    assert offline_levels == levels
+    # Without tf the same bag cannot be paired: the frames differ (map vs odom).
+    values = bridge_parameters(params)
+    values['use_tf'] = False
+    no_tf = bridge_outputs(bag, ESTIMATE_TOPIC, REFERENCE_TOPIC, values)
+    assert not [kind for kind, _ in no_tf if kind != ASSESSMENT]
+    assert no_tf.counts()['estimates_dropped'] == {'frame_mismatch': len(levels)}
+
+
+def _statuses(h):
+    return [{kv.key: kv.value for kv in s.values} | {'level': s.level} for s in h.diagnostics]
+
+
+def test_missing_transform_is_counted_and_never_paired(harness):
+    """References in a frame tf never relates to the estimate's: dropped as tf_unavailable."""
+    h = harness(**UNPACED)
+    h.estimate(SECOND_NS // 2, frame_id=ODOM_FRAME, covariance=COVARIANCE)
+    for tenth in range(0, 31):
+        h.reference(tenth * SECOND_NS // 10, frame_id='world')
+    h.estimate(2 * SECOND_NS, frame_id=ODOM_FRAME, covariance=COVARIANCE)
+    # Input time 3 s: the references up to 2 s waited their tf.max_wait_s (1 s) and are dropped.
+    assert h.node.engine.references_dropped['tf_unavailable'] == 21
+    assert len(h.node.engine.tf_waiting) == 10
+    assert h.node.accounting() == {'estimate': 0, 'reference': 0}
+    assert not h.outcomes and h.node.engine.paired == 0
+    h.spin_until(lambda: any(s['level'] == DiagnosticStatus.ERROR
+                             and s.get('references_dropped[tf_unavailable]') == '21'
+                             for s in _statuses(h)), 'an ERROR status counting tf_unavailable')
+    status = next(s for s in _statuses(h) if s['level'] == DiagnosticStatus.ERROR)
+    assert status['tf'] == 'on' and status['references_unaccounted'] == '0'
+
+
+def test_late_transform_waits_too_late_and_past_are_dropped(harness):
+    """A tf after its reference (within the wait) pairs right; too late or too old: counted."""
+    h = harness(**UNPACED)
+    tf = _tf_publisher(h)
+    shift = ((1.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))  # odom at x = 1 in map
+
+    def send_tf(stamp_ns):
+        tf.publish(tf_msg(stamp_ns, MAP_FRAME, ODOM_FRAME, *shift))
+        h.spin_until(lambda: _can_transform(h, stamp_ns), 'the tf')
+
+    send_tf(SECOND_NS)
+    # In the past: before the oldest tf data. Dropped at once (once the estimate frame is known).
+    h.estimate(SECOND_NS // 5, frame_id=ODOM_FRAME, x=-0.5)
+    h.reference(SECOND_NS // 2, frame_id=MAP_FRAME, x=0.5)
+    assert h.node.engine.references_dropped == {'tf_extrapolation_past': 1}
+    # Late: the reference at 2 s comes before the tf at 2 s; it waits and is paired once it came.
+    h.reference(2 * SECOND_NS, frame_id=MAP_FRAME, x=2.0)
+    h.estimate(2 * SECOND_NS, frame_id=ODOM_FRAME, x=1.0)   # odom x = 1 is map x = 2: d = 0
+    assert h.node.engine.paired == 0 and len(h.node.engine.tf_waiting) == 1
+    send_tf(2 * SECOND_NS)
+    h.reference(2 * SECOND_NS + SECOND_NS // 10, frame_id=MAP_FRAME, x=2.1)  # retries the wait
+    h.spin_until(lambda: h.outcomes, 'the outcome of the late transform')
+    assert h.outcomes[-1].header.stamp.sec == 2
+    assert h.outcomes[-1].position_mahalanobis == pytest.approx(0.0, abs=1e-9)
+    # Too late: no tf after 2 s; references keep coming; 1 s of input time later, dropped.
+    h.estimate(3 * SECOND_NS, frame_id=ODOM_FRAME, x=5.0)
+    for tenth in range(22, 36):
+        h.reference(tenth * SECOND_NS // 10, frame_id=MAP_FRAME, x=tenth / 10)
+    assert h.node.engine.references_dropped['tf_extrapolation_future'] >= 3
+    assert h.node.accounting() == {'estimate': 0, 'reference': 0}
+    # Never paired with a wrong transform: nothing after the last tf got an outcome.
+    assert [o.header.stamp.sec for o in h.outcomes] == [2]
+    assert h.node.callback_errors == {}
+
+
+@pytest.fixture
+def harness():
+    """Return a factory of Harness objects in a private context; all closed afterwards."""
+    with harnesses() as make:
+        yield make
+
+
+def test_the_simulator_stack_publishes_its_frames_through_tf():
+    """StackFrames (sim_stack_node --tf, the demo): truth in map, estimate in odom, map -> odom.
+
+    tf2 itself (a BufferCore fed the published /tf) maps the truth into odom as the stack states
+    it (OdomDrift.to_odom), and the transform moves in steps.
+    """
+    from project_ghost_feedback.ros.sim_stack_node import StackFrames
+    from project_ghost_feedback.bridge.tf2_transforms import feed, offline_buffer, Tf2Transforms
+    from project_ghost_feedback.bridge.geometry import FixedTransform
+
+    frames = StackFrames(OdomDrift(seed=2))
+    core = offline_buffer(10.0)
+    transforms = Tf2Transforms(core)
+    steps = set()
+    for sample in stack_samples(seed=1, phases=(StackPhase('tuned', 7.0),)):
+        tf, truth, estimate = frames.messages(sample)
+        assert truth.header.frame_id == MAP_FRAME
+        assert estimate is None or estimate.header.frame_id == ODOM_FRAME
+        (transform,) = tf.transforms
+        assert (transform.header.frame_id, transform.child_frame_id) == (MAP_FRAME, ODOM_FRAME)
+        assert _stamp(transform) == _stamp(truth) == sample.stamp_ns
+        assert feed(core, tf, static=False) == 0
+        found = transforms.lookup(ODOM_FRAME, MAP_FRAME, sample.stamp_ns)
+        position, quaternion, _ = FixedTransform(*found).apply(
+            sample.truth_position, sample.truth_quaternion)
+        published = frames.as_published(sample)
+        assert list(position) == pytest.approx(list(published.truth_position), abs=1e-12)
+        assert abs(float(quaternion @ published.truth_quaternion)) == pytest.approx(1.0)
+        steps.add(tuple(found.translation_m))
+    assert len(steps) == 4  # 7 s, corrected every 2 s
+
+
+def _engine(values=None):
+    """Return (PairingEngine with tf2's BufferCore as its provider, the core, what it handed)."""
+    from project_ghost_feedback.bridge.pairing import EngineListener, PairingEngine
+    from project_ghost_feedback.bridge.parameters import engine_config
+    from project_ghost_feedback.bridge.tf2_transforms import offline_buffer, Tf2Transforms
+
+    class Collect(EngineListener):
+        def __init__(self):
+            self.outcomes = []
+
+        def outcome_ready(self, outcome, estimate):
+            self.outcomes.append(outcome)
+
+    core = offline_buffer(10.0)
+    listener = Collect()
+    params = bridge_parameters(None)
+    params.update(values or {})
+    engine = PairingEngine(engine_config(params), listener, transforms=Tf2Transforms(core))
+    return engine, core, listener
+
+
+def test_engine_waits_for_the_estimate_frame_and_flushes_or_resets_what_waits():
+    """Before any estimate references wait; at the end or at a reset they are counted, not lost."""
+    from project_ghost_feedback.bridge.tf2_transforms import feed
+
+    engine, core, listener = _engine(UNPACED)
+    feed(core, tf_msg(0, MAP_FRAME, ODOM_FRAME, (1.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)),
+         static=True)
+    engine.take_reference(odometry_msg(SECOND_NS, (2.0, 0.0, 0.0), (0, 0, 0, 1),
+                                       frame_id=MAP_FRAME))
+    assert len(engine.tf_waiting) == 1 and engine.references_used == 0  # no estimate frame yet
+    engine.take_estimate(odometry_msg(SECOND_NS, (1.0, 0.0, 0.0), (0, 0, 0, 1),
+                                      covariance=np.diag([0.01] * 6), frame_id=ODOM_FRAME))
+    assert engine.references_used == 1 and not engine.tf_waiting
+    (outcome,) = listener.outcomes  # map x=2 is odom x=1 (static map -> odom at x=1): d = 0
+    assert outcome.position_mahalanobis == pytest.approx(0.0, abs=1e-9)
+    # A reference in a frame tf does not know waits; a stamp 10 s back resets: counted.
+    engine.take_reference(odometry_msg(2 * SECOND_NS, (0, 0, 0), (0, 0, 0, 1), frame_id='world'))
+    assert len(engine.tf_waiting) == 1
+    engine.take_reference(odometry_msg(20 * SECOND_NS, (0, 0, 0), (0, 0, 0, 1),
+                                       frame_id='world'))
+    assert engine.references_dropped == {'tf_unavailable': 1}
+    engine.take_reference(odometry_msg(3 * SECOND_NS, (0, 0, 0), (0, 0, 0, 1), frame_id='world'))
+    assert engine.references_dropped == {'tf_unavailable': 1, 'time_reset': 1}
+    assert engine.resets == {'reference_stamp_jump': 1}
+    engine.flush()  # end of input: what still waits is dropped with its reason
+    assert engine.references_dropped == {'tf_unavailable': 2, 'time_reset': 1}
+    assert not engine.tf_waiting and engine.references_used == 1

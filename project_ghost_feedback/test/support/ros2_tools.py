@@ -1,0 +1,169 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The real ros2 tools as processes, and a feeder of the bridge's inputs."""
+
+import os
+import random
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from project_ghost_feedback_msgs.msg import (
+    BeliefSelfAssessment as BeliefSelfAssessmentMsg,
+    CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
+    PredictionOutcome as PredictionOutcomeMsg,
+)
+from support.ros_context import new_rclpy_context
+from rcl_interfaces.srv import GetParameters
+import rclpy
+from rclpy.parameter import parameter_value_to_python
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from project_ghost_feedback.core import (
+    BeliefSelfAssessment,
+    PredictionOutcome,
+    SelfAssessmentLevel,
+)
+from project_ghost_feedback.ros.conversions import belief_to_msg, outcome_to_msg
+
+
+DEADLINE_S = 30.0
+"""Upper bound of any wait for the node or its output; a healthy run needs a fraction of it."""
+
+
+SECOND_NS = 1_000_000_000
+
+
+QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+
+
+class Process:
+    """A ``ros2 launch`` / ``ros2 run`` process in its own process group, output to a file."""
+
+    def __init__(self, *args, cwd=None):
+        """Start ``ros2 *args`` (in ``cwd``, when given)."""
+        self._log = tempfile.TemporaryFile(mode='w+')
+        self.popen = subprocess.Popen(
+            ('ros2',) + args, stdout=self._log, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True, cwd=cwd)
+
+    def output(self):
+        """Return everything the process printed so far."""
+        self._log.flush()
+        self._log.seek(0)
+        return self._log.read()
+
+    def stop(self, sig=signal.SIGINT, timeout=DEADLINE_S):
+        """Send ``sig`` to the whole process group and return the exit code (kill on timeout)."""
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, sig)
+        try:
+            return self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(timeout=10)
+            raise
+
+    def close(self):
+        """Kill the process group if it still runs, and drop the log."""
+        if self.popen.poll() is None:
+            try:
+                self.stop(signal.SIGKILL, timeout=10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
+        self._log.close()
+
+
+class Feeder:
+    """Publish a calibrated input stream into ``namespace`` and collect the node's output.
+
+    A background thread spins a node in a private rclpy.Context: every 0.1 s it publishes one
+    step (four PredictionOutcome, one BeliefSelfAssessment) with increasing stamps.
+    """
+
+    def __init__(self, namespace='', output='self_assessment/calibrated'):
+        """Publish to ``prediction_outcome`` and ``self_assessment/raw`` in ``namespace``."""
+        prefix = '/' + namespace.strip('/') if namespace.strip('/') else ''
+        self.context = new_rclpy_context()
+        self.node = rclpy.create_node('cli_test_feeder', context=self.context)
+        self._outcomes = self.node.create_publisher(
+            PredictionOutcomeMsg, f'{prefix}/prediction_outcome', QOS)
+        self._raw = self.node.create_publisher(
+            BeliefSelfAssessmentMsg, f'{prefix}/self_assessment/raw', QOS)
+        self._lock = threading.Lock()
+        self.received = []
+        self.node.create_subscription(
+            CalibratedSelfAssessmentMsg, f'{prefix}/{output}',
+            self._on_calibrated, QOS)
+        self._rng = random.Random(14)
+        self._step = 0
+        self.node.create_timer(0.1, self._publish_step)
+        self._executor = SingleThreadedExecutor(context=self.context)
+        self._executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self):
+        while self.context.ok():
+            try:
+                self._executor.spin_once(timeout_sec=0.1)
+            except Exception:  # noqa: B902 - the context is shut down under the executor
+                if self.context.ok():
+                    raise
+                return
+
+    def _on_calibrated(self, msg):
+        with self._lock:
+            self.received.append(msg)
+
+    def _publish_step(self):
+        step, rng = self._step, self._rng
+        self._step += 1
+        for j in range(4):
+            observed = step * SECOND_NS + (j + 1) * (SECOND_NS // 5)
+            self._outcomes.publish(outcome_to_msg(PredictionOutcome(
+                prediction_stamp_sim_ns=observed - SECOND_NS // 10,
+                observed_stamp_sim_ns=observed,
+                position_error_m=tuple(rng.uniform(-0.5, 0.5) for _ in range(3)),
+                orientation_error_rad=tuple(rng.uniform(-0.05, 0.05) for _ in range(3)),
+                position_mahalanobis=rng.uniform(0.0, 2.5),
+                orientation_mahalanobis=rng.uniform(0.0, 2.5))))
+        self._raw.publish(belief_to_msg(BeliefSelfAssessment(
+            belief_stamp_sim_ns=(step + 1) * SECOND_NS,
+            overall_level=SelfAssessmentLevel.KNOWN)))
+
+    def wait_for(self, condition, what):
+        """Wait (bounded) until ``condition(msg)`` holds for a received message; return it."""
+        deadline = time.monotonic() + DEADLINE_S
+        seen = 0
+        while time.monotonic() < deadline:
+            with self._lock:
+                fresh = self.received[seen:]
+                seen = len(self.received)
+            for msg in fresh:
+                if condition(msg):
+                    return msg
+            time.sleep(0.05)
+        raise AssertionError(f'no calibrated output {what} within {DEADLINE_S} s '
+                             f'({seen} messages received)')
+
+    def parameter(self, node_name, name):
+        """Return the value of parameter ``name`` of ``node_name``, read with rclpy (bounded)."""
+        client = self.node.create_client(GetParameters, f'{node_name}/get_parameters')
+        try:
+            assert client.wait_for_service(timeout_sec=DEADLINE_S), node_name
+            future = client.call_async(GetParameters.Request(names=[name]))
+            deadline = time.monotonic() + DEADLINE_S
+            while not future.done() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert future.done(), f'no answer from {node_name}/get_parameters'
+            return parameter_value_to_python(future.result().values[0])
+        finally:
+            self.node.destroy_client(client)
+
+    def close(self):
+        """Stop the thread and shut the private context down."""
+        self.context.try_shutdown()
+        self._thread.join(timeout=10)
+        self.node.destroy_node()

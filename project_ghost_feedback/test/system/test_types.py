@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: Apache-2.0
+"""mypy over mypy.ini (issues 23, 31): strict on core/, every def annotated in the rest listed."""
+
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+CORE = ROOT / 'project_ghost_feedback' / 'project_ghost_feedback' / 'core'
+
+
+def _mypy(*args, cwd=ROOT):
+    return subprocess.run(
+        [sys.executable, '-m', 'mypy', '--no-incremental', *args], cwd=cwd,
+        capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope='module', autouse=True)
+def _needs_mypy():
+    if _mypy('--version').returncode != 0:
+        pytest.fail('mypy is not installed; run scripts/setup.sh (requirements/jazzy.txt pins it)')
+
+
+def test_mypy_passes_on_the_configured_modules():
+    result = _mypy('--config-file', str(ROOT / 'mypy.ini'))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_catches_a_planted_error_and_an_untyped_def_in_core(tmp_path):
+    """The check is live: a type error and (strict) a missing annotation in core/ both fail."""
+    tree = tmp_path / 'repo'
+    shutil.copytree(ROOT / 'project_ghost_feedback' / 'project_ghost_feedback',
+                    tree / 'project_ghost_feedback' / 'project_ghost_feedback',
+                    ignore=shutil.ignore_patterns('__pycache__'))
+    shutil.copy(ROOT / 'mypy.ini', tree / 'mypy.ini')
+    planted = tree / 'project_ghost_feedback' / 'project_ghost_feedback' / 'core' / 'feedback'
+    (planted / 'parameter_docs.py').write_text(
+        (planted / 'parameter_docs.py').read_text()
+        + '\n\ndef _planted(x: int) -> str:\n    return x\n\n\ndef _untyped(y):\n    return y\n')
+    result = _mypy('--config-file', str(tree / 'mypy.ini'), cwd=tree)
+    assert result.returncode != 0
+    assert 'parameter_docs.py:' in result.stdout
+    assert '[return-value]' in result.stdout
+    assert '[no-untyped-def]' in result.stdout
+
+
+def test_mypy_catches_an_untyped_def_in_each_annotated_package(tmp_path):
+    """A def without annotations fails the check in every annotated package and module.
+
+    ros/, telemetry/, evaluate/, audit/ and the top-level bridge_inputs, parameter_spec and plots.
+    """
+    tree = tmp_path / 'repo'
+    package = tree / 'project_ghost_feedback' / 'project_ghost_feedback'
+    shutil.copytree(ROOT / 'project_ghost_feedback' / 'project_ghost_feedback', package,
+                    ignore=shutil.ignore_patterns('__pycache__'))
+    shutil.copy(ROOT / 'mypy.ini', tree / 'mypy.ini')
+    planted = ('ros/dds.py', 'telemetry/channels.py', 'evaluate/command.py', 'audit/discovery.py',
+               'bridge_inputs.py', 'parameter_spec.py', 'plots.py')
+    for name in planted:
+        module = package / name
+        module.write_text(module.read_text() + '\n\ndef _untyped(y):\n    return y\n')
+    result = _mypy('--config-file', str(tree / 'mypy.ini'), cwd=tree)
+    assert result.returncode != 0
+    for name in planted:
+        assert f'project_ghost_feedback/{name}:' in result.stdout, (name, result.stdout)
+    assert result.stdout.count('[no-untyped-def]') == len(planted), result.stdout
