@@ -7,7 +7,7 @@ of the real ``ros2 bag record``): the directory, the MCAP file written with the 
 :mod:`.msgdefs`; ``cdr`` channels with ``offered_qos_profiles`` and ``topic_type_hash`` metadata;
 the ``rosbag2`` metadata record) and ``metadata.yaml`` (version 9, every key; ``ros_distro``
 ``jazzy``). Output is byte-deterministic: the same records in the same order, into a directory of
-the same name, give identical files (with the pinned ``mcap`` and ``ruamel.yaml``).
+the same name, give identical files (with the pinned ``mcap`` and PyYAML).
 Differences from rosbag2 that are by design (docs/telemetry.md): the file is ``<name>.mcap``
 (rosbag2: ``<name>_0.mcap``); log and publish times are the contracts' stamps, not receive times;
 the header's library names the ``mcap`` package.
@@ -56,15 +56,9 @@ def qos_dict(profile: QosProfile) -> dict[str, Any]:
 
 
 def _dump_yaml(data: object) -> str:
-    import io
+    import yaml
 
-    from ruamel.yaml import YAML
-
-    yaml = YAML(typ='safe')
-    yaml.default_flow_style = False
-    stream = io.StringIO()
-    yaml.dump(data, stream)
-    return stream.getvalue()
+    return yaml.safe_dump(data, default_flow_style=False, sort_keys=True, allow_unicode=True)
 
 
 class _McapBackend:
