@@ -228,8 +228,8 @@ def main(argv=None):
     parser.add_argument('--policy', default=NODE_DEFAULT_POLICY,
                         help=f'adjustment policy (default {NODE_DEFAULT_POLICY}, the feedback '
                              'node default)')
-    parser.add_argument('--target-autocorrelation', type=float, default=0.05,
-                        help="the pacer's decorrelation.target_autocorrelation (default 0.05, "
+    parser.add_argument('--target-autocorrelation', type=float, default=0.1,
+                        help="the pacer's decorrelation.target_autocorrelation (default 0.1, "
                         "the bridge's)")
     parser.add_argument('--startup-seeds', type=int, default=60,
                         help='honest starts per estimate rate and pacer (default 60)')

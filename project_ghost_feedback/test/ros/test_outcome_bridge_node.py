@@ -234,7 +234,7 @@ def test_warm_up_holds_the_first_outcomes_and_is_validated(harness):
     for tenth in range(5):
         h.estimate(tenth * SECOND_NS // 10, x=0.05 * tenth)
     h.wait_assessments(5)
-    assert node.outcomes_published == 0 and node._engine.warming_up == 5
+    assert node.outcomes_published == 0 and node.engine.warming_up == 5
     status = node.diagnostic_status()
     values = {kv.key: kv.value for kv in status.values}
     assert values['decorrelation_warm'] == 'False' and 'warming up' in status.message
