@@ -35,7 +35,7 @@ from .core import NS_PER_S
 if TYPE_CHECKING:
     import argparse
 
-    from .bridge.pairing import Estimate
+    from .bridge.engine_interface import Estimate
     from .core import BeliefSelfAssessment, PredictionOutcome
     from .core.feedback import PoseErrorStatistics
 
@@ -185,7 +185,7 @@ class StampRange:
 
 
 def _collector() -> Any:
-    from .bridge.pairing import EngineListener
+    from .bridge.engine_interface import EngineListener
     from .core.feedback import PoseErrorStatistics
 
     class Collect(EngineListener):

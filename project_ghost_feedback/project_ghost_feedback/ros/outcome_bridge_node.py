@@ -63,6 +63,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
 
+from ..bridge.engine_interface import Estimate, EngineListener
 from ..bridge.parameters import config_from, PARAMETERS
 from ..bridge.transforms import TF_REASONS
 from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes, re-exported
@@ -79,9 +80,7 @@ from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes
     DROP_PENDING_OVERFLOW,
     DROP_TIME_RESET,
     DROP_TOO_OLD,
-    EngineListener,
     ESTIMATE,
-    Estimate,
     PairingEngine,
     REFERENCE,
     RESET_CLOCK_JUMP,

@@ -363,7 +363,8 @@ def test_engine_refuses_an_estimate_without_covariance_before_changing_state():
     """A PoseStamped estimate has no claim: TypeError at intake, nothing pending (issue 23)."""
     from types import SimpleNamespace
 
-    from project_ghost_feedback.bridge.pairing import EngineListener, PairingEngine
+    from project_ghost_feedback.bridge.engine_interface import EngineListener
+    from project_ghost_feedback.bridge.pairing import PairingEngine
     from project_ghost_feedback.bridge.parameters import engine_config
     from project_ghost_feedback.bridge_inputs import bridge_parameters
 

@@ -286,7 +286,8 @@ def test_the_simulator_stack_publishes_its_frames_through_tf():
 
 def _engine(values=None):
     """Return (PairingEngine with tf2's BufferCore as its provider, the core, what it handed)."""
-    from project_ghost_feedback.bridge.pairing import EngineListener, PairingEngine
+    from project_ghost_feedback.bridge.engine_interface import EngineListener
+    from project_ghost_feedback.bridge.pairing import PairingEngine
     from project_ghost_feedback.bridge.parameters import engine_config
     from project_ghost_feedback.bridge.tf2_transforms import offline_buffer, Tf2Transforms
 
