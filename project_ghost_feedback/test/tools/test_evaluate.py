@@ -280,7 +280,7 @@ def test_evaluate_holds_the_same_warm_up_as_the_bridge(tmp_path, warmup):
     evaluate runs the bridge's engine_config: the parameter, from --params-file, is applied the
     same way offline.
     """
-    from project_ghost_feedback.evaluate.inputs import ASSESSMENT, bridge_outputs, bridge_parameters
+    from project_ghost_feedback.bridge_inputs import ASSESSMENT, bridge_outputs, bridge_parameters
 
     params = None
     if warmup is not None:
