@@ -74,8 +74,12 @@ CMAKE_ARGS_RAW=("$@")
 # --- a ROS install that already has the set ------------------------------------------------------
 if [[ -n "${SKIP_IF_FOUND}" ]]; then
   IFS=: read -r -a prefixes <<<"${AMENT_PREFIX_PATH:-}"
+  own_cache="${XDG_CACHE_HOME:-${HOME}/.cache}/project_ghost_feedback/ros_sources"
   for prefix in "${prefixes[@]}"; do
-    [[ -n "${prefix}" && "${prefix}" != "${ROOT}"/* ]] || continue
+    # A set this script built (this clone's, or the cache's, sourced by scripts/env.sh) is not a
+    # ROS install: finding it would unlink the set it is.
+    [[ -n "${prefix}" && "${prefix}" != "${ROOT}"/* && "${prefix}" != "${own_cache}"/* ]] \
+      || continue
     if [[ -f "${prefix}/share/${SKIP_IF_FOUND}/package.xml" ]]; then
       log "${SET}: ${SKIP_IF_FOUND} found in ${prefix} (ROS install): nothing to build"
       rm -f "${ROS_SOURCES_LINK_DIR:-${ROOT}/.ros_sources}/${SET}"

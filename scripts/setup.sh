@@ -195,7 +195,9 @@ system_tf2="$("${PY}" -c 'import os, tf2_ros; print(os.path.dirname(tf2_ros.__fi
 if [[ "${GHOST_FEEDBACK_SKIP_TF2:-0}" == 1 ]]; then
   rm -f "${ROOT}/.ros_sources/tf2"
   log 'tf2: skipped (GHOST_FEEDBACK_SKIP_TF2=1); the bridge runs without tf'
-elif [[ -n "${system_tf2}" && "${system_tf2}" != */project_ghost_feedback/ros_sources/* ]]; then
+elif [[ -n "${system_tf2}" && "${system_tf2}" != */project_ghost_feedback/ros_sources/* \
+        && "${system_tf2}" != "${ROOT}"/.ros_sources/* ]]; then
+  # (a tf2 importable from this project's own build, e.g. with env.sh sourced, is not a ROS install)
   rm -f "${ROOT}/.ros_sources/tf2"
   log "tf2: using the ROS 2 install's (${system_tf2})"
 else

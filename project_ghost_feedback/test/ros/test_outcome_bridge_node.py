@@ -246,9 +246,9 @@ def test_warm_up_holds_the_first_outcomes_and_is_validated(harness):
     for bad in (1, 0, 1_000_001):
         refused = node.set_parameters([Parameter('decorrelation.warmup_samples', value=bad)])
         assert not refused[0].successful, bad
-    assert node._pacer.warmup_samples == 5
+    assert node.engine.pacer.warmup_samples == 5
     assert node.set_parameters([Parameter('decorrelation.warmup_samples', value=7)])[0].successful
-    assert node._pacer.warmup_samples == 7 and not node._pacer.warm
+    assert node.engine.pacer.warmup_samples == 7 and not node.engine.pacer.warm
 
 
 def test_backward_clock_jump_resets_time_ordered_state(harness):
