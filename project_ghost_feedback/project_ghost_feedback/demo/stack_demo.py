@@ -376,6 +376,10 @@ def run(args):
                       '-r', f'estimate/calibrated:={CALIBRATED_TOPIC}',
                       '-p', 'calibrated_estimate.enabled:=true',
                       '-p', f'calibrated_estimate.confidence:={args.calibrated_confidence!r}',
+                      # /tf and the inputs come on separate subscriptions: at --speed sim seconds
+                      # per wall second, tf may trail the references by a moment of wall time;
+                      # let a reference wait one wall second (tf.max_wait_s is input time).
+                      '-p', f'tf.max_wait_s:={max(1.0, float(args.speed)):.1f}',
                       '-p', 'use_sim_time:=true')
     player = _Player(tf=frames.drift is not None)
     estimates = 0
