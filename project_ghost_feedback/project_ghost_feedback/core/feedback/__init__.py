@@ -2,12 +2,12 @@
 """Closed-loop feedback v1 (ADR-0026): contracts, protocol, reference policy, orchestration."""
 
 from .calibrated_policies import (
-    BucketLikelihoodRatioPolicy,
     CalibratedExceedancePolicy,
     REASON_GROSS_MISCALIBRATION,
     REASON_INFINITE_MAHALANOBIS,
     REASON_SIGNIFICANT_MISCALIBRATION,
 )
+from .likelihood_ratio_policy import BucketLikelihoodRatioPolicy
 from .graded_policy import (
     OverconfidenceScalePolicy,
     REASON_GROSS_OVERCONFIDENCE,

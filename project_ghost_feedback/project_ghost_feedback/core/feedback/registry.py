@@ -17,7 +17,8 @@ from collections.abc import Mapping
 import dataclasses
 from typing import ClassVar, Protocol, TYPE_CHECKING
 
-from .calibrated_policies import BucketLikelihoodRatioPolicy, CalibratedExceedancePolicy
+from .calibrated_policies import CalibratedExceedancePolicy
+from .likelihood_ratio_policy import BucketLikelihoodRatioPolicy
 from .graded_policy import OverconfidenceScalePolicy
 from .reference_policy import MahalanobisDowngradePolicy
 from .vec3_scale_policy import Vec3ScalePolicy
