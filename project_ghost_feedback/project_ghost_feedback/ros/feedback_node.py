@@ -49,7 +49,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.serialization import deserialize_message, serialize_message
 from std_srvs.srv import Trigger
 
-from ..core import ContractViolation, NS_PER_S, SelfAssessmentLevel
+from ..core import NS_PER_S, SelfAssessmentLevel
 from ..core.loop import (
     CAUSE_SERVICE,
     CAUSE_START,
@@ -61,7 +61,6 @@ from ..core.loop import (
 from ..core.window import DUPLICATE, TOO_OLD
 from .calibration_status import (
     assessment_severity,
-    ERROR,
     is_underconfident,
     PeriodStatus,
     WARN,
@@ -74,6 +73,7 @@ from .conversions import (
     overconfidence_to_msg,
 )
 from .feedback_diagnostics import feedback_status, level_change
+from .feedback_faults import FeedbackFaults
 from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for main()'s users
     EXECUTORS,
     FeedbackConfig,
@@ -81,7 +81,7 @@ from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for mai
     policy_parameter_specs,
     validate,
 )
-from .input_accounting import is_negative_time_error, LogGate, SequenceGaps
+from .input_accounting import LogGate, SequenceGaps
 from .wire import belief_view, calibrated_bytes, outcome_view, WireError
 from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s users
     cap_text,
@@ -107,12 +107,9 @@ ASSESSMENT_TOPIC = 'self_assessment/raw'
 CALIBRATED_TOPIC = 'self_assessment/calibrated'
 EVENTS_TOPIC = 'feedback_events'
 OVERCONFIDENCE_TOPIC = 'self_assessment/overconfidence'
-# A rejection's text quotes the bad value: a message with a megabyte-long name must not become a
-# megabyte in every /diagnostics message and log line.
-_MAX_REJECT_TEXT = 300
 
 
-class FeedbackNode(TimedLogging, Node):
+class FeedbackNode(FeedbackFaults, TimedLogging, Node):
     """Closed-loop feedback: calibrate raw self-assessments with recent prediction outcomes."""
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
@@ -308,52 +305,7 @@ class FeedbackNode(TimedLogging, Node):
         if event is not None:
             self._note_reset(event)
 
-    def note_callback_error(self, error: Exception) -> None:
-        """Count and log (throttled) an exception a callback raised; the node keeps running.
-
-        rclpy's own /clock subscription (its TimeSource, with use_sim_time) raises when a
-        /clock message holds a negative time; that message is counted as a rejected clock, and
-        the node clock keeps its last value.
-        """
-        if is_negative_time_error(error):
-            self.clock_rejected += 1
-            self.last_clock_rejection = (
-                f'a /clock message with a negative time (rclpy: {error}); the node clock keeps '
-                'its last value')
-            self.period.note(WARN, f'rejecting /clock messages ({self.last_clock_rejection})')
-            if self._clock_log_gate.open(self.config.reject_log_throttle_s):
-                self.get_logger().warning(
-                    f'/clock message rejected ({self.clock_rejected} so far): '
-                    f'{self.last_clock_rejection}')
-            return
-        key = type(error).__name__
-        self.callback_errors[key] += 1
-        self.period.note(ERROR, f'a callback raised {key}: {error}')
-        if self._callback_error_log_gate.open(self.config.reject_log_throttle_s):
-            self.get_logger().error(
-                f'callback raised {key} ({sum(self.callback_errors.values())} so far), '
-                f'the node keeps running: {error}')
-
-    def _on_message_lost(self, status: Any) -> None:
-        self.lost_messages += status.total_count_change
-        self.period.note(WARN, f'{status.total_count_change} input messages lost in the '
-                         'middleware (queue overflow)')
-
     # -- data path ----------------------------------------------------------------------------
-
-    def _reject(self, kind: str, error: Exception) -> None:
-        reason = error.reason if isinstance(error, ContractViolation) else type(error).__name__
-        self._count_rejection(kind, reason, str(error))
-
-    def _count_rejection(self, kind: str, reason: str, text: str) -> None:
-        self.rejected[f'{kind}:{reason}'] += 1
-        if len(text) > _MAX_REJECT_TEXT:
-            text = f'{text[:_MAX_REJECT_TEXT]}... ({len(text)} characters)'
-        self.last_reject_reason = f'{kind}: {text}'
-        self.period.note(WARN, f'rejecting {kind} messages ({reason})')
-        if self._reject_log_gate.open(self.config.reject_log_throttle_s):
-            self.get_logger().warning(
-                f'rejected {kind} ({sum(self.rejected.values())} so far): {text}')
 
     def _input_callbacks(self) -> tuple[Callable[..., None], Callable[..., None]]:
         if self._message_info:
@@ -381,10 +333,6 @@ class FeedbackNode(TimedLogging, Node):
             return (on_assessment(msg) if isinstance(msg, bytes)
                     else self._on_assessment(msg, None, 0))
         return outcome_handler, assessment_handler
-
-    def _note_missed(self, kind: str, missed: int) -> None:
-        self.period.note(WARN, f'{missed} {kind} messages missing from the publication '
-                         'sequence (input queue overflow)')
 
     def _on_outcome_with_info(self, data: bytes, info: Mapping[str, Any]) -> None:
         missed = self.outcome_gaps.note(info)
