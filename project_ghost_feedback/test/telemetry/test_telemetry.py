@@ -566,23 +566,15 @@ def test_usable_without_rclpy_and_without_the_ament_index(tmp_path):
         # imports ament_index_python:
         from support.telemetry_samples import write_sample_bag, sample_contracts
 
-        BLOCKED = ('rclpy', 'ament_index_python', 'project_ghost_feedback_msgs')
-        for name in list(sys.modules):
-            if name.split('.')[0] in BLOCKED:
-                del sys.modules[name]
+        from support.no_ros import block_imports, loaded, ROS_PACKAGES
 
-        class Block:
-            def find_spec(self, name, path=None, target=None):
-                if name.split('.')[0] in BLOCKED:
-                    raise ImportError('blocked ' + name)
-
-        sys.meta_path.insert(0, Block())
+        block_imports(ROS_PACKAGES)
         from project_ghost_feedback.telemetry import read_bag, replay_bag
         from project_ghost_feedback.telemetry.msgdefs import msg_dir
         path = write_sample_bag(sys.argv[1], sample_contracts())
         assert [c.contract for c in read_bag(path)] == sample_contracts()
         replay_bag(path)
-        assert not any(name.split('.')[0] in BLOCKED for name in sys.modules)
+        assert not loaded(ROS_PACKAGES)
         print(msg_dir())
     """)
     path = tmp_path / 'a' / 'bag'

@@ -9,6 +9,7 @@ Writer, evaluates that bag and compares the outcomes exactly.
 """
 
 import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -79,24 +80,15 @@ def _check_output(out):
 _NO_ROS_SCRIPT = """
 import json, sys
 
-BLOCKED = ('rclpy', 'ament_index_python', 'project_ghost_feedback_msgs', 'tf2_py', 'tf2_ros')
-for name in list(sys.modules):
-    if name.split('.')[0] in BLOCKED:
-        del sys.modules[name]
+sys.path.insert(0, sys.argv.pop(1))  # the test root: support/
+from support.no_ros import block_imports, loaded, ROS_PACKAGES
 
-
-class Block:
-    def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in BLOCKED:
-            raise ImportError('blocked ' + name)
-
-
-sys.meta_path.insert(0, Block())
+BLOCKED = ROS_PACKAGES + ('tf2_py', 'tf2_ros')
+block_imports(BLOCKED)
 from project_ghost_feedback.cli import main
 
 status = main(sys.argv[1:])
-loaded = sorted(name for name in sys.modules if name.split('.')[0] in BLOCKED)
-print(json.dumps({'status': status, 'loaded': loaded}))
+print(json.dumps({'status': status, 'loaded': loaded(BLOCKED)}))
 """
 
 
@@ -112,7 +104,8 @@ def test_evaluate_runs_in_a_python_without_rclpy(tmp_path):
     bag = write_rosbags_bag(tmp_path / 'bag', stack_samples())
     out = tmp_path / 'out'
     result = subprocess.run(
-        [sys.executable, '-c', _NO_ROS_SCRIPT, 'evaluate', str(bag), '--estimate', ESTIMATE,
+        [sys.executable, '-c', _NO_ROS_SCRIPT, str(pathlib.Path(__file__).resolve().parents[1]),
+         'evaluate', str(bag), '--estimate', ESTIMATE,
          '--reference', REFERENCE, '--params-file', str(CONFIG), '--output-dir', str(out),
          '--no-plot'], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
