@@ -75,6 +75,17 @@ class Process:
         self._log.close()
 
 
+def spin_until_shutdown(executor, context):
+    """Spin ``executor`` until ``context`` is shut down (a test's feeder thread)."""
+    while context.ok():
+        try:
+            executor.spin_once(timeout_sec=0.1)
+        except Exception:  # noqa: B902 - the context is shut down under the executor
+            if context.ok():
+                raise
+            return
+
+
 class Feeder:
     """Publish a calibrated input stream into ``namespace`` and collect the node's output.
 
@@ -105,13 +116,7 @@ class Feeder:
         self._thread.start()
 
     def _spin(self):
-        while self.context.ok():
-            try:
-                self._executor.spin_once(timeout_sec=0.1)
-            except Exception:  # noqa: B902 - the context is shut down under the executor
-                if self.context.ok():
-                    raise
-                return
+        spin_until_shutdown(self._executor, self.context)
 
     def _on_calibrated(self, msg):
         with self._lock:

@@ -32,6 +32,7 @@ from support.ros2_tools import (
     Feeder,
     Process,
     QOS,
+    spin_until_shutdown,
 )
 
 PACKAGE = 'project_ghost_feedback'
@@ -287,13 +288,7 @@ class _OdometryFeeder:
         self._thread.start()
 
     def _spin(self):
-        while self.context.ok():
-            try:
-                self._executor.spin_once(timeout_sec=0.1)
-            except Exception:  # noqa: B902 - the context is shut down under the executor
-                if self.context.ok():
-                    raise
-                return
+        spin_until_shutdown(self._executor, self.context)
 
     def _publish(self):
         import numpy as np
