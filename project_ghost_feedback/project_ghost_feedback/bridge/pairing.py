@@ -68,6 +68,7 @@ DROP_PENDING_OVERFLOW = 'pending_overflow'
 DROP_INVALID_OUTCOME = 'invalid_outcome'
 DROP_TIME_RESET = 'time_reset'
 DROP_CALLBACK_ERROR = 'callback_error'
+DROP_MALFORMED = 'malformed'  # bytes neither the bridge nor rclpy can read as the input type
 DROP_TOO_OLD = 'older_than_full_buffer'
 _LOOKUP_DROPS = {'before_buffer': DROP_BEFORE_BUFFER, 'gap': DROP_GAP}
 

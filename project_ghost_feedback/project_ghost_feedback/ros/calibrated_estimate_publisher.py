@@ -23,6 +23,7 @@ from ..bridge.calibrated_estimate import calibrated_covariance, inflation_factor
 from ..core.feedback import CalibrationHistory
 from ..msg_decoding import history_from_msg
 from .calibration_status import PeriodStatus, WARN
+from .pose_wire import PoseInputView
 
 INPUT_TOPIC = 'self_assessment/calibrated'
 OUTPUT_TOPIC = 'estimate/calibrated'
@@ -70,7 +71,10 @@ class CalibratedEstimatePublisher:
                 config['calibrated_max_factor'], config['calibrated_confidence'])
 
     def publish(self, msg: Any) -> None:
-        """Publish ``msg`` (an accepted estimate) with its pose covariance inflated, in place.
+        """Publish ``msg`` (an accepted estimate) with its pose covariance inflated.
+
+        ``msg`` is the bridge's view of the estimate's bytes (published as those bytes with the
+        new covariance) or a message object (changed in place).
 
         An inflated covariance that is not finite or loses a positive variance is not published:
         counted by reason, WARN on /diagnostics.
@@ -80,6 +84,9 @@ class CalibratedEstimatePublisher:
             self.refused[reason] += 1
             self._period.note(WARN, f'calibrated estimate not published ({reason})')
             return
-        msg.pose.covariance = covariance
-        self._publisher.publish(msg)
+        if isinstance(msg, PoseInputView):
+            self._publisher.publish(msg.with_covariance(covariance))
+        else:
+            msg.pose.covariance = covariance
+            self._publisher.publish(msg)
         self.published += 1

@@ -43,7 +43,7 @@ Run it with ``ros2 run project_ghost_feedback outcome_bridge`` or ``outcome_brid
 """
 
 import collections
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import partial
 import sys
 from typing import Any, TYPE_CHECKING
@@ -62,6 +62,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
+from rclpy.serialization import deserialize_message
 
 from ..bridge.engine_interface import Estimate, EngineListener
 from ..bridge.parameters import config_from, PARAMETERS
@@ -75,6 +76,7 @@ from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes
     DROP_FUTURE_STAMP,
     DROP_GAP,
     DROP_INVALID_OUTCOME,
+    DROP_MALFORMED,
     DROP_NO_REFERENCE_AFTER,
     DROP_NOT_NEWER,
     DROP_PENDING_OVERFLOW,
@@ -90,7 +92,8 @@ from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes
 from .bridge_diagnostics import bridge_status
 from .calibrated_estimate_publisher import CalibratedEstimatePublisher
 from .calibration_status import ERROR, PeriodStatus, WARN
-from .wire import belief_bytes, outcome_bytes
+from .pose_wire import VIEWS
+from .wire import belief_bytes, outcome_bytes, WireError
 from .input_accounting import is_negative_time_error, LogGate, SequenceGaps
 from .node_kit import (
     cap_text,
@@ -226,20 +229,26 @@ class OutcomeBridge(TimedLogging, Node):
                 lambda: self.config, self.note_callback_error)
         # rclpy 7.1's EventsExecutor cannot call a callback taking the message info.
         self.message_info = self._param('executor') != 'events'
-        callbacks: dict[str, tuple[Callable[..., None], Callable[..., None]]] = {
-            REFERENCE: (self._on_reference_with_info, self._on_reference),
-            ESTIMATE: (self._on_estimate_with_info, self._on_estimate)}
-        types = {REFERENCE: REFERENCE_CLASSES[self._param('reference_type')],
-                 ESTIMATE: ESTIMATE_CLASSES[self._param('estimate_type')]}
+        input_types = {REFERENCE: self._param('reference_type'),
+                       ESTIMATE: self._param('estimate_type')}
+        classes = {REFERENCE: REFERENCE_CLASSES[input_types[REFERENCE]],
+                   ESTIMATE: ESTIMATE_CLASSES[input_types[ESTIMATE]]}
+        # The inputs are taken as their CDR bytes and read by .pose_wire (issue 32): no message
+        # object is built for the few fields the bridge reads; rclpy reads what it cannot.
+        self._readers = {kind: (VIEWS[input_types[kind]], classes[kind])
+                         for kind in (REFERENCE, ESTIMATE)}
         self.input_subscriptions = {}
         self.gaps = {}
         for kind in (REFERENCE, ESTIMATE):
             self.input_subscriptions[kind] = self.create_subscription(
-                types[kind], kind, callbacks[kind][0 if self.message_info else 1], input_qos,
+                classes[kind], kind,
+                partial(self._on_input_with_info if self.message_info else self._on_input, kind),
+                input_qos,
                 event_callbacks=SubscriptionEventCallbacks(
                     message_lost=partial(self._on_message_lost, kind),
                     incompatible_qos=partial(self._on_incompatible_qos, kind)),
-                qos_overriding_options=QoSOverridingOptions.with_default_policies())
+                qos_overriding_options=QoSOverridingOptions.with_default_policies(),
+                raw=True)
             self.gaps[kind] = SequenceGaps(self.input_subscriptions[kind].get_publisher_count)
         self._reference_subscription = self.input_subscriptions[REFERENCE]
         self._estimate_subscription = self.input_subscriptions[ESTIMATE]
@@ -381,9 +390,37 @@ class OutcomeBridge(TimedLogging, Node):
 
     # -- data path ----------------------------------------------------------------------------
 
-    def _on_reference_with_info(self, msg: Any, info: Mapping[str, Any]) -> None:
-        self._note_gap(REFERENCE, info)
-        self._on_reference(msg)
+    def _read(self, kind: str, data: bytes) -> Any:
+        """Return the view of an input's bytes, or the message rclpy reads from them."""
+        view, message_class = self._readers[kind]
+        try:
+            return view(data)
+        except WireError:
+            # Another encapsulation (big endian, ...) or unreadable: rclpy reads what it can
+            # and raises for the rest (the caller drops it as malformed).
+            return deserialize_message(data, message_class)
+
+    def _malformed_detail(self, kind: str, data: bytes, error: Exception) -> str:
+        return (f'{kind} of {len(data)} bytes is not {self._readers[kind][1].__name__} CDR: '
+                f'{type(error).__name__}: {cap_text(str(error), 200)}')
+
+    def _on_input_with_info(self, kind: str, data: bytes, info: Mapping[str, Any]) -> None:
+        self._note_gap(kind, info)
+        self._on_input(kind, data)
+
+    def _on_input(self, kind: str, data: bytes) -> None:
+        """Take the bytes of one reference or estimate."""
+        try:
+            msg = self._read(kind, data)
+        except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
+            self.received[kind] += 1
+            drop = self.engine.drop_reference if kind == REFERENCE else self.engine.drop_estimate
+            drop(DROP_MALFORMED, self._malformed_detail(kind, data, error))
+            return
+        if kind == REFERENCE:
+            self._on_reference(msg)
+        else:
+            self._on_estimate(msg)
 
     def _on_reference(self, msg: Any) -> None:
         self.received[REFERENCE] += 1
@@ -395,10 +432,6 @@ class OutcomeBridge(TimedLogging, Node):
             self.note_callback_error(error)
             if engine.references_used + sum(engine.references_dropped.values()) == accounted:
                 self.engine.drop_reference(DROP_CALLBACK_ERROR, type(error).__name__)
-
-    def _on_estimate_with_info(self, msg: Any, info: Mapping[str, Any]) -> None:
-        self._note_gap(ESTIMATE, info)
-        self._on_estimate(msg)
 
     def _on_estimate(self, msg: Any) -> None:
         self.received[ESTIMATE] += 1

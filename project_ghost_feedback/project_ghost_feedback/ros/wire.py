@@ -68,7 +68,7 @@ class WireError(ValueError):
     """A payload this module cannot read as the expected message."""
 
 
-def _string(body: bytes, offset: int, bound: int | None = None) -> tuple[str, int]:
+def read_string(body: bytes, offset: int, bound: int | None = None) -> tuple[str, int]:
     """Return (text, offset after it) of the CDR string at ``offset`` (4-aligned)."""
     (size,) = _U32.unpack_from(body, offset)
     offset += 4
@@ -83,14 +83,15 @@ def _string(body: bytes, offset: int, bound: int | None = None) -> tuple[str, in
     return raw.decode('utf-8', 'replace'), end
 
 
-def _header(body: bytes) -> tuple[Header, int]:
+def read_header(body: bytes) -> tuple[Header, int]:
     """Return (Header, offset just after frame_id) of the header at the start of ``body``."""
     sec, nanosec = _TIME.unpack_from(body, 0)
-    frame_id, end = _string(body, 8)
+    frame_id, end = read_string(body, 8)
     return Header(Time(sec, nanosec), frame_id), end
 
 
-def _body(data: bytes | memoryview) -> bytes:
+def cdr_body(data: bytes | memoryview) -> bytes:
+    """Return the body of little-endian CDR ``data`` (after its encapsulation); else WireError."""
     if data[:4] != CDR_LE:
         raise WireError(f'encapsulation {bytes(data[:4]).hex()} is not little-endian CDR')
     return memoryview(data)[4:].tobytes() if not isinstance(data, bytes) else data[4:]
@@ -98,9 +99,9 @@ def _body(data: bytes | memoryview) -> bytes:
 
 def outcome_view(data: bytes | memoryview) -> OutcomeView:
     """Return the PredictionOutcome view of ``data`` (serialized bytes); WireError if unreadable."""
-    body = _body(data)
+    body = cdr_body(data)
     try:
-        header, offset = _header(body)
+        header, offset = read_header(body)
         offset = (offset + 3) & ~3
         prediction = Time(*_TIME.unpack_from(body, offset))
         offset = (offset + 8 + 7) & ~7
@@ -127,7 +128,7 @@ def _named_levels(body: bytes, offset: int) -> tuple[list[NamedLevel], int]:
     levels = []
     for _ in range(count):
         offset = (offset + 3) & ~3
-        name, offset = _string(body, offset, MAX_NAME)
+        name, offset = read_string(body, offset, MAX_NAME)
         levels.append(NamedLevel(name, _LEVELS[body[offset]]))
         offset += 1
     return levels, (offset + 3) & ~3
@@ -139,9 +140,9 @@ def belief_view(data: bytes | memoryview) -> tuple[BeliefView, int]:
     ``header end`` is where the header's frame_id ends in the body: :func:`calibrated_bytes`
     copies the header from there.
     """
-    body = _body(data)
+    body = cdr_body(data)
     try:
-        header, header_end = _header(body)
+        header, header_end = read_header(body)
         overall = _LEVELS[body[header_end]]
         axis, offset = _named_levels(body, (header_end + 1 + 3) & ~3)
         block, offset = _named_levels(body, offset)

@@ -33,10 +33,6 @@ from support.bridge_node import (
     UNPACED,
 )
 
-# Estimate covariance: std 0.1 m on x y z, 0.1 rad on roll pitch yaw.
-for _i in range(6):
-    COVARIANCE[_i * 7] = 0.01
-
 
 @pytest.fixture
 def harness():

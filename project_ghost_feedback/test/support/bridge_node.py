@@ -32,7 +32,8 @@ QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                  reliability=ReliabilityPolicy.RELIABLE)
 
 
-COVARIANCE = [0.0] * 36
+COVARIANCE = [0.01 if row == column else 0.0 for row in range(6) for column in range(6)]
+"""Estimate covariance: std 0.1 m on x y z, 0.1 rad on roll pitch yaw."""
 
 
 UNPACED = {'decorrelation.adaptive': False, 'decorrelation.min_interval_s': 0.0,
