@@ -86,7 +86,29 @@ def spin_until_shutdown(executor, context):
             return
 
 
-class Feeder:
+class BackgroundNode:
+    """A node in a private rclpy.Context, spun by a background thread once :meth:`start` runs."""
+
+    def __init__(self, node_name):
+        self.context = new_rclpy_context()
+        self.node = rclpy.create_node(node_name, context=self.context)
+        self._executor = SingleThreadedExecutor(context=self.context)
+        self._executor.add_node(self.node)
+        self._thread = threading.Thread(
+            target=spin_until_shutdown, args=(self._executor, self.context), daemon=True)
+
+    def start(self):
+        """Start spinning (after the subclass made its publishers, subscriptions and timers)."""
+        self._thread.start()
+
+    def close(self):
+        """Stop the thread and shut the private context down."""
+        self.context.try_shutdown()
+        self._thread.join(timeout=10)
+        self.node.destroy_node()
+
+
+class Feeder(BackgroundNode):
     """Publish a calibrated input stream into ``namespace`` and collect the node's output.
 
     A background thread spins a node in a private rclpy.Context: every 0.1 s it publishes one
@@ -96,8 +118,7 @@ class Feeder:
     def __init__(self, namespace='', output='self_assessment/calibrated'):
         """Publish to ``prediction_outcome`` and ``self_assessment/raw`` in ``namespace``."""
         prefix = '/' + namespace.strip('/') if namespace.strip('/') else ''
-        self.context = new_rclpy_context()
-        self.node = rclpy.create_node('cli_test_feeder', context=self.context)
+        super().__init__('cli_test_feeder')
         self._outcomes = self.node.create_publisher(
             PredictionOutcomeMsg, f'{prefix}/prediction_outcome', QOS)
         self._raw = self.node.create_publisher(
@@ -110,13 +131,7 @@ class Feeder:
         self._rng = random.Random(14)
         self._step = 0
         self.node.create_timer(0.1, self._publish_step)
-        self._executor = SingleThreadedExecutor(context=self.context)
-        self._executor.add_node(self.node)
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self):
-        spin_until_shutdown(self._executor, self.context)
+        self.start()
 
     def _on_calibrated(self, msg):
         with self._lock:
@@ -166,9 +181,3 @@ class Feeder:
             return parameter_value_to_python(future.result().values[0])
         finally:
             self.node.destroy_client(client)
-
-    def close(self):
-        """Stop the thread and shut the private context down."""
-        self.context.try_shutdown()
-        self._thread.join(timeout=10)
-        self.node.destroy_node()

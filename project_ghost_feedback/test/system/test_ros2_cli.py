@@ -16,23 +16,19 @@ import random
 import shutil
 import signal
 import subprocess
-import threading
 import time
 
 from project_ghost_feedback_msgs.msg import (
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
 )
-from support.ros_context import new_rclpy_context
 import pytest
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
 
 from support.ros2_tools import (
+    BackgroundNode,
     DEADLINE_S,
     Feeder,
     Process,
     QOS,
-    spin_until_shutdown,
 )
 
 PACKAGE = 'project_ghost_feedback'
@@ -264,7 +260,7 @@ def test_launch_record_without_rosbag2_records_with_the_node(
     assert _read_bag(bag)['/self_assessment/calibrated'] > 0
 
 
-class _OdometryFeeder:
+class _OdometryFeeder(BackgroundNode):
     """Publish an estimate and a reference (nav_msgs/Odometry, stamped now) at 20 Hz."""
 
     def __init__(self, estimate_topic, reference_topic):
@@ -272,8 +268,7 @@ class _OdometryFeeder:
 
         from project_ghost_feedback.ros.sim_stack_node import odometry_msg
 
-        self.context = new_rclpy_context()
-        self.node = rclpy.create_node('cli_test_odometry', context=self.context)
+        super().__init__('cli_test_odometry')
         self._estimate = self.node.create_publisher(Odometry, estimate_topic, QOS)
         self._reference = self.node.create_publisher(Odometry, reference_topic, QOS)
         self._make = odometry_msg
@@ -282,13 +277,7 @@ class _OdometryFeeder:
         self.node.create_subscription(CalibratedSelfAssessmentMsg, '/self_assessment/calibrated',
                                       self.received.append, QOS)
         self.node.create_timer(0.05, self._publish)
-        self._executor = SingleThreadedExecutor(context=self.context)
-        self._executor.add_node(self.node)
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self):
-        spin_until_shutdown(self._executor, self.context)
+        self.start()
 
     def _publish(self):
         import numpy as np
@@ -299,11 +288,6 @@ class _OdometryFeeder:
         self._reference.publish(self._make(stamp, truth, quaternion, (0.0, 0.0, 0.0)))
         self._estimate.publish(self._make(stamp, (0.0, 0.0, 0.0), quaternion, (0.0, 0.0, 0.0),
                                           np.eye(6) * 0.01))
-
-    def close(self):
-        self.context.try_shutdown()
-        self._thread.join(timeout=10)
-        self.node.destroy_node()
 
 
 @pytest.mark.parametrize('recording', ['record:=true', 'telemetry_bag:=run1'])
