@@ -65,18 +65,36 @@ export FASTRTPS_DEFAULT_PROFILES_FILE="${FASTDDS_DEFAULT_PROFILES_FILE}"
 unset ROS_STATIC_PEERS
 
 # --- ROS_DOMAIN_ID ------------------------------------------------------------------------------
+# The locks live in a directory this user owns (never a world-writable one such as /tmp, where
+# another user could plant a symlink named like a lock and have the open truncate its target):
+# $XDG_RUNTIME_DIR when it is set and this user's, else ~/.cache/project_ghost_feedback/locks
+# (mode 700). Domain ids are then held per user: another user's shells may pick the same id.
+_ghost_feedback_lock_dir=""
+if [[ -n "${XDG_RUNTIME_DIR:-}" && -d "${XDG_RUNTIME_DIR}" && ! -L "${XDG_RUNTIME_DIR}" \
+      && -O "${XDG_RUNTIME_DIR}" ]]; then
+  _ghost_feedback_lock_dir="${XDG_RUNTIME_DIR}/project_ghost_feedback"
+elif [[ -n "${HOME:-}" ]]; then
+  _ghost_feedback_lock_dir="${HOME}/.cache/project_ghost_feedback/locks"
+fi
+if [[ -n "${_ghost_feedback_lock_dir}" ]]; then
+  { mkdir -p -m 700 "${_ghost_feedback_lock_dir}"; } 2>/dev/null
+  if [[ ! -d "${_ghost_feedback_lock_dir}" || -L "${_ghost_feedback_lock_dir}" \
+        || ! -O "${_ghost_feedback_lock_dir}" ]]; then
+    _ghost_feedback_lock_dir=""   # not ours: no lock, a PID-derived id
+  fi
+fi
 if [[ -z "${ROS_DOMAIN_ID:-}" ]]; then
   _ghost_feedback_offset=$(($$ % 101))
   for _ghost_feedback_i in $(seq 0 100); do
     _ghost_feedback_id=$(((_ghost_feedback_offset + _ghost_feedback_i) % 101 + 1))
-    if ! command -v flock >/dev/null; then
-      break  # no flock: a PID-derived id is the best we can do
+    if ! command -v flock >/dev/null || [[ -z "${_ghost_feedback_lock_dir}" ]]; then
+      break  # no flock or no directory of ours: a PID-derived id is the best we can do
     fi
     # The lock stays open for the life of this shell (and is inherited by what it starts: the
     # documented domain lock). Only the open itself is quiet: an `exec` without a command makes its
     # redirections permanent, so `exec {fd}>file 2>/dev/null` would silence this shell's stderr for
     # good. The braces scope the 2>/dev/null to the open alone.
-    { exec {_ghost_feedback_lock_fd}>"/tmp/.ghost_feedback_ros_domain_${_ghost_feedback_id}.lock"; } \
+    { exec {_ghost_feedback_lock_fd}>>"${_ghost_feedback_lock_dir}/ros_domain_${_ghost_feedback_id}.lock"; } \
       2>/dev/null || continue
     if flock -n "${_ghost_feedback_lock_fd}"; then
       export GHOST_FEEDBACK_DOMAIN_LOCK_FD="${_ghost_feedback_lock_fd}"
@@ -87,5 +105,6 @@ if [[ -z "${ROS_DOMAIN_ID:-}" ]]; then
   export ROS_DOMAIN_ID="${_ghost_feedback_id}"
   unset _ghost_feedback_offset _ghost_feedback_i _ghost_feedback_id _ghost_feedback_lock_fd
 fi
+unset _ghost_feedback_lock_dir
 
 unset _ghost_feedback_root

@@ -145,13 +145,45 @@ link_install() {
   ln -sfn "${DIR}/install" "${LINK_DIR}/${SET}"
 }
 
+# A cached set is linked (and so put on PYTHONPATH / LD_LIBRARY_PATH by env.sh) only if it is
+# this user's own and complete: the cache folders, the set folder, its install/ and the stamp
+# (written last, after a build that finished) owned by this user, none of them a symlink nor
+# writable by group or others, the stamp not empty. The key is a hash of public inputs, so
+# anyone could plant a folder under it; one that fails the check is refused, never used.
+untrusted() {  # print why PATH is not this user's own, private folder or file; else nothing
+  local path="$1"
+  if [[ -L "${path}" ]]; then echo "${path} is a symlink"
+  elif [[ ! -O "${path}" ]]; then echo "${path} is not owned by $(id -un)"
+  elif [[ -n "$(find "${path}" -maxdepth 0 -perm /022 2>/dev/null)" ]]; then
+    echo "${path} is writable by group or others"
+  fi
+}
+cached_set_problem() {  # why the cached set at DIR may not be linked; nothing when it may
+  local path why
+  for path in "${CACHE_BASE}" "${DIR}" "${DIR}/install" "${STAMP}"; do
+    why="$(untrusted "${path}")"
+    [[ -z "${why}" ]] || { echo "${why}"; return; }
+  done
+  [[ -s "${STAMP}" ]] || echo "${STAMP} is empty (a build that did not finish)"
+}
+check_cached_set() {  # exit 1 with the reason when the cached set at DIR is not to be trusted
+  local why
+  why="$(cached_set_problem)"
+  [[ -z "${why}" ]] || die "${SET}: refusing the cached build ${DIR}: ${why}; remove it (rm -rf \
+${DIR}) to rebuild"
+}
+
+mkdir -p -m 700 "${CACHE_BASE}"
 if [[ -f "${STAMP}" ]]; then
+  check_cached_set
   link_install
   log "${SET}: cached build ${DIR} ($(cat "${STAMP}")); linked as .ros_sources/${SET}"
   exit 0
 fi
 
 mkdir -p "${DIR}"
+why="$(untrusted "${DIR}")"
+[[ -z "${why}" ]] || die "${SET}: refusing the cache folder ${DIR}: ${why}"
 # One build per key at a time (two clones on one machine share the cache).
 exec {lock_fd}>"${DIR}.lock"
 if ! flock -n "${lock_fd}"; then
@@ -159,6 +191,7 @@ if ! flock -n "${lock_fd}"; then
   flock "${lock_fd}"
 fi
 if [[ -f "${STAMP}" ]]; then
+  check_cached_set
   link_install
   log "${SET}: cached build ${DIR}; linked as .ros_sources/${SET}"
   exit 0

@@ -197,7 +197,6 @@ def _collector() -> Any:
         def __init__(self) -> None:
             self.events: list[Output] = []
             self.errors = PoseErrorStatistics()
-            self.tf_core: Any = None
 
         def outcome_ready(self, outcome: PredictionOutcome, estimate: Estimate) -> None:
             self.events.append((OUTCOME, outcome))
@@ -208,10 +207,6 @@ def _collector() -> Any:
 
         def assessment_ready(self, belief: BeliefSelfAssessment, estimate: Estimate) -> None:
             self.events.append((ASSESSMENT, belief))
-
-        def timeline_reset(self, cause: str, detail: str) -> None:
-            if self.tf_core is not None:
-                self.tf_core.clear()  # as the live bridge does (its static transforms stay)
 
     return Collect()
 
@@ -240,7 +235,8 @@ class BridgeRun:
         self._tf_cache_s = values['tf.cache_s']
         self.tf_state = 'off (use_tf false)'
         self.tf_messages = 0
-        self.tf_refused = 0
+        self.oversized = {'estimate': 0, 'reference': 0, 'tf': 0}
+        """Messages over the readers' 1 MiB message limit (``info``'s): skipped, counted."""
 
     @property
     def errors(self) -> PoseErrorStatistics:
@@ -266,13 +262,13 @@ class BridgeRun:
 
         self._tf_core = offline_buffer(self._tf_cache_s)
         self.engine.transforms = Tf2Transforms(self._tf_core)
-        self._listener.tf_core = self._tf_core
         self.tf_state = 'on'
         return connections
 
     def __iter__(self) -> Iterator[Output]:
         from .bridge.parameters import ESTIMATE_TYPE_CHOICES, REFERENCE_TYPE_CHOICES
         from .msg_decoding import stamp_to_ns
+        from .telemetry.bag_limits import DEFAULT_LIMITS
 
         reader = open_reader(self.path)
         try:
@@ -292,16 +288,19 @@ class BridgeRun:
             for connection, _, rawdata in reader.messages(
                     connections=estimates + references + tf):
                 kind = kinds[connection.id]
+                if len(rawdata) > DEFAULT_LIMITS.message_bytes:
+                    self.oversized[kind] += 1  # what ``info`` skips is not decoded here either
+                    continue
                 try:
                     msg = reader.deserialize(rawdata, connection.msgtype)
                 except Exception:  # noqa: BLE001 - any decoder error: counted, skipped
                     self.undecodable[kind] = self.undecodable.get(kind, 0) + 1  # + 'tf'
                     continue
                 if kind == 'tf':
-                    from .bridge.tf2_transforms import feed
-
+                    # The node's rule: the engine's gate, then tf2; its clock offline is the
+                    # newest accepted input stamp.
                     self.tf_messages += 1
-                    self.tf_refused += feed(self._tf_core, msg, TF_TOPICS[connection.topic])
+                    engine.take_transforms(msg, TF_TOPICS[connection.topic])
                     continue
                 try:
                     clock_ns = stamp_to_ns(msg.header.stamp, kind, 'header.stamp')
@@ -345,7 +344,10 @@ class BridgeRun:
             'undecodable_skipped': dict(self.undecodable),
             'tf': self.tf_state,
             'tf_messages': self.tf_messages,
-            'tf_transforms_refused': self.tf_refused,
+            'tf_transforms_accepted': engine.transforms_accepted,
+            'tf_transforms_refused': sum(engine.transforms_refused.values()),
+            'tf_transforms_refused_by_reason': dict(sorted(engine.transforms_refused.items())),
+            'oversized_skipped': dict(self.oversized),
         }
 
 

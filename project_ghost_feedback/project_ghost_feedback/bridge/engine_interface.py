@@ -51,6 +51,9 @@ class EngineListener:
     def timeline_reset(self, cause: str, detail: str) -> None:
         """Note a reset of the time-ordered state (``cause``: one of the RESET_* values)."""
 
+    def transform_refused(self, reason: str, detail: str) -> None:
+        """Note a /tf or /tf_static transform refused before tf2 (or by it) with ``reason``."""
+
     def invalid_assessment(self, error: Exception) -> None:
         """Note an assessment that failed its contract (a bug upstream of the contract)."""
 

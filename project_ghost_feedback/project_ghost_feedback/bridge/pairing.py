@@ -49,6 +49,7 @@ from .geometry import (
 )
 from .reference_buffer import AFTER_BUFFER, EMPTY, ReferenceBuffer, ReferenceSample
 from .engine_interface import child_frame_id, EngineListener, Estimate, pose_and_covariance
+from .tf_gate import RESET, TF2_REFUSED, TfGate
 from .transforms import TF_EXTRAPOLATION_PAST, TransformFailure, TransformProvider
 
 ESTIMATE, REFERENCE = 'estimate', 'reference'
@@ -76,6 +77,7 @@ _LOOKUP_DROPS = {'before_buffer': DROP_BEFORE_BUFFER, 'gap': DROP_GAP}
 RESET_CLOCK_JUMP = 'clock_jump'
 RESET_ESTIMATE_STAMPS = 'estimate_stamp_jump'
 RESET_REFERENCE_STAMPS = 'reference_stamp_jump'
+RESET_TF_STAMPS = 'tf_stamp_jump'  # a /tf stamp went back: tf2's dynamic transforms cleared
 
 
 CheckedCovariance = tuple[FloatArray | None, Refusal | None]
@@ -141,6 +143,12 @@ class PairingEngine:
         self.estimate_frame_id: str | None = None   # of the newest accepted estimate
         self.tf_waiting: collections.deque[_TfWaiting] = collections.deque()
         self.newest_input_ns: int | None = None     # newest accepted stamp of either input
+        # /tf and /tf_static: the gate before tf2 (bridge/tf_gate.py) and what it decided.
+        self.tf_gate = TfGate(config.get('tf_max_frames', 1000),
+                              config.get('tf_max_transforms_per_frame', 1000),
+                              config.get('tf_cache_ns', 10 * NS_PER_S))
+        self.transforms_accepted = 0
+        self.transforms_refused: collections.Counter[str] = collections.Counter()
         self._covariances: dict[str, tuple[bytes | None, CheckedCovariance | None]] = {
             ESTIMATE: (None, None), REFERENCE: (None, None)}
 
@@ -191,6 +199,11 @@ class PairingEngine:
     def _reset_timeline(self, cause: str, stamp_ns: int, detail: str) -> None:
         """Forget what is time-ordered beyond ``stamp_ns`` + tolerance."""
         horizon = stamp_ns + self.config['time_jump_tolerance_ns']
+        self.tf_gate.forget_dynamic()
+        if self.transforms is not None:
+            # tf2 refuses data older than its newest by more than its cache: start over (the
+            # static transforms stay).
+            self.transforms.clear()
         if self.tf_waiting:
             still: collections.deque[_TfWaiting] = collections.deque()
             for waiting in self.tf_waiting:
@@ -344,6 +357,10 @@ class PairingEngine:
             if waiting.frame_id != target:
                 found = self.transforms.lookup(target, waiting.frame_id, sample.stamp_ns)
                 if isinstance(found, TransformFailure):
+                    if 'loop' in found.detail:
+                        explained = self.tf_gate.explain_unreachable(target, waiting.frame_id)
+                        if explained is not None:
+                            found = TransformFailure(found.reason, explained)
                     waiting.failure = found
                     assert self.newest_input_ns is not None  # set when the reference came
                     waited = self.newest_input_ns - sample.stamp_ns
@@ -360,6 +377,39 @@ class PairingEngine:
                 sample = ReferenceSample(sample.stamp_ns, position, quaternion, covariance)
             waiting_list.popleft()
             self._add_reference(sample, target, waiting.child)
+
+    def take_transforms(self, msg: Any, static: bool, now_ns: int | None = None) -> None:
+        """Take one tf2_msgs/TFMessage of /tf (``static`` False) or /tf_static (True).
+
+        Every transform passes the gate (:class:`.tf_gate.TfGate`: stamps, frames, pose, the
+        clock, the bounds) before it goes to the transform provider; a refused one is counted
+        in ``transforms_refused[<reason>]`` and handed to the listener. ``now_ns``: the clock
+        (None or 0: unknown; offline, the newest accepted input stamp is used). A transform
+        stamped back beyond the tolerance clears the provider's dynamic transforms first.
+        """
+        if not self.tf_active:
+            return
+        assert self.transforms is not None  # tf_active
+        clock = now_ns if now_ns else self.newest_input_ns
+        tolerance = self.config['time_jump_tolerance_ns']
+        for transform in msg.transforms:
+            reason, detail = self.tf_gate.check(transform, static, clock, tolerance)
+            if reason == RESET:
+                self.transforms.clear()  # the gate forgot its dynamic state already
+                self.resets[RESET_TF_STAMPS] += 1
+                self.listener.timeline_reset(RESET_TF_STAMPS, detail)
+            elif reason is not None:
+                self.transforms_refused[reason] += 1
+                self.listener.transform_refused(reason, detail)
+                continue
+            refused = self.transforms.add(transform, static)
+            if refused is not None:
+                self.transforms_refused[TF2_REFUSED] += 1
+                self.listener.transform_refused(TF2_REFUSED, refused)
+                continue
+            self.transforms_accepted += 1
+        if self.tf_waiting:
+            self._resolve_tf_waiting()
 
     def take_estimate(self, msg: Any, now_ns: int | None = None) -> None:
         """Take one estimate message (``now_ns``: the clock, None or 0 when unknown)."""

@@ -26,6 +26,12 @@ from .decorrelation import (
     OutcomePacer,
 )
 from .geometry import AXES, axis_mask, FixedTransform, quaternion_refusal
+from .tf_gate import DEFAULT_MAX_FRAMES, DEFAULT_MAX_TRANSFORMS_PER_FRAME, MAX_FRAME_NAME
+
+MAX_CHILD_FRAME_MAP_ENTRIES = 64
+"""Most ``child_frame_map`` entries (each names one body twice; a robot has few)."""
+MAX_CHILD_FRAME_MAP_ENTRY = 2 * MAX_FRAME_NAME + 1
+"""Longest ``child_frame_map`` entry: two frame names and the colon."""
 
 ESTIMATE_TYPE_CHOICES = {
     'odometry': 'nav_msgs/msg/Odometry',
@@ -140,6 +146,14 @@ PARAMETERS = {
     'tf.cache_s': ParameterSpec(
         10.0, 'Seconds of /tf history the tf2 buffer keeps (read-only).', read_only=True,
         float_range=(0.1, 3600.0)),
+    'tf.max_frames': ParameterSpec(
+        DEFAULT_MAX_FRAMES, 'Distinct frame names tf2 is given, at most (static and dynamic); '
+        'a transform naming one more is refused (tf_too_many_frames). Read-only.',
+        read_only=True, integer_range=(2, 100_000)),
+    'tf.max_transforms_per_frame': ParameterSpec(
+        DEFAULT_MAX_TRANSFORMS_PER_FRAME, 'Dynamic transforms of one child frame within '
+        'tf.cache_s, at most (1000 over 10 s: 100 Hz); more are refused (tf_frame_full). '
+        'Read-only.', read_only=True, integer_range=(2, 1_000_000)),
     'transform.enabled': ParameterSpec(
         False, 'Map references in transform.from_frame_id into transform.to_frame_id first.'),
     'transform.from_frame_id': ParameterSpec('', 'Reference frame of the fixed transform.'),
@@ -167,9 +181,16 @@ def engine_config(values: Mapping[str, Any]) -> dict[str, Any]:
     """
     ignored = tuple(axis for axis in values['ignored_axes'] if axis)
     child_frames = set()
-    for entry in values['child_frame_map']:
-        if not entry:
-            continue
+    entries = [entry for entry in values['child_frame_map'] if entry]
+    if len(entries) > MAX_CHILD_FRAME_MAP_ENTRIES:
+        raise ParameterError(f'child_frame_map has {len(entries)} entries; at most '
+                             f'{MAX_CHILD_FRAME_MAP_ENTRIES}')
+    for entry in entries:
+        if len(str(entry)) > MAX_CHILD_FRAME_MAP_ENTRY:
+            raise ParameterError(cap_text(
+                f'child_frame_map entry of {len(str(entry))} characters (at most '
+                f'{MAX_CHILD_FRAME_MAP_ENTRY}: two frame names of {MAX_FRAME_NAME}): '
+                f'{str(entry)[:60]!r}...'))
         estimate_child, sep, reference_child = str(entry).partition(':')
         if not sep or not estimate_child or not reference_child:
             raise ParameterError(cap_text(
@@ -218,6 +239,9 @@ def engine_config(values: Mapping[str, Any]) -> dict[str, Any]:
         'null_tolerance': values['null_tolerance'],
         'use_tf': values['use_tf'],
         'tf_max_wait_ns': int(values['tf.max_wait_s'] * NS_PER_S),
+        'tf_cache_ns': int(values['tf.cache_s'] * NS_PER_S),
+        'tf_max_frames': values['tf.max_frames'],
+        'tf_max_transforms_per_frame': values['tf.max_transforms_per_frame'],
     }
 
 

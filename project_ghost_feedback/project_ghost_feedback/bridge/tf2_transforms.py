@@ -2,7 +2,7 @@
 """tf2 behind the pairing engine's transform provider (bridge/transforms.py).
 
 :class:`Tf2Transforms` answers the engine's lookups from a tf2 ``BufferCore``: the bridge node
-passes its ``tf2_ros.Buffer`` (a BufferCore fed by a ``TransformListener`` on /tf and /tf_static),
+passes its ``tf2_ros.Buffer`` (a BufferCore fed from its /tf and /tf_static subscriptions),
 ``ghost-feedback evaluate`` a plain ``tf2_py.BufferCore`` it feeds from a bag's /tf and
 /tf_static (:func:`offline_buffer`, :func:`feed`): one rule, two drivers.
 
@@ -85,6 +85,25 @@ class Tf2Transforms:
         t, r = found.transform.translation, found.transform.rotation
         return Transform((t.x, t.y, t.z), (r.x, r.y, r.z, r.w))
 
+    def add(self, read: Any, static: bool) -> str | None:
+        """Put one transform (rclpy or rosbags TransformStamped) into tf2; None, or why not."""
+        from geometry_msgs.msg import TransformStamped
+
+        try:
+            # tf2_py takes rclpy messages only: copy a rosbags one field by field.
+            transform = read if isinstance(read, TransformStamped) else _rclpy_transform(read)
+            if static:
+                self.core.set_transform_static(transform, AUTHORITY)
+            else:
+                self.core.set_transform(transform, AUTHORITY)
+        except Exception as error:  # noqa: BLE001 - tf2 refuses with various errors; counted
+            return _one_line(error)
+        return None
+
+    def clear(self) -> None:
+        """Forget the dynamic transforms (tf2 keeps the static ones)."""
+        self.core.clear()
+
 
 def offline_buffer(cache_time_s: float) -> Any:
     """Return a tf2 BufferCore keeping ``cache_time_s`` seconds of dynamic transforms."""
@@ -98,21 +117,11 @@ def feed(core: Any, message: Any, static: bool) -> int:
     """Put every transform of a tf2_msgs/TFMessage (rclpy or rosbags) into ``core``.
 
     Return the number refused by tf2 (a bad frame name, a non-finite value: tf2 logs them).
+    Without the bridge's gate (bridge/tf_gate.py): the engine's ``take_transforms`` is what the
+    node and evaluate use; this is for tests that build a buffer by hand.
     """
-    from geometry_msgs.msg import TransformStamped
-
-    refused = 0
-    for read in message.transforms:
-        try:
-            # tf2_py takes rclpy messages only: copy a rosbags one field by field.
-            transform = read if isinstance(read, TransformStamped) else _rclpy_transform(read)
-            if static:
-                core.set_transform_static(transform, AUTHORITY)
-            else:
-                core.set_transform(transform, AUTHORITY)
-        except Exception:  # noqa: BLE001 - tf2 refuses with various errors; counted
-            refused += 1
-    return refused
+    transforms = Tf2Transforms(core)
+    return sum(transforms.add(read, static) is not None for read in message.transforms)
 
 
 def _rclpy_transform(read: Any) -> Any:

@@ -4,7 +4,7 @@
 The engine (:mod:`.pairing`) asks a *transform provider* for the transform taking coordinates in
 a source frame (the reference's) into a target frame (the estimate's) at a stamp. Two drivers
 implement it with tf2 (:mod:`.tf2_transforms`): the bridge node with a ``tf2_ros.Buffer`` fed by
-a ``TransformListener`` on /tf and /tf_static, and ``ghost-feedback evaluate`` with tf2's
+the node's /tf and /tf_static subscriptions, and ``ghost-feedback evaluate`` with tf2's
 ``BufferCore`` fed from a bag's /tf and /tf_static. The rule that uses it is written once, in the
 engine; tests may implement it with anything that answers the same way.
 
@@ -18,7 +18,7 @@ could not transform, ``references_dropped[<reason>]``):
 - ``tf_extrapolation_past``: the stamp is before the oldest data kept (it will never come).
 """
 
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 TF_UNAVAILABLE = 'tf_unavailable'
 TF_EXTRAPOLATION_FUTURE = 'tf_extrapolation_future'
@@ -46,4 +46,12 @@ class TransformProvider(Protocol):
     def lookup(self, target_frame: str, source_frame: str,
                stamp_ns: int) -> Transform | TransformFailure:
         """Return the transform from ``source_frame`` into ``target_frame`` at ``stamp_ns``."""
+        ...
+
+    def add(self, transform: Any, static: bool) -> str | None:
+        """Take one transform (a TransformStamped alike) that passed the gate; None or why not."""
+        ...
+
+    def clear(self) -> None:
+        """Forget the dynamic transforms (a timeline reset); static ones stay."""
         ...

@@ -325,8 +325,16 @@ def summary_text(summary: Mapping[str, Any]) -> str:
         f'estimates dropped: {dropped}; skipped (did not decode): estimates '
         f'{bridge["undecodable_skipped"]["estimate"]}, references '
         f'{bridge["undecodable_skipped"]["reference"]}',
-        f'frames: tf {bridge["tf"]}, {bridge["tf_messages"]} tf messages; references dropped: '
+        f'frames: tf {bridge["tf"]}, {bridge["tf_messages"]} tf messages, '
+        f'{bridge["tf_transforms_accepted"]} transforms taken, '
+        f'{bridge["tf_transforms_refused"]} refused'
+        + (' (' + ', '.join(f'{k} {v}' for k, v in
+                            bridge['tf_transforms_refused_by_reason'].items()) + ')'
+           if bridge['tf_transforms_refused'] else '')
+        + '; references dropped: '
         + (', '.join(f'{k} {v}' for k, v in bridge['references_dropped'].items()) or 'none'),
+        'skipped (over the 1 MiB message limit): '
+        + ', '.join(f'{k} {v}' for k, v in bridge['oversized_skipped'].items()),
         f'distances (unsquared Mahalanobis): position median {fmt(summary["position_d_median"])}'
         f', p95 {fmt(summary["position_d_p95"])}; orientation median '
         f'{fmt(summary["orientation_d_median"])}, p95 {fmt(summary["orientation_d_p95"])}; '

@@ -9,6 +9,7 @@ severity) and adds its values; :func:`bridge_status` runs them in order and retu
 pairing engine's public state only.
 
 - :func:`check_inputs`: publishers matched and silence per input, sequence gaps, losses, QoS;
+- :func:`check_tf`: the /tf gate's counts (transforms accepted, refused by reason, frames);
 - :func:`check_pairing`: what paired this period (ERROR when nothing paired because of frames,
   bodies or tf; WARN when estimates came and none paired) and the engine's counts;
 - :func:`check_decorrelation`: the pacer's warm-up and figures;
@@ -78,6 +79,24 @@ def check_inputs(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
         values[f'{kind}_sequence_restarts'] = node.gaps[kind].restarts
         values[f'{kind}_incompatible_qos'] = node.incompatible_qos[kind]
     values['message_info'] = node.message_info
+    for topic in node.tf_subscriptions:
+        name = topic.strip('/')
+        values[f'{name}_messages_received'] = node.tf_received[topic]
+        values[f'{name}_messages_missed'] = node.gaps[topic].missed
+        values[f'{name}_messages_lost'] = node.messages_lost[topic]
+
+
+def check_tf(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
+    """Add what the tf gate took and refused, by reason (WARN noted when refused)."""
+    if not node.tf_subscriptions:
+        return
+    engine = node.engine
+    values.update({
+        'tf_transforms_accepted': engine.transforms_accepted,
+        'tf_transforms_refused_total': sum(engine.transforms_refused.values()),
+        'tf_frames': f'{len(engine.tf_gate.frames)}/{engine.tf_gate.max_frames}',
+    })
+    _counts(values, 'tf_transforms_refused', engine.transforms_refused)
 
 
 def check_pairing(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
@@ -168,7 +187,7 @@ def check_calibrated_estimate(node: OutcomeBridge, steady_ns: int, values: Value
 
 
 CHECKS: tuple[Check, ...] = (
-    check_inputs, check_pairing, check_decorrelation, check_faults, check_calibrated_estimate)
+    check_inputs, check_tf, check_pairing, check_decorrelation, check_faults, check_calibrated_estimate)
 """The bridge's checks, in the order they note their levels."""
 
 

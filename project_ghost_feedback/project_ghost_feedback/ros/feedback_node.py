@@ -82,7 +82,7 @@ from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for mai
     validate,
 )
 from .input_accounting import LogGate, SequenceGaps
-from .wire import belief_view, calibrated_bytes, outcome_view, WireError
+from .wire import belief_view, calibrated_bytes, outcome_view, StringRefused, WireError
 from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s users
     cap_text,
     diagnostic_array,
@@ -343,6 +343,11 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
     def _on_outcome_data(self, data: bytes) -> None:
         try:
             msg = outcome_view(data)
+        except StringRefused as error:
+            # A string rclpy and rosbags read differently: refused, never recorded.
+            self.received['outcome'] += 1
+            self._count_rejection('outcome', StringRefused.reason, str(error))
+            return
         except WireError:
             # Another encapsulation (big endian, ...) or unreadable: rclpy reads what it can
             # and raises for the rest (counted as a callback error, as a failed take was).
@@ -391,6 +396,10 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
     def _on_assessment_data(self, data: bytes) -> None:
         try:
             msg, header_end = belief_view(data)
+        except StringRefused as error:  # as for outcomes
+            self.received['assessment'] += 1
+            self._count_rejection('assessment', StringRefused.reason, str(error))
+            return
         except WireError:
             msg = deserialize_message(data, BeliefSelfAssessmentMsg)  # as for outcomes
             data = None  # type: ignore[assignment]

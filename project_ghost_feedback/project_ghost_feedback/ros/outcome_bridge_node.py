@@ -33,10 +33,10 @@ Hardened for what real publishers send (docs/bridge.md):
 - /diagnostics reports the worst of each period: publishers per input (none or several: WARN),
   silence longer than ``stale_after_s`` (STALE), drops, resets, losses, incompatible QoS.
 
-Frames (docs/bridge.md, "Frames"): with ``use_tf`` (default) a tf2_ros Buffer and
-TransformListener on /tf and /tf_static map each reference into the estimate's frame at the
-reference's stamp (the rule is the engine's: bridge/pairing.py); what cannot be transformed is
-counted by reason. Without tf2 importable it runs without tf and says so. The fixed
+Frames (docs/bridge.md, "Frames"): with ``use_tf`` (default) a tf2_ros Buffer fed by the node's
+/tf and /tf_static subscriptions (each transform through the engine's gate, bridge/tf_gate.py:
+time rules and bounds) maps each reference into the estimate's frame at the reference's stamp
+(the rule is the engine's: bridge/pairing.py); what cannot be transformed is counted by reason. Without tf2 importable it runs without tf and says so. The fixed
 ``transform.*`` stays for stacks without tf.
 
 Run it with ``ros2 run project_ghost_feedback outcome_bridge`` or ``outcome_bridge`` (venv).
@@ -60,7 +60,7 @@ from rclpy.duration import Duration
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.serialization import deserialize_message
 
@@ -161,14 +161,20 @@ class _NodeListener(EngineListener):
 
     def timeline_reset(self, cause: str, detail: str) -> None:
         node = self._node
-        if node._tf_buffer is not None:
-            # tf2 refuses data older than its newest by more than its cache: start over (the
-            # static transforms stay).
-            node._tf_buffer.clear()
         node.last_reset_reason = f'{cause}: {detail}'
         node.period.note(WARN, f'time-ordered state reset ({cause}: {detail})')
         node._log('reset', 'warning', f'reset ({cause}): {detail}; pending estimates and '
                                       'reference samples beyond it dropped')
+
+    def transform_refused(self, reason: str, detail: str) -> None:
+        node = self._node
+        node.period.note(WARN, f'/tf transforms refused ({reason})')
+        # One line per reason and throttle period, with the count: a bad /tf publisher repeats
+        # its error on every message.
+        node._log(f'tf_{reason}', 'warning',
+                  f'refused a /tf transform ({reason}: {detail}); '
+                  f'{node.engine.transforms_refused[reason]} refused as {reason} so far, by '
+                  'reason on /diagnostics')
 
     def invalid_assessment(self, error: Exception) -> None:
         node = self._node
@@ -188,8 +194,14 @@ class OutcomeBridge(TimedLogging, Node):
             self.destroy_node()
             raise
         config = self._parameter_set.config
-        self._tf_buffer = self._tf_listener = None
+        self._tf_buffer = None
         self.tf_state = 'off (use_tf false)'
+        # rclpy 7.1's EventsExecutor cannot call a callback taking the message info.
+        self.message_info = self._param('executor') != 'events'
+        self.gaps: dict[str, SequenceGaps] = {}
+        self.tf_subscriptions: dict[str, Any] = {}
+        self.tf_received: collections.Counter[str] = collections.Counter()  # messages per topic
+        self.messages_lost: collections.Counter[str] = collections.Counter()  # message_lost events
         transforms = None
         if self._param('use_tf'):
             transforms = self._start_tf()
@@ -204,7 +216,6 @@ class OutcomeBridge(TimedLogging, Node):
         self.outcomes_published = 0
         self.assessments_published = 0
         self.callback_errors: collections.Counter[str] = collections.Counter()
-        self.messages_lost: collections.Counter[str] = collections.Counter()  # message_lost events
         self.incompatible_qos: collections.Counter[str] = collections.Counter()
         self.clock_rejected = 0
         self.last_drop_reason = ''
@@ -236,8 +247,6 @@ class OutcomeBridge(TimedLogging, Node):
             self.calibrated_estimate = CalibratedEstimatePublisher(
                 self, ESTIMATE_CLASSES[self._param('estimate_type')], output_qos, self.period,
                 lambda: self.config, self.note_callback_error)
-        # rclpy 7.1's EventsExecutor cannot call a callback taking the message info.
-        self.message_info = self._param('executor') != 'events'
         input_types = {REFERENCE: self._param('reference_type'),
                        ESTIMATE: self._param('estimate_type')}
         classes = {REFERENCE: REFERENCE_CLASSES[input_types[REFERENCE]],
@@ -247,7 +256,6 @@ class OutcomeBridge(TimedLogging, Node):
         self._readers = {kind: (VIEWS[input_types[kind]], classes[kind])
                          for kind in (REFERENCE, ESTIMATE)}
         self.input_subscriptions = {}
-        self.gaps = {}
         for kind in (REFERENCE, ESTIMATE):
             self.input_subscriptions[kind] = self.create_subscription(
                 classes[kind], kind,
@@ -284,7 +292,12 @@ class OutcomeBridge(TimedLogging, Node):
             f'{self._assessment_publisher.topic_name}')
 
     def _start_tf(self) -> 'Tf2Transforms | None':
-        """Start a tf2_ros Buffer + TransformListener; return the engine's provider or None."""
+        """Start a tf2_ros Buffer fed by this node's /tf and /tf_static subscriptions.
+
+        Return the engine's provider, or None without tf2. Every transform goes through the
+        engine's gate (bridge/tf_gate.py) before the Buffer: no TransformListener, which would
+        feed tf2 directly and hide the losses of its subscriptions.
+        """
         from ..bridge.tf2_transforms import tf2_missing
 
         missing = tf2_missing()
@@ -294,29 +307,35 @@ class OutcomeBridge(TimedLogging, Node):
                                       'own frame (or through transform.*) only')
             return None
         import tf2_ros
+        from tf2_msgs.msg import TFMessage
 
-        from ..bridge.tf2_transforms import Tf2Transforms
+        from ..bridge.tf2_transforms import Tf2Transforms, TF_STATIC_TOPIC, TF_TOPIC
 
-        # No node for the Buffer: the bridge clears it itself on a timeline reset (its own
-        # clock-jump and stamp rules); the listener's subscriptions run on this node's executor.
+        # No node for the Buffer: the engine clears it itself on a timeline reset (its own
+        # clock-jump and stamp rules).
         self._tf_buffer = tf2_ros.Buffer(
             cache_time=Duration(nanoseconds=int(self._param('tf.cache_s') * NS_PER_S)))
         # /tf as deep as the inputs: tf2 interpolates across a /tf sample lost to a queue that
         # overflowed while the bridge lagged (at a step of map -> odom: a wrong transform), so
-        # the listener must keep up with the references it serves (tf's default depth is 100).
-        tf_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=self._param('input_qos_depth'),
-                            reliability=ReliabilityPolicy.RELIABLE)
-        self._tf_listener = tf2_ros.TransformListener(self._tf_buffer, self, spin_thread=False,
-                                                      qos=tf_qos)
+        # the subscription must keep up with the references it serves (tf's default is 100).
+        qos = {
+            TF_TOPIC: QoSProfile(history=HistoryPolicy.KEEP_LAST,
+                                 depth=self._param('input_qos_depth'),
+                                 reliability=ReliabilityPolicy.RELIABLE),
+            TF_STATIC_TOPIC: QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                                        reliability=ReliabilityPolicy.RELIABLE,
+                                        durability=DurabilityPolicy.TRANSIENT_LOCAL),
+        }
+        for topic, static in ((TF_TOPIC, False), (TF_STATIC_TOPIC, True)):
+            callback = partial(self._on_tf_with_info if self.message_info else self._on_tf,
+                               topic, static)
+            self.tf_subscriptions[topic] = self.create_subscription(
+                TFMessage, topic, callback, qos[topic],
+                event_callbacks=SubscriptionEventCallbacks(
+                    message_lost=partial(self._on_message_lost, topic)))
+            self.gaps[topic] = SequenceGaps(self.tf_subscriptions[topic].get_publisher_count)
         self.tf_state = 'on'
         return Tf2Transforms(self._tf_buffer)
-
-    def destroy_node(self) -> None:
-        """Unsubscribe the tf listener, then destroy the node."""
-        listener, self._tf_listener = getattr(self, '_tf_listener', None), None
-        if listener is not None:
-            listener.unregister()
-        return super().destroy_node()
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -398,6 +417,21 @@ class OutcomeBridge(TimedLogging, Node):
             self.engine.clock_jumped(jump.delta.nanoseconds, self.get_clock().now().nanoseconds)
 
     # -- data path ----------------------------------------------------------------------------
+
+    def _on_tf_with_info(self, topic: str, static: bool, msg: Any,
+                         info: Mapping[str, Any]) -> None:
+        if self.gaps[topic].note(info):
+            self.period.note(WARN, f'{topic} messages missing from the publication sequence '
+                             '(queue overflow or middleware loss)')
+        self._on_tf(topic, static, msg)
+
+    def _on_tf(self, topic: str, static: bool, msg: Any) -> None:
+        """Take one /tf or /tf_static message: the engine's gate, then tf2."""
+        self.tf_received[topic] += 1
+        try:
+            self.engine.take_transforms(msg, static, self.get_clock().now().nanoseconds)
+        except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
+            self.note_callback_error(error)
 
     def _read(self, kind: str, data: bytes) -> Any:
         """Return the view of an input's bytes, or the message rclpy reads from them."""

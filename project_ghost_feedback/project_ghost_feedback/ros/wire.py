@@ -68,19 +68,45 @@ class WireError(ValueError):
     """A payload this module cannot read as the expected message."""
 
 
+class StringRefused(ValueError):
+    """A string that readers would read differently: refused, never handed to rclpy instead.
+
+    An unterminated string (rclpy keeps its last byte, rosbags drops it), an embedded null
+    (rclpy stops at it, rosbags keeps it), invalid UTF-8 (rosbags and the project's readers
+    cannot decode it), a length of 0 (no terminating null): accepting any of them would make
+    the node see another frame_id than other subscribers, and record bytes that the project's
+    readers or rosbags cannot read back. The callers count it as ``malformed``.
+    """
+
+    reason = 'malformed'
+
+
 def read_string(body: bytes, offset: int, bound: int | None = None) -> tuple[str, int]:
-    """Return (text, offset after it) of the CDR string at ``offset`` (4-aligned)."""
+    """Return (text, offset after it) of the CDR string at ``offset`` (4-aligned).
+
+    WireError for a length past the payload or beyond ``bound``; :class:`StringRefused` for a
+    string rclpy and rosbags would read differently.
+    """
     (size,) = _U32.unpack_from(body, offset)
     offset += 4
     end = offset + size
-    if size == 0 or end > len(body):
+    if end > len(body):
         raise WireError(f'string of {size} bytes at {offset - 4} overruns the payload')
-    raw = body[offset:end - 1]
+    if size == 0:
+        raise StringRefused(f'string at {offset - 4} has length 0 (no terminating null)')
     if bound is not None and size - 1 > bound:
         raise WireError(f'string of {size - 1} bytes at {offset - 4} exceeds its bound {bound}')
-    if b'\0' in raw:
-        raw = raw[:raw.index(b'\0')]
-    return raw.decode('utf-8', 'replace'), end
+    if body[end - 1] != 0:
+        raise StringRefused(f'string of {size} bytes at {offset - 4} is not null-terminated')
+    raw = body[offset:end - 1]
+    null = raw.find(0)
+    if null >= 0:
+        raise StringRefused(f'string of {size} bytes at {offset - 4} has a null byte at {null}')
+    try:
+        return raw.decode('utf-8'), end
+    except UnicodeDecodeError as error:
+        raise StringRefused(f'string of {size} bytes at {offset - 4} is not UTF-8 '
+                            f'({error.reason} at {error.start})') from None
 
 
 def read_header(body: bytes) -> tuple[Header, int]:

@@ -95,10 +95,10 @@ class BackgroundRecorder:
         """
         with self._lock:
             dropped, over_budget = self._dropped, self._over_budget
-        too_large = self._recorder.too_large
+        not_recorded, too_large = self._recorder.loss_counts()
         causes = {'queue_full': dropped - over_budget, 'over_byte_budget': over_budget,
                   'too_large': too_large,
-                  'write_error': self._recorder.not_recorded - too_large}
+                  'write_error': not_recorded - too_large}
         return {cause: count for cause, count in causes.items() if count}
 
     @property

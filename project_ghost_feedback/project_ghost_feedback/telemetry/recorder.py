@@ -57,7 +57,7 @@ class TelemetryRecorder:
         """Messages refused because the readers would refuse the bag for them (message_bytes)."""
         self._readable: dict[str, int] | None = None
         self._on_error = on_error
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # on_error may read the counts
         self._outcome = PredictionOutcomeToTelemetryAdapter()
         self._raw = BeliefSelfAssessmentToTelemetryAdapter()
         self._calibrated = CalibratedSelfAssessmentToTelemetryAdapter()
@@ -76,8 +76,17 @@ class TelemetryRecorder:
 
     @property
     def not_recorded(self) -> int:
-        """Return the number of records given to this recorder that are not in the bag."""
-        return self.offered - sum(self.counts.values())
+        """Return the number of records given to this recorder that are not in the bag.
+
+        Read under the recorder's lock: during a write ``offered`` already counts the records
+        the writer has not counted yet, and /diagnostics read that as a write error.
+        """
+        return self.loss_counts()[0]
+
+    def loss_counts(self) -> tuple[int, int]:
+        """Return ``(not_recorded, too_large)`` at one instant (between writes)."""
+        with self._lock:
+            return self.offered - sum(self.counts.values()), self.too_large
 
     @property
     def closed(self) -> bool:

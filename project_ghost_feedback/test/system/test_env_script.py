@@ -57,10 +57,46 @@ def test_sourcing_without_a_domain_id_keeps_fds_0_to_2_and_adds_only_the_lock(cw
     assert lock != 'lock=none', 'a free ROS_DOMAIN_ID is held by a lock descriptor'
     lock_fd = lock.split('=', 1)[1]
     assert set(after) - set(before) == {lock_fd}
-    assert after[lock_fd].startswith('/tmp/.ghost_feedback_ros_domain_')
+    _assert_a_lock_of_this_users(after[lock_fd])
     # The child sees what the shell had, the lock, and its own listing descriptor; nothing else.
     leaked = set(child) - set(before) - {lock_fd}
     assert len(leaked) <= 1, f'descriptors leaked into a started program: {sorted(leaked)}'
+
+
+def _assert_a_lock_of_this_users(path):
+    """The lock is in a directory only this user can write to (no planted symlink)."""
+    lock = Path(path)
+    assert lock.name.startswith('ros_domain_') and lock.name.endswith('.lock'), path
+    folder = lock.parent
+    assert not folder.is_symlink() and folder.stat().st_uid == os.getuid(), path
+    assert folder.stat().st_mode & 0o022 == 0, f'{folder} is writable by others'
+    assert not str(folder).startswith('/tmp'), path
+
+
+def test_the_lock_is_in_a_directory_only_this_user_can_write(tmp_path):
+    """No lock in a world-writable directory, where another user could plant a symlink named
+    like a lock and have the open truncate its target.
+
+    XDG_RUNTIME_DIR that is a symlink (it could point anywhere) is not used: the locks go under
+    HOME, a directory of this user's.
+    """
+    env = _env_without_domain()
+    home = tmp_path / 'home'
+    home.mkdir()
+    env['HOME'] = str(home)
+    runtime = tmp_path / 'runtime'
+    runtime.mkdir()
+    env['XDG_RUNTIME_DIR'] = str(tmp_path / 'runtime_link')
+    (tmp_path / 'runtime_link').symlink_to(runtime)
+    _, after, lock, _, _ = _source_and_report(env, str(ROOT))
+    lock_fd = lock.split('=', 1)[1]
+    _assert_a_lock_of_this_users(after[lock_fd])
+    assert after[lock_fd].startswith(str(home / '.cache' / 'project_ghost_feedback' / 'locks'))
+    assert not any(runtime.iterdir())
+    # A runtime directory of this user's is used as it is.
+    env['XDG_RUNTIME_DIR'] = str(runtime)
+    _, after, lock, _, _ = _source_and_report(env, str(ROOT))
+    assert after[lock.split('=', 1)[1]].startswith(str(runtime / 'project_ghost_feedback'))
 
 
 def test_sourcing_with_a_domain_id_opens_no_descriptor():

@@ -85,6 +85,34 @@ def test_first_run_builds_and_links_second_run_only_links(tmp_path):
     assert cache_dirs(tmp_path) == [folder]
 
 
+@pytest.mark.parametrize('plant', ['writable_by_others', 'other_owner', 'empty_stamp',
+                                   'install_is_a_link'])
+def test_a_planted_or_incomplete_cache_entry_is_refused_not_linked(tmp_path, plant):
+    """The key is a hash of public inputs: a folder planted under it is not put on the paths."""
+    tarball = toy_tarball(tmp_path / 'toy-1.tar.gz')
+    assert run_script(tmp_path, 'toyset', str(tarball)).returncode == 0
+    (folder,) = cache_dirs(tmp_path)
+    link = tmp_path / 'links' / 'toyset'
+    link.unlink()
+    install, stamp = folder / 'install', folder / 'install' / '.ros_sources_complete'
+    if plant == 'writable_by_others':
+        install.chmod(0o777)
+    elif plant == 'other_owner':
+        if os.getuid() != 0:
+            pytest.skip('changing an owner needs root')
+        os.chown(stamp, 65534, 65534)
+    elif plant == 'empty_stamp':
+        stamp.write_text('')
+    else:
+        elsewhere = tmp_path / 'elsewhere'
+        install.rename(elsewhere)
+        install.symlink_to(elsewhere)
+    result = run_script(tmp_path, 'toyset', str(tarball))
+    assert result.returncode == 2, result.stdout
+    assert 'refusing the cached build' in result.stdout, result.stdout
+    assert not link.exists() and not link.is_symlink()
+
+
 def test_other_sources_get_another_cache_folder(tmp_path):
     one = toy_tarball(tmp_path / 'toy-1.tar.gz')
     two = toy_tarball(tmp_path / 'toy-2.tar.gz', body='install(FILES toy.txt DESTINATION share)')

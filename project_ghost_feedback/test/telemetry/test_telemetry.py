@@ -654,3 +654,43 @@ def test_decoders_are_registered_eagerly_in_a_fresh_interpreter():
         capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == sorted(TYPES.values())
+
+
+def test_not_recorded_is_not_a_loss_while_a_write_is_under_way(tmp_path, monkeypatch):
+    """/diagnostics read ``not_recorded`` during a write: the records offered but not yet
+    counted by the writer showed as ``write_error`` although the bag lost nothing."""
+    import threading
+
+    from project_ghost_feedback.core.loop import LoopConfig
+    from project_ghost_feedback.telemetry import recorder as recorder_module
+    from project_ghost_feedback.telemetry.background import BackgroundRecorder
+    from project_ghost_feedback.telemetry.channels import recorded_topic
+
+    entered, release = threading.Event(), threading.Event()
+
+    class SlowDisk(recorder_module.TelemetryWriter):
+        def write(self, record):
+            entered.set()
+            release.wait(60)
+            super().write(record)
+
+    monkeypatch.setattr(recorder_module, 'TelemetryWriter', SlowDisk)
+    channel = recorded_topic('/marker:std_msgs/msg/String')
+    recorder = recorder_module.TelemetryRecorder(str(tmp_path / 'bag'), LoopConfig.make(),
+                                                 extra_channels=(channel,))
+    background = BackgroundRecorder(recorder, queue_size=10, on_error=print)
+    seen = {}
+    try:
+        background.record_serialized('/marker', 1, b'\x00\x01\x00\x00\x01\x00\x00\x00\x00')
+        assert entered.wait(60)
+        reader = threading.Thread(target=lambda: seen.update(
+            not_recorded=background.not_recorded, losses=background.losses))
+        reader.start()
+        reader.join(0.5)   # before the fix it read here, mid-write
+        release.set()
+        reader.join(60)
+    finally:
+        release.set()
+        background.close()
+    assert seen == {'not_recorded': 0, 'losses': {}}
+    assert background.recorded == 1 and background.not_recorded == 0

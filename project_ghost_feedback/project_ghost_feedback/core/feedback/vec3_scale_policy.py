@@ -181,7 +181,7 @@ class Vec3ScalePolicy:
                                       "the larger vec3's bound exceeds this, in [1, "
                                       'gross_overconfidence].'),
         'gross_confidence': ((0.5, 0.999), 'Confidence of those bounds, in [0.5, 0.999].'),
-        'gross_false_alarm_probability': ((1e-12, 0.01), 'Small-sample floor of that UNKNOWN '
+        'gross_false_alarm_probability': ((0.0, 0.01), 'Small-sample floor of that UNKNOWN '
                                           'test: a calibrated vec3 passes its threshold with at '
                                           'most this probability at every window size (binds '
                                           'at 1-2 outcomes), in [1e-12, 0.01], or 0 (off: '

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""tf memory bench: what tf2 and the bridge's gate hold under the /tf attacks, and the bound.
+
+Each scenario runs in a fresh Python process (its peak RSS, ``ru_maxrss``, is the figure; the
+baseline is the same process with everything imported and nothing fed):
+
+- ``frames_100k``: 100,000 distinct child frames on /tf (static and dynamic), through the
+  bridge's engine (``PairingEngine.take_transforms``: the gate, then tf2's BufferCore) and, for
+  comparison, straight into tf2 (what the bridge did before the gate);
+- ``full``: the largest state the gate admits: ``tf.max_frames`` (1000) frames with
+  ``tf.max_transforms_per_frame`` (1000) transforms each within ``tf.cache_s``: the bound;
+- ``static_bag``: ``ghost-feedback evaluate``'s reading of a 27 MB /tf_static bag, as one
+  message (over the 1 MiB message limit: skipped unread) and as 27 messages of ~1 MB (each under
+  the limit: read, the frames beyond ``tf.max_frames`` refused).
+
+Figures only, never a gate (they move with the machine)::
+
+    scripts/run_in_env.sh python bench/tf_bench.py [--quick]
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+S = 1_000_000_000
+
+
+def _tf(stamp_ns, parent, child):
+    from geometry_msgs.msg import TransformStamped
+
+    t = TransformStamped()
+    t.header.stamp.sec, t.header.stamp.nanosec = divmod(stamp_ns, S)
+    t.header.frame_id, t.child_frame_id = parent, child
+    t.transform.rotation.w = 1.0
+    return t
+
+
+def _engine():
+    from project_ghost_feedback.bridge.engine_interface import EngineListener
+    from project_ghost_feedback.bridge.pairing import PairingEngine
+    from project_ghost_feedback.bridge.parameters import engine_config
+    from project_ghost_feedback.bridge.tf2_transforms import offline_buffer, Tf2Transforms
+    from project_ghost_feedback.bridge_inputs import bridge_parameters
+
+    values = bridge_parameters(None)
+    core = offline_buffer(values['tf.cache_s'])
+    return PairingEngine(engine_config(values), EngineListener(),
+                         transforms=Tf2Transforms(core)), core
+
+
+def _rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def scenario(name, count):
+    """Run one scenario in this process; print a JSON line of its figures."""
+    from tf2_msgs.msg import TFMessage
+
+    from project_ghost_feedback.bridge.tf2_transforms import feed
+
+    engine, core = _engine()
+    base = _rss_mb()
+    start = time.monotonic()
+    figures = {}
+    if name in ('frames_gate', 'frames_raw'):
+        for static in (False, True):
+            for first in range(0, count, 1000):
+                msg = TFMessage(transforms=[
+                    _tf(S, 'odom', f'{"s" if static else "d"}{i}')
+                    for i in range(first, min(first + 1000, count))])
+                if name == 'frames_gate':
+                    engine.take_transforms(msg, static, S)
+                else:
+                    feed(core, msg, static)
+        figures['refused'] = dict(engine.transforms_refused)
+    elif name == 'full':
+        frames, per_frame = count, 1000
+        for k in range(per_frame):
+            stamp = S + k * (10 * S // per_frame - 1)
+            msg = TFMessage(transforms=[_tf(stamp, 'odom', f'f{i}') for i in range(frames - 1)])
+            engine.take_transforms(msg, False, stamp)
+        figures['accepted'] = engine.transforms_accepted
+        figures['refused'] = dict(engine.transforms_refused)
+    figures.update(scenario=name, count=count, seconds=round(time.monotonic() - start, 1),
+                   rss_base_mb=round(base, 1), rss_peak_mb=round(_rss_mb(), 1),
+                   added_mb=round(_rss_mb() - base, 1))
+    print(json.dumps(figures))
+
+
+def _write_static_bag(path, messages, transforms_per_message):
+    """A bag with /tf_static messages (distinct frames), an estimate and a reference topic."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import get_typestore, Stores
+    from rclpy.serialization import serialize_message
+    from nav_msgs.msg import Odometry
+    from tf2_msgs.msg import TFMessage
+
+    store = get_typestore(Stores.ROS2_JAZZY)
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        tf = writer.add_connection('/tf_static', 'tf2_msgs/msg/TFMessage', typestore=store)
+        odom = {topic: writer.add_connection(topic, 'nav_msgs/msg/Odometry', typestore=store)
+                for topic in ('/estimate', '/reference')}
+        log = 1
+        for m in range(messages):
+            msg = TFMessage(transforms=[
+                _tf(S, 'map', f'frame_{m}_{i:06d}_' + 'x' * 20)
+                for i in range(transforms_per_message)])
+            writer.write(tf, log, serialize_message(msg))
+            log += 1
+        for k in range(20):
+            o = Odometry()
+            o.header.stamp.sec, o.header.frame_id = k, 'map'
+            o.pose.pose.orientation.w = 1.0
+            o.pose.covariance = [0.01 if i % 7 == 0 else 0.0 for i in range(36)]
+            for topic in odom:
+                writer.write(odom[topic], log, serialize_message(o))
+                log += 1
+    return sum(f.stat().st_size for f in pathlib.Path(path).rglob('*') if f.is_file())
+
+
+def static_bag(variant):
+    """Evaluate a 27 MB /tf_static bag in a child process; print its figures."""
+    with tempfile.TemporaryDirectory(prefix='tf_bench_') as tmp:
+        bag = pathlib.Path(tmp) / 'bag'
+        if variant == 'one_message':
+            size = _write_static_bag(bag, 1, 350_000)
+        else:
+            size = _write_static_bag(bag, 27, 13_000)
+        code = (
+            'import json, resource, sys\n'
+            'from project_ghost_feedback.bridge_inputs import bridge_outputs, bridge_parameters\n'
+            'run = bridge_outputs(sys.argv[1], "/estimate", "/reference", bridge_parameters(None))\n'
+            'list(run)\n'
+            'c = run.counts()\n'
+            'print(json.dumps({"tf_messages": c["tf_messages"], "oversized": c["oversized_skipped"],'
+            ' "accepted": c["tf_transforms_accepted"], "refused": c["tf_transforms_refused_by_reason"],'
+            ' "paired": c["paired"],'
+            ' "rss_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))\n')
+        start = time.monotonic()
+        out = subprocess.run([sys.executable, '-c', code, str(bag)], capture_output=True,
+                             text=True, check=True, timeout=1800)
+        figures = json.loads(out.stdout.strip().splitlines()[-1])
+        figures.update(scenario=f'static_bag_{variant}', bag_mb=round(size / 2**20, 1),
+                       seconds=round(time.monotonic() - start, 1))
+        print(json.dumps(figures))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--scenario', help=argparse.SUPPRESS)
+    parser.add_argument('--count', type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument('--quick', action='store_true', help='fewer frames (10,000)')
+    args = parser.parse_args()
+    if args.scenario:
+        scenario(args.scenario, args.count)
+        return
+    print(f'tf memory bench, load {" ".join(f"{x:.2f}" for x in os.getloadavg())}')
+    frames = 10_000 if args.quick else 100_000
+    for name, count in (('frames_gate', frames), ('frames_raw', frames), ('full', 1000)):
+        subprocess.run([sys.executable, __file__, '--scenario', name, '--count', str(count)],
+                       check=True, timeout=3600)
+    for variant in ('one_message', 'messages_under_limit'):
+        static_bag(variant)
+
+
+if __name__ == '__main__':
+    main()
