@@ -333,3 +333,152 @@ def test_engine_waits_for_the_estimate_frame_and_flushes_or_resets_what_waits():
     engine.flush()  # end of input: what still waits is dropped with its reason
     assert engine.references_dropped == {'tf_unavailable': 2, 'time_reset': 1}
     assert not engine.tf_waiting and engine.references_used == 1
+
+
+SHIFT = ((1.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))  # odom at x = 1 in map
+FAR_FUTURE_NS = 10**6 * SECOND_NS                 # 1e6 s: ~11.6 days ahead
+
+
+def test_a_far_future_transform_is_refused_and_the_bridge_keeps_pairing(harness):
+    """One odom transform stamped 1e6 s ahead: refused as future_stamp, counted on /diagnostics;
+    every later reference is still transformed and every estimate paired (tf2 would have
+    refused each later transform of the frame as old data, and nothing paired for ~11.6 days)."""
+    h = harness(**UNPACED)
+    tf = _tf_publisher(h)
+    # 70 steps of 0.1 s that end before the node clock (stamps ahead of it by more than the
+    # tolerance are refused, whatever the speed of the machine).
+    base = (h.node.get_clock().now().nanoseconds // SECOND_NS - 8) * SECOND_NS
+
+    def step(k):
+        stamp = base + k * SECOND_NS // 10
+        tf.publish(tf_msg(stamp, MAP_FRAME, ODOM_FRAME, *SHIFT))
+        h.spin_until(lambda: _can_transform(h, stamp), f'the tf at step {k}')
+        h.reference(stamp, frame_id=MAP_FRAME, x=1.0 + k / 10)
+        h.estimate(stamp, frame_id=ODOM_FRAME, x=k / 10)
+
+    for k in range(10):
+        step(k)
+    assert h.node.engine.paired == 10
+    tf.publish(tf_msg(base + FAR_FUTURE_NS, MAP_FRAME, ODOM_FRAME, *SHIFT))
+    h.spin_until(lambda: h.node.engine.transforms_refused['future_stamp'] == 1,
+                 'the far-future transform to be refused')
+    for k in range(10, 70):
+        step(k)
+    engine = h.node.engine
+    assert engine.paired == 70 and engine.references_dropped == {} and engine.dropped == {}
+    assert all(o.position_mahalanobis == pytest.approx(0.0, abs=1e-9) for o in h.outcomes)
+    h.spin_until(lambda: any(s.get('tf_transforms_refused[future_stamp]') == '1'
+                             for s in _statuses(h)), 'the refusal on /diagnostics')
+    status = next(s for s in _statuses(h) if s.get('tf_transforms_refused[future_stamp]') == '1')
+    assert int(status['tf_transforms_accepted']) >= 70
+    assert status['tf_messages_missed'] == '0' and 'tf_static_messages_received' in status
+
+
+def _tf_bag(tmp_path, extra_tf, count=240):
+    """A bag of 10 Hz estimates in odom, references in map, map -> odom on /tf; ``extra_tf``
+    (index -> TFMessage) goes in after that index's messages."""
+    cov = np.diag([0.01] * 6)
+    published = []
+    for k in range(count):
+        stamp = SECOND_NS + k * SECOND_NS // 10
+        published.append(('/tf', tf_msg(stamp, MAP_FRAME, ODOM_FRAME, *SHIFT)))
+        published.append((REFERENCE_TOPIC, odometry_msg(stamp, (1.0 + k / 10, 0, 0), (0, 0, 0, 1),
+                                                        frame_id=MAP_FRAME)))
+        published.append((ESTIMATE_TOPIC, odometry_msg(stamp, (k / 10, 0, 0), (0, 0, 0, 1), cov,
+                                                       frame_id=ODOM_FRAME)))
+        for extra in extra_tf.get(k, ()):
+            published.append(('/tf', extra))
+    return _write_bag(tmp_path / 'bag', published)
+
+
+def _unpaced(tmp_path):
+    params = tmp_path / 'unpaced.yaml'
+    params.write_text('/**:\n  ros__parameters:\n    decorrelation:\n      adaptive: false\n'
+                      '      min_interval_s: 0.0\n', encoding='utf-8')
+    return bridge_parameters(params)
+
+
+def test_evaluate_of_a_bag_with_a_far_future_transform_pairs_every_estimate(tmp_path):
+    """The same rule offline (the newest input stamp is the clock): 240 of 240 paired."""
+    future = tf_msg(SECOND_NS + FAR_FUTURE_NS, MAP_FRAME, ODOM_FRAME, *SHIFT)
+    bag = _tf_bag(tmp_path, {20: [future]})
+    run = bridge_outputs(bag, ESTIMATE_TOPIC, REFERENCE_TOPIC, _unpaced(tmp_path))
+    list(run)
+    counts = run.counts()
+    assert counts['paired'] == 240 and counts['references_dropped'] == {}
+    assert counts['tf_transforms_refused_by_reason'] == {'future_stamp': 1}
+    assert counts['tf_transforms_accepted'] == 240
+
+
+def test_evaluate_undoes_a_far_future_transform_that_came_before_any_input(tmp_path):
+    """Before any input there is no clock: it gets in, and the next valid one resets tf."""
+    future = tf_msg(SECOND_NS + FAR_FUTURE_NS, MAP_FRAME, ODOM_FRAME, *SHIFT)
+    published = [('/tf', future)]
+    bag = _tf_bag(tmp_path, {})
+    run = bridge_outputs(_write_bag(tmp_path / 'first', published + _bag_messages(bag)),
+                         ESTIMATE_TOPIC, REFERENCE_TOPIC, _unpaced(tmp_path))
+    list(run)
+    counts = run.counts()
+    assert counts['paired'] == 240 and counts['resets'] == {'tf_stamp_jump': 1}
+
+
+def _bag_messages(bag):
+    """Return ``[(topic, rclpy message)]`` of a bag written by _write_bag, in order."""
+    from rclpy.serialization import deserialize_message
+    from rosbags.highlevel import AnyReader
+    from nav_msgs.msg import Odometry
+    from tf2_msgs.msg import TFMessage
+
+    classes = {'/tf': TFMessage, ESTIMATE_TOPIC: Odometry, REFERENCE_TOPIC: Odometry}
+    with AnyReader([bag]) as reader:
+        return [(c.topic, deserialize_message(raw, classes[c.topic]))
+                for c, _, raw in reader.messages()]
+
+
+def test_evaluate_counts_nan_transforms_once_instead_of_tf2_printing_each(tmp_path, capfd):
+    """300 NaN transforms: counted by reason, one summary line; tf2 prints nothing."""
+    nan = tf_msg(SECOND_NS, MAP_FRAME, 'laser', (float('nan'), 0.0, 0.0), (0, 0, 0, 1))
+    bag = _tf_bag(tmp_path, {k: [nan] * 2 for k in range(150)})
+    from project_ghost_feedback.cli import main
+
+    out = tmp_path / 'out'
+    params = tmp_path / 'unpaced.yaml'
+    _unpaced(tmp_path)
+    code = main(['evaluate', str(bag), '--estimate', ESTIMATE_TOPIC, '--reference',
+                 REFERENCE_TOPIC, '--params-file', str(params), '--output-dir', str(out),
+                 '--no-plot'])
+    captured = capfd.readouterr()
+    assert code == 0, captured.err
+    printed = captured.out + captured.err
+    # tf2 printed 'TF_NAN_INPUT: Ignoring transform ... because of a nan value' per message.
+    assert 'TF_NAN_INPUT' not in printed and 'Ignoring transform' not in printed, printed[:2000]
+    summary = (out / 'summary.txt').read_text()
+    lines = [line for line in summary.splitlines() if 'position_not_finite' in line]
+    assert len(lines) == 1 and 'position_not_finite 300' in lines[0], summary
+
+
+def test_a_10000_frame_chain_is_called_a_chain_not_a_loop():
+    """tf2 says "contains a loop" past its depth of 1000; the drop says what it is."""
+    from tf2_msgs.msg import TFMessage
+    from project_ghost_feedback.bridge.engine_interface import EngineListener
+
+    engine, _, _ = _engine({**UNPACED, 'tf.max_frames': 20_000})
+    dropped = []
+
+    class Drops(EngineListener):
+        def reference_dropped(self, reason, detail):
+            dropped.append((reason, detail))
+
+    engine.listener = Drops()
+    frames = [f'f{i}' for i in range(10_001)]
+    transforms = [tf_msg(0, parent, child, (0.0, 0.0, 0.0), (0, 0, 0, 1)).transforms[0]
+                  for parent, child in zip(frames, frames[1:])]
+    engine.take_transforms(TFMessage(transforms=transforms), True, SECOND_NS)
+    assert engine.transforms_accepted == 10_000
+    engine.take_estimate(odometry_msg(SECOND_NS, (0, 0, 0), (0, 0, 0, 1), np.diag([0.01] * 6),
+                                      frame_id='f0'))
+    engine.take_reference(odometry_msg(SECOND_NS, (0, 0, 0), (0, 0, 0, 1), frame_id='f10000'))
+    engine.flush()
+    ((reason, detail),) = dropped
+    assert reason == 'tf_unavailable'
+    assert 'no loop' in detail and '10000 frames long' in detail, detail

@@ -81,8 +81,9 @@ def _pose_fields(msg):
 
 
 def _random_outcome(rng):
+    predicted = rng.randrange(1, 10**6) * MS - 1
     return outcome_to_msg(PredictionOutcome(
-        rng.randrange(1, 10**6) * MS - 1, rng.randrange(1, 10**6) * MS + MS,
+        predicted, predicted + rng.randrange(0, 10**3) * MS,
         (rng.gauss(0, 1), 0.0, 1e300), (rng.random(), 0.0, -rng.random()), rng.random() * 4,
         rng.random() * 3, frame_id=rng.choice(NAMES)))
 
