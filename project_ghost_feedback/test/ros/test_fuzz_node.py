@@ -691,3 +691,67 @@ def test_a_recorded_parameter_text_is_bounded_before_it_is_parsed():
                                   10**9)
         if words != 'min_outcomes':
             assert words in str(caught.value) and '\n' not in str(caught.value)
+
+
+def _string_attacks(data):
+    """Yield ``data`` (serialized, frame_id at body offset 8) with its frame_id attacked."""
+    import struct
+
+    at = 4 + 8
+    (size,) = struct.unpack_from('<I', data, at)
+    start, end = at + 4, at + 4 + size
+    unterminated = bytearray(data)
+    unterminated[end - 1] = ord('m')
+    yield bytes(unterminated)
+    embedded = bytearray(data)
+    embedded[start + 1] = 0
+    yield bytes(embedded)
+    invalid = bytearray(data)
+    invalid[start] = 0xff
+    yield bytes(invalid)
+    yield data[:at] + struct.pack('<I', 0) + data[at + 4:]
+
+
+def test_strings_readers_disagree_on_are_refused_and_the_bag_replays(rclpy_context, tmp_path):
+    """Bytes with a frame_id rclpy and rosbags read differently (unterminated, embedded null,
+    invalid UTF-8, length 0) are counted as malformed and never recorded: the node's bag reads
+    back with rosbags and ``ghost-feedback replay`` exits 0 (it exited 2: "does not decode")."""
+    from rclpy.serialization import serialize_message
+    from rosbags.highlevel import AnyReader
+
+    from project_ghost_feedback.cli import main
+    from project_ghost_feedback.telemetry.msgdefs import typestore
+
+    bag = tmp_path / 'bag'
+    node = FeedbackNode(
+        node_name='fuzz_strings', context=rclpy_context, parameter_overrides=[
+            Parameter(k, value=v) for k, v in {**PARAMETERS, 'telemetry_bag': str(bag)}.items()])
+    attacks = 0
+    try:
+        on_outcome, on_assessment = _callbacks(node)
+        for k in range(1, 40):
+            outcome_msg = _outcome_msg(k * MS - MS // 2, k * MS)
+            belief_msg = _belief_msg(k * MS, 1)
+            outcome_msg.header.frame_id = belief_msg.header.frame_id = 'map'
+            outcome, belief = serialize_message(outcome_msg), serialize_message(belief_msg)
+            for attacked in _string_attacks(outcome):
+                on_outcome(attacked)
+                attacks += 1
+            on_outcome(outcome)
+            for attacked in _string_attacks(belief):
+                on_assessment(attacked)
+                attacks += 1
+            on_assessment(belief)
+        assert node.rejected == {'outcome:malformed': attacks // 2,
+                                 'assessment:malformed': attacks // 2}
+        assert node.published == 39
+    finally:
+        node.destroy_node()   # closes the bag
+    store = typestore()
+    with AnyReader([bag], default_typestore=store) as reader:
+        decoded = {}
+        for c, _, raw in reader.messages():
+            decoded.setdefault(c.topic, []).append(reader.deserialize(raw, c.msgtype))
+    for topic in ('/prediction_outcome', '/self_assessment/raw', '/self_assessment/calibrated'):
+        assert [msg.header.frame_id for msg in decoded[topic]] == ['map'] * 39, topic
+    assert main(['replay', str(bag)]) == 0
