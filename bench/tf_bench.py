@@ -96,7 +96,7 @@ def scenario(name, count):
 
 
 def _write_static_bag(path, messages, transforms_per_message):
-    """A bag with /tf_static messages (distinct frames), an estimate and a reference topic."""
+    """Write a bag of /tf_static messages (distinct frames), an estimate and a reference topic."""
     from rosbags.rosbag2 import StoragePlugin, Writer
     from rosbags.typesys import get_typestore, Stores
     from rclpy.serialization import serialize_message
@@ -137,13 +137,17 @@ def static_bag(variant):
         code = (
             'import json, resource, sys\n'
             'from project_ghost_feedback.bridge_inputs import bridge_outputs, bridge_parameters\n'
-            'run = bridge_outputs(sys.argv[1], "/estimate", "/reference", bridge_parameters(None))\n'
+            'run = bridge_outputs(sys.argv[1], "/estimate", "/reference",\n'
+            '                     bridge_parameters(None))\n'
             'list(run)\n'
             'c = run.counts()\n'
-            'print(json.dumps({"tf_messages": c["tf_messages"], "oversized": c["oversized_skipped"],'
-            ' "accepted": c["tf_transforms_accepted"], "refused": c["tf_transforms_refused_by_reason"],'
-            ' "paired": c["paired"],'
-            ' "rss_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))\n')
+            'print(json.dumps({"tf_messages": c["tf_messages"],\n'
+            '                  "oversized": c["oversized_skipped"],\n'
+            '                  "accepted": c["tf_transforms_accepted"],\n'
+            '                  "refused": c["tf_transforms_refused_by_reason"],\n'
+            '                  "paired": c["paired"],\n'
+            '                  "rss_peak_mb": round(resource.getrusage(\n'
+            '                      resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))\n')
         start = time.monotonic()
         out = subprocess.run([sys.executable, '-c', code, str(bag)], capture_output=True,
                              text=True, check=True, timeout=1800)

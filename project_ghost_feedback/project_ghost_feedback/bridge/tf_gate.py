@@ -79,8 +79,11 @@ class TfGate:
 
     def check(self, transform: Any, static: bool, now_ns: int | None,
               tolerance_ns: int) -> tuple[str | None, str]:
-        """Return ``(None, '')`` to accept, ``(RESET, detail)`` to clear tf2 then accept, or
-        ``(reason, detail)`` to refuse ``transform`` (a geometry_msgs/TransformStamped alike)."""
+        """Return what to do with ``transform`` (a geometry_msgs/TransformStamped alike).
+
+        ``(None, '')``: accept it; ``(RESET, detail)``: clear tf2's dynamic transforms, then
+        accept it; ``(reason, detail)``: refuse it.
+        """
         try:
             stamp = stamp_to_ns(transform.header.stamp, 'transform', 'header.stamp')
         except ValueError as error:

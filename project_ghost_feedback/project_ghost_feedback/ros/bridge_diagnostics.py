@@ -187,7 +187,8 @@ def check_calibrated_estimate(node: OutcomeBridge, steady_ns: int, values: Value
 
 
 CHECKS: tuple[Check, ...] = (
-    check_inputs, check_tf, check_pairing, check_decorrelation, check_faults, check_calibrated_estimate)
+    check_inputs, check_tf, check_pairing, check_decorrelation, check_faults,
+    check_calibrated_estimate)
 """The bridge's checks, in the order they note their levels."""
 
 

@@ -36,7 +36,8 @@ Hardened for what real publishers send (docs/bridge.md):
 Frames (docs/bridge.md, "Frames"): with ``use_tf`` (default) a tf2_ros Buffer fed by the node's
 /tf and /tf_static subscriptions (each transform through the engine's gate, bridge/tf_gate.py:
 time rules and bounds) maps each reference into the estimate's frame at the reference's stamp
-(the rule is the engine's: bridge/pairing.py); what cannot be transformed is counted by reason. Without tf2 importable it runs without tf and says so. The fixed
+(the rule is the engine's: bridge/pairing.py); what cannot be transformed is counted by
+reason. Without tf2 importable it runs without tf and says so. The fixed
 ``transform.*`` stays for stacks without tf.
 
 Run it with ``ros2 run project_ghost_feedback outcome_bridge`` or ``outcome_bridge`` (venv).

@@ -166,7 +166,7 @@ def test_a_long_chain_is_not_called_a_loop():
 
 
 def pose_msg(stamp_ns, frame_id):
-    """An Odometry alike at the origin with a small covariance."""
+    """Return an Odometry alike at the origin with a small covariance."""
     sec, ns = divmod(stamp_ns, S)
     return SimpleNamespace(
         header=SimpleNamespace(stamp=SimpleNamespace(sec=sec, nanosec=ns), frame_id=frame_id),

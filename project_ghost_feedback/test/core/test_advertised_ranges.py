@@ -34,8 +34,11 @@ def _fields():
 
 @pytest.mark.parametrize('name, field, bounds', list(_fields()))
 def test_zero_is_advertised_when_the_policy_takes_it(name, field, bounds):
-    """An advertised range may be wider than what the policy takes (it refuses the rest with a
-    ContractViolation), never narrower: a value the policy takes must pass the descriptor."""
+    """Advertise 0 wherever the policy takes it.
+
+    An advertised range may be wider than what the policy takes (it refuses the rest with a
+    ContractViolation), never narrower: a value the policy takes must pass the descriptor.
+    """
     try:
         make_policy(name, {field: 0.0})
     except (TypeError, ValueError):

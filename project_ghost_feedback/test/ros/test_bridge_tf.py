@@ -340,9 +340,12 @@ FAR_FUTURE_NS = 10**6 * SECOND_NS                 # 1e6 s: ~11.6 days ahead
 
 
 def test_a_far_future_transform_is_refused_and_the_bridge_keeps_pairing(harness):
-    """One odom transform stamped 1e6 s ahead: refused as future_stamp, counted on /diagnostics;
-    every later reference is still transformed and every estimate paired (tf2 would have
-    refused each later transform of the frame as old data, and nothing paired for ~11.6 days)."""
+    """Refuse one odom transform stamped 1e6 s ahead, count it, keep pairing.
+
+    It is refused as future_stamp and counted on /diagnostics; every later reference is still
+    transformed and every estimate paired (tf2 would have refused each later transform of the
+    frame as old data, and nothing paired for ~11.6 days).
+    """
     h = harness(**UNPACED)
     tf = _tf_publisher(h)
     # 70 steps of 0.1 s that end before the node clock (stamps ahead of it by more than the
@@ -375,8 +378,10 @@ def test_a_far_future_transform_is_refused_and_the_bridge_keeps_pairing(harness)
 
 
 def _tf_bag(tmp_path, extra_tf, count=240):
-    """A bag of 10 Hz estimates in odom, references in map, map -> odom on /tf; ``extra_tf``
-    (index -> TFMessage) goes in after that index's messages."""
+    """Write a bag of 10 Hz estimates in odom, references in map, map -> odom on /tf.
+
+    ``extra_tf`` (index -> TFMessages) go in after that index's messages.
+    """
     cov = np.diag([0.01] * 6)
     published = []
     for k in range(count):

@@ -713,9 +713,12 @@ def _string_attacks(data):
 
 
 def test_strings_readers_disagree_on_are_refused_and_the_bag_replays(rclpy_context, tmp_path):
-    """Bytes with a frame_id rclpy and rosbags read differently (unterminated, embedded null,
+    """Refuse strings rclpy and rosbags read differently; the node's bag replays.
+
+    Bytes with a frame_id rclpy and rosbags read differently (unterminated, embedded null,
     invalid UTF-8, length 0) are counted as malformed and never recorded: the node's bag reads
-    back with rosbags and ``ghost-feedback replay`` exits 0 (it exited 2: "does not decode")."""
+    back with rosbags and ``ghost-feedback replay`` exits 0 (it exited 2: "does not decode").
+    """
     from rclpy.serialization import serialize_message
     from rosbags.highlevel import AnyReader
 

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Differential fuzz of the nodes' byte readers (ros/wire.py, ros/pose_wire.py) against rclpy's
-``deserialize_message`` and rosbags' ``deserialize_cdr``.
+"""Differential fuzz of the nodes' byte readers against rclpy and rosbags.
+
+ros/wire.py and ros/pose_wire.py against rclpy's ``deserialize_message`` and rosbags'
+``deserialize_cdr``.
 
 Seeded valid messages of every type the nodes take as bytes, then mutated where readers are
 known to part ways: strings (unterminated, an embedded null, invalid UTF-8, a length of 0, a

@@ -64,7 +64,7 @@ def test_sourcing_without_a_domain_id_keeps_fds_0_to_2_and_adds_only_the_lock(cw
 
 
 def _assert_a_lock_of_this_users(path):
-    """The lock is in a directory only this user can write to (no planted symlink)."""
+    """Assert the lock is in a directory only this user can write to (no planted symlink)."""
     lock = Path(path)
     assert lock.name.startswith('ros_domain_') and lock.name.endswith('.lock'), path
     folder = lock.parent
@@ -74,7 +74,9 @@ def _assert_a_lock_of_this_users(path):
 
 
 def test_the_lock_is_in_a_directory_only_this_user_can_write(tmp_path):
-    """No lock in a world-writable directory, where another user could plant a symlink named
+    """Keep the domain locks out of world-writable directories.
+
+    No lock in a world-writable directory, where another user could plant a symlink named
     like a lock and have the open truncate its target.
 
     XDG_RUNTIME_DIR that is a symlink (it could point anywhere) is not used: the locks go under

@@ -657,8 +657,11 @@ def test_decoders_are_registered_eagerly_in_a_fresh_interpreter():
 
 
 def test_not_recorded_is_not_a_loss_while_a_write_is_under_way(tmp_path, monkeypatch):
-    """/diagnostics read ``not_recorded`` during a write: the records offered but not yet
-    counted by the writer showed as ``write_error`` although the bag lost nothing."""
+    """Report no loss while a write is under way.
+
+    /diagnostics read ``not_recorded`` during a write: the records offered but not yet counted
+    by the writer showed as ``write_error`` although the bag lost nothing.
+    """
     import threading
 
     from project_ghost_feedback.core.loop import LoopConfig
