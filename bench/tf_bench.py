@@ -30,8 +30,10 @@ import sys
 import tempfile
 import time
 
+from project_ghost_feedback.core import NS_PER_S
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-S = 1_000_000_000
+S = NS_PER_S
 
 
 def _tf(stamp_ns, parent, child):

@@ -14,9 +14,10 @@ from project_ghost_feedback.bridge.pairing import PairingEngine, RESET_TF_STAMPS
 from project_ghost_feedback.bridge.parameters import config_from, engine_config, PARAMETERS
 from project_ghost_feedback.bridge.tf_gate import RESET, TF2_MAX_GRAPH_DEPTH, TfGate
 from project_ghost_feedback.bridge.transforms import TransformFailure
+from project_ghost_feedback.core import NS_PER_S
 from project_ghost_feedback.parameter_spec import ParameterError
 
-S = 1_000_000_000
+S = NS_PER_S
 TOLERANCE = 5 * S
 
 
