@@ -427,6 +427,30 @@ def test_cli_echo_prints_level_changes_and_a_summary_a_second_by_default():
         assert int(line.rsplit('(', 1)[1].split()[0]) >= 1, line
 
 
+def test_echo_names_the_bridge_cause_beside_an_unverified_assessment():
+    """An unverified line carries what the bridge of the same namespace said; others do not."""
+    from types import SimpleNamespace
+
+    from project_ghost_feedback.ros.conversions import calibrated_to_msg
+    from project_ghost_feedback.ros.echo import bridge_cause, EchoLines
+
+    said = SimpleNamespace(name='/robot1/outcome_bridge: outcome_bridge', level=b'\x02',
+                           message='references cannot be transformed into the estimate frame')
+    cause = bridge_cause(said, '/robot1')
+    assert cause == ('outcome_bridge ERROR: references cannot be transformed into the estimate '
+                     'frame')
+    assert bridge_cause(said, '') is None
+    assert bridge_cause(SimpleNamespace(name='/robot1/feedback_node: calibration', level=b'\x00',
+                                        message=''), '/robot1') is None
+    loop = FeedbackLoop(LoopConfig.make(unverified_after_ns=1_000 * MS))
+    claim = calibrated_to_msg(loop.assessment(raw_assessment(0)).calibrated)
+    unverified = calibrated_to_msg(loop.assessment(raw_assessment(2_000 * MS)).calibrated)
+    lines = EchoLines()
+    assert not lines.message(claim, 0.0, cause)[0].endswith(cause)
+    (line,) = lines.message(unverified, 0.1, cause)
+    assert 'unverified_no_outcomes' in line and line.endswith(f'cause: {cause}')
+
+
 def test_cli_echo_says_it_waits_when_nothing_is_published():
     """Echo of /nothing_here: a line on stderr while waiting; --timeout: exit 1, one line."""
     status, output, errors = _echo(['--topic', '/nothing_here', '--timeout', '8'], [])
