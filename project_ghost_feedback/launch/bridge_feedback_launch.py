@@ -24,17 +24,22 @@ Launch arguments:
 - ``use_sim_time`` (default ``false``).
 - ``respawn`` (default ``false``): restart a node when it exits (both nodes).
 - ``log_level`` (default ``info``): both nodes' ROS log level.
+- ``tf_topic`` (default ``/tf``), ``tf_static_topic`` (default ``/tf_static``): where the
+  bridge's tf listener subscribes (its ``/tf`` and ``/tf_static`` remapped), e.g.
+  ``/robot1/tf`` and ``/robot1/tf_static`` for a robot whose transforms are namespaced; the
+  recordings below record these topics.
 - ``record`` (default ``false``), ``bag_output``: record with ``ros2 bag record -s mcap`` the
   feedback node's topics (the bridge's outputs, the calibrated output, ``feedback_events`` and
   ``/diagnostics``), as ``feedback_launch.py`` does, which this file includes for the feedback
   node.
-- ``record_inputs`` (default ``false``): with ``record:=true``, the bridge's two inputs go into
-  that bag too (what ``ghost-feedback evaluate`` reads offline).
+- ``record_inputs`` (default ``true``): with ``record:=true``, the bridge's inputs go into that
+  bag too: the two topics and the tf topics (what ``ghost-feedback evaluate`` reads offline).
 - ``telemetry_bag`` (default ``''``: off): the feedback node's own recorder (no rosbag2 needed)
-  records into this new bag directory its topics and, as ``record_topics``, the bridge's two
-  inputs with their types: one bag that ``ghost-feedback replay`` verifies and ``ghost-feedback
-  evaluate`` reads. ``record:=true`` without rosbag2 falls back to it (inputs with
-  ``record_inputs:=true``) and says so in one line.
+  records into this new bag directory its topics and, as ``record_topics``, the bridge's inputs
+  with their types, the tf topics included (static transforms taken transient local, so those
+  published before the launch are recorded too): one bag that ``ghost-feedback replay``
+  verifies and ``ghost-feedback evaluate`` reads. ``record:=true`` without rosbag2 falls back to
+  it (the inputs unless ``record_inputs:=false``) and says so in one line.
 
 Tested statically (``test/ros/test_bridge_launch_static.py``): parsed, never imported; and with the
 real ``ros2 launch`` by ``test/system/test_ros2_cli.py`` where launch / launch_ros are installed.
@@ -66,21 +71,29 @@ INPUT_TYPES = {'odometry': 'nav_msgs/msg/Odometry',
                'pose_with_covariance': 'geometry_msgs/msg/PoseWithCovarianceStamped',
                'pose': 'geometry_msgs/msg/PoseStamped'}
 """estimate_type / reference_type -> the message type the node's recorder is given."""
+TF_TYPE = 'tf2_msgs/msg/TFMessage'
+TF_TOPICS = {'/tf': 'tf_topic', '/tf_static': 'tf_static_topic'}
+"""The bridge's tf subscriptions -> the launch argument each is remapped to."""
 
 
 def _record_topics():
     """Return the feedback launch's ``record_topics``: the bridge's inputs with their types.
 
-    Given when the node's recorder records (``telemetry_bag``) or when ``record_inputs:=true``
-    (used only if ``record:=true`` falls back to the node's recorder); else ``''``.
+    The estimate, the reference and the two tf topics (what evaluate and replay need). Given when
+    the node's recorder records (``telemetry_bag``) or when ``record_inputs:=true`` (used only if
+    ``record:=true`` falls back to the node's recorder); else ``''``.
     """
     def typed(name):
         return ["'", LaunchConfiguration(f'{name}_topic'), f":' + {INPUT_TYPES!r}['",
                 LaunchConfiguration(f'{name}_type'), "']"]
+
+    def tf(name):
+        return [" + ',", LaunchConfiguration(name), f":{TF_TYPE}'"]
     condition = [") if ('", LaunchConfiguration('telemetry_bag'), "' or '",
                  LaunchConfiguration('record_inputs'), "' == 'true') else ''"]
     return PythonExpression(
-        ['('] + typed('estimate') + [" + ',' + "] + typed('reference') + condition)
+        ['('] + typed('estimate') + [" + ',' + "] + typed('reference') + tf('tf_topic')
+        + tf('tf_static_topic') + condition)
 
 
 def generate_launch_description():
@@ -118,13 +131,20 @@ def generate_launch_description():
         DeclareLaunchArgument('bag_output', default_value='',
                               description="Bag directory for record:=true ('' lets ros2 bag "
                               'name it).'),
-        DeclareLaunchArgument('record_inputs', default_value='false', choices=['true', 'false'],
+        DeclareLaunchArgument('tf_topic', default_value='/tf',
+                              description="Where the bridge's tf listener reads /tf (e.g. "
+                              '/robot1/tf).'),
+        DeclareLaunchArgument('tf_static_topic', default_value='/tf_static',
+                              description="Where the bridge's tf listener reads /tf_static "
+                              '(e.g. /robot1/tf_static).'),
+        DeclareLaunchArgument('record_inputs', default_value='true', choices=['true', 'false'],
                               description="With record:=true, also record the bridge's inputs "
-                              '(estimate_topic, reference_topic, /tf, /tf_static), e.g. for '
-                              'ghost-feedback evaluate.'),
+                              '(estimate_topic, reference_topic, tf_topic, tf_static_topic), '
+                              'what ghost-feedback evaluate and replay read.'),
         DeclareLaunchArgument('telemetry_bag', default_value='',
                               description="Record with the feedback node's own recorder into "
-                              "this new bag directory, the bridge's inputs included ('' off)."),
+                              "this new bag directory, the bridge's inputs and tf topics "
+                              "included ('' off)."),
         Node(
             package=PACKAGE, executable=BRIDGE_EXECUTABLE, name='outcome_bridge',
             namespace=LaunchConfiguration('namespace'),
@@ -135,7 +155,8 @@ def generate_launch_description():
                  'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'),
                                                 value_type=bool)},
             ],
-            remappings=[(name, LaunchConfiguration(f'{name}_topic')) for name in BRIDGE_INPUTS],
+            remappings=[(name, LaunchConfiguration(f'{name}_topic')) for name in BRIDGE_INPUTS]
+            + [(topic, LaunchConfiguration(argument)) for topic, argument in TF_TOPICS.items()],
             respawn=PythonExpression(["'", LaunchConfiguration('respawn'), "' == 'true'"]),
             respawn_delay=1.0,
             ros_arguments=['--log-level', LaunchConfiguration('log_level')],
@@ -145,7 +166,9 @@ def generate_launch_description():
             launch_arguments=[(name, LaunchConfiguration(name)) for name in SHARED_ARGUMENTS] + [
                 ('extra_record_topics', PythonExpression([
                     "'", LaunchConfiguration('estimate_topic'), ',',
-                    LaunchConfiguration('reference_topic'), ",/tf,/tf_static' if '",
+                    LaunchConfiguration('reference_topic'), ',',
+                    LaunchConfiguration('tf_topic'), ',', LaunchConfiguration('tf_static_topic'),
+                    "' if '",
                     LaunchConfiguration('record_inputs'), "' == 'true' else ''"])),
                 ('record_topics', _record_topics())]),
     ])

@@ -215,11 +215,14 @@ class BridgeRun:
     """One offline bridge run over a bag: iterate it for the outputs, then read the counts."""
 
     def __init__(self, path: str | os.PathLike[str], estimate_topic: str, reference_topic: str,
-                 values: Mapping[str, Any]) -> None:
+                 values: Mapping[str, Any],
+                 tf_topics: Mapping[str, bool] | None = None) -> None:
         from .bridge.pairing import PairingEngine
         from .bridge.parameters import engine_config
 
         self.path = str(path)
+        self.tf_topics = dict(TF_TOPICS if tf_topics is None else tf_topics)
+        """The bag's tf topics -> static (``/robot1/tf``: False, ``/robot1/tf_static``: True)."""
         self.estimate_topic, self.reference_topic = estimate_topic, reference_topic
         self._listener = _collector()
         self.engine = PairingEngine(
@@ -244,9 +247,9 @@ class BridgeRun:
         return self._listener.errors
 
     def _tf_connections(self, reader: Any) -> list[Any]:
-        """Return the bag's /tf and /tf_static connections and start tf (or raise why not)."""
+        """Return the bag's tf connections (``tf_topics``) and start tf (or raise why not)."""
         connections = [c for c in reader.connections
-                       if c.topic in TF_TOPICS and c.msgtype == TF_TYPE]
+                       if c.topic in self.tf_topics and c.msgtype == TF_TYPE]
         if not self._use_tf:
             return []
         from .bridge.tf2_transforms import tf2_missing
@@ -300,7 +303,7 @@ class BridgeRun:
                     # The node's rule: the engine's gate, then tf2; its clock offline is the
                     # newest accepted input stamp.
                     self.tf_messages += 1
-                    engine.take_transforms(msg, TF_TOPICS[connection.topic])
+                    engine.take_transforms(msg, self.tf_topics[connection.topic])
                     continue
                 try:
                     clock_ns = stamp_to_ns(msg.header.stamp, kind, 'header.stamp')
@@ -319,6 +322,29 @@ class BridgeRun:
             events.clear()
         finally:
             reader.close()
+
+    def why_nothing_paired(self) -> str | None:
+        """Return why no estimate paired with a reference (one line), or None when some did.
+
+        Names the inputs' counts, the drop reasons by count and, when references waited for tf
+        that the bag does not hold, which tf topics were read.
+        """
+        engine = self.engine
+        if engine.paired:
+            return None
+
+        def reasons(counter: Mapping[str, int]) -> str:
+            ranked = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+            return ', '.join(f'{reason} {count}' for reason, count in ranked) or 'none'
+        estimates, references = self.ranges['estimate'].count, self.ranges['reference'].count
+        line = (f'{self.path}: 0 of {estimates} estimates paired with a reference '
+                f'({references} references); estimates dropped: {reasons(engine.dropped)}; '
+                f'references dropped: {reasons(engine.references_dropped)}')
+        if any(reason.startswith('tf_') for reason in engine.references_dropped):
+            topics = ', '.join(self.tf_topics)
+            line += (f'; tf {self.tf_state}, {self.tf_messages} messages on {topics} (record the '
+                     'tf topics with the inputs, or name them with --tf-topics)')
+        return line
 
     def check_overlap(self) -> None:
         """Raise BagInputError when nothing paired because the two inputs never overlap."""
@@ -352,9 +378,23 @@ class BridgeRun:
 
 
 def bridge_outputs(path: str | os.PathLike[str], estimate_topic: str, reference_topic: str,
-                   values: Mapping[str, Any]) -> BridgeRun:
-    """Return a :class:`BridgeRun`; iterate it for ``(kind, contract)`` in publication order."""
-    return BridgeRun(path, estimate_topic, reference_topic, values)
+                   values: Mapping[str, Any],
+                   tf_topics: Mapping[str, bool] | None = None) -> BridgeRun:
+    """Return a :class:`BridgeRun`; iterate it for ``(kind, contract)`` in publication order.
+
+    ``tf_topics``: the bag's tf topics, each with True for static (default /tf, /tf_static).
+    """
+    return BridgeRun(path, estimate_topic, reference_topic, values, tf_topics)
+
+
+def tf_topics_option(text: str) -> dict[str, bool]:
+    """Return ``{tf: False, tf_static: True}`` of ``--tf-topics TF,TF_STATIC`` (ValueError)."""
+    parts = [part.strip() for part in text.split(',')]
+    if len(parts) != 2 or not all(part.startswith('/') and len(part) > 1 for part in parts) \
+            or parts[0] == parts[1]:
+        raise ValueError(f'--tf-topics must be two absolute topics TF,TF_STATIC (e.g. '
+                         f'/robot1/tf,/robot1/tf_static), got {text!r}')
+    return {parts[0]: False, parts[1]: True}
 
 
 def add_input_arguments(parser: argparse.ArgumentParser, note: str = '',

@@ -36,7 +36,7 @@ examples:
                                            every bag under fleet/, every policy, on dask
   ghost-feedback evaluate bag1 --estimate /odometry/filtered --reference /ground_truth/odom
                                            the bridge and the loop over an ordinary bag
-  ghost-feedback echo --count 5            5 live calibrated assessments, one line each
+  ghost-feedback echo --count 5            changes and a summary a second, 5 assessments
   ghost-feedback echo --full               every message whole, as YAML
   ghost-feedback demo --help               the demo's own options
 """
@@ -361,17 +361,24 @@ def build_parser():
     replay.set_defaults(handler=_command_replay)
 
     echo = commands.add_parser(
-        'echo', help='print live calibrated assessments, one line each (needs rclpy)',
-        description='Subscribe to a CalibratedSelfAssessment topic and print one line per '
-        'assessment: seconds from the first one echoed (message stamps), raw -> calibrated '
-        'level, the reason, and the overconfidence factor k per vec3 (the ratio of the real '
-        "error's standard deviation to the claimed one, with its 95%% interval). --full prints "
-        'each message as YAML instead, separated by ---. Says so on stderr while nothing '
-        'arrives. Stops after --count messages, after --timeout, or on Ctrl-C.')
+        'echo', help='print live calibrated assessments: changes, and a summary each second '
+        '(needs rclpy)',
+        description='Subscribe to a CalibratedSelfAssessment topic and print a line for each '
+        'change of the levels or the reason, and a summary line once a second (the latest '
+        'assessment and how many came): seconds from the first one echoed (message stamps), '
+        'raw -> calibrated level, the reason, and the overconfidence factor k per vec3 (the '
+        "ratio of the real error's standard deviation to the claimed one, with its 95%% "
+        'interval). An unverified assessment (no outcome for a while) is followed by what the '
+        "outcome bridge of the topic's namespace last said on /diagnostics (the cause). "
+        '--every prints a line per assessment; --full each message as YAML, separated by ---. '
+        'Says so on stderr while nothing arrives. Stops after --count messages, after '
+        '--timeout, or on Ctrl-C.')
     echo.add_argument('--topic', default='/self_assessment/calibrated',
                       help='topic to echo (default: /self_assessment/calibrated)')
     echo.add_argument('--count', metavar='N', type=_positive_int,
                       help='exit after N messages (default: run until Ctrl-C)')
+    echo.add_argument('--every', action='store_true',
+                      help='a line per assessment (default: changes and one summary a second)')
     echo.add_argument('--full', action='store_true',
                       help='print every message whole, as YAML (as ros2 topic echo does)')
     echo.add_argument('--timeout', metavar='S', type=_positive_float,

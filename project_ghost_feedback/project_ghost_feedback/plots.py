@@ -41,9 +41,14 @@ _CLIP = 1e4  # +inf and huge values are drawn at the top
 
 
 def _plain_log_ticks(axis: Any) -> None:
-    """Label a log y axis 0.5, 1, 2 ... instead of 5x10^-1."""
-    from matplotlib.ticker import FormatStrFormatter, NullFormatter
+    """Label a log y axis at 0.5, 1, 2, 5, 10 ... in plain numbers instead of 5x10^-1.
 
+    Ticks at 1, 2 and 5 of every decade, so an axis spanning less than a decade (k from 0.8 to
+    3) still shows several labels, not "1" alone.
+    """
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
+    axis.yaxis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
     axis.yaxis.set_major_formatter(FormatStrFormatter('%g'))
     axis.yaxis.set_minor_formatter(NullFormatter())
 

@@ -23,6 +23,13 @@ Events in, results out:
 
 Every reset clears the window, the held assessments, the newest stamps and the previous output
 (the state a :class:`~.feedback.protocols.HysteresisPolicy` follows).
+
+**Unverified** (:func:`unverified_reason`, the one time rule of "nothing checks the claim"): an
+assessment whose belief stamp lies more than ``unverified_after_ns`` after the newest outcome
+stamp (``unverified_no_recent_outcomes``), or, with no outcome since the start or the last reset,
+after the first assessment (``unverified_no_outcomes``), is published with that reason and at
+most ``unverified_max_level``. Stamps only, no clock: replay derives it again from the inputs.
+``unverified_after_ns`` 0 turns it off (how a bag recorded before the rule replays).
 """
 
 import collections
@@ -41,7 +48,7 @@ from .feedback import (
     make_policy,
     policy_parameters,
 )
-from .contracts import BeliefSelfAssessment, NS_PER_S, PredictionOutcome
+from .contracts import BeliefSelfAssessment, NS_PER_S, PredictionOutcome, SelfAssessmentLevel
 from .window import ADDED, DEFAULT_OUTCOME_BUFFER_SIZE, OutcomeWindow
 
 DEFAULT_TIME_JUMP_TOLERANCE_NS = 5 * NS_PER_S
@@ -68,6 +75,39 @@ OUTCOME_BUFFER_SIZE_RANGE = (1, 1_000_000)
 TIME_JUMP_TOLERANCE_S_RANGE = (0.001, 3600.0)
 """The node's ``time_jump_tolerance_s`` range, in seconds (:meth:`LoopConfig.make` checks it
 in nanoseconds)."""
+
+UNVERIFIED_NO_OUTCOMES = 'unverified_no_outcomes'
+"""Reason: assessments flow, no outcome arrived since the start (or the last reset)."""
+UNVERIFIED_NO_RECENT_OUTCOMES = 'unverified_no_recent_outcomes'
+"""Reason: assessments flow, the newest outcome is older than ``unverified_after_ns``."""
+UNVERIFIED_REASONS = (UNVERIFIED_NO_OUTCOMES, UNVERIFIED_NO_RECENT_OUTCOMES)
+DEFAULT_UNVERIFIED_AFTER_NS = 20 * NS_PER_S
+"""Default of the node's ``unverified_after_s`` (20 s; docs/node.md says why)."""
+UNVERIFIED_AFTER_S_RANGE = (0.0, 86_400.0)
+"""The node's ``unverified_after_s`` range, in seconds (0: the rule is off)."""
+UNVERIFIED_LEVELS = ('KNOWN', 'UNCERTAIN', 'UNKNOWN')
+"""Choices of ``unverified_max_level`` (KNOWN: the level is left to the policy)."""
+DEFAULT_UNVERIFIED_MAX_LEVEL = 'UNCERTAIN'
+UNVERIFIED_OFF = {'unverified_after_ns': 0, 'unverified_max_level': DEFAULT_UNVERIFIED_MAX_LEVEL}
+"""The values a configuration recorded before the rule existed is read with (the old outputs)."""
+
+
+def unverified_reason(belief_stamp_ns: int, newest_outcome_ns: int | None,
+                      first_belief_ns: int | None, after_ns: int) -> str | None:
+    """Return why an assessment at ``belief_stamp_ns`` is unverified, or None.
+
+    ``newest_outcome_ns``: the newest outcome stamp held (None: no outcome since the start or
+    the last reset); ``first_belief_ns``: the first belief stamp since then. More than
+    ``after_ns`` of belief-stamp time without an outcome is unverified; ``after_ns`` 0: never.
+    """
+    if after_ns <= 0:
+        return None
+    if newest_outcome_ns is None:
+        since = belief_stamp_ns if first_belief_ns is None else first_belief_ns
+        return UNVERIFIED_NO_OUTCOMES if belief_stamp_ns - since > after_ns else None
+    if belief_stamp_ns - newest_outcome_ns > after_ns:
+        return UNVERIFIED_NO_RECENT_OUTCOMES
+    return None
 
 
 def future_stamp_detail(kind: str, stamp: int, now_ns: int | None,
@@ -145,12 +185,16 @@ class LoopConfig:
     max_history: int = DEFAULT_MAX_HISTORY
     outcome_buffer_size: int = DEFAULT_OUTCOME_BUFFER_SIZE
     time_jump_tolerance_ns: int = DEFAULT_TIME_JUMP_TOLERANCE_NS
+    unverified_after_ns: int = DEFAULT_UNVERIFIED_AFTER_NS
+    unverified_max_level: str = DEFAULT_UNVERIFIED_MAX_LEVEL
 
     @classmethod
     def make(cls, policy: str = DEFAULT_POLICY, parameters: Mapping[str, object] | None = None,
              max_history: int = DEFAULT_MAX_HISTORY,
              outcome_buffer_size: int = DEFAULT_OUTCOME_BUFFER_SIZE,
-             time_jump_tolerance_ns: int = DEFAULT_TIME_JUMP_TOLERANCE_NS) -> Self:
+             time_jump_tolerance_ns: int = DEFAULT_TIME_JUMP_TOLERANCE_NS,
+             unverified_after_ns: int = DEFAULT_UNVERIFIED_AFTER_NS,
+             unverified_max_level: str = DEFAULT_UNVERIFIED_MAX_LEVEL) -> Self:
         """Return a validated config (ValueError/TypeError naming the bad value).
 
         The node's own ranges (``MAX_HISTORY_RANGE``, ...) and the policy's ``MAX_HISTORY``
@@ -161,14 +205,19 @@ class LoopConfig:
         full = policy_parameters(policy)
         full.update(parameters or {})
         config = cls(policy, tuple(sorted(full.items())), max_history, outcome_buffer_size,
-                     time_jump_tolerance_ns)
+                     time_jump_tolerance_ns, unverified_after_ns, unverified_max_level)
         low_ns, high_ns = (round(bound * NS_PER_S) for bound in TIME_JUMP_TOLERANCE_S_RANGE)
+        after_low, after_high = (round(bound * NS_PER_S) for bound in UNVERIFIED_AFTER_S_RANGE)
         for name, (low, high) in (('max_history', MAX_HISTORY_RANGE),
                                   ('outcome_buffer_size', OUTCOME_BUFFER_SIZE_RANGE),
-                                  ('time_jump_tolerance_ns', (low_ns, high_ns))):
+                                  ('time_jump_tolerance_ns', (low_ns, high_ns)),
+                                  ('unverified_after_ns', (after_low, after_high))):
             value = getattr(config, name)
             if type(value) is not int or not low <= value <= high:
                 raise ValueError(f'{name} must be an int in [{low}, {high}], got {value!r}')
+        if unverified_max_level not in UNVERIFIED_LEVELS:
+            raise ValueError(f'unverified_max_level must be one of {", ".join(UNVERIFIED_LEVELS)}'
+                             f', got {unverified_max_level!r}')
         limit = getattr(built, 'MAX_HISTORY', None)
         if limit is not None and max_history > limit:
             raise ValueError(f'max_history must be <= {limit} with policy {policy!r} (the '
@@ -187,9 +236,12 @@ class LoopConfig:
     def describe(self) -> str:
         """Return e.g. ``calibrated_exceedance(alpha=0.01), max_history 32, ...``."""
         parameters = ', '.join(f'{k}={v!r}' for k, v in self.parameters)
+        unverified = (f'unverified after {self.unverified_after_ns / NS_PER_S:g} s at most '
+                      f'{self.unverified_max_level}' if self.unverified_after_ns else
+                      'unverified rule off')
         return (f'{self.policy}({parameters}), max_history {self.max_history}, '
                 f'outcome_buffer_size {self.outcome_buffer_size}, time_jump_tolerance '
-                f'{self.time_jump_tolerance_ns / NS_PER_S:g} s')
+                f'{self.time_jump_tolerance_ns / NS_PER_S:g} s, {unverified}')
 
     def to_dict(self) -> dict[str, object]:
         """Return a JSON-ready dict."""
@@ -197,23 +249,46 @@ class LoopConfig:
             'policy': self.policy, 'parameters': dict(self.parameters),
             'max_history': self.max_history, 'outcome_buffer_size': self.outcome_buffer_size,
             'time_jump_tolerance_ns': self.time_jump_tolerance_ns,
+            'unverified_after_ns': self.unverified_after_ns,
+            'unverified_max_level': self.unverified_max_level,
         }
 
     def parameter_texts(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """Return ``(names, values)``: the parameters with each value as exact JSON text."""
-        return (tuple(name for name, _ in self.parameters),
-                tuple(json.dumps(value) for _, value in self.parameters))
+        """Return ``(names, values)``: the parameters with each value as exact JSON text.
+
+        The policy's parameters, then the loop's own that have no field of their own in a
+        FeedbackEvent, under :data:`LOOP_PARAMETER_PREFIX` (``loop.unverified_after_ns``, ...).
+        """
+        loop = tuple((LOOP_PARAMETER_PREFIX + name, getattr(self, name))
+                     for name in LOOP_TEXT_FIELDS)
+        every = self.parameters + loop
+        return (tuple(name for name, _ in every), tuple(json.dumps(value) for _, value in every))
 
     @classmethod
     def from_texts(cls, policy: str, names: Sequence[str], values: Sequence[str],
                    max_history: int, outcome_buffer_size: int,
                    time_jump_tolerance_ns: int) -> Self:
-        """Inverse of :meth:`parameter_texts` (ValueError for text that is not JSON)."""
+        """Inverse of :meth:`parameter_texts` (ValueError for text that is not JSON).
+
+        A text without the loop's own entries (recorded before they existed) gets
+        :data:`UNVERIFIED_OFF`, the values that give its old outputs.
+        """
         if len(names) != len(values):
             raise ValueError(f'{len(names)} parameter names for {len(values)} values')
-        return cls.make(policy, {n: parse_json_text(v, f'parameter {n!r}')
-                                 for n, v in zip(names, values)},
-                        max_history, outcome_buffer_size, time_jump_tolerance_ns)
+        parsed = {n: parse_json_text(v, f'parameter {n!r}') for n, v in zip(names, values)}
+        loop = dict(UNVERIFIED_OFF)
+        for name in LOOP_TEXT_FIELDS:
+            key = LOOP_PARAMETER_PREFIX + name
+            if key in parsed:
+                loop[name] = parsed.pop(key)
+        return cls.make(policy, parsed, max_history, outcome_buffer_size, time_jump_tolerance_ns,
+                        **loop)  # type: ignore[arg-type]
+
+
+LOOP_PARAMETER_PREFIX = 'loop.'
+"""Prefix of the loop's own settings among a FeedbackEvent's parameter names."""
+LOOP_TEXT_FIELDS = ('unverified_after_ns', 'unverified_max_level')
+"""LoopConfig fields a FeedbackEvent carries as parameter texts (it has no field for them)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -272,8 +347,8 @@ class Step:
 class FeedbackLoop:
     """The feedback loop of one node (or one replay): see the module documentation."""
 
-    __slots__ = ('_config', '_held', '_history_schema', '_newest_belief', '_policy', '_window',
-                 'hold_ns', 'previous')
+    __slots__ = ('_config', '_first_belief', '_held', '_history_schema', '_newest_belief',
+                 '_policy', '_window', 'hold_ns', 'previous')
 
     def __init__(self, config: LoopConfig, *, hold_ns: int = 0,
                  history_schema_version: int = HISTORY_SCHEMA_SQUARED_DISTANCES) -> None:
@@ -284,12 +359,15 @@ class FeedbackLoop:
         self._window = OutcomeWindow(config.buffer_capacity)
         self._held: collections.deque[tuple[int, BeliefSelfAssessment]] = collections.deque()
         self._newest_belief: int | None = None
+        self._first_belief: int | None = None
         # The CalibrationHistory schema the loop builds: 2 (ADR-0026a), or 1 to replay a bag
         # recorded before it.
         self._history_schema = history_schema_version
         self.hold_ns = hold_ns
         self.previous: CalibratedSelfAssessment | None = None
-        """The CalibratedSelfAssessment published last since the last reset (or None)."""
+        """The policy's CalibratedSelfAssessment of the last assessment since the last reset (or
+        None): what a hysteresis policy follows (before the unverified rule, which is not the
+        policy's state)."""
 
     @property
     def config(self) -> LoopConfig:
@@ -364,6 +442,15 @@ class FeedbackLoop:
         self.previous = calibrated
         if newest is None or stamp > newest:
             self._newest_belief = stamp
+        if self._first_belief is None:
+            self._first_belief = stamp
+        unverified = unverified_reason(stamp, self._window.newest_stamp, self._first_belief,
+                                       config.unverified_after_ns)
+        if unverified is not None:
+            cap = SelfAssessmentLevel[config.unverified_max_level]
+            calibrated = dataclasses.replace(
+                calibrated, adjustment_reason=unverified,
+                adjusted_overall_level=min(calibrated.adjusted_overall_level, cap))
         return Step(calibrated=calibrated, judged=judged, events=events)
 
     def hold(self, raw: BeliefSelfAssessment, arrival_ns: int) -> bool:
@@ -392,6 +479,7 @@ class FeedbackLoop:
         self._window.clear()
         self._held.clear()
         self._newest_belief = None
+        self._first_belief = None
         self.previous = None
 
     def reset(self, cause: str, detail: str, stamp_ns: int) -> LoopEvent:

@@ -63,18 +63,20 @@ def _quantile(values: Sequence[float], q: float) -> float | None:
 
 def evaluate_bag(path: str | os.PathLike[str], estimate_topic: str, reference_topic: str,
                  values: Mapping[str, Any], loop_config: LoopConfig,
-                 output_dir: str | os.PathLike[str], plot: bool = True) -> dict[str, Any]:
+                 output_dir: str | os.PathLike[str], plot: bool = True,
+                 tf_topics: Mapping[str, bool] | None = None) -> dict[str, Any]:
     """Evaluate one bag into ``output_dir`` (must not exist); return the summary dict.
 
     EvaluateError (one line) for a missing topic, a wrong type, inputs that do not overlap in
-    time, or a bag that cannot be read.
+    time, no estimate paired at all (naming the drop reasons), or a bag that cannot be read.
+    ``tf_topics``: the bag's tf topics (default /tf and /tf_static).
     """
     from ..bridge_inputs import bridge_outputs
 
     output_dir = pathlib.Path(output_dir)
     if output_dir.exists():
         raise EvaluateError(f'{output_dir}: exists (choose a new --output-dir)')
-    run = bridge_outputs(path, estimate_topic, reference_topic, values)
+    run = bridge_outputs(path, estimate_topic, reference_topic, values, tf_topics)
     output_dir.mkdir(parents=True)
     try:
         recorded = _record(run, loop_config, output_dir, values)
@@ -133,6 +135,7 @@ class _Trace:
         position = outcome.position_mahalanobis
         self.distances[stamp] = (position, outcome.orientation_mahalanobis)
         self.pooled.add(outcome)
+        self.tracker.outcome(outcome)  # each episode's error in m and deg
         if self.calibrated_estimate is not None:
             self.nees.append((stamp, position * position,
                               (position / self.factors[0]) ** 2))
@@ -196,6 +199,9 @@ def _record(run: BridgeRun, loop_config: LoopConfig, output_dir: pathlib.Path,
     if recorder.error is not None:
         raise EvaluateError(f'{bag_dir}: {recorder.error}')
     run.check_overlap()
+    nothing = run.why_nothing_paired()
+    if nothing is not None:  # no verdict to give: "never downgraded" would be a lie
+        raise EvaluateError(nothing)
     return trace
 
 
@@ -357,7 +363,7 @@ def run(args: argparse.Namespace, fail: Fail) -> int:
     from ..core.feedback import DEFAULT_MAX_HISTORY, DEFAULT_POLICY
     from ..core.loop import LoopConfig
     from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
-    from ..bridge_inputs import bridge_parameters
+    from ..bridge_inputs import bridge_parameters, tf_topics_option
 
     try:
         spec = parse_policy(args.policy or DEFAULT_POLICY)
@@ -365,6 +371,7 @@ def run(args: argparse.Namespace, fail: Fail) -> int:
         loop_config = LoopConfig.make(spec.name, dict(spec.parameters), max_history,
                                       max(DEFAULT_OUTCOME_BUFFER_SIZE, max_history))
         values = bridge_parameters(args.params_file)
+        tf_topics = tf_topics_option(args.tf_topics) if args.tf_topics else None
     except (TypeError, ValueError, BagInputError) as error:
         return fail(error, 2)
     output_dir = pathlib.Path(args.output_dir)
@@ -373,7 +380,7 @@ def run(args: argparse.Namespace, fail: Fail) -> int:
         target = output_dir / pathlib.Path(bag).resolve().name if several else output_dir
         try:
             summary = evaluate_bag(bag, args.estimate, args.reference, values, loop_config,
-                                   target, plot=not args.no_plot)
+                                   target, plot=not args.no_plot, tf_topics=tf_topics)
         except BagInputError as error:
             return fail(error, 2)
         print(summary_text(summary))
@@ -399,6 +406,9 @@ def build(commands: Any, positive_int: Callable[[str], int],
     parser.add_argument('--output-dir', metavar='DIR', default='evaluate_out',
                         help='where to write (must not exist; default evaluate_out)')
     parser.add_argument('--no-plot', action='store_true', help='write no picture')
+    parser.add_argument('--tf-topics', metavar='TF,TF_STATIC',
+                        help="the bag's tf topics (default /tf,/tf_static), e.g. "
+                        '/robot1/tf,/robot1/tf_static for a robot with namespaced tf')
 
     def handler(args: argparse.Namespace) -> int:
         if not args.estimate or not args.reference:  # given, but empty

@@ -51,6 +51,22 @@ def _counts(values: Values, prefix: str, counter: Mapping[str, int]) -> None:
         values[f'{prefix}[{key}]'] = count
 
 
+def _type_name(message_class: Any) -> str:
+    """Return ``pkg/msg/Type`` of a generated message class."""
+    return f'{message_class.__module__.split(".")[0]}/msg/{message_class.__name__}'
+
+
+def _other_types_offered(node: OutcomeBridge, subscription: Any) -> str:
+    """Return the other types the graph says are published on the subscription's topic.
+
+    From ``get_publishers_info_by_topic``, comma-separated; ``''`` when none.
+    """
+    expected = _type_name(subscription.msg_type)
+    offered = {info.topic_type for info in
+               node.get_publishers_info_by_topic(subscription.topic_name)}
+    return ', '.join(sorted(offered - {expected}))
+
+
 def check_inputs(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
     """Check publishers matched and silence per input; add gaps, losses, incompatible QoS."""
     period = node.period
@@ -61,6 +77,13 @@ def check_inputs(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
             node.received_at_tick[kind] = node.received[kind]
             node.last_input_steady_ns[kind] = steady_ns
         silent_s = (steady_ns - node.last_input_steady_ns[kind]) / NS_PER_S
+        offered = _other_types_offered(node, subscription) if count == 0 else ''
+        values[f'{kind}_type_offered'] = offered
+        if offered:
+            # Another type never matches: name it, the bridge will not pair until it changes.
+            period.note(ERROR, f'{subscription.topic_name} is published as {offered}, the '
+                               f'bridge reads {_type_name(subscription.msg_type)} '
+                               f'({kind}_type)')
         if silent_s > node.config['stale_after_s']:
             period.note(STALE, f'no {kind} received for {silent_s:.1f} s'
                                + (' (no publisher matched)' if count == 0 else ''))

@@ -1,10 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """``ghost-feedback echo``: the calibrated self-assessments as they are published, readable live.
 
-By default one line per message (:func:`assessment_line`: time from the first message, raw ->
-calibrated level by name, the policy's reason, k per vec3 with its 95% interval); ``--full``
-prints the whole message as ``ros2 topic echo`` would (YAML). Silence is said on stderr after
-:data:`ECHO_NOTE_AFTER_S`, then once a minute; ``--timeout`` ends it with one line, exit 1.
+A line (:func:`assessment_line`: time from the first message, raw -> calibrated level by name,
+the policy's reason, k per vec3 with its 95% interval) for every change of the levels or the
+reason, and a summary line once per :data:`SUMMARY_PERIOD_S` (the latest assessment and how many
+came), so it stays readable at any rate (:class:`EchoLines`); ``--every`` prints a line per
+message, ``--full`` the whole message as ``ros2 topic echo`` would (YAML). An unverified
+assessment (no outcome for a while) is followed by what the outcome bridge of the same namespace
+last said on /diagnostics (the cause: no reference, no tf, another type, refused estimates).
+Silence is said on stderr after :data:`ECHO_NOTE_AFTER_S`, then once a minute; ``--timeout``
+ends it with one line, exit 1.
 """
 
 import argparse
@@ -94,6 +99,70 @@ def assessment_line(message: Any, first_stamp_ns: int) -> str:
             + (f'k (ratio of stds, 95%): {k}' if k else 'k: - (no outcomes in the window)'))
 
 
+SUMMARY_PERIOD_S = 1.0
+"""Seconds between two summary lines of echo's default output."""
+UNVERIFIED_PREFIX = 'unverified_'
+BRIDGE_TASK = ': outcome_bridge'
+
+
+def _state(message: Any) -> tuple[int, int, str]:
+    return (message.raw_assessment.overall_level.value, message.adjusted_overall_level.value,
+            message.adjustment_reason)
+
+
+class EchoLines:
+    """What echo prints by default: changes at once, a summary once per ``period_s``.
+
+    :meth:`message` takes each message with the (steady) time it arrived and returns the lines
+    to print: the message's line when its raw level, calibrated level or reason differ from the
+    previous message's; else, once ``period_s`` passed since the last line, the latest message's
+    line with ``(N assessments in the last S s)``. ``every``: a line per message.
+    """
+
+    def __init__(self, period_s: float = SUMMARY_PERIOD_S, every: bool = False) -> None:
+        self.period_s = period_s
+        self.every = every
+        self.first_stamp_ns: int | None = None
+        self._state: tuple[int, int, str] | None = None
+        self._last_line_s: float | None = None
+        self._since = 0
+
+    def message(self, message: Any, now_s: float, cause: str = '') -> list[str]:
+        """Return the lines to print for ``message`` arriving at ``now_s``."""
+        if self.first_stamp_ns is None:
+            stamp = message.header.stamp
+            self.first_stamp_ns = stamp.sec * NS_PER_S + stamp.nanosec
+        line = assessment_line(message, self.first_stamp_ns)
+        if cause and message.adjustment_reason.startswith(UNVERIFIED_PREFIX):
+            line = f'{line}  cause: {cause}'
+        state, self._state = self._state, _state(message)
+        self._since += 1
+        if self.every or state != self._state:
+            self._last_line_s, self._since = now_s, 0
+            return [line]
+        elapsed = now_s - (self._last_line_s if self._last_line_s is not None else now_s)
+        if elapsed >= self.period_s:
+            count, self._since, self._last_line_s = self._since, 0, now_s
+            return [f'{line}  ({count} assessments in the last {elapsed:.1f} s)']
+        return []
+
+
+def bridge_cause(status: Any, namespace: str) -> str | None:
+    """Return ``'outcome_bridge LEVEL: message'`` of a bridge's DiagnosticStatus in ``namespace``.
+
+    None for any other status (another node, another namespace).
+    """
+    name = status.name
+    if not name.endswith(BRIDGE_TASK):
+        return None
+    node = name[:-len(BRIDGE_TASK)]
+    if node.rsplit('/', 1)[0] != namespace:
+        return None
+    levels = {0: 'OK', 1: 'WARN', 2: 'ERROR', 3: 'STALE'}
+    level = levels.get(status.level[0] if isinstance(status.level, bytes) else status.level, '?')
+    return f'outcome_bridge {level}: {status.message}'
+
+
 def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
     """Run ``ghost-feedback echo`` for ``args``; ``fail(message, status)`` prints one line."""
     try:
@@ -112,7 +181,8 @@ def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
     rclpy.init(context=context)
     node = executor = None
     received = 0
-    first_stamp: list[Any] = [None]
+    lines = EchoLines(every=args.every)
+    cause = ['']
     try:
         node = rclpy.create_node('ghost_feedback_echo', context=context)
         executor = SingleThreadedExecutor(context=context)
@@ -127,14 +197,25 @@ def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
                 print('\n'.join(_yaml_lines(message)))
                 print('---', flush=True)
                 return
-            if first_stamp[0] is None:
-                stamp = message.header.stamp
-                first_stamp[0] = stamp.sec * NS_PER_S + stamp.nanosec
-            print(terminal_text(assessment_line(message, first_stamp[0])), flush=True)
+            for line in lines.message(message, time.monotonic(), cause[0]):
+                print(terminal_text(line), flush=True)
 
         subscription = node.create_subscription(
             CalibratedSelfAssessment, args.topic, on_message, qos)
         topic = subscription.topic_name
+        namespace = topic.rsplit('/self_assessment/calibrated', 1)[0] \
+            if topic.endswith('/self_assessment/calibrated') else ''
+
+        def on_diagnostics(array: Any) -> None:
+            for status in array.status:
+                said = bridge_cause(status, namespace)
+                if said is not None:
+                    cause[0] = said
+
+        if not args.full:
+            from diagnostic_msgs.msg import DiagnosticArray
+
+            node.create_subscription(DiagnosticArray, '/diagnostics', on_diagnostics, 10)
         start = time.monotonic()
         note_after = ECHO_NOTE_AFTER_S
         while context.ok() and (args.count is None or received < args.count):

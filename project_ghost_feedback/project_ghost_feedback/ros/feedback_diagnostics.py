@@ -25,7 +25,12 @@ from typing import Any, TYPE_CHECKING
 from diagnostic_msgs.msg import DiagnosticStatus
 
 from ..core import NS_PER_S
-from ..core.feedback import CalibratedSelfAssessment, format_overconfidence
+from ..core.feedback import (
+    CalibratedSelfAssessment,
+    format_overconfidence,
+    PoseErrorStatistics,
+)
+from ..core.loop import LoopConfig, UNVERIFIED_NO_OUTCOMES, UNVERIFIED_REASONS
 from .calibration_status import (
     ERROR,
     is_underconfident,
@@ -112,6 +117,15 @@ def window_evidence(calibrated: CalibratedSelfAssessment | None) -> str:
             f'{history.worst_orientation_mahalanobis:.2f}')
 
 
+def unverified_message(calibrated: CalibratedSelfAssessment, loop: LoopConfig) -> str:
+    """Return the words of an unverified assessment (/diagnostics and the node's log)."""
+    what = ('no outcome since the start or the last reset'
+            if calibrated.adjustment_reason == UNVERIFIED_NO_OUTCOMES else 'no recent outcome')
+    return (f'unverified: {what} for more than {loop.unverified_after_ns / NS_PER_S:g} s, level '
+            f'at most {loop.unverified_max_level}; the outcome producer (outcome_bridge: its '
+            '/diagnostics) says why (no reference, no tf, wrong type, refused estimates)')
+
+
 def check_calibration(node: FeedbackNode, steady_ns: int, status: Status) -> None:
     """Add the verdict: levels, reason, window, policy, underconfidence, overconfidence k."""
     calibrated = node.last_calibrated
@@ -119,6 +133,11 @@ def check_calibration(node: FeedbackNode, steady_ns: int, status: Status) -> Non
     underconfident = calibrated is not None and is_underconfident(calibrated)
     if underconfident:
         status.append(UNDERCONFIDENT_MESSAGE)
+    if calibrated is not None and calibrated.adjustment_reason in UNVERIFIED_REASONS:
+        # Nothing checks the claim: say so, and where the cause is named.
+        if status.level == OK:
+            status.level = WARN
+        status.append(unverified_message(calibrated, config.loop))
     judged = calibrated.calibration_history.outcomes_considered if calibrated else 0
     status.values.update({
         'window_outcomes': f'{judged} of {config.loop.max_history}',
@@ -137,6 +156,19 @@ def check_calibration(node: FeedbackNode, steady_ns: int, status: Status) -> Non
     for vec3, text in format_overconfidence(history).items():
         status.values[f'overconfidence[{vec3}]'] = text
     status.values['overconfidence_is'] = OVERCONFIDENCE_MEANING
+    # Beside k, the window's error itself: metres and degrees (the outcomes carry it).
+    errors = PoseErrorStatistics()
+    for outcome in node.last_judged:
+        errors.add(outcome.position_error_m, outcome.orientation_error_rad)
+    summary = errors.as_dict()
+    position, rotation = summary['position_m'], summary['rotation_deg']
+    status.values.update({
+        'window_error': errors.text() if errors.count else '',
+        'window_position_error_rmse_m': (f'{position["rmse"]:.4f}'  # type: ignore[index]
+                                         if position else ''),
+        'window_rotation_error_rmse_deg': (f'{rotation["rmse"]:.3f}'  # type: ignore[index]
+                                           if rotation else ''),
+    })
 
 
 def check_inputs(node: FeedbackNode, steady_ns: int, status: Status) -> None:

@@ -94,6 +94,9 @@ from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s u
 from .feedback_telemetry import open_telemetry, StartupError, TopicRecorder
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..core import PredictionOutcome
     from ..core.feedback import CalibratedSelfAssessment
     from ..telemetry.background import BackgroundRecorder
 
@@ -142,6 +145,8 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
         self.last_reject_reason = ''
         self.last_reset_reason = ''
         self.last_calibrated: CalibratedSelfAssessment | None = None
+        self.last_judged: Sequence[PredictionOutcome] = ()
+        """The outcomes the last calibrated assessment was judged on."""
         self._reject_log_gate = LogGate()
         # (raw level, calibrated level) of the last output: the log says when it changes.
         self._logged_levels: Levels | None = None
@@ -278,6 +283,7 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
     def _note_reset(self, event: LoopEvent) -> None:
         """Publish, record, count and log (once per event) a reset the loop made."""
         self.last_calibrated = None
+        self.last_judged = ()
         self.last_severity = None
         self._logged_levels = None
         self._emit(event)
@@ -458,6 +464,7 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
         self.published += 1
         self.underconfident_assessments += is_underconfident(calibrated)
         self.last_calibrated = calibrated
+        self.last_judged = step.judged  # its error in m and deg on /diagnostics
         self.last_severity = assessment_severity(calibrated)
         self.period.note(*self.last_severity)
         self._log_level_change(calibrated)

@@ -27,10 +27,14 @@ from ..core.feedback import (
 )
 from ..core.feedback.parameter_docs import parameter_doc
 from ..core.loop import (
+    DEFAULT_UNVERIFIED_AFTER_NS,
+    DEFAULT_UNVERIFIED_MAX_LEVEL,
     LoopConfig,
     MAX_HISTORY_RANGE,
     OUTCOME_BUFFER_SIZE_RANGE,
     TIME_JUMP_TOLERANCE_S_RANGE,
+    UNVERIFIED_AFTER_S_RANGE,
+    UNVERIFIED_LEVELS,
 )
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 from ..parameter_spec import check_ranges, EXECUTORS, ParameterError, ParameterSpec
@@ -100,6 +104,19 @@ NODE_PARAMETERS = {
         5.0, 'Input stamps that go back by more than this (a restarted estimator, a bag played in '
         'a loop), or lie further than this ahead of the node clock, reset the window (back) or '
         'are rejected (ahead). Seconds.', float_range=TIME_JUMP_TOLERANCE_S_RANGE),
+    'unverified_after_s': ParameterSpec(
+        DEFAULT_UNVERIFIED_AFTER_NS / NS_PER_S, 'When assessments keep coming but no outcome '
+        'arrived for this long (belief stamps after the newest outcome, or after the first '
+        'assessment when none came since the start or a reset), the calibrated assessment says '
+        'so (reason unverified_no_outcomes / unverified_no_recent_outcomes) at most at '
+        "unverified_max_level. Default 20 s: twice the bridge's longest outcome spacing "
+        '(decorrelation.max_interval_s 10 s), longer than its warm-up at 2.5 Hz or more. '
+        '0: off. Seconds.', float_range=UNVERIFIED_AFTER_S_RANGE),
+    'unverified_max_level': ParameterSpec(
+        DEFAULT_UNVERIFIED_MAX_LEVEL, 'The most confident level of an unverified assessment '
+        '(unverified_after_s): UNCERTAIN (default: nothing vouches for the claim), UNKNOWN, or '
+        'KNOWN (the level is left to the policy; only the reason says unverified).',
+        choices=UNVERIFIED_LEVELS),
     'diagnostics_period_s': ParameterSpec(
         1.0, 'Period of /diagnostics, seconds of steady time (keeps flowing when sim time '
         'stalls).', float_range=(0.01, 3600.0)),
@@ -189,7 +206,8 @@ def validate(values: Mapping[str, Any],
     try:
         loop = LoopConfig.make(
             policy_name, dict(selected_fields), values['max_history'],
-            values['outcome_buffer_size'], int(values['time_jump_tolerance_s'] * NS_PER_S))
+            values['outcome_buffer_size'], int(values['time_jump_tolerance_s'] * NS_PER_S),
+            round(values['unverified_after_s'] * NS_PER_S), values['unverified_max_level'])
     except (TypeError, ValueError) as error:
         raise ParameterError(str(error)) from None
     return FeedbackConfig(

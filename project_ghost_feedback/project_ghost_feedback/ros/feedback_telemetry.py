@@ -9,10 +9,11 @@ a background thread with a bounded queue (``telemetry_queue_size`` / ``_bytes``)
 :class:`TopicRecorder`: ``record_topics`` (e.g. the bridge's inputs) and, with
 ``record_diagnostics``, ``/diagnostics`` go into the node's own bag as the CDR bytes the
 subscription took (nothing decoded), the log time the node clock at receipt. Each record_topics
-subscription is best effort (it matches every publisher), as deep as the channel's recorded QoS;
-its losses are counted as the inputs' are: sequence gaps (with message info) and the middleware's
-message_lost events, noted at WARN on the node's /diagnostics (``record_topics_messages_missed`` /
-``_lost``).
+subscription is best effort (it matches every publisher), as deep as the channel's recorded QoS,
+but static transforms (``.../tf_static``) are taken reliable and transient local, as tf2 does, so
+those latched before the node started are recorded; its losses are counted as the inputs' are:
+sequence gaps (with message info) and the middleware's message_lost events, noted at WARN on the
+node's /diagnostics (``record_topics_messages_missed`` / ``_lost``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, NamedTuple, TYPE_CHECKING
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from .calibration_status import PeriodStatus, WARN
 from .input_accounting import SequenceGaps
@@ -115,6 +116,20 @@ def open_telemetry(param: Callable[[str], Any], loop_config: Any,
         channels, overconfidence, recorded)
 
 
+def _subscription_qos(qos: Any) -> QoSProfile:
+    """Return the subscription profile of a recorded topic's channel QoS.
+
+    Best effort and volatile (matches every publisher), except a latched channel (static
+    transforms: reliable, transient local, to get what was published before the node started).
+    """
+    if qos.durability == 'transient_local':
+        return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=qos.depth,
+                          reliability=ReliabilityPolicy.RELIABLE,
+                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=qos.depth,
+                      reliability=ReliabilityPolicy.BEST_EFFORT)
+
+
 class TopicRecorder:
     """Subscribe ``topics`` (``(channel, message class)`` pairs) and record what they receive.
 
@@ -141,8 +156,7 @@ class TopicRecorder:
         for channel, message_type in topics:
             subscription = node.create_subscription(
                 message_type, channel.topic, self._recorder_of(channel.topic),
-                QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=channel.qos.depth,
-                           reliability=ReliabilityPolicy.BEST_EFFORT), raw=True,
+                _subscription_qos(channel.qos), raw=True,
                 event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_message_lost))
             self._gaps[channel.topic] = SequenceGaps(subscription.get_publisher_count)
             self.subscriptions.append(subscription)

@@ -54,6 +54,12 @@ DEFAULT_QOS = QosProfile()
 INPUT_QOS = QosProfile(reliability='best_effort', depth=100)
 """How the node subscribes to the topics of ``record_topics``: best effort matches every
 publisher, reliable or not."""
+LATCHED_INPUT_QOS = QosProfile(durability='transient_local', depth=100)
+"""How the node subscribes to a ``record_topics`` entry of static transforms (a topic named
+``tf_static`` or ending in ``/tf_static``, type ``tf2_msgs/msg/TFMessage``): reliable and
+transient local, as tf2's static listener, so transforms latched before the node started are
+recorded too (a volatile subscriber receives none of them)."""
+TF_TYPE = 'tf2_msgs/msg/TFMessage'
 EVENTS_QOS = QosProfile(durability='transient_local')
 """The events publisher's profile: a late ``ros2 bag record`` still gets the recent events."""
 
@@ -110,4 +116,5 @@ def recorded_topic(entry: object) -> Channel:
         raise ValueError(f'record_topics entry {entry!r}: the type must read pkg/msg/Type')
     if topic in CHANNEL_TYPES or topic in (CHANNEL_DIAGNOSTICS, CHANNEL_OVERCONFIDENCE):
         raise ValueError(f'record_topics entry {entry!r}: {topic} is recorded already')
-    return Channel(topic, msgtype, INPUT_QOS)
+    latched = msgtype == TF_TYPE and topic.rsplit('/', 1)[-1] == 'tf_static'
+    return Channel(topic, msgtype, LATCHED_INPUT_QOS if latched else INPUT_QOS)

@@ -16,7 +16,12 @@ from ..core.feedback import (
     PARAMETERS_ADDED,
     policy_names,
 )
-from ..core.loop import DEFAULT_TIME_JUMP_TOLERANCE_NS, LoopConfig, parse_json_text
+from ..core.loop import (
+    DEFAULT_TIME_JUMP_TOLERANCE_NS,
+    LoopConfig,
+    parse_json_text,
+    UNVERIFIED_OFF,
+)
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 from .bag_metadata import BagError, one_line
 
@@ -34,6 +39,8 @@ CUSTOM_MAX_HISTORY = CUSTOM_PREFIX + 'max_history'
 CUSTOM_OUTCOME_BUFFER_SIZE = CUSTOM_PREFIX + 'outcome_buffer_size'
 CUSTOM_CONFIG_CHANGES = CUSTOM_PREFIX + 'config_changes'
 CUSTOM_TIME_JUMP_TOLERANCE_NS = CUSTOM_PREFIX + 'time_jump_tolerance_ns'
+CUSTOM_UNVERIFIED_AFTER_NS = CUSTOM_PREFIX + 'unverified_after_ns'
+CUSTOM_UNVERIFIED_MAX_LEVEL = CUSTOM_PREFIX + 'unverified_max_level'
 
 
 def custom_data_for_config(config: LoopConfig) -> dict[str, str]:
@@ -44,6 +51,8 @@ def custom_data_for_config(config: LoopConfig) -> dict[str, str]:
         CUSTOM_MAX_HISTORY: str(config.max_history),
         CUSTOM_OUTCOME_BUFFER_SIZE: str(config.outcome_buffer_size),
         CUSTOM_TIME_JUMP_TOLERANCE_NS: str(config.time_jump_tolerance_ns),
+        CUSTOM_UNVERIFIED_AFTER_NS: str(config.unverified_after_ns),
+        CUSTOM_UNVERIFIED_MAX_LEVEL: config.unverified_max_level,
     }
 
 
@@ -70,7 +79,12 @@ def recorded_config(info: BagInfo, first_calibrated: CalibratedSelfAssessment | 
                                             CUSTOM_POLICY_PARAMETERS)),
                 int(custom.get(CUSTOM_MAX_HISTORY, DEFAULT_MAX_HISTORY)),
                 int(custom.get(CUSTOM_OUTCOME_BUFFER_SIZE, DEFAULT_OUTCOME_BUFFER_SIZE)),
-                int(custom.get(CUSTOM_TIME_JUMP_TOLERANCE_NS, DEFAULT_TIME_JUMP_TOLERANCE_NS)))
+                int(custom.get(CUSTOM_TIME_JUMP_TOLERANCE_NS, DEFAULT_TIME_JUMP_TOLERANCE_NS)),
+                # A bag recorded before the unverified rule: the values of its old outputs.
+                int(custom.get(CUSTOM_UNVERIFIED_AFTER_NS,
+                               UNVERIFIED_OFF['unverified_after_ns'])),
+                str(custom.get(CUSTOM_UNVERIFIED_MAX_LEVEL,
+                               UNVERIFIED_OFF['unverified_max_level'])))
             changes = int(custom.get(CUSTOM_CONFIG_CHANGES, '0') or 0)
         except (TypeError, ValueError, AttributeError) as error:
             raise BagError(f'{info.path}: recorded configuration in custom_data is unusable: '

@@ -143,7 +143,8 @@ class Overrides(NamedTuple):
             recorded.max_history if self.max_history is None else self.max_history,
             recorded.outcome_buffer_size if self.outcome_buffer_size is None
             else self.outcome_buffer_size,
-            recorded.time_jump_tolerance_ns)
+            recorded.time_jump_tolerance_ns, recorded.unverified_after_ns,
+            recorded.unverified_max_level)
 
 
 def replay_bag(path: str | os.PathLike[str], *, policy: str | None = None,

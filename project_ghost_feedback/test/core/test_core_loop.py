@@ -46,7 +46,7 @@ def _raw(stamp):
 
 def _config(**overrides):
     values = {'policy': 'calibrated_exceedance', 'max_history': 8, 'outcome_buffer_size': 16,
-              'time_jump_tolerance_ns': TOLERANCE}
+              'time_jump_tolerance_ns': TOLERANCE, 'unverified_after_ns': 3 * S}
     values.update(overrides)
     return LoopConfig.make(values.pop('policy'), None, **values)
 
@@ -168,6 +168,66 @@ def test_loop_config_round_trips_through_text_and_refuses_bad_values():
         LoopEvent(-1, RESET, CAUSE_SERVICE, '', config)
 
 
+# -- unverified: assessments without outcomes ---------------------------------------------------
+
+def _levels(loop, stamps_s):
+    steps = [loop.assessment(_raw(int(t * S))).calibrated for t in stamps_s]
+    return [(c.adjusted_overall_level.name, c.adjustment_reason) for c in steps]
+
+
+def test_assessments_without_any_outcome_become_unverified_after_the_stated_time():
+    loop = FeedbackLoop(_config(unverified_after_ns=10 * S))
+    assert _levels(loop, (0, 5, 10, 10.5, 30)) == [
+        ('KNOWN', 'no_outcomes_yet'), ('KNOWN', 'no_outcomes_yet'), ('KNOWN', 'no_outcomes_yet'),
+        ('UNCERTAIN', 'unverified_no_outcomes'), ('UNCERTAIN', 'unverified_no_outcomes')]
+    # An outcome verifies again; once it is older than the time, the claim is unverified again.
+    loop.outcome(_outcome(31 * S))
+    assert _levels(loop, (31, 41, 41.5)) == [
+        ('KNOWN', 'calibration_within_tolerance'), ('KNOWN', 'calibration_within_tolerance'),
+        ('UNCERTAIN', 'unverified_no_recent_outcomes')]
+    # A reset starts the clock of "none yet" over.
+    loop.reset(CAUSE_SERVICE, 'test', 42 * S)
+    assert _levels(loop, (50, 60, 60.5))[1:] == [
+        ('KNOWN', 'no_outcomes_yet'), ('UNCERTAIN', 'unverified_no_outcomes')]
+
+
+@pytest.mark.parametrize('cap, level', [('UNKNOWN', 'UNKNOWN'), ('KNOWN', 'KNOWN')])
+def test_the_unverified_level_is_at_most_the_configured_one(cap, level):
+    loop = FeedbackLoop(_config(unverified_after_ns=1 * S, unverified_max_level=cap))
+    assert _levels(loop, (0, 2)) == [('KNOWN', 'no_outcomes_yet'),
+                                     (level, 'unverified_no_outcomes')]
+
+
+def test_the_unverified_rule_off_keeps_the_claim_as_before():
+    loop = FeedbackLoop(_config(unverified_after_ns=0))
+    assert set(_levels(loop, (0, 100, 1000))) == {('KNOWN', 'no_outcomes_yet')}
+
+
+def test_a_configuration_recorded_before_the_rule_reads_with_the_rule_off():
+    """Texts and custom data without the loop's own entries: the values of the old outputs."""
+    from types import SimpleNamespace
+
+    from project_ghost_feedback.telemetry.config import custom_data_for_config, recorded_config
+
+    config = _config(unverified_after_ns=7 * S, unverified_max_level='UNKNOWN')
+    names, values = config.parameter_texts()
+    assert 'loop.unverified_after_ns' in names
+    assert LoopConfig.from_texts(config.policy, names, values, 8, 16, TOLERANCE) == config
+    old = [(n, v) for n, v in zip(names, values) if not n.startswith('loop.')]
+    read = LoopConfig.from_texts(config.policy, *zip(*old), 8, 16, TOLERANCE)
+    assert (read.unverified_after_ns, read.policy) == (0, config.policy)
+    custom = custom_data_for_config(config)
+    info = SimpleNamespace(path='bag', custom_data=custom)
+    assert recorded_config(info)[0] == config
+    for key in ('ghost_feedback.unverified_after_ns', 'ghost_feedback.unverified_max_level'):
+        del custom[key]
+    assert recorded_config(info)[0].unverified_after_ns == 0
+    with pytest.raises(ValueError, match='unverified_max_level'):
+        LoopConfig.make(unverified_max_level='MAYBE')
+    with pytest.raises(ValueError, match='unverified_after_ns'):
+        LoopConfig.make(unverified_after_ns=-1)
+
+
 # -- one loop only --------------------------------------------------------------------------------
 
 def _window_calls(path):
@@ -234,7 +294,8 @@ def _live(events, config):
             record.append(loop.reset(CAUSE_SERVICE, 'test', now))
         elif kind == 'configure':
             policy, history, buffer = value
-            event = loop.configure(LoopConfig.make(policy, None, history, buffer, TOLERANCE), now)
+            event = loop.configure(LoopConfig.make(policy, None, history, buffer, TOLERANCE,
+                                                   3 * S), now)
             if event is not None:
                 record.append(event)
         else:

@@ -31,7 +31,8 @@ LAUNCH_FILE = PACKAGE_DIR / 'launch' / 'bridge_feedback_launch.py'
 CONFIG_FILE = PACKAGE_DIR / 'config' / 'outcome_bridge.yaml'
 ARGUMENTS = {'estimate_topic', 'estimate_type', 'reference_topic', 'reference_type',
              'namespace', 'bridge_params_file', 'params_file', 'use_sim_time', 'respawn',
-             'log_level', 'record', 'bag_output', 'record_inputs', 'telemetry_bag'}
+             'log_level', 'record', 'bag_output', 'record_inputs', 'telemetry_bag', 'tf_topic',
+             'tf_static_topic'}
 QOS_OVERRIDES = 'qos_overrides.'
 """rclpy's standard QoS override parameters (named after the resolved topic): not in the file."""
 
@@ -95,10 +96,10 @@ def test_shared_arguments_are_the_feedback_launch_arguments():
 
 
 def test_remapped_inputs_are_the_bridge_subscriptions(rclpy_context):
-    """BRIDGE_INPUTS are the relative names the bridge subscribes to, besides tf's own.
+    """BRIDGE_INPUTS are the relative names the bridge subscribes to, TF_TOPICS tf's own.
 
     With use_tf (and tf2 importable) the tf listener adds the absolute /tf and /tf_static, which
-    are never remapped by the launch file.
+    the launch file remaps to its tf_topic and tf_static_topic.
     """
     constants = _constants(_tree())
     node = OutcomeBridge(context=rclpy_context, namespace='/launch_static')
@@ -107,7 +108,8 @@ def test_remapped_inputs_are_the_bridge_subscriptions(rclpy_context):
         tf_on = node.tf_state == 'on'
     finally:
         node.destroy_node()
-    tf_topics = {'/tf', '/tf_static'} if tf_on else set()
+    assert set(constants['TF_TOPICS']) == {'/tf', '/tf_static'}
+    tf_topics = set(constants['TF_TOPICS']) if tf_on else set()
     assert subscribed == ({f'/launch_static/{name}' for name in constants['BRIDGE_INPUTS']}
                           | tf_topics)
 

@@ -202,6 +202,35 @@ def test_no_publisher_is_warn_and_silence_is_stale(harness):
     assert not any(s.level == DiagnosticStatus.OK for s in h.diagnostics)
 
 
+def test_a_reference_of_another_type_is_named_with_its_type(harness):
+    """PoseStamped published where Odometry is read: ERROR naming both types, not "no match"."""
+    from geometry_msgs.msg import PoseStamped
+
+    import rclpy
+    from support.ros_context import new_rclpy_context
+
+    h = harness(**UNPACED, diagnostics_period_s=0.1)
+    h.client.destroy_publisher(h.reference_publisher)
+    # Another process's publisher (one participant cannot hold two types on a topic).
+    context = new_rclpy_context()
+    other = rclpy.create_node('wrong_type_reference', context=context)
+    try:
+        other.create_publisher(PoseStamped, f'{h.namespace}/reference', 10)
+
+        def named():
+            return any('published as geometry_msgs/msg/PoseStamped' in s.message
+                       for s in h.diagnostics)
+        h.spin_until(named, 'a status naming the type offered')
+    finally:
+        other.destroy_node()
+        context.try_shutdown()
+    status = next(s for s in h.diagnostics
+                  if 'published as geometry_msgs/msg/PoseStamped' in s.message)
+    assert status.level == DiagnosticStatus.ERROR
+    assert 'the bridge reads nav_msgs/msg/Odometry (reference_type)' in status.message
+    assert _values(status)['reference_type_offered'] == 'geometry_msgs/msg/PoseStamped'
+
+
 @pytest.mark.parametrize('profile', ['best_effort', 'sensor_data'])
 def test_best_effort_publishers_are_matched_by_default(harness, profile):
     """A best-effort publisher and the sensor-data profile both reach the bridge and pair."""

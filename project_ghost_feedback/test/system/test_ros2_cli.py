@@ -261,16 +261,32 @@ def test_launch_record_without_rosbag2_records_with_the_node(
 
 
 class _OdometryFeeder(BackgroundNode):
-    """Publish an estimate and a reference (nav_msgs/Odometry, stamped now) at 20 Hz."""
+    """Publish an estimate and a reference (nav_msgs/Odometry, stamped now) at 20 Hz.
+
+    Also a static transform on /tf_static (transient local, published once at the start, as a
+    robot's static publisher does before anything listens) and one on /tf with every reference,
+    between frames the inputs do not use (the pairing is unchanged).
+    """
 
     def __init__(self, estimate_topic, reference_topic):
+        from geometry_msgs.msg import TransformStamped
         from nav_msgs.msg import Odometry
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+        from tf2_msgs.msg import TFMessage
 
         from project_ghost_feedback.ros.sim_stack_node import odometry_msg
 
         super().__init__('cli_test_odometry')
         self._estimate = self.node.create_publisher(Odometry, estimate_topic, QOS)
         self._reference = self.node.create_publisher(Odometry, reference_topic, QOS)
+        self._tf = self.node.create_publisher(TFMessage, '/tf', 100)
+        self._transform = TransformStamped()
+        self._transform.header.frame_id, self._transform.child_frame_id = 'world', 'marker'
+        self._transform.transform.rotation.w = 1.0
+        self._tf_message = TFMessage
+        static = self.node.create_publisher(TFMessage, '/tf_static', QoSProfile(
+            depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        static.publish(TFMessage(transforms=[self._transform]))
         self._make = odometry_msg
         self._rng = random.Random(3)
         self.received = []
@@ -286,6 +302,9 @@ class _OdometryFeeder(BackgroundNode):
         truth = (self._rng.gauss(0.0, 0.1), 0.0, 0.0)
         quaternion = (0.0, 0.0, 0.0, 1.0)
         self._reference.publish(self._make(stamp, truth, quaternion, (0.0, 0.0, 0.0)))
+        self._transform.header.stamp.sec, self._transform.header.stamp.nanosec = divmod(
+            stamp, 1_000_000_000)
+        self._tf.publish(self._tf_message(transforms=[self._transform]))
         self._estimate.publish(self._make(stamp, (0.0, 0.0, 0.0), quaternion, (0.0, 0.0, 0.0),
                                           np.eye(6) * 0.01))
 
@@ -320,6 +339,10 @@ def test_readme_robot_example_records_here(process_factory, tmp_path, recording)
         assert 'rosbag2 is not installed' not in process.output()
     counts = _read_bag(bag)
     assert counts['/self_assessment/calibrated'] >= 20, counts
+    # Both recordings hold the inputs and tf, the static transform published before the launch
+    # listened included: what evaluate and replay need.
+    assert counts['/odometry/filtered'] > 0 and counts['/ground_truth/odom'] > 0, counts
+    assert counts.get('/tf', 0) > 0 and counts.get('/tf_static', 0) >= 1, counts
     if recording.startswith('telemetry_bag'):
         assert counts['/odometry/filtered'] > 0 and counts['/ground_truth/odom'] > 0, counts
         from project_ghost_feedback.telemetry.replay import verify_bag

@@ -379,8 +379,8 @@ def test_cli_echo_full_prints_live_calibrated_assessments():
     assert "adjustment_policy_id: 'mahalanobis_downgrade'" in documents[0]
 
 
-def test_cli_echo_prints_one_line_per_assessment():
-    """By default one line each: time from the first, raw -> calibrated by name, reason, k.
+def test_cli_echo_every_prints_one_line_per_assessment():
+    """--every: one line each: time from the first, raw -> calibrated by name, reason, k.
 
     ``ros2 topic echo`` of this message is ~120 lines (64 squared distances, levels as numbers).
     """
@@ -390,7 +390,7 @@ def test_cli_echo_prints_one_line_per_assessment():
         loop.outcome(build_outcome((i + 1) * 10 * MS, 4.0))
     steps.append(loop.assessment(raw_assessment(200 * MS)).calibrated)
     steps.append(loop.assessment(raw_assessment(1700 * MS)).calibrated)
-    status, output, errors = _echo(['--count', '2'], steps)
+    status, output, errors = _echo(['--every', '--count', '2'], steps)
     assert status == 0, errors
     lines = output.splitlines()
     assert len(lines) == 2, output
@@ -401,6 +401,54 @@ def test_cli_echo_prints_one_line_per_assessment():
                                'k (ratio of stds, 95%): position '), lines
     assert lines[1].startswith(f'+1.500 s  KNOWN -> {level}  '), lines
     assert ', orientation ' in lines[0] and '[' in lines[0]
+
+
+def test_cli_echo_prints_level_changes_and_a_summary_a_second_by_default():
+    """Default: a line per change of the levels (or reason), else one summary line a second.
+
+    40 assessments at ~10 Hz, their level changing every 10: exactly 4 change lines, and
+    summaries (the latest assessment and how many came) far fewer than the assessments.
+    """
+    loop = FeedbackLoop(LoopConfig.make('overconfidence_scale', None, 32, 64))
+    honest = loop.assessment(raw_assessment(100 * MS)).calibrated
+    for i in range(12):
+        loop.outcome(build_outcome(200 * MS + (i + 1) * 10 * MS, 4.0))
+    downgraded = loop.assessment(raw_assessment(400 * MS)).calibrated
+    assert honest.adjusted_overall_level != downgraded.adjusted_overall_level
+    status, output, errors = _echo(['--count', '40'], [honest] * 10 + [downgraded] * 10)
+    assert status == 0, errors
+    lines = output.splitlines()
+    summaries = [line for line in lines if 'assessments in the last' in line]
+    changes = [line for line in lines if line not in summaries]
+    assert len(changes) == 4, output
+    assert [('KNOWN (kept)' in line) for line in changes] == [True, False, True, False], output
+    assert len(summaries) < 30, output
+    for line in summaries:
+        assert int(line.rsplit('(', 1)[1].split()[0]) >= 1, line
+
+
+def test_echo_names_the_bridge_cause_beside_an_unverified_assessment():
+    """An unverified line carries what the bridge of the same namespace said; others do not."""
+    from types import SimpleNamespace
+
+    from project_ghost_feedback.ros.conversions import calibrated_to_msg
+    from project_ghost_feedback.ros.echo import bridge_cause, EchoLines
+
+    said = SimpleNamespace(name='/robot1/outcome_bridge: outcome_bridge', level=b'\x02',
+                           message='references cannot be transformed into the estimate frame')
+    cause = bridge_cause(said, '/robot1')
+    assert cause == ('outcome_bridge ERROR: references cannot be transformed into the estimate '
+                     'frame')
+    assert bridge_cause(said, '') is None
+    assert bridge_cause(SimpleNamespace(name='/robot1/feedback_node: calibration', level=b'\x00',
+                                        message=''), '/robot1') is None
+    loop = FeedbackLoop(LoopConfig.make(unverified_after_ns=1_000 * MS))
+    claim = calibrated_to_msg(loop.assessment(raw_assessment(0)).calibrated)
+    unverified = calibrated_to_msg(loop.assessment(raw_assessment(2_000 * MS)).calibrated)
+    lines = EchoLines()
+    assert not lines.message(claim, 0.0, cause)[0].endswith(cause)
+    (line,) = lines.message(unverified, 0.1, cause)
+    assert 'unverified_no_outcomes' in line and line.endswith(f'cause: {cause}')
 
 
 def test_cli_echo_says_it_waits_when_nothing_is_published():

@@ -165,11 +165,15 @@ def _reference_payload(store, contract):
         message = belief(contract)
     elif isinstance(contract, LoopEvent):
         config = contract.config
+        # The policy's parameters, then the loop's own settings as 'loop.<field>' entries.
+        entries = list(config.parameters) + [
+            ('loop.unverified_after_ns', config.unverified_after_ns),
+            ('loop.unverified_max_level', config.unverified_max_level)]
         message = types[f'{PKG}/msg/FeedbackEvent'](
             header(contract.stamp_ns, ''), {RESET: 1, CONFIGURATION: 2}[contract.kind],
             contract.cause, contract.detail, config.policy,
-            [name for name, _ in config.parameters],
-            [json.dumps(value) for _, value in config.parameters], config.max_history,
+            [name for name, _ in entries],
+            [json.dumps(value) for _, value in entries], config.max_history,
             config.outcome_buffer_size, config.time_jump_tolerance_ns, 1)
     else:
         history = contract.calibration_history

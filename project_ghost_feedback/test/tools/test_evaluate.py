@@ -155,6 +155,10 @@ def test_an_mcap_ros2_pose_reference_evaluates(tmp_path):
     ('missing', 'no reference topic /nope in the bag'),
     ('wrong_type', 'estimate topic /ground_truth has type geometry_msgs/msg/PoseStamped'),
     ('no_overlap', 'do not overlap in time'),
+    # Every estimate refused (all-zero covariance): no verdict, the reasons named.
+    ('nothing_paired', '0 of 30 estimates paired with a reference (150 references); '
+                       'estimates dropped: covariance_all_zero 30'),
+    ('bad_tf_topics', '--tf-topics must be two absolute topics TF,TF_STATIC'),
 ])
 def test_bad_inputs_give_one_line_and_exit_2(tmp_path, capsys, case, expected):
     """A missing topic, a wrong type, inputs that never overlap: one line on stderr, exit 2."""
@@ -163,6 +167,14 @@ def test_bad_inputs_give_one_line_and_exit_2(tmp_path, capsys, case, expected):
         bag = write_rosbags_bag(tmp_path / 'bag', samples, POSE,
                                 shift_reference_ns=3_600_000_000_000)
         status = evaluate(bag, tmp_path / 'out')
+    elif case == 'nothing_paired':
+        for sample in samples:
+            sample.pose_covariance = np.zeros((6, 6))
+        bag = write_rosbags_bag(tmp_path / 'bag', samples, POSE)
+        status = evaluate(bag, tmp_path / 'out', '--no-plot')
+    elif case == 'bad_tf_topics':
+        bag = write_rosbags_bag(tmp_path / 'bag', samples, POSE)
+        status = evaluate(bag, tmp_path / 'out', '--tf-topics', 'robot1/tf')
     else:
         bag = write_rosbags_bag(tmp_path / 'bag', samples, POSE)
         if case == 'missing':

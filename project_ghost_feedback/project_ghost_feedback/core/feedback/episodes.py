@@ -59,6 +59,8 @@ REASON_WORDS = {
     'infinite_mahalanobis': 'contradicted (an infinite distance)',
     'downgrade_from_calibration': 'downgraded by the calibration',
     'no_outcomes_yet': 'no outcomes yet',
+    'unverified_no_outcomes': 'unverified (no outcome since the start)',
+    'unverified_no_recent_outcomes': 'unverified (no recent outcome)',
 }
 """A policy's reason in words, for the first line of a summary (others: underscores as spaces)."""
 
@@ -99,6 +101,16 @@ def _estimates_text(estimates: dict[str, OverconfidenceEstimate | None] | None) 
     return ', '.join(parts) or 'k not known (empty window)'
 
 
+def _error_text(error: Mapping[str, object] | None) -> str:
+    """Return ``; error RMSE 0.123 m, 1.23 deg (n outcomes)``, or '' without outcomes."""
+    if not error or not error.get('pairs'):
+        return ''
+    position, rotation = error['position_m'], error['rotation_deg']
+    assert isinstance(position, dict) and isinstance(rotation, dict)
+    return (f'; error RMSE {position["rmse"]:.3f} m, {rotation["rmse"]:.2f} deg (max '
+            f'{position["max"]:.3f} m, {rotation["max"]:.2f} deg; {error["pairs"]} outcomes)')
+
+
 def _estimates_dict(estimates: dict[str, OverconfidenceEstimate | None] | None,
                     ) -> dict[str, dict[str, float | str | int] | None] | None:
     if estimates is None:
@@ -119,6 +131,9 @@ class Episode:
     assessments: int
     ongoing: bool
     overconfidence: dict[str, OverconfidenceEstimate | None] | None
+    error: dict[str, object] | None = None
+    """The outcomes' error during the episode (:meth:`PoseErrorStatistics.as_dict`: position in
+    m, rotation in deg), when the tracker was given outcomes (:meth:`EpisodeTracker.outcome`)."""
 
     @property
     def duration_s(self) -> float:
@@ -136,6 +151,7 @@ class Episode:
             'reason': self.reason, 'reasons': list(self.reasons),
             'assessments': self.assessments, 'ongoing': self.ongoing,
             'overconfidence': _estimates_dict(self.overconfidence),
+            'error': self.error,
             'description': self.describe(origin_ns),
         }
 
@@ -149,14 +165,14 @@ class Episode:
         until = f'to the end at {end:.1f} s' if self.ongoing else f'to {end:.1f} s'
         return (f'{reason_words(self.reason)} from {start:.1f} s {until} '
                 f'({self.duration_s:.1f} s, {self.level.name} below raw {self.raw_level.name}): '
-                f'peak {_estimates_text(self.overconfidence)}')
+                f'peak {_estimates_text(self.overconfidence)}{_error_text(self.error)}')
 
 
 class _Open:
     """The episode being built."""
 
-    __slots__ = ('assessments', 'level', 'peak', 'peak_k2', 'raw_level', 'reason', 'reasons',
-                 'start_ns')
+    __slots__ = ('assessments', 'errors', 'level', 'peak', 'peak_k2', 'raw_level', 'reason',
+                 'reasons', 'start_ns')
 
     def __init__(self, calibrated: CalibratedSelfAssessment) -> None:
         self.start_ns = calibrated.raw_assessment.belief_stamp_sim_ns
@@ -167,6 +183,7 @@ class _Open:
         self.assessments = 0
         self.peak: list[tuple[float, ...] | None] = [None, None]
         self.peak_k2 = [-1.0, -1.0]
+        self.errors: PoseErrorStatistics | None = None
 
     def add(self, calibrated: CalibratedSelfAssessment) -> None:
         self.assessments += 1
@@ -194,7 +211,8 @@ class _Open:
                          else estimate_from_squared_distances(values)
                          for name, values in zip(VEC3_NAMES, self.peak)}
         return Episode(self.start_ns, end_ns, self.level, self.raw_level, self.reason,
-                       tuple(self.reasons), self.assessments, ongoing, estimates)
+                       tuple(self.reasons), self.assessments, ongoing, estimates,
+                       None if self.errors is None else self.errors.as_dict())
 
 
 class EpisodeTracker:
@@ -206,8 +224,8 @@ class EpisodeTracker:
     :attr:`downgraded_s` count them all). Streaming and bounded: the audit feeds it whole bags.
     """
 
-    __slots__ = ('_closed', '_closed_ns', '_open', 'count', 'first_stamp_ns', 'last_stamp_ns',
-                 'limit')
+    __slots__ = ('_closed', '_closed_ns', '_open', '_recent', 'count', 'first_stamp_ns',
+                 'last_stamp_ns', 'limit')
 
     def __init__(self, limit: int | None = None) -> None:
         if limit is not None and (type(limit) is not int or limit < 0):
@@ -220,9 +238,20 @@ class EpisodeTracker:
         """Episodes seen (closed and open), also beyond ``limit``."""
         self.first_stamp_ns: int | None = None
         self.last_stamp_ns: int | None = None
+        self._recent: list[PredictionOutcome] = []
+
+    def outcome(self, outcome: PredictionOutcome) -> None:
+        """Take an outcome (optional): episodes then carry the error of their outcomes.
+
+        An episode's outcomes are those handed over after the assessment before it opened (the
+        evidence that opened it) until it closes.
+        """
+        if len(self._recent) < 100_000:  # bounded if no assessment ever comes
+            self._recent.append(outcome)
 
     def add(self, calibrated: CalibratedSelfAssessment) -> None:
         """Take the next calibrated assessment."""
+        recent, self._recent = self._recent, []
         stamp = calibrated.raw_assessment.belief_stamp_sim_ns
         if self.first_stamp_ns is None:
             self.first_stamp_ns = stamp
@@ -233,6 +262,11 @@ class EpisodeTracker:
                 self.count += 1
                 current = self._open = _Open(calibrated)
             current.add(calibrated)
+            if recent:
+                if current.errors is None:
+                    current.errors = PoseErrorStatistics()
+                for outcome in recent:
+                    current.errors.add(outcome.position_error_m, outcome.orientation_error_rad)
         elif current is not None:
             self._closed_ns += stamp - current.start_ns
             self._keep(current.close(stamp, ongoing=False))
