@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 import math
 
+from ._validation import TAXONOMY_MAX_LEN, TAXONOMY_PATTERN
 from .feedback.chi_square import (
     chi_square_quantile,
     chi_square_survival,
@@ -194,7 +195,7 @@ def check_layout(innovation: Sequence[float], covariance: Sequence[float],
 
 def block_distances(innovation: Sequence[float], covariance: Sequence[float],
                     kinds: Sequence[int]) -> tuple[float | None, float | None]:
-    """Return ``(d3_position, d3_orientation)`` of one innovation; ``None`` for a block not reported.
+    """Return ``(d3_position, d3_orientation)`` of one innovation (``None``: block not reported).
 
     Each block is whitened with its own block of ``S`` (the marginal covariance of its
     components), its ``chi(m_b)`` distance mapped onto ``chi(3)`` (:func:`chi_to_chi3`).
@@ -246,9 +247,9 @@ class _SourceState:
     pending: tuple[int, float, tuple[float, float, float]] | None = None
 
 
-def _is_taxonomy(name: str) -> bool:
-    return 0 < len(name) <= 64 and name[0].isascii() and name[0].islower() and all(
-        c.isascii() and (c.islower() or c.isdigit() or c == '_') for c in name)
+def is_source_name(name: str) -> bool:
+    """Return True for a valid source name: taxonomy, ``[a-z][a-z0-9_]*``, 1-64 characters."""
+    return 0 < len(name) <= TAXONOMY_MAX_LEN and TAXONOMY_PATTERN.fullmatch(name) is not None
 
 
 @dataclass
@@ -277,7 +278,7 @@ class InnovationPairing:
              covariance: Sequence[float], kinds: Sequence[int], rejected_by_filter: bool = False,
              frame_id: str = '') -> InnovationOutcome | None | str:
         """Take one innovation; return an outcome row, ``None`` (pending) or a refusal reason."""
-        if not _is_taxonomy(source):
+        if not is_source_name(source):
             return self._refuse('bad_source')
         try:
             d_position, d_orientation = block_distances(innovation, covariance, kinds)
@@ -319,6 +320,6 @@ class InnovationPairing:
 
 __all__ = [
     'block_distances', 'check_layout', 'chi_to_chi3', 'cholesky',
-    'InnovationOutcome', 'InnovationPairing', 'InnovationRefused', 'KIND_ORIENTATION',
-    'KIND_POSITION', 'MAX_COMPONENTS', 'REFUSAL_REASONS', 'whitened_distance',
+    'InnovationOutcome', 'InnovationPairing', 'InnovationRefused', 'is_source_name',
+    'KIND_ORIENTATION', 'KIND_POSITION', 'MAX_COMPONENTS', 'REFUSAL_REASONS', 'whitened_distance',
 ]

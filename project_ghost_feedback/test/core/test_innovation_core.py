@@ -17,7 +17,7 @@ from project_ghost_feedback.core.innovation import (
     whitened_distance,
 )
 
-P, O = KIND_POSITION, KIND_ORIENTATION
+P, OR = KIND_POSITION, KIND_ORIENTATION
 
 
 @pytest.mark.parametrize('dof', [1, 2, 4, 5, 6])
@@ -61,9 +61,9 @@ def test_blocks_are_judged_apart_and_missing_ones_stay_missing():
     cov = [0.0] * 36
     for i in range(6):
         cov[i * 7] = 4.0
-    pos, ori = block_distances([2.0, 0, 0, 0, 0, 2.0], cov, [P, P, P, O, O, O])
+    pos, ori = block_distances([2.0, 0, 0, 0, 0, 2.0], cov, [P, P, P, OR, OR, OR])
     assert pos == pytest.approx(1.0) and ori == pytest.approx(1.0)
-    pos, ori = block_distances([3.0], [9.0], [O])
+    pos, ori = block_distances([3.0], [9.0], [OR])
     assert pos is None and ori == pytest.approx(chi_to_chi3(1.0, 1))
 
 
@@ -104,7 +104,7 @@ def test_one_block_sources_pair_consecutive_innovations_and_never_mix():
     assert pairing.push('b', 2, [2.0, 0.0, 0.0], [1, 0, 0, 0, 1, 0, 0, 0, 1], [P] * 3) is None
     row = pairing.push('a', 3, [0.0, 3.0, 0.0], [1, 0, 0, 0, 1, 0, 0, 0, 1], [P] * 3)
     assert row == InnovationOutcome('a', 1, 3, 1.0, 3.0, (1.0, 0.0, 0.0), (0.0, 3.0, 0.0))
-    both = pairing.push('c', 5, [1.0, 2.0], [1.0, 0.0, 0.0, 4.0], [P, O])
+    both = pairing.push('c', 5, [1.0, 2.0], [1.0, 0.0, 0.0, 4.0], [P, OR])
     assert isinstance(both, InnovationOutcome)
     assert both.prediction_stamp_ns == both.observed_stamp_ns == 5
     assert both.position_error == (1.0, 0.0, 0.0) and both.orientation_error == (2.0, 0.0, 0.0)
