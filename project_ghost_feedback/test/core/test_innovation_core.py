@@ -109,3 +109,35 @@ def test_one_block_sources_pair_consecutive_innovations_and_never_mix():
     assert both.prediction_stamp_ns == both.observed_stamp_ns == 5
     assert both.position_error == (1.0, 0.0, 0.0) and both.orientation_error == (2.0, 0.0, 0.0)
     assert pairing.outcomes == 2 and pairing.accepted == 4
+
+
+def test_one_block_outcomes_have_the_law_the_policies_rates_assume():
+    """Honest 2-D innovations (correlated S) -> rows of two independent chi(3) distances.
+
+    The policies' stated false-alarm rates are functions of that law: each slot's d^2 has mean 3,
+    the slots are uncorrelated, and max(d_p, d_o) > 3 with probability 0.05772 (docs/policies.md).
+    Monte Carlo, 4 standard errors.
+    """
+    rng = random.Random(11)
+    s = [2.0, 0.6, 0.6, 0.5]
+    chol = [[math.sqrt(2.0), 0.0], [0.6 / math.sqrt(2.0), 0.0]]
+    chol[1][1] = math.sqrt(0.5 - chol[1][0] ** 2)
+    pairing = InnovationPairing()
+    rows = []
+    for n in range(8000):
+        g = (rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0))
+        e = [chol[0][0] * g[0], chol[1][0] * g[0] + chol[1][1] * g[1]]
+        row = pairing.push('gnss', n, e, s, [P, P])
+        if isinstance(row, InnovationOutcome):
+            rows.append((row.position_mahalanobis ** 2, row.orientation_mahalanobis ** 2))
+    n = len(rows)
+    assert n == 4000
+    for slot in (0, 1):
+        mean = sum(r[slot] for r in rows) / n
+        assert abs(mean - 3.0) < 4.0 * math.sqrt(6.0 / n)
+    mp = sum(r[0] for r in rows) / n
+    mo = sum(r[1] for r in rows) / n
+    cov = sum((r[0] - mp) * (r[1] - mo) for r in rows) / n
+    assert abs(cov / 6.0) < 4.0 / math.sqrt(n)
+    beyond = sum(max(r) > 9.0 for r in rows) / n
+    assert abs(beyond - 0.05772) < 4.0 * math.sqrt(0.05772 * 0.94228 / n)
