@@ -23,7 +23,7 @@ import random
 import statistics
 import time
 
-from project_ghost_feedback.core import BeliefSelfAssessment, PredictionOutcome
+from project_ghost_feedback.core import BeliefSelfAssessment, NS_PER_S, PredictionOutcome
 from project_ghost_feedback.core import SelfAssessmentLevel
 from project_ghost_feedback.core.innovation import (
     InnovationOutcome,
@@ -34,7 +34,7 @@ from project_ghost_feedback.core.innovation import (
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
 
 RATE_HZ = 10
-PERIOD_NS = 10**9 // RATE_HZ
+PERIOD_NS = NS_PER_S // RATE_HZ
 R = 1.0
 Q = 1e-4
 KNOWN = SelfAssessmentLevel.KNOWN
@@ -85,7 +85,7 @@ def run(kinds, seed, seconds, fault_at_s=None, k=1.0, stop_level=None):
     levels = []
     for n in range(1, seconds * RATE_HZ + 1):
         stamp = n * PERIOD_NS
-        if fault_at_s is not None and stamp >= fault_at_s * 10**9:
+        if fault_at_s is not None and stamp >= fault_at_s * NS_PER_S:
             kf.k = k
         e, s = kf.step()
         cov = [s[i] if i == j else 0.0 for i in range(m) for j in range(m)]
@@ -97,8 +97,8 @@ def run(kinds, seed, seconds, fault_at_s=None, k=1.0, stop_level=None):
             row.orientation_error, row.position_mahalanobis, row.orientation_mahalanobis))
         step = loop.assessment(BeliefSelfAssessment(row.observed_stamp_ns, KNOWN))
         level = step.calibrated.adjusted_overall_level
-        levels.append((stamp / 1e9, level))
-        if stop_level is not None and fault_at_s is not None and stamp >= fault_at_s * 1e9 \
+        levels.append((stamp / NS_PER_S, level))
+        if stop_level is not None and fault_at_s is not None and stamp >= fault_at_s * NS_PER_S \
                 and level.confidence_rank <= stop_level.confidence_rank:
             break
     return levels

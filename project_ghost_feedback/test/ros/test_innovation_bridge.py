@@ -14,6 +14,7 @@ import random
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray
+from project_ghost_feedback.core import NS_PER_S
 from project_ghost_feedback.ros.feedback_node import FeedbackNode
 from project_ghost_feedback.ros.innovation_bridge_node import InnovationBridgeNode
 from project_ghost_feedback_msgs.msg import CalibratedSelfAssessment, Innovation
@@ -23,7 +24,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 RATE_HZ = 10
-PERIOD_NS = 10**9 // RATE_HZ
+PERIOD_NS = NS_PER_S // RATE_HZ
 Q = 1e-4     # process noise variance per step, m^2
 R = 1.0      # true measurement noise variance, m^2
 QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
@@ -93,7 +94,7 @@ class Rig:
 
     def publish(self, stamp_ns, innovation, s_diag, source='gnss'):
         msg = Innovation()
-        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 10**9)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, NS_PER_S)
         msg.header.frame_id = 'map'
         msg.source = source
         msg.innovation = [float(v) for v in innovation]
