@@ -259,8 +259,15 @@ class InnovationPairing:
     ``push`` returns an :class:`InnovationOutcome`, ``None`` (accepted, waiting for the second
     innovation of a one-block source), or the refusal reason (a ``str``). ``accepted``,
     ``refused`` (by reason) and ``outcomes`` count every push. ``reset()`` forgets every source.
+
+    Time going back: a stamp below the source's previous one by at most ``jump_tolerance_ns``
+    is refused (``stamp_backwards``: out of order); by more, the source restarted (a simulator
+    reset, a replayed log): its state (layout, pending innovation) is forgotten, the innovation
+    starts it again, and ``source_resets`` counts it.
     """
 
+    jump_tolerance_ns: int = 5_000_000_000
+    source_resets: int = 0
     accepted: int = 0
     outcomes: int = 0
     refused: dict[str, int] = field(default_factory=dict)
@@ -286,6 +293,10 @@ class InnovationPairing:
             return self._refuse(refused.reason)
         layout = tuple(kinds)
         state = self._sources.get(source)
+        if state is not None and stamp_ns < state.last_stamp_ns - self.jump_tolerance_ns:
+            del self._sources[source]
+            self.source_resets += 1
+            state = None
         if state is not None and state.layout != layout:
             return self._refuse('layout_changed')
         if state is not None and stamp_ns < state.last_stamp_ns:

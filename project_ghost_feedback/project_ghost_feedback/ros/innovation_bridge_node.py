@@ -138,6 +138,7 @@ class InnovationBridgeNode(Node):
             'outcomes_published': self.published_outcomes,
             'innovations_refused': total,
             'innovations_other_source': self.other_source,
+            'source_resets': self.pairing.source_resets,
         }
         for reason in (*REFUSAL_REASONS, *sorted(set(refused) - set(REFUSAL_REASONS))):
             values[f'innovations_refused[{reason}]'] = refused.get(reason, 0)

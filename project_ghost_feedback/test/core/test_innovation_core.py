@@ -141,3 +141,12 @@ def test_one_block_outcomes_have_the_law_the_policies_rates_assume():
     assert abs(cov / 6.0) < 4.0 / math.sqrt(n)
     beyond = sum(max(r) > 9.0 for r in rows) / n
     assert abs(beyond - 0.05772) < 4.0 * math.sqrt(0.05772 * 0.94228 / n)
+
+
+def test_a_source_whose_time_jumps_back_restarts_out_of_order_is_refused():
+    pairing = InnovationPairing(jump_tolerance_ns=1000)
+    assert pairing.push('gnss', 10_000, [1.0], [1.0], [P]) is None        # pending
+    assert pairing.push('gnss', 9_500, [1.0], [1.0], [P]) == 'stamp_backwards'
+    assert pairing.push('gnss', 100, [1.0, 0.0], [1.0, 0, 0, 1.0], [P, OR]) is not None
+    assert pairing.source_resets == 1  # forgot the pending one and the old layout
+    assert pairing.refused == {'stamp_backwards': 1}
