@@ -35,6 +35,7 @@ setup(
         'console_scripts': [
             'feedback_node = project_ghost_feedback.ros.feedback_node:main',
             'outcome_bridge = project_ghost_feedback.ros.outcome_bridge_node:main',
+            'innovation_bridge = project_ghost_feedback.ros.innovation_bridge_node:main',
             'ghost-feedback = project_ghost_feedback.cli:main',
         ],
     },

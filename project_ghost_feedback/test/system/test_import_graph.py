@@ -21,7 +21,8 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / 'project_ghost_feedback'
 
 LAYERS = (
     ('core',),
-    ('msg_decoding', 'safe_io', 'analysis', 'parameter_spec', 'plots'),
+    ('msg_decoding', 'safe_io', 'analysis', 'parameter_spec', 'plots', 'px4_aid_source',
+     'navsat_reference'),
     ('bridge',),
     ('sim', 'telemetry'),
     ('bridge_inputs',),

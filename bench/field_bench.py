@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Field bench: innovation sources through the feedback loop, per source (docs/field.md).
+
+A Kalman filter per source (independent scalar filters, random-walk state, q = 1e-4 r per step,
+10 Hz of stamp time) publishes innovations; ``core/innovation.py``'s InnovationPairing turns
+them into outcomes and ``core/loop.py``'s FeedbackLoop (the feedback node's loop, default policy)
+judges them, one claim (KNOWN) per outcome: the node's path without DDS. Per source:
+
+- false downgrades: the fraction of honest starts downgraded within 60 s (binomial standard
+  error) and the rate per hour of honest stream (first downgrades / hours observed, Poisson
+  standard error);
+- detection delay: seconds from the moment the measurement noise becomes k times (standard
+  deviation) what the filter claims to the first UNCERTAIN-or-worse (k = 1.5) and to UNKNOWN
+  (k = 3), after 10 s honest; mean +- standard error and median over runs.
+
+Prints a markdown table. ``--quick`` for a short run. Figures only, never a gate.
+"""
+
+import argparse
+import math
+import random
+import statistics
+import time
+
+from project_ghost_feedback.core import BeliefSelfAssessment, NS_PER_S, PredictionOutcome
+from project_ghost_feedback.core import SelfAssessmentLevel
+from project_ghost_feedback.core.innovation import (
+    InnovationOutcome,
+    InnovationPairing,
+    KIND_ORIENTATION,
+    KIND_POSITION,
+)
+from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
+
+RATE_HZ = 10
+PERIOD_NS = NS_PER_S // RATE_HZ
+R = 1.0
+Q = 1e-4
+KNOWN = SelfAssessmentLevel.KNOWN
+UNKNOWN = SelfAssessmentLevel.UNKNOWN
+P, OR = KIND_POSITION, KIND_ORIENTATION
+SOURCES = {
+    # name: component kinds (what the filter reports)
+    'position_3d (GNSS-like)': (P, P, P),
+    'planar_2d (x, y)': (P, P),
+    'scalar_1d (one aid source axis)': (P,),
+    'pose_6d (two blocks)': (P, P, P, OR, OR, OR),
+}
+
+
+class Filter:
+    """Independent scalar Kalman filters; the true noise std is ``k`` times the claimed one."""
+
+    def __init__(self, rng, m):
+        self.rng = rng
+        self.truth = [0.0] * m
+        self.estimate = [0.0] * m
+        self.variance = [1.0] * m
+        self.k = 1.0
+
+    def step(self):
+        e, s = [], []
+        for i in range(len(self.truth)):
+            self.truth[i] += self.rng.gauss(0.0, math.sqrt(Q))
+            z = self.truth[i] + self.rng.gauss(0.0, self.k * math.sqrt(R))
+            predicted = self.variance[i] + Q
+            s_i = predicted + R
+            innovation = z - self.estimate[i]
+            gain = predicted / s_i
+            self.estimate[i] += gain * innovation
+            self.variance[i] = (1.0 - gain) * predicted
+            e.append(innovation)
+            s.append(s_i)
+        return e, s
+
+
+def run(kinds, seed, seconds, fault_at_s=None, k=1.0, stop_level=None):
+    """Return [(stamp_s, level)] of every assessment (stops at ``stop_level`` after the fault)."""
+    rng = random.Random(seed)
+    m = len(kinds)
+    kf = Filter(rng, m)
+    pairing = InnovationPairing()
+    loop = FeedbackLoop(LoopConfig.make())
+    levels = []
+    for n in range(1, seconds * RATE_HZ + 1):
+        stamp = n * PERIOD_NS
+        if fault_at_s is not None and stamp >= fault_at_s * NS_PER_S:
+            kf.k = k
+        e, s = kf.step()
+        cov = [s[i] if i == j else 0.0 for i in range(m) for j in range(m)]
+        row = pairing.push('source', stamp, e, cov, kinds)
+        if not isinstance(row, InnovationOutcome):
+            continue
+        loop.outcome(PredictionOutcome(
+            row.prediction_stamp_ns, row.observed_stamp_ns, row.position_error,
+            row.orientation_error, row.position_mahalanobis, row.orientation_mahalanobis))
+        step = loop.assessment(BeliefSelfAssessment(row.observed_stamp_ns, KNOWN))
+        level = step.calibrated.adjusted_overall_level
+        levels.append((stamp / NS_PER_S, level))
+        if stop_level is not None and fault_at_s is not None and stamp >= fault_at_s * NS_PER_S \
+                and level.confidence_rank <= stop_level.confidence_rank:
+            break
+    return levels
+
+
+def false_downgrades(kinds, starts, seconds, seed0):
+    downgraded = 0
+    first_times = []
+    hours = 0.0
+    for i in range(starts):
+        levels = run(kinds, seed0 + i, seconds)
+        first = next((t for t, lv in levels if lv != KNOWN), None)
+        if first is not None:
+            downgraded += 1
+            first_times.append(first)
+        hours += (first if first is not None else seconds) / 3600.0
+    p = downgraded / starts
+    se = math.sqrt(p * (1 - p) / starts) if 0 < p < 1 else 0.0
+    per_hour = downgraded / hours
+    return p, se, per_hour, math.sqrt(downgraded) / hours, 3.0 / hours
+
+
+def delays(kinds, runs, k, stop_level, seed0, honest_s=10, after_s=60):
+    values = []
+    for i in range(runs):
+        levels = run(kinds, seed0 + i, honest_s + after_s, fault_at_s=honest_s, k=k,
+                     stop_level=stop_level)
+        hit = next((t for t, lv in levels if t >= honest_s
+                    and lv.confidence_rank <= stop_level.confidence_rank), None)
+        values.append(math.inf if hit is None else hit - honest_s)
+    finite = [v for v in values if math.isfinite(v)]
+    mean = statistics.mean(finite) if finite else math.inf
+    se = statistics.stdev(finite) / math.sqrt(len(finite)) if len(finite) > 1 else 0.0
+    return mean, se, statistics.median(values), len(values) - len(finite)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--quick', action='store_true', help='short run')
+    parser.add_argument('--starts', type=int, default=200, help='honest starts per source')
+    parser.add_argument('--runs', type=int, default=100, help='detection runs per k')
+    args = parser.parse_args()
+    starts = 20 if args.quick else args.starts
+    runs = 10 if args.quick else args.runs
+    print(f'field bench: {starts} honest starts x 60 s, {runs} detection runs per k, '
+          f'{RATE_HZ} Hz, default policy ({LoopConfig.make().policy})')
+    print()
+    print('| source | outcomes/s | starts downgraded in 60 s | false downgrades per hour | '
+          'k = 1.5: s to UNCERTAIN (mean +- se, median) | k = 3: s to UNKNOWN (mean +- se, '
+          'median) |')
+    print('|---|---|---|---|---|---|')
+    for name, kinds in SOURCES.items():
+        t0 = time.monotonic()
+        both = P in kinds and OR in kinds
+        p, p_se, per_hour, per_hour_se, zero_bound = false_downgrades(kinds, starts, 60, 1000)
+        rate = (f'{per_hour:.2f} +- {per_hour_se:.2f}' if per_hour else
+                f'0 (95% bound {zero_bound:.2f})')
+        d15 = delays(kinds, runs, 1.5, SelfAssessmentLevel.UNCERTAIN, 50_000)
+        d3 = delays(kinds, runs, 3.0, UNKNOWN, 90_000)
+
+        def fmt(d):
+            missed = f', {d[3]} not in 60 s' if d[3] else ''
+            return f'{d[0]:.2f} +- {d[1]:.2f}, {d[2]:.1f}{missed}'
+        print(f'| {name} | {RATE_HZ if both else RATE_HZ / 2:g} | {100 * p:.1f}% +- '
+              f'{100 * p_se:.1f} | {rate} | {fmt(d15)} | '
+              f'{fmt(d3)} |  <!-- {time.monotonic() - t0:.0f} s -->')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,336 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Kalman-filter innovations -> the policies' per-vec3 distances (stdlib only).
+
+An honest filter's innovation ``e`` (``m`` components, predicted covariance ``S``) has
+``e^T S^-1 e ~ chi-square(m)``, so its unsquared distance ``d ~ chi(m)``. The policies assume each
+vec3 distance of a calibrated outcome is ``chi(3)``. :func:`chi_to_chi3` maps ``d`` onto ``chi(3)``
+by a probability integral transform, ``d3 = F3^-1(Fm(d))``, computed through the survival
+functions above the median so that the tail is not lost to ``1 - p`` rounding: an honest filter's
+``d3`` has exactly the law the policies assume, and a filter that is ``k`` times overconfident
+still maps to a larger ``d3`` (the map is increasing). The map is the identity for ``m = 3``.
+
+:func:`block_distances` whitens each block (the components of one kind, position or orientation)
+with the Cholesky factor of its own block of ``S`` (stdlib, no numpy) and maps it; a block the
+filter does not report is ``None``, never invented. :class:`InnovationPairing` turns a stream of
+innovations into outcome rows, one engine for the live node and offline readers:
+
+- a source reporting both blocks gives one row per innovation (position, orientation);
+- a source reporting one block gives one row per **two consecutive** innovations of that source:
+  the earlier one's ``d3`` in the position slot, the later one's in the orientation slot. An
+  optimal filter's innovations are white, so the two are independent ``chi(3)`` and the row has
+  exactly the law the policies assume (two independent calibrated vec3 per outcome); nothing is
+  filled with a made-up value. ``docs/contracts.md``, "Innovations".
+
+Bad input raises nothing: :meth:`InnovationPairing.push` returns the refusal reason (one of
+:data:`REFUSAL_REASONS`) and counts it.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+import math
+
+from ._validation import TAXONOMY_MAX_LEN, TAXONOMY_PATTERN
+from .feedback.chi_square import (
+    chi_square_quantile,
+    chi_square_survival,
+    regularized_gammas,
+)
+
+MAX_COMPONENTS = 6
+KIND_POSITION = 1
+KIND_ORIENTATION = 2
+KINDS = (KIND_POSITION, KIND_ORIENTATION)
+
+REFUSAL_REASONS = (
+    'no_components',          # m == 0
+    'too_many_components',    # m > 6
+    'covariance_size',        # len(S) != m * m
+    'kinds_size',             # len(kinds) != m
+    'unknown_kind',           # a kind neither position nor orientation
+    'not_finite',             # NaN or inf in e or S
+    'not_symmetric',          # |S_ij - S_ji| above the tolerance
+    'not_positive_definite',  # a block's Cholesky factorisation fails
+    'layout_changed',         # the source reported another layout before
+    'stamp_backwards',        # stamp below the source's previous one
+    'rejected_by_filter',     # the filter's own gate rejected it: counted, not judged
+    'bad_source',             # source name not taxonomy
+)
+"""Every reason :meth:`InnovationPairing.push` can refuse an innovation with."""
+
+# Relative tolerance of the symmetry check: |S_ij - S_ji| <= tol * sqrt(S_ii S_jj) (+ tiny).
+SYMMETRY_TOLERANCE = 1e-9
+_THREE = 3
+
+
+class InnovationRefused(ValueError):
+    """An innovation that cannot be judged; ``reason`` is one of :data:`REFUSAL_REASONS`."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _log_chi_square_survival(x: float, dof: int) -> float:
+    """Return ``log P(X > x)``, ``X`` chi-square(``dof``); asymptotic where it underflows."""
+    q = chi_square_survival(x, dof)
+    if q > 1e-280:
+        return math.log(q)
+    a = dof / 2.0
+    y = x / 2.0
+    # Q(a, y) ~ y^(a-1) e^-y / Gamma(a) * (1 + (a-1)/y + (a-1)(a-2)/y^2 + ...), y >= 140 here.
+    series = 1.0 + (a - 1.0) / y + (a - 1.0) * (a - 2.0) / (y * y)
+    return (a - 1.0) * math.log(y) - y - math.lgamma(a) + math.log(series)
+
+
+def _chi_square_quantile_from_log_survival(log_q: float, dof: int) -> float:
+    """Return ``x`` with ``log P(X > x) == log_q`` (``log_q < log 0.5``), Newton on ``log x``."""
+    a = dof / 2.0
+    # Start from the asymptote x/2 ~ -log_q + (a-1) log(x/2) - lgamma(a) (two fixed-point steps).
+    y = max(1.0, -log_q)
+    for _ in range(3):
+        y = max(1.0, -log_q + (a - 1.0) * math.log(y) - math.lgamma(a))
+    u = math.log(2.0 * y)
+    for _ in range(200):
+        x = math.exp(u)
+        miss = _log_chi_square_survival(x, dof) - log_q  # decreasing in x
+        # d log Q / d u = -density(x) x / Q; density x = exp(a log(x/2) - x/2 - lgamma(a)).
+        log_slope = a * math.log(x / 2.0) - x / 2.0 - math.lgamma(a) - _log_chi_square_survival(
+            x, dof)
+        step = miss / math.exp(log_slope)
+        u_next = u + step
+        if abs(u_next - u) <= 1e-15 * max(1.0, abs(u)):
+            return math.exp(u_next)
+        u = u_next
+    return math.exp(u)
+
+
+def chi_to_chi3(distance: float, dof: int) -> float:
+    """Return ``F3^-1(F_dof(distance))``: an unsquared ``chi(dof)`` distance mapped onto ``chi(3)``.
+
+    ``distance >= 0`` (``+inf`` maps to ``+inf``), ``dof`` in 1..6. Below the median of
+    ``chi(dof)`` the quantile is taken from the cdf, above it from the survival function (in
+    logs where it underflows), so the tail keeps its relative precision.
+    """
+    if type(dof) is not int or not 1 <= dof <= MAX_COMPONENTS:
+        raise ValueError(f'dof must be an int in 1..{MAX_COMPONENTS}, got {dof!r}')
+    if not distance >= 0.0:
+        raise ValueError(f'distance must be >= 0, got {distance!r}')
+    if dof == _THREE or distance == 0.0 or distance == math.inf:
+        return distance
+    x = distance * distance
+    lower, upper = regularized_gammas(dof / 2.0, x / 2.0)
+    if lower <= 0.5:
+        if lower <= 0.0:  # underflow far in the lower tail: 0 stays the smallest value
+            return 0.0
+        return math.sqrt(chi_square_quantile(lower, _THREE))
+    if upper > 1e-3:  # 1 - upper is exact to ~1e-13 relative of upper here
+        return math.sqrt(chi_square_quantile(1.0 - upper, _THREE))
+    log_q = math.log(upper) if upper >= 1e-280 else _log_chi_square_survival(x, dof)
+    return math.sqrt(_chi_square_quantile_from_log_survival(log_q, _THREE))
+
+
+def cholesky(matrix: Sequence[float], m: int) -> list[list[float]]:
+    """Return the lower Cholesky factor of a symmetric ``m x m`` row-major matrix.
+
+    InnovationRefused('not_positive_definite') when a pivot is not positive (or not finite).
+    """
+    lower = [[0.0] * m for _ in range(m)]
+    for i in range(m):
+        for j in range(i + 1):
+            total = matrix[i * m + j] - sum(lower[i][k] * lower[j][k] for k in range(j))
+            if i == j:
+                if not total > 0.0 or not math.isfinite(total):
+                    raise InnovationRefused(
+                        'not_positive_definite',
+                        f'covariance is not positive definite (pivot {i}: {total!r})')
+                lower[i][i] = math.sqrt(total)
+            else:
+                lower[i][j] = total / lower[j][j]
+    return lower
+
+
+def whitened_distance(error: Sequence[float], matrix: Sequence[float]) -> float:
+    """Return the unsquared ``sqrt(e^T S^-1 e)`` by forward substitution with ``chol(S)``."""
+    m = len(error)
+    lower = cholesky(matrix, m)
+    white = [0.0] * m
+    for i in range(m):
+        white[i] = (error[i] - sum(lower[i][k] * white[k] for k in range(i))) / lower[i][i]
+    return math.sqrt(sum(w * w for w in white))
+
+
+def check_layout(innovation: Sequence[float], covariance: Sequence[float],
+                 kinds: Sequence[int]) -> None:
+    """Raise InnovationRefused for a malformed innovation (sizes, kinds, NaN, asymmetry)."""
+    m = len(innovation)
+    if m == 0:
+        raise InnovationRefused('no_components', 'innovation has no components')
+    if m > MAX_COMPONENTS:
+        raise InnovationRefused(
+            'too_many_components', f'innovation has {m} components, at most {MAX_COMPONENTS}')
+    if len(covariance) != m * m:
+        raise InnovationRefused(
+            'covariance_size',
+            f'covariance has {len(covariance)} values, {m} x {m} = {m * m} expected')
+    if len(kinds) != m:
+        raise InnovationRefused(
+            'kinds_size', f'component_kinds has {len(kinds)} values, {m} expected')
+    for kind in kinds:
+        if kind not in KINDS:
+            raise InnovationRefused(
+                'unknown_kind', f'component kind {kind!r} is neither position (1) nor '
+                'orientation (2)')
+    if not all(math.isfinite(v) for v in innovation) or not all(
+            math.isfinite(v) for v in covariance):
+        raise InnovationRefused('not_finite', 'innovation or covariance holds NaN or inf')
+    for i in range(m):
+        for j in range(i):
+            a, b = covariance[i * m + j], covariance[j * m + i]
+            scale = math.sqrt(abs(covariance[i * m + i] * covariance[j * m + j]))
+            if abs(a - b) > SYMMETRY_TOLERANCE * scale + 1e-300:
+                raise InnovationRefused(
+                    'not_symmetric', f'covariance is not symmetric: S[{i}][{j}] = {a!r}, '
+                    f'S[{j}][{i}] = {b!r}')
+
+
+def block_distances(innovation: Sequence[float], covariance: Sequence[float],
+                    kinds: Sequence[int]) -> tuple[float | None, float | None]:
+    """Return ``(d3_position, d3_orientation)`` of one innovation (``None``: block not reported).
+
+    Each block is whitened with its own block of ``S`` (the marginal covariance of its
+    components), its ``chi(m_b)`` distance mapped onto ``chi(3)`` (:func:`chi_to_chi3`).
+    InnovationRefused for malformed input (:func:`check_layout`) or a block that is not positive
+    definite.
+    """
+    check_layout(innovation, covariance, kinds)
+    m = len(innovation)
+    result: list[float | None] = []
+    for kind in KINDS:
+        index = [i for i in range(m) if kinds[i] == kind]
+        if not index:
+            result.append(None)
+            continue
+        error = [innovation[i] for i in index]
+        block = [covariance[i * m + j] for i in index for j in index]
+        result.append(chi_to_chi3(whitened_distance(error, block), len(index)))
+    return result[0], result[1]
+
+
+@dataclass(frozen=True)
+class InnovationOutcome:
+    """One outcome row: stamps, the two slots' ``chi(3)`` distances and the reported components.
+
+    ``position_error`` / ``orientation_error`` hold the reported components of the slot's
+    innovation block in order, zero-padded to 3 (the padding is not evidence: the policies use
+    only the distances). For a one-block source both slots hold that block, from two innovations.
+    """
+
+    source: str
+    prediction_stamp_ns: int
+    observed_stamp_ns: int
+    position_mahalanobis: float
+    orientation_mahalanobis: float
+    position_error: tuple[float, float, float]
+    orientation_error: tuple[float, float, float]
+    frame_id: str = ''
+
+
+def _padded(values: Sequence[float]) -> tuple[float, float, float]:
+    head = [float(v) for v in values[:3]] + [0.0] * max(0, 3 - len(values))
+    return head[0], head[1], head[2]
+
+
+@dataclass
+class _SourceState:
+    layout: tuple[int, ...]
+    last_stamp_ns: int
+    pending: tuple[int, float, tuple[float, float, float]] | None = None
+
+
+def is_source_name(name: str) -> bool:
+    """Return True for a valid source name: taxonomy, ``[a-z][a-z0-9_]*``, 1-64 characters."""
+    return 0 < len(name) <= TAXONOMY_MAX_LEN and TAXONOMY_PATTERN.fullmatch(name) is not None
+
+
+@dataclass
+class InnovationPairing:
+    """Innovations of any number of sources -> outcome rows, one source never mixed with another.
+
+    ``push`` returns an :class:`InnovationOutcome`, ``None`` (accepted, waiting for the second
+    innovation of a one-block source), or the refusal reason (a ``str``). ``accepted``,
+    ``refused`` (by reason) and ``outcomes`` count every push. ``reset()`` forgets every source.
+
+    Time going back: a stamp below the source's previous one by at most ``jump_tolerance_ns``
+    is refused (``stamp_backwards``: out of order); by more, the source restarted (a simulator
+    reset, a replayed log): its state (layout, pending innovation) is forgotten, the innovation
+    starts it again, and ``source_resets`` counts it.
+    """
+
+    jump_tolerance_ns: int = 5_000_000_000
+    source_resets: int = 0
+    accepted: int = 0
+    outcomes: int = 0
+    refused: dict[str, int] = field(default_factory=dict)
+    _sources: dict[str, _SourceState] = field(default_factory=dict)
+
+    def reset(self) -> None:
+        """Forget every source's layout, last stamp and pending innovation."""
+        self._sources.clear()
+
+    def _refuse(self, reason: str) -> str:
+        self.refused[reason] = self.refused.get(reason, 0) + 1
+        return reason
+
+    def push(self, source: str, stamp_ns: int, innovation: Sequence[float],
+             covariance: Sequence[float], kinds: Sequence[int], rejected_by_filter: bool = False,
+             frame_id: str = '') -> InnovationOutcome | None | str:
+        """Take one innovation; return an outcome row, ``None`` (pending) or a refusal reason."""
+        if not is_source_name(source):
+            return self._refuse('bad_source')
+        try:
+            d_position, d_orientation = block_distances(innovation, covariance, kinds)
+        except InnovationRefused as refused:
+            return self._refuse(refused.reason)
+        layout = tuple(kinds)
+        state = self._sources.get(source)
+        if state is not None and stamp_ns < state.last_stamp_ns - self.jump_tolerance_ns:
+            del self._sources[source]
+            self.source_resets += 1
+            state = None
+        if state is not None and state.layout != layout:
+            return self._refuse('layout_changed')
+        if state is not None and stamp_ns < state.last_stamp_ns:
+            return self._refuse('stamp_backwards')
+        if rejected_by_filter:
+            return self._refuse('rejected_by_filter')
+        if state is None:
+            state = self._sources[source] = _SourceState(layout, stamp_ns)
+        state.last_stamp_ns = stamp_ns
+        self.accepted += 1
+        if d_position is not None and d_orientation is not None:
+            pos = _padded([v for v, k in zip(innovation, kinds) if k == KIND_POSITION])
+            ori = _padded([v for v, k in zip(innovation, kinds) if k == KIND_ORIENTATION])
+            return self._emit(InnovationOutcome(
+                source, stamp_ns, stamp_ns, d_position, d_orientation, pos, ori, frame_id))
+        distance = d_position if d_position is not None else d_orientation
+        assert distance is not None
+        components = _padded(innovation)
+        if state.pending is None:
+            state.pending = (stamp_ns, distance, components)
+            return None
+        first_stamp, first_distance, first_components = state.pending
+        state.pending = None
+        return self._emit(InnovationOutcome(
+            source, first_stamp, stamp_ns, first_distance, distance, first_components,
+            components, frame_id))
+
+    def _emit(self, outcome: InnovationOutcome) -> InnovationOutcome:
+        self.outcomes += 1
+        return outcome
+
+
+__all__ = [
+    'block_distances', 'check_layout', 'chi_to_chi3', 'cholesky',
+    'InnovationOutcome', 'InnovationPairing', 'InnovationRefused', 'is_source_name',
+    'KIND_ORIENTATION', 'KIND_POSITION', 'MAX_COMPONENTS', 'REFUSAL_REASONS', 'whitened_distance',
+]

