@@ -696,11 +696,14 @@ def test_evaluate_does_not_pair_poses_of_different_bodies(tmp_path):
             [sys.executable, '-m', 'project_ghost_feedback.cli', 'evaluate', str(bag),
              '--estimate', ESTIMATE, '--reference', REFERENCE, '--output-dir', str(out),
              '--no-plot'] + extra, capture_output=True, text=True, timeout=300, env=_cli_env())
+        if name == 'unrelated':
+            # Nothing paired: evaluate cannot judge, exits 2 and names why in one line.
+            assert result.returncode == 2, result.stderr
+            assert '0 of 240 estimates paired' in result.stderr
+            assert 'child_frame_mismatch 240' in result.stderr
+            continue
         assert result.returncode == 0, result.stderr
         bridges[name] = json.loads((out / 'summary.json').read_text())['bridge']
-    unrelated = bridges['unrelated']
-    assert unrelated['paired'] == 0
-    assert unrelated['estimates_dropped']['child_frame_mismatch'] == unrelated['estimates']
     assert bridges['mapped']['paired'] > 0
     assert 'child_frame_mismatch' not in bridges['mapped']['estimates_dropped']
 

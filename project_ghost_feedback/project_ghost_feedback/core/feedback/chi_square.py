@@ -183,3 +183,67 @@ __all__ = [
     'chi_survival',
     'regularized_gammas',
 ]
+
+
+_THREE = 3
+_MAX_MAPPED_DOF = 6
+"""Largest number of components chi_to_chi3 maps (an innovation's 1..6)."""
+
+
+def _log_chi_square_survival(x: float, dof: int) -> float:
+    """Return ``log P(X > x)``, ``X`` chi-square(``dof``); asymptotic where it underflows."""
+    q = chi_square_survival(x, dof)
+    if q > 1e-280:
+        return math.log(q)
+    a = dof / 2.0
+    y = x / 2.0
+    # Q(a, y) ~ y^(a-1) e^-y / Gamma(a) * (1 + (a-1)/y + (a-1)(a-2)/y^2 + ...), y >= 140 here.
+    series = 1.0 + (a - 1.0) / y + (a - 1.0) * (a - 2.0) / (y * y)
+    return (a - 1.0) * math.log(y) - y - math.lgamma(a) + math.log(series)
+
+
+def _chi_square_quantile_from_log_survival(log_q: float, dof: int) -> float:
+    """Return ``x`` with ``log P(X > x) == log_q`` (``log_q < log 0.5``), Newton on ``log x``."""
+    a = dof / 2.0
+    # Start from the asymptote x/2 ~ -log_q + (a-1) log(x/2) - lgamma(a) (two fixed-point steps).
+    y = max(1.0, -log_q)
+    for _ in range(3):
+        y = max(1.0, -log_q + (a - 1.0) * math.log(y) - math.lgamma(a))
+    u = math.log(2.0 * y)
+    for _ in range(200):
+        x = math.exp(u)
+        miss = _log_chi_square_survival(x, dof) - log_q  # decreasing in x
+        # d log Q / d u = -density(x) x / Q; density x = exp(a log(x/2) - x/2 - lgamma(a)).
+        log_slope = a * math.log(x / 2.0) - x / 2.0 - math.lgamma(a) - _log_chi_square_survival(
+            x, dof)
+        step = miss / math.exp(log_slope)
+        u_next = u + step
+        if abs(u_next - u) <= 1e-15 * max(1.0, abs(u)):
+            return math.exp(u_next)
+        u = u_next
+    return math.exp(u)
+
+
+def chi_to_chi3(distance: float, dof: int) -> float:
+    """Return ``F3^-1(F_dof(distance))``: an unsquared ``chi(dof)`` distance mapped onto ``chi(3)``.
+
+    ``distance >= 0`` (``+inf`` maps to ``+inf``), ``dof`` in 1..6. Below the median of
+    ``chi(dof)`` the quantile is taken from the cdf, above it from the survival function (in
+    logs where it underflows), so the tail keeps its relative precision.
+    """
+    if type(dof) is not int or not 1 <= dof <= _MAX_MAPPED_DOF:
+        raise ValueError(f'dof must be an int in 1..{_MAX_MAPPED_DOF}, got {dof!r}')
+    if not distance >= 0.0:
+        raise ValueError(f'distance must be >= 0, got {distance!r}')
+    if dof == _THREE or distance == 0.0 or distance == math.inf:
+        return distance
+    x = distance * distance
+    lower, upper = regularized_gammas(dof / 2.0, x / 2.0)
+    if lower <= 0.5:
+        if lower <= 0.0:  # underflow far in the lower tail: 0 stays the smallest value
+            return 0.0
+        return math.sqrt(chi_square_quantile(lower, _THREE))
+    if upper > 1e-3:  # 1 - upper is exact to ~1e-13 relative of upper here
+        return math.sqrt(chi_square_quantile(1.0 - upper, _THREE))
+    log_q = math.log(upper) if upper >= 1e-280 else _log_chi_square_survival(x, dof)
+    return math.sqrt(_chi_square_quantile_from_log_survival(log_q, _THREE))
