@@ -394,7 +394,11 @@ def test_feedback_launch_record_true_records_the_node_topics(tmp_path, processes
     wait_for_output(launch, subscribed(NODE_TOPICS[2:3]), 'record:=true')
     feeder = Feeder('')
     try:
-        feeder.wait_for(lambda msg: len(feeder.received) >= 5, 'with record:=true')
+        # The recorder subscribes to /prediction_outcome and /self_assessment/raw only once it
+        # discovers the feeder's publishers: wait for that, then for outputs after it.
+        wait_for_output(launch, subscribed(NODE_TOPICS[:3]), 'record:=true with a publisher')
+        start = len(feeder.received)
+        feeder.wait_for(lambda msg: len(feeder.received) >= start + 10, 'with record:=true')
     finally:
         feeder.close()
     code, output = stop(launch)
