@@ -102,7 +102,7 @@ def levels(policy, xp, xo, window=32, start_previous=None, underconfident=None):
     ``underconfident``, a list, receives the boolean array "reason underconfident_calibration".
     """
     st = statistics(policy, xp, xo, window)
-    h_in = policy.significant_threshold
+    h_in = getattr(policy, 'threshold_in_use', policy.significant_threshold)
     h_out = policy.significant_exit_threshold
     streams, length = xp.shape
     out = np.empty((streams, length), dtype=np.int8)

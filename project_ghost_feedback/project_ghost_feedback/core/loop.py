@@ -124,6 +124,26 @@ def future_stamp_detail(kind: str, stamp: int, now_ns: int | None,
             f'clock (tolerance {tolerance_ns / NS_PER_S:g} s)')
 
 
+RATE_MIN_OUTCOMES = 8
+"""Outcomes a window needs before :func:`window_rate_hz` measures a rate."""
+
+
+def window_rate_hz(window: Sequence[PredictionOutcome]) -> float | None:
+    """Return the outcome rate of a judged window, ``(n - 1) / span`` of its observed stamps.
+
+    None with fewer than :data:`RATE_MIN_OUTCOMES` outcomes or a zero span (the policy then
+    assumes its most conservative rate). A function of the window only, so replay derives the
+    same rate, and the threshold it gives, as the node.
+    """
+    n = len(window)
+    if n < RATE_MIN_OUTCOMES:
+        return None
+    span = window[-1].observed_stamp_sim_ns - window[0].observed_stamp_sim_ns
+    if span <= 0:
+        return None
+    return (n - 1) * NS_PER_S / span
+
+
 def went_back(stamp: int, newest: int, tolerance_ns: int) -> bool:
     """Return True when ``stamp`` lies more than ``tolerance_ns`` before ``newest``.
 
@@ -348,7 +368,7 @@ class FeedbackLoop:
     """The feedback loop of one node (or one replay): see the module documentation."""
 
     __slots__ = ('_config', '_first_belief', '_held', '_history_schema', '_newest_belief',
-                 '_policy', '_window', 'hold_ns', 'previous')
+                 '_policy', '_window', 'hold_ns', 'outcome_rate_hz', 'policy_in_use', 'previous')
 
     def __init__(self, config: LoopConfig, *, hold_ns: int = 0,
                  history_schema_version: int = HISTORY_SCHEMA_SQUARED_DISTANCES) -> None:
@@ -368,6 +388,10 @@ class FeedbackLoop:
         """The policy's CalibratedSelfAssessment of the last assessment since the last reset (or
         None): what a hysteresis policy follows (before the unverified rule, which is not the
         policy's state)."""
+        self.outcome_rate_hz: float | None = None
+        """The outcome rate measured on the last judged window (:func:`window_rate_hz`)."""
+        self.policy_in_use: CalibrationAdjustmentPolicy = self._policy
+        """The policy object the last assessment was judged by (its budget spent at the rate)."""
 
     @property
     def config(self) -> LoopConfig:
@@ -436,8 +460,14 @@ class FeedbackLoop:
             return Step(refusal=refusal)
         config = self._config
         judged = self._window.causal_window(stamp, config.max_history)
+        policy = self._policy
+        at_rate = getattr(policy, 'at_rate', None)
+        if at_rate is not None:
+            self.outcome_rate_hz = window_rate_hz(judged)
+            policy = at_rate(self.outcome_rate_hz)
+        self.policy_in_use = policy
         calibrated = assess_with_feedback(
-            raw, judged, self._policy, config.max_history, previous=self.previous,
+            raw, judged, policy, config.max_history, previous=self.previous,
             history_schema_version=self._history_schema)
         self.previous = calibrated
         if newest is None or stamp > newest:

@@ -104,6 +104,38 @@ def _require_float(owner: str, field: str, value: object, low: float, high: floa
     return value
 
 
+DEFAULT_FALSE_ALARM_BUDGET_PER_DAY = 1.0
+"""At most one false downgrade episode per 24 h of honest operation (``docs/policies.md``)."""
+SECONDS_PER_DAY = 86_400
+MIN_OUTCOME_RATE_HZ = 0.01
+MAX_OUTCOME_RATE_HZ = 1000.0
+RATE_MIN_OUTCOMES = 8
+"""Outcomes in the window before the loop measures the rate (fewer: MAX_OUTCOME_RATE_HZ)."""
+
+
+def budget_threshold(budget_per_day: float, rate_hz: float) -> float:
+    """Return the one-step threshold ``h = ln(ARL0)`` for ``budget_per_day`` at ``rate_hz``.
+
+    ``ARL0 = 86400 * rate_hz / budget_per_day`` outcomes between false alarms. For Page's CUSUM of
+    a log-likelihood ratio the in-control run length is at least ``exp(h)`` (Lorden 1971), so
+    ``h = ln(ARL0)`` keeps the false-alarm rate within the budget whatever ``design_overconfidence``
+    and ``degrees_of_freedom``; the window limit only lengthens the run. For the defaults the exact
+    run length is ``exp(h + 1.96)`` (``analysis/cusum_limits.py``): about 7x the budget's, margin
+    the hysteresis' restarts and the whitening's estimation error use (measured:
+    ``bench/whitening_bench.py``).
+    """
+    return max(math.log(SECONDS_PER_DAY * rate_hz / budget_per_day), 0.1)
+
+
+def quantized_rate(rate_hz: float | None) -> float:
+    """Return ``rate_hz`` clamped to the range and rounded to 1/8 octave (None: the maximum)."""
+    if rate_hz is None or not math.isfinite(rate_hz) or rate_hz <= 0.0:
+        return MAX_OUTCOME_RATE_HZ
+    rate = min(max(rate_hz, MIN_OUTCOME_RATE_HZ), MAX_OUTCOME_RATE_HZ)
+    return min(max(2.0 ** (round(math.log2(rate) * 8.0) / 8.0), MIN_OUTCOME_RATE_HZ),
+               MAX_OUTCOME_RATE_HZ)
+
+
 _Key = tuple[int, float, float, float, float, float, float, float]
 """(dof, gross, gross_exit, calibrated, confidence, under_p, cap, gross_alpha): what the
 thresholds depend on."""
@@ -164,6 +196,8 @@ class Vec3ScalePolicy:
     underconfidence_probability: float = 0.001
     degrees_of_freedom: int = 3
     max_window: int = 64
+    false_alarm_budget_per_day: float = DEFAULT_FALSE_ALARM_BUDGET_PER_DAY
+    outcome_rate_hz: float = 0.0
 
     PARAMETER_RANGES = {
         'design_overconfidence': ((1.0, 10.0), 'Overconfidence factor k1 the one-step CUSUM is '
@@ -204,6 +238,14 @@ class Vec3ScalePolicy:
                                'for a planar robot), in 1..3.'),
         'max_window': ((1, MAX_WINDOW), 'Thresholds are tabulated at construction up to this '
                        'window size (computed on demand beyond), in 1..128.'),
+        'false_alarm_budget_per_day': ((0.0, 1000.0), 'False downgrade episodes allowed per 24 h '
+                                       'of honest operation: the one-step threshold follows from '
+                                       'it and the outcome rate (replaces '
+                                       'significant_threshold), in [1e-6, 1000], or 0 (off: '
+                                       'significant_threshold as set).'),
+        'outcome_rate_hz': ((0.0, MAX_OUTCOME_RATE_HZ), 'Outcome rate the budget is spent at: 0 '
+                            '(measured by the feedback loop from the window\'s stamps) or a '
+                            'fixed rate in [0.01, 1000] Hz.'),
     }
     """Field -> ((low, high), description) for the node's parameter descriptors."""
 
@@ -213,6 +255,7 @@ class Vec3ScalePolicy:
         _key: _Key = dataclasses.field(init=False)
         _rows: tuple[_Row, ...] = dataclasses.field(init=False)
         _fallback: OverconfidenceScalePolicy = dataclasses.field(init=False)
+        _h: float = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         owner = 'Vec3ScalePolicy'
@@ -239,6 +282,12 @@ class Vec3ScalePolicy:
             'underconfidence_probability': _require_float(
                 owner, 'underconfidence_probability', self.underconfidence_probability, 1e-9,
                 0.5),
+            'false_alarm_budget_per_day': _require_float(
+                owner, 'false_alarm_budget_per_day', self.false_alarm_budget_per_day, 1e-6,
+                1000.0, zero_ok=True),
+            'outcome_rate_hz': _require_float(
+                owner, 'outcome_rate_hz', self.outcome_rate_hz, MIN_OUTCOME_RATE_HZ,
+                MAX_OUTCOME_RATE_HZ, zero_ok=True),
         }
         checked['significant_exit_threshold'] = _require_float(
             owner, 'significant_exit_threshold', self.significant_exit_threshold, 0.0,
@@ -278,6 +327,30 @@ class Vec3ScalePolicy:
         setattr_(self, '_rows', _threshold_table(self._key, self.max_window))
         setattr_(self, '_fallback', OverconfidenceScalePolicy(
             degrees_of_freedom=self.degrees_of_freedom))
+        setattr_(self, '_h', self.significant_threshold if self.false_alarm_budget_per_day == 0.0
+                 else budget_threshold(self.false_alarm_budget_per_day,
+                                       self.outcome_rate_hz or MAX_OUTCOME_RATE_HZ))
+
+    @property
+    def budgeted(self) -> bool:
+        """Return True when the one-step threshold follows a false-alarm budget in time."""
+        return self.false_alarm_budget_per_day > 0.0
+
+    @property
+    def threshold_in_use(self) -> float:
+        """Return the one-step CUSUM threshold this policy object applies (nats)."""
+        return self._h
+
+    def at_rate(self, rate_hz: float | None) -> 'Vec3ScalePolicy':
+        """Return this policy with its budget spent at the measured ``rate_hz`` (module doc).
+
+        Self when no budget is set or a fixed ``outcome_rate_hz`` is; ``None`` (rate not measured
+        yet) gives the most conservative rate. The rate is rounded to 1/8 octave (the threshold
+        moves by at most 0.09 nats), so a steady stream reuses one object.
+        """
+        if not self.budgeted or self.outcome_rate_hz > 0.0:
+            return self
+        return _at_rate(self, quantized_rate(rate_hz))
 
     @property
     def policy_id(self) -> str:
@@ -381,13 +454,18 @@ class Vec3ScalePolicy:
                 or (previous_steps == 2 and block > gross_out)):
             return 2, worse
         joint = sp + so
-        if best >= self.significant_threshold or (previous_steps and (
+        if best >= self._h or (previous_steps and (
                 best > self.significant_exit_threshold or joint > joint_out)):
             return 1, (REASON_OVERCONFIDENT_POSITION if sp >= so
                        else REASON_OVERCONFIDENT_ORIENTATION)
         if joint <= under:
             return 0, REASON_UNDERCONFIDENT_CALIBRATION
         return 0, REASON_CALIBRATION_WITHIN_TOLERANCE
+
+
+@functools.lru_cache(maxsize=256)
+def _at_rate(policy: Vec3ScalePolicy, rate_hz: float) -> Vec3ScalePolicy:
+    return dataclasses.replace(policy, outcome_rate_hz=rate_hz)
 
 
 def _window_cusums(xp: Sequence[float], xo: Sequence[float], llr: tuple[float, float],

@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Vectorised mirror of the bridge's prewhitening (``bridge/whitening.py``) for the benches.
+
+Bench helper (numpy, never imported by the pure core or the nodes). :func:`errors` draws the
+spatially whitened errors ``z`` of both vec3 of many streams at once (AR(1), a mix of two time
+constants, i.i.d.), :func:`whiten` applies :class:`~..bridge.whitening.SerialWhitener`'s rules to
+all streams at once (regular sampling: no chain breaks), and :func:`self_check` compares the two
+sample by sample.
+"""
+
+import math
+
+import numpy as np
+
+from ..bridge.whitening import MAX_PHI, MIN_INNOVATION_RATIO, SerialWhitener
+
+
+def ar1(rng, streams, length, rho, dim=3, vectors=2):
+    """Return unit-variance AR(1) errors, shape ``(streams, length, vectors, dim)``."""
+    w = rng.standard_normal((streams, length, vectors, dim))
+    if rho == 0.0:
+        return w
+    e = np.empty_like(w)
+    e[:, 0] = w[:, 0]
+    c = math.sqrt(1.0 - rho * rho)
+    for t in range(1, length):
+        e[:, t] = rho * e[:, t - 1] + c * w[:, t]
+    return e
+
+
+def errors(rng, streams, length, model, dim=3, vectors=2):
+    """Return unit-variance errors of ``model``: ``('ar1', rho)`` or ``('mix', r1, r2)``.
+
+    The mix is the sum of two independent AR(1) of equal variance (two time constants).
+    """
+    if model[0] == 'ar1':
+        return ar1(rng, streams, length, model[1], dim, vectors)
+    if model[0] == 'mix':
+        return (ar1(rng, streams, length, model[1], dim, vectors)
+                + ar1(rng, streams, length, model[2], dim, vectors)) / math.sqrt(2.0)
+    raise ValueError(f'unknown model {model!r}')
+
+
+def _yule_walker(r1, r2, order):
+    """Vectorised :func:`~..bridge.whitening.yule_walker` (arrays of autocorrelations)."""
+    r1 = np.clip(r1, -MAX_PHI, MAX_PHI)
+    phi1_ar1, s2_ar1 = r1, 1.0 - r1 * r1
+    if order < 2:
+        return phi1_ar1, np.zeros_like(r1), s2_ar1
+    r2 = np.clip(r2, -MAX_PHI, MAX_PHI)
+    den = 1.0 - r1 * r1
+    phi1 = r1 * (1.0 - r2) / den
+    phi2 = (r2 - r1 * r1) / den
+    s2 = 1.0 - phi1 * r1 - phi2 * r2
+    ok = ((np.abs(phi2) < 1.0) & (phi1 + phi2 < 1.0) & (phi2 - phi1 < 1.0)
+          & (s2 >= MIN_INNOVATION_RATIO) & (np.abs(phi2) <= MAX_PHI))
+    return (np.where(ok, phi1, phi1_ar1), np.where(ok, phi2, 0.0), np.where(ok, s2, s2_ar1))
+
+
+def whiten(z, order=2, alpha=0.0005):
+    """Return ``v`` (same shape as ``z``: streams, length, vectors, dim) whitened in time.
+
+    Every sample is returned (the warm-up is the caller's: the first ``warmup_samples``).
+    """
+    streams, length, vectors, dim = z.shape
+    v = np.empty_like(z)
+    mean = np.zeros((streams, vectors, dim))
+    g0 = np.zeros((streams, vectors))
+    g1 = np.zeros((streams, vectors))
+    g2 = np.zeros((streams, vectors))
+    lag1 = lag2 = None
+    for t in range(length):
+        zt = z[:, t]
+        with np.errstate(invalid='ignore', divide='ignore'):
+            safe = np.where(g0 > 0.0, g0, 1.0)
+            r1 = np.where(g0 > 0.0, g1 / safe, 0.0)
+            r2 = np.where(g0 > 0.0, g2 / safe, 0.0)
+        if lag1 is None or order == 0:
+            v[:, t] = zt
+        elif lag2 is None or order == 1:
+            p1, _, s2 = _yule_walker(r1, r2, 1)
+            v[:, t] = (zt - p1[..., None] * lag1) / np.sqrt(s2)[..., None]
+        else:
+            p1, p2, s2 = _yule_walker(r1, r2, 2)
+            v[:, t] = ((zt - p1[..., None] * lag1 - p2[..., None] * lag2)
+                       / np.sqrt(s2)[..., None])
+        # update (SerialWhitener._update): samples = t, pairs = t - 1
+        a = max(alpha, 1.0 / (t + 1))
+        mean += a * (zt - mean)
+        c = zt - mean
+        g0 += a * ((c * c).sum(-1) / dim - g0)
+        if lag1 is not None and order >= 1:
+            b = max(alpha, 1.0 / t)
+            g1 += b * ((c * (lag1 - mean)).sum(-1) / dim - g1)
+            if lag2 is not None and order >= 2:
+                g2 += b * ((c * (lag2 - mean)).sum(-1) / dim - g2)
+        lag2, lag1 = lag1, zt
+    return v
+
+
+def self_check(seed=7, length=400, order=2):
+    """Return the largest |difference| between :func:`whiten` and SerialWhitener (one stream)."""
+    rng = np.random.default_rng(seed)
+    z = errors(rng, 1, length, ('mix', 0.97, 0.5))
+    mirror = whiten(z, order=order)
+    worst = 0.0
+    for vec in range(z.shape[2]):
+        engine = SerialWhitener(order=order)
+        for t in range(length):
+            v = engine.whiten(t * 100_000_000, tuple(float(x) for x in z[0, t, vec]))
+            assert v is not None
+            worst = max(worst, float(np.max(np.abs(np.array(v) - mirror[0, t, vec]))))
+    return worst
