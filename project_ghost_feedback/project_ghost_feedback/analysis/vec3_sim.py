@@ -18,6 +18,8 @@ import math
 
 import numpy as np
 
+from ..core.loop import RATE_MIN_OUTCOMES
+
 UNKNOWN, UNCERTAIN, KNOWN = 0, 1, 2
 
 
@@ -96,13 +98,31 @@ def statistics(policy, xp, xo, window):
     }
 
 
-def levels(policy, xp, xo, window=32, start_previous=None, underconfident=None):
+def thresholds_in_use(policy, length, window, rate_hz=None, start=0):
+    """Return the one-step threshold at each of ``length`` steps after a reset (``start`` in).
+
+    A policy with a false-alarm budget in time and a measured rate spends it as
+    ``core/loop.py`` does: at the most conservative rate until the window holds
+    ``RATE_MIN_OUTCOMES`` outcomes, then at ``rate_hz`` (regular sampling).
+    """
+    if not hasattr(policy, 'at_rate'):
+        return np.full(length, policy.significant_threshold)
+    early = policy.at_rate(None).threshold_in_use
+    late = policy.at_rate(rate_hz).threshold_in_use
+    n = np.minimum(np.arange(start + 1, start + length + 1), window)
+    return np.where(n < RATE_MIN_OUTCOMES, early, late)
+
+
+def levels(policy, xp, xo, window=32, start_previous=None, underconfident=None, rate_hz=None,
+           start=0):
     """Return the ``(streams, length)`` levels (0 UNKNOWN, 1 UNCERTAIN, 2 KNOWN) of the stream.
 
     ``underconfident``, a list, receives the boolean array "reason underconfident_calibration".
+    ``rate_hz``: the outcome rate a budgeted policy spends its budget at (None: the most
+    conservative); ``start``: outcomes already in the window (a continued stream).
     """
     st = statistics(policy, xp, xo, window)
-    h_in = getattr(policy, 'threshold_in_use', policy.significant_threshold)
+    h_in = thresholds_in_use(policy, xp.shape[1], window, rate_hz, start)
     h_out = policy.significant_exit_threshold
     streams, length = xp.shape
     out = np.empty((streams, length), dtype=np.int8)
@@ -113,7 +133,7 @@ def levels(policy, xp, xo, window=32, start_previous=None, underconfident=None):
         was_unknown = prev == UNKNOWN
         unknown = gross[:, t] | (block[:, t] >= gin[t]) | (was_unknown & (block[:, t] > gout[t]))
         stay = (prev != KNOWN) & ((cusum[:, t] > h_out) | (joint[:, t] > jout[t]))
-        uncertain = (cusum[:, t] >= h_in) | stay
+        uncertain = (cusum[:, t] >= h_in[t]) | stay
         level = np.where(unknown, UNKNOWN, np.where(uncertain, UNCERTAIN, KNOWN)).astype(np.int8)
         out[:, t] = level
         prev = level

@@ -36,6 +36,9 @@ class EngineListener:
     def outcome_ready(self, outcome: PredictionOutcome, estimate: Estimate) -> None:
         """Take a PredictionOutcome paired and paced in (``estimate``: its :class:`Estimate`)."""
 
+    def raw_outcome(self, outcome: PredictionOutcome, estimate: Estimate) -> None:
+        """Take every paired estimate's outcome with its raw (unwhitened) distances."""
+
     def paced_out(self, outcome: PredictionOutcome, estimate: Estimate) -> None:
         """Note a PredictionOutcome paired but paced out (not published; its error is real)."""
 

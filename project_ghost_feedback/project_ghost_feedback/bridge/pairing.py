@@ -28,16 +28,18 @@ stamp.
 """
 
 import collections
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from ..core import BeliefSelfAssessment, NamedLevel, NS_PER_S, PredictionOutcome
+from ..core.feedback.chi_square import chi_to_chi3
 from ..core.loop import FUTURE_STAMP, future_stamp_detail, went_back
 from ..msg_decoding import stamp_to_ns as _stamp_to_ns
 from .belief_claim import claim_levels
-from .decorrelation import OutcomePacer
+from .decorrelation import OutcomePacer, PACE, WHITEN
 from .geometry import (
     covariance_refusal,
     FixedTransform,
@@ -50,6 +52,7 @@ from .geometry import (
 from .reference_buffer import AFTER_BUFFER, EMPTY, ReferenceBuffer, ReferenceSample
 from .engine_interface import child_frame_id, EngineListener, Estimate, pose_and_covariance
 from .tf_gate import RESET, TF2_REFUSED, TfGate
+from .whitening import error_blocks, OutcomeWhitening
 from .transforms import TF_EXTRAPOLATION_PAST, TransformFailure, TransformProvider
 
 ESTIMATE, REFERENCE = 'estimate', 'reference'
@@ -120,6 +123,7 @@ class PairingEngine:
         # With use_tf: where transforms come from (None: no tf, frames compared as they are).
         self.transforms = transforms
         self.pacer: OutcomePacer = config['pacer']
+        self.whitening: OutcomeWhitening = config['whitening']
         self.buffer = ReferenceBuffer(reference_buffer_size, config['max_reference_gap_ns'])
         self.pending_capacity = int(pending_capacity)
         self.keep_messages = keep_messages
@@ -155,15 +159,27 @@ class PairingEngine:
     # -- configuration ------------------------------------------------------------------------
 
     @staticmethod
-    def _pacer_settings(config: Mapping[str, Any]) -> tuple[int, int, bool, float, float, int]:
+    def _pacer_settings(config: Mapping[str, Any]) -> tuple[Any, ...]:
         pacer = config['pacer']
         return (pacer.min_interval_ns, pacer.max_interval_ns, pacer.adaptive,
-                pacer.target_autocorrelation, pacer.alpha, pacer.warmup_samples)
+                pacer.target_autocorrelation, pacer.alpha, pacer.warmup_samples,
+                config['decorrelation_method'])
+
+    @staticmethod
+    def _whitening_settings(config: Mapping[str, Any]) -> tuple[Any, ...]:
+        return (config['whitening'].settings, config['decorrelation_method'],
+                config['kept_components'])
 
     def apply_config(self, config: dict[str, Any]) -> None:
-        """Take a new config (a dynamic parameter change); the pacer restarts only if changed."""
+        """Take a new config (a dynamic parameter change).
+
+        The pacer and the whitening restart only if their settings (or the method, or the axes
+        kept) changed: their estimates belong to the stream they were fitted on.
+        """
         if self._pacer_settings(self.config) != self._pacer_settings(config):
             self.pacer = config['pacer']
+        if self._whitening_settings(self.config) != self._whitening_settings(config):
+            self.whitening = config['whitening']
         self.config = config
         self.buffer.max_gap_ns = config['max_reference_gap_ns']
 
@@ -225,6 +241,7 @@ class PairingEngine:
         if self.last_estimate_ns is not None and self.last_estimate_ns > horizon:
             self.last_estimate_ns = kept[-1].stamp_ns if kept else None
         self.pacer.reset()
+        self.whitening.reset()
         self.no_reference_since_ns = None
         self.resets[cause] += 1
         self.listener.timeline_reset(cause, detail)
@@ -522,8 +539,16 @@ class PairingEngine:
             estimate.position, estimate.quaternion, estimate.covariance,
             reference.position, reference.quaternion, reference.covariance,
             ignored_axes=config['ignored_axes'], null_tolerance=config['null_tolerance'])
+        blocks = error_blocks(error, estimate.covariance, reference.covariance,
+                              config['kept_components'])
+        method = config['decorrelation_method']
+        if method == WHITEN:
+            distances = self.whitening.distances(estimate.stamp_ns, blocks)
+        else:  # the raw distances, chi(m) mapped onto chi(3) for a vec3 with ignored axes
+            distances = tuple(chi_to_chi3(raw, len(err)) if err else 0.0
+                              for err, _, raw in blocks)
         try:
-            outcome = PredictionOutcome(
+            raw = PredictionOutcome(
                 prediction_stamp_sim_ns=estimate.stamp_ns,
                 observed_stamp_sim_ns=estimate.stamp_ns,
                 position_error_m=error.position_error_m,
@@ -531,15 +556,26 @@ class PairingEngine:
                 position_mahalanobis=error.position_mahalanobis,
                 orientation_mahalanobis=error.orientation_mahalanobis,
                 frame_id=estimate.frame_id)
+            outcome = raw if distances == (error.position_mahalanobis,
+                                           error.orientation_mahalanobis) else dataclasses.replace(
+                raw, position_mahalanobis=distances[0], orientation_mahalanobis=distances[1])
         except (TypeError, ValueError) as invalid:
             self.drop_estimate(DROP_INVALID_OUTCOME, str(invalid))
             return
         self.paired += 1
         self.resolved += 1
-        if not self.pacer.offer(estimate.stamp_ns, error.position_mahalanobis,
-                                error.orientation_mahalanobis):
+        self.listener.raw_outcome(raw, estimate)
+        if method == WHITEN:
+            keep, warm = self.whitening.warm, self.whitening.warm
+        elif method == PACE:
+            keep = self.pacer.offer(estimate.stamp_ns, error.position_mahalanobis,
+                                    error.orientation_mahalanobis)
+            warm = self.pacer.warm
+        else:
+            keep = warm = True
+        if not keep:
             self.paced_out += 1
-            self.warming_up += not self.pacer.warm
+            self.warming_up += not warm
             self.listener.paced_out(outcome, estimate)
             return
         self.outcomes += 1

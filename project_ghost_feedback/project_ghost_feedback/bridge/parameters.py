@@ -22,10 +22,13 @@ from .decorrelation import (
     DEFAULT_TARGET_AUTOCORRELATION,
     DEFAULT_WARMUP_SAMPLES,
     MAX_WARMUP_SAMPLES,
+    METHODS,
     MIN_WARMUP_SAMPLES,
     OutcomePacer,
+    WHITEN,
 )
 from .geometry import AXES, axis_mask, FixedTransform, quaternion_refusal
+from . import whitening
 from .tf_gate import DEFAULT_MAX_FRAMES, DEFAULT_MAX_TRANSFORMS_PER_FRAME, MAX_FRAME_NAME
 
 MAX_CHILD_FRAME_MAP_ENTRIES = 64
@@ -96,6 +99,26 @@ PARAMETERS = {
         0.05, 'Orientation std at or below this: KNOWN.', float_range=(1e-9, 10.0)),
     'orientation_uncertain_max_std_rad': ParameterSpec(
         0.2, 'Orientation std at or below this: UNCERTAIN.', float_range=(1e-9, 10.0)),
+    'decorrelation.method': ParameterSpec(
+        WHITEN, 'How outcomes are made independent for the policies: whiten (default: every '
+        'outcome kept, each vec3 prewhitened by an online AR model of its serial correlation, '
+        'whitening.*), pace (thin them by the decorrelation.* pacer) or none (as paired; for '
+        'references already independent of the estimate). See docs/bridge.md.',
+        choices=METHODS),
+    'whitening.order': ParameterSpec(
+        whitening.DEFAULT_ORDER, 'AR order of the prewhitening (2: a filter whose error has '
+        'two time constants; 1; 0: space only).', integer_range=(0, whitening.MAX_ORDER)),
+    'whitening.alpha': ParameterSpec(
+        whitening.DEFAULT_ALPHA, 'Forgetting factor of the autocorrelation estimates (horizon '
+        '~1/alpha outcomes).', float_range=(1e-6, 1.0)),
+    'whitening.warmup_samples': ParameterSpec(
+        whitening.DEFAULT_WARMUP_SAMPLES, 'No outcome is emitted until this many consecutive '
+        'pairs fed the estimate, after a start, a reset or a change of these parameters.',
+        integer_range=(0, 1_000_000)),
+    'whitening.max_gap_factor': ParameterSpec(
+        whitening.DEFAULT_MAX_GAP_FACTOR, 'A spacing above this many times the usual one '
+        '(a dropped reference, a pause) starts a new chain (no lag across it).',
+        float_range=(1.01, 1000.0)),
     'decorrelation.adaptive': ParameterSpec(
         True, 'Space outcomes by the online decorrelation time of d^2 (see docs/bridge.md).'),
     'decorrelation.min_interval_s': ParameterSpec(
@@ -104,7 +127,8 @@ PARAMETERS = {
         10.0, 'Upper bound of the adaptive interval.', float_range=(0.0, 3600.0)),
     'decorrelation.target_autocorrelation': ParameterSpec(
         DEFAULT_TARGET_AUTOCORRELATION,
-        'Adaptive: emitted outcomes are spaced so their d^2 autocorrelation is about this.',
+        'Pace, adaptive: emitted outcomes are spaced so the lag-1 correlation of their errors is '
+        'about this (of d^2: its square).',
         float_range=(1e-6, 0.999)),
     'decorrelation.alpha': ParameterSpec(
         0.01, 'Forgetting factor of the autocorrelation estimate (horizon ~ 1/alpha samples).',
@@ -208,6 +232,10 @@ def engine_config(values: Mapping[str, Any]) -> dict[str, Any]:
             target_autocorrelation=values['decorrelation.target_autocorrelation'],
             alpha=values['decorrelation.alpha'],
             warmup_samples=values['decorrelation.warmup_samples'])
+        whitener = whitening.OutcomeWhitening(
+            order=values['whitening.order'], alpha=values['whitening.alpha'],
+            warmup_samples=values['whitening.warmup_samples'],
+            max_gap_factor=values['whitening.max_gap_factor'])
         transform = None
         if values['transform.enabled']:
             if not values['transform.from_frame_id'] or not values['transform.to_frame_id']:
@@ -228,6 +256,8 @@ def engine_config(values: Mapping[str, Any]) -> dict[str, Any]:
         raise ParameterError(cap_text(error)) from None
     return {
         'ignored_axes': ignored, 'thresholds': thresholds, 'pacer': pacer,
+        'whitening': whitener, 'decorrelation_method': values['decorrelation.method'],
+        'kept_components': tuple(bool(kept) for kept in axis_mask(ignored)),
         'child_frame_map': frozenset(child_frames),
         'transform': transform,
         'from_frame_id': values['transform.from_frame_id'],

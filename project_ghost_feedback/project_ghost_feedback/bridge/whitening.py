@@ -36,6 +36,10 @@ attenuated by ``(1 - sum phi) / s`` (``sqrt((1 - phi) / (1 + phi))`` for AR(1): 
 
 import math
 from collections.abc import Sequence
+from typing import Any
+
+from ..core.feedback.chi_square import chi_to_chi3
+from ..core.innovation import InnovationRefused, whiten
 
 DEFAULT_ORDER = 2
 """AR order of the default whitening (``docs/bridge.md``: AR(1) leaves a two-time-constant error
@@ -56,23 +60,13 @@ def cholesky_whiten(error: Sequence[float], covariance: Sequence[Sequence[float]
                     ) -> tuple[float, ...] | None:
     """Return ``L^-1 e`` for ``S = L L^T`` (``S`` symmetrised), or None if ``S`` is not PD."""
     m = len(error)
-    low: list[list[float]] = [[0.0] * m for _ in range(m)]
-    for i in range(m):
-        for j in range(i + 1):
-            s = 0.5 * (covariance[i][j] + covariance[j][i])
-            s -= sum(low[i][k] * low[j][k] for k in range(j))
-            if i == j:
-                if not s > 0.0 or not math.isfinite(s):
-                    return None
-                low[i][i] = math.sqrt(s)
-            else:
-                low[i][j] = s / low[j][j]
-    z: list[float] = []
-    for i in range(m):
-        value = (error[i] - sum(low[i][k] * z[k] for k in range(i))) / low[i][i]
-        if not math.isfinite(value):
-            return None
-        z.append(value)
+    flat = [0.5 * (covariance[i][j] + covariance[j][i]) for i in range(m) for j in range(m)]
+    try:
+        z = whiten(error, flat)
+    except InnovationRefused:
+        return None
+    if not all(math.isfinite(value) for value in z):
+        return None
     return tuple(z)
 
 
@@ -218,3 +212,83 @@ class SerialWhitener:
 def norm(v: Sequence[float]) -> float:
     """Return the Euclidean norm of ``v``."""
     return math.sqrt(sum(x * x for x in v))
+
+
+def error_blocks(error: Any, estimate_covariance: Any, reference_covariance: Any,
+                 kept: Sequence[bool]) -> list[tuple[list[float], list[list[float]], float]]:
+    """Return per vec3 ``(error, covariance, raw distance)`` over the components ``kept``.
+
+    ``error``: a :class:`~.geometry.PoseError`; the covariances are 6x6 (array-likes with
+    ``tolist``, the reference's None when it has none or it is not used); ``kept``: six booleans
+    (AXES order), False for an ignored axis. The covariance is the estimate's plus the
+    reference's, as the raw distance was taken.
+    """
+    rows = estimate_covariance.tolist()
+    if reference_covariance is not None:
+        rows = [[a + b for a, b in zip(row, other)]
+                for row, other in zip(rows, reference_covariance.tolist())]
+    result = []
+    for offset, vector, raw in ((0, error.position_error_m, error.position_mahalanobis),
+                                (3, error.orientation_error_rad, error.orientation_mahalanobis)):
+        index = [offset + i for i in range(3) if kept[offset + i]]
+        result.append(([float(vector[i - offset]) for i in index],
+                       [[float(rows[i][j]) for j in index] for i in index], float(raw)))
+    return result
+
+
+class OutcomeWhitening:
+    """Both vec3 of the bridge's outcomes whitened in space and time (module documentation).
+
+    :meth:`distances` takes one paired estimate's two error vectors with the claimed covariance
+    blocks (estimate plus reference) and the raw distances, and returns the distances the
+    outcome carries: ``|v|`` of each vec3 mapped from ``chi(m)`` onto ``chi(3)`` when the vec3
+    keeps ``m < 3`` components (ignored axes), ``+inf`` kept, a vec3 with no component 0.
+    """
+
+    __slots__ = ('position', 'orientation', 'settings')
+
+    def __init__(self, order: int = DEFAULT_ORDER, alpha: float = DEFAULT_ALPHA,
+                 warmup_samples: int = DEFAULT_WARMUP_SAMPLES,
+                 max_gap_factor: float = DEFAULT_MAX_GAP_FACTOR) -> None:
+        self.settings = (order, float(alpha), warmup_samples, float(max_gap_factor))
+        self.position = SerialWhitener(order, alpha, warmup_samples, max_gap_factor)
+        self.orientation = SerialWhitener(order, alpha, warmup_samples, max_gap_factor)
+
+    def reset(self) -> None:
+        """Forget both estimates (the bridge's resets, a configuration change)."""
+        self.position.reset()
+        self.orientation.reset()
+
+    @property
+    def warm(self) -> bool:
+        """Return True once every vec3 that has had a whitenable sample is warm (and one has)."""
+        fed = [w for w in (self.position, self.orientation) if w.samples]
+        return bool(fed) and all(w.warm for w in fed)
+
+    @property
+    def pairs(self) -> int:
+        """Return the fewer consecutive pairs of the two vec3 that have fed their estimates."""
+        fed = [w.pairs for w in (self.position, self.orientation) if w.samples]
+        return min(fed) if fed else 0
+
+    def distances(self, stamp_ns: int, blocks: Sequence[tuple[Sequence[float],
+                                                             Sequence[Sequence[float]], float]]
+                  ) -> tuple[float, float]:
+        """Return the whitened (position, orientation) distances of one paired estimate.
+
+        ``blocks``: per vec3 ``(error, covariance, raw_distance)`` over the components kept
+        (ignored axes removed; ``error`` may be empty). A raw distance of ``+inf`` or a
+        covariance that is not positive definite passes the raw distance on (mapped to chi(3))
+        and breaks that vec3's chain.
+        """
+        result = []
+        for whitener, (error, covariance, raw) in zip((self.position, self.orientation), blocks):
+            m = len(error)
+            if m == 0:
+                result.append(0.0)
+                continue
+            z = None if raw == math.inf else cholesky_whiten(error, covariance)
+            v = whitener.whiten(stamp_ns, z)
+            distance = raw if v is None else norm(v)
+            result.append(chi_to_chi3(distance, m))
+        return result[0], result[1]

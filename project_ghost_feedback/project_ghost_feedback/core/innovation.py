@@ -91,14 +91,23 @@ def cholesky(matrix: Sequence[float], m: int) -> list[list[float]]:
     return lower
 
 
-def whitened_distance(error: Sequence[float], matrix: Sequence[float]) -> float:
-    """Return the unsquared ``sqrt(e^T S^-1 e)`` by forward substitution with ``chol(S)``."""
+def whiten(error: Sequence[float], matrix: Sequence[float]) -> list[float]:
+    """Return ``z = L^-1 e`` for ``S = L L^T`` (row-major ``matrix``): forward substitution.
+
+    Under a covariance ``S`` that is honest, ``z`` has identity covariance; ``|z|`` is the
+    Mahalanobis distance. InnovationRefused('not_positive_definite') as :func:`cholesky`.
+    """
     m = len(error)
     lower = cholesky(matrix, m)
     white = [0.0] * m
     for i in range(m):
         white[i] = (error[i] - sum(lower[i][k] * white[k] for k in range(i))) / lower[i][i]
-    return math.sqrt(sum(w * w for w in white))
+    return white
+
+
+def whitened_distance(error: Sequence[float], matrix: Sequence[float]) -> float:
+    """Return the unsquared ``sqrt(e^T S^-1 e)`` by forward substitution with ``chol(S)``."""
+    return math.sqrt(sum(w * w for w in whiten(error, matrix)))
 
 
 def check_layout(innovation: Sequence[float], covariance: Sequence[float],
@@ -274,5 +283,6 @@ class InnovationPairing:
 __all__ = [
     'block_distances', 'check_layout', 'chi_to_chi3', 'cholesky',
     'InnovationOutcome', 'InnovationPairing', 'InnovationRefused', 'is_source_name',
-    'KIND_ORIENTATION', 'KIND_POSITION', 'MAX_COMPONENTS', 'REFUSAL_REASONS', 'whitened_distance',
+    'KIND_ORIENTATION', 'KIND_POSITION', 'MAX_COMPONENTS', 'REFUSAL_REASONS', 'whiten',
+    'whitened_distance',
 ]

@@ -25,6 +25,7 @@ from typing import Any, TYPE_CHECKING
 
 from diagnostic_msgs.msg import DiagnosticStatus
 
+from ..bridge.decorrelation import PACE, WHITEN
 from ..bridge.pairing import (
     DROP_CHILD_FRAME_MISMATCH,
     DROP_FRAME_MISMATCH,
@@ -164,19 +165,38 @@ def check_pairing(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
 
 
 def check_decorrelation(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
-    """Say when the pacer warms up (no outcome yet, at OK); add its figures."""
+    """Say how outcomes are made independent (method, warm-up at OK); add its figures."""
     engine = node.engine
-    pacer = engine.pacer
-    if not pacer.warm:
-        node.period.note(OK, f'warming up: no outcome until {pacer.warmup_samples} paired '
-                             f'estimates fed the autocorrelation estimate ({pacer.samples} '
-                             'so far)')
-    values.update({
-        'decorrelation_interval_s': f'{pacer.interval_ns / NS_PER_S:.3f}',
-        'd2_lag1_autocorrelation': f'{pacer.autocorrelation:.3f}',
-        'decorrelation_warm': pacer.warm,
-        'outcomes_withheld_warming_up': engine.warming_up,
-    })
+    method = engine.config['decorrelation_method']
+    values['decorrelation_method'] = method
+    if method == WHITEN:
+        whitening = engine.whitening
+        if not whitening.warm:
+            node.period.note(OK, f'warming up: no outcome until {whitening.position.warmup_samples}'
+                                 ' consecutive pairs fed the serial-correlation estimate '
+                                 f'({whitening.pairs} so far)')
+        for name, whitener in (('position', whitening.position),
+                               ('orientation', whitening.orientation)):
+            phi, s2 = whitener.coefficients()
+            rho = whitener.autocorrelations()
+            values[f'{name}_error_autocorrelation'] = ' '.join(f'{r:.3f}' for r in rho)
+            values[f'{name}_whitening_ar'] = ' '.join(f'{p:.3f}' for p in phi)
+            values[f'{name}_whitening_chain_breaks'] = whitener.breaks
+        values['decorrelation_warm'] = whitening.warm
+    elif method == PACE:
+        pacer = engine.pacer
+        if not pacer.warm:
+            node.period.note(OK, f'warming up: no outcome until {pacer.warmup_samples} paired '
+                                 f'estimates fed the autocorrelation estimate ({pacer.samples} '
+                                 'so far)')
+        values.update({
+            'decorrelation_interval_s': f'{pacer.interval_ns / NS_PER_S:.3f}',
+            'd2_lag1_autocorrelation': f'{pacer.autocorrelation:.3f}',
+            'decorrelation_warm': pacer.warm,
+        })
+    else:
+        values['decorrelation_warm'] = True
+    values['outcomes_withheld_warming_up'] = engine.warming_up
 
 
 def check_faults(node: OutcomeBridge, steady_ns: int, values: Values) -> None:

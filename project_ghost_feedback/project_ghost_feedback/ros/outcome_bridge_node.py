@@ -65,6 +65,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.serialization import deserialize_message
 
+from ..bridge.decorrelation import WHITEN
 from ..bridge.engine_interface import Estimate, EngineListener
 from ..bridge.parameters import config_from, PARAMETERS
 from ..bridge.transforms import TF_REASONS
@@ -133,6 +134,11 @@ class _NodeListener(EngineListener):
         node = self._node
         node._outcome_publisher.publish(outcome_bytes(outcome))
         node.outcomes_published += 1
+
+    def raw_outcome(self, outcome: 'PredictionOutcome', estimate: Estimate) -> None:
+        node = self._node
+        if node.config['decorrelation_method'] == WHITEN:
+            node._unwhitened_publisher.publish(outcome_bytes(outcome))
 
     def assessment_ready(self, belief: 'BeliefSelfAssessment', estimate: Estimate) -> None:
         node = self._node
@@ -237,6 +243,10 @@ class OutcomeBridge(TimedLogging, Node):
         # objects to fill and convert (issue 32).
         self._outcome_publisher = self.create_publisher(
             PredictionOutcomeMsg, 'prediction_outcome', output_qos,
+            event_callbacks=_NO_PUBLISHER_EVENTS)
+        # Every paired outcome with its raw distances (whiten: the published ones are whitened).
+        self._unwhitened_publisher = self.create_publisher(
+            PredictionOutcomeMsg, 'prediction_outcome/unwhitened', output_qos,
             event_callbacks=_NO_PUBLISHER_EVENTS)
         self._assessment_publisher = self.create_publisher(
             BeliefSelfAssessmentMsg, 'self_assessment/raw', output_qos,

@@ -248,7 +248,7 @@ def test_pacer_estimates_ar1_autocorrelation_and_spaces_outcomes():
         x = 0.8 * x + rng.normal() * math.sqrt(1 - 0.64)
         emitted += pacer.offer(i * 100_000_000, math.sqrt(10.0 + x), 0.0)
     assert pacer.autocorrelation == pytest.approx(0.8, abs=0.1)
-    expected = math.log(0.1) / math.log(0.8) * 100_000_000
+    expected = 2.0 * math.log(0.1) / math.log(0.8) * 100_000_000  # target on the errors
     assert pacer.interval_ns == pytest.approx(expected, rel=0.5)
     assert emitted < 20_000 / 4
 
@@ -274,14 +274,15 @@ def test_pacer_emits_nothing_until_its_estimate_is_warm():
         x = 0.9 * x + rng.normal() * math.sqrt(1 - 0.81)
         if pacer.offer(i * 100_000_000, math.sqrt(10.0 + x), 0.0):
             emitted.append(i)
-    # Candidate 0 only sets the mean; candidate i is the i-th update of the estimate.
-    assert emitted[0] == 20
+    # Candidate 0 only sets the mean; candidate i is the i-th update of the estimate, and each is
+    # decided on the estimate before it: candidate 21 is the first decided on 20 updates.
+    assert emitted[0] == 21
     assert pacer.warm and pacer.autocorrelation > 0.5
     assert all(b - a >= 2 for a, b in zip(emitted, emitted[1:]))  # spaced once warm
     pacer.reset()
     assert not pacer.warm
-    assert not any(pacer.offer(i * 100_000_000, 2.0, 1.0) for i in range(20))
-    assert pacer.offer(20 * 100_000_000, 2.0, 1.0)
+    assert not any(pacer.offer(i * 100_000_000, 2.0, 1.0) for i in range(21))
+    assert pacer.offer(21 * 100_000_000, 2.0, 1.0)
 
 
 def test_pacer_warm_up_holds_neither_infinite_distances_nor_a_fixed_interval():

@@ -137,7 +137,8 @@ def test_position_only_fault_downgrades_naming_the_position_block():
 
 
 def test_mild_position_fault_is_one_step_on_the_position():
-    result = POLICY.adjust(RAW, schema2_history([3.0] * 22 + [12.0] * 10, CALM))
+    # The one-step threshold of a 1-per-day budget at 10 outcomes/s (ln 864000 = 13.7 nats).
+    result = POLICY.at_rate(10.0).adjust(RAW, schema2_history([3.0] * 22 + [12.0] * 10, CALM))
     assert result.adjusted_overall_level is UNCERTAIN
     assert result.adjustment_reason == REASON_OVERCONFIDENT_POSITION
 
@@ -308,8 +309,9 @@ def test_bench_mirror_matches_the_feedback_loop_across_a_reset():
     scale = np.concatenate([np.ones(40), np.full(20, 3.0), np.ones(20), np.full(10, 12.0)])
     xp, xo = vec3_sim.squared_distances(rng, 1, len(scale), scale=scale)
     cut = 62
-    mirror = np.concatenate([vec3_sim.levels(POLICY, xp[:, :cut], xo[:, :cut]),
-                             vec3_sim.levels(POLICY, xp[:, cut:], xo[:, cut:])], 1)[0]
+    mirror = np.concatenate([vec3_sim.levels(POLICY, xp[:, :cut], xo[:, :cut], rate_hz=10.0),
+                             vec3_sim.levels(POLICY, xp[:, cut:], xo[:, cut:], rate_hz=10.0)],
+                            1)[0]
     loop = FeedbackLoop(LoopConfig.make('vec3_scale'))
     levels = []
     for t in range(len(scale)):

@@ -109,8 +109,6 @@ DEFAULT_FALSE_ALARM_BUDGET_PER_DAY = 1.0
 SECONDS_PER_DAY = 86_400
 MIN_OUTCOME_RATE_HZ = 0.01
 MAX_OUTCOME_RATE_HZ = 1000.0
-RATE_MIN_OUTCOMES = 8
-"""Outcomes in the window before the loop measures the rate (fewer: MAX_OUTCOME_RATE_HZ)."""
 
 
 def budget_threshold(budget_per_day: float, rate_hz: float) -> float:
