@@ -542,6 +542,7 @@ class PairingEngine:
         blocks = error_blocks(error, estimate.covariance, reference.covariance,
                               config['kept_components'])
         method = config['decorrelation_method']
+        whitened_warm = self.whitening.warm   # v_t is taken from the estimate before z_t
         if method == WHITEN:
             distances = self.whitening.distances(estimate.stamp_ns, blocks)
         else:  # the raw distances, chi(m) mapped onto chi(3) for a vec3 with ignored axes
@@ -566,7 +567,7 @@ class PairingEngine:
         self.resolved += 1
         self.listener.raw_outcome(raw, estimate)
         if method == WHITEN:
-            keep, warm = self.whitening.warm, self.whitening.warm
+            keep = warm = whitened_warm
         elif method == PACE:
             keep = self.pacer.offer(estimate.stamp_ns, error.position_mahalanobis,
                                     error.orientation_mahalanobis)

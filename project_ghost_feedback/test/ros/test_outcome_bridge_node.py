@@ -190,7 +190,7 @@ def test_pose_reference_and_pose_with_covariance_estimate(harness):
 
 def test_minimum_interval_paces_outcomes_but_not_assessments(harness):
     """min_interval 0.25 s over estimates 0.1 s apart: outcomes at 0, 0.3, 0.6, 0.9 s."""
-    h = harness(**{**UNPACED, 'decorrelation.min_interval_s': 0.25})
+    h = harness(**{**UNPACED, 'decorrelation.method': 'pace', 'decorrelation.min_interval_s': 0.25})
     h.reference(0)
     h.reference(2 * SECOND_NS)
     for tenth in range(10):
@@ -223,22 +223,24 @@ def test_warm_up_holds_the_first_outcomes_and_is_validated(harness):
     Their claims are published; /diagnostics says the bridge is warming up. Out of [2, 1e6]
     (or a non-integer) is refused with a reason; a valid change restarts the pacer's warm-up.
     """
-    h = harness(**{'decorrelation.warmup_samples': 5, 'max_reference_gap_s': 5.0})
+    h = harness(**{'decorrelation.method': 'pace', 'decorrelation.warmup_samples': 5,
+                   'max_reference_gap_s': 5.0})
     node = h.node
     h.reference(0)
     h.reference(3 * SECOND_NS)
-    for tenth in range(5):
+    # The first sets the mean, the next five update the estimate, each decided before its update.
+    for tenth in range(6):
         h.estimate(tenth * SECOND_NS // 10, x=0.05 * tenth)
-    h.wait_assessments(5)
-    assert node.outcomes_published == 0 and node.engine.warming_up == 5
+    h.wait_assessments(6)
+    assert node.outcomes_published == 0 and node.engine.warming_up == 6
     status = node.diagnostic_status()
     values = {kv.key: kv.value for kv in status.values}
-    assert values['decorrelation_warm'] == 'False' and 'warming up' in status.message
-    assert values['outcomes_withheld_warming_up'] == '5'
-    h.estimate(5 * SECOND_NS // 10, x=0.25)
-    h.wait_assessments(6)
+    assert values['decorrelation_warm'] == 'True' and values['decorrelation_method'] == 'pace'
+    assert values['outcomes_withheld_warming_up'] == '6'
+    h.estimate(6 * SECOND_NS // 10, x=0.3)
+    h.wait_assessments(7)
     h.spin_until(lambda: h.outcomes, 'the first outcome after the warm-up')
-    assert h.outcomes[0].header.stamp.nanosec == 500_000_000
+    assert h.outcomes[0].header.stamp.nanosec == 600_000_000
     for bad in (1, 0, 1_000_001):
         refused = node.set_parameters([Parameter('decorrelation.warmup_samples', value=bad)])
         assert not refused[0].successful, bad

@@ -36,8 +36,9 @@ COVARIANCE = [0.01 if row == column else 0.0 for row in range(6) for column in r
 """Estimate covariance: std 0.1 m on x y z, 0.1 rad on roll pitch yaw."""
 
 
-UNPACED = {'decorrelation.adaptive': False, 'decorrelation.min_interval_s': 0.0,
-           'max_reference_gap_s': 5.0}
+UNPACED = {'decorrelation.method': 'none', 'decorrelation.adaptive': False,
+           'decorrelation.min_interval_s': 0.0, 'max_reference_gap_s': 5.0}
+"""Every paired estimate gives an outcome with its raw distance (no whitening, no pacing)."""
 
 
 def set_pose(msg, stamp_ns, frame_id, x=0.0, y=0.0, yaw=0.0, covariance=None):
