@@ -569,9 +569,9 @@ class PairingEngine:
         if method == WHITEN:
             keep = warm = whitened_warm
         elif method == PACE:
+            warm = self.pacer.warm   # what the pacer decides on (before the candidate)
             keep = self.pacer.offer(estimate.stamp_ns, error.position_mahalanobis,
                                     error.orientation_mahalanobis)
-            warm = self.pacer.warm
         else:
             keep = warm = True
         if not keep:

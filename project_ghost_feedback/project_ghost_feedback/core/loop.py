@@ -403,6 +403,24 @@ class FeedbackLoop:
         """Return the policy object in effect."""
         return self._policy
 
+    def budget(self) -> dict[str, str]:
+        """Return the false-alarm budget in use, as text for /diagnostics and echo ({} if none).
+
+        ``false_alarm_budget_per_day``, the ``outcome_rate_hz`` measured on the last judged
+        window (or ``not measured yet``), the rate the budget is spent at and the one-step
+        threshold that follows (:meth:`Vec3ScalePolicy.at_rate`).
+        """
+        policy = self.policy_in_use
+        if not getattr(policy, 'budgeted', False):
+            return {}
+        rate = self.outcome_rate_hz
+        return {
+            'false_alarm_budget_per_day': f'{getattr(policy, "false_alarm_budget_per_day"):g}',
+            'outcome_rate_hz': f'{rate:.2f}' if rate is not None else 'not measured yet',
+            'budget_spent_at_rate_hz': f'{getattr(policy, "outcome_rate_hz"):.3g}',
+            'one_step_threshold_nats': f'{getattr(policy, "threshold_in_use"):.2f}',
+        }
+
     @property
     def buffer_fill(self) -> tuple[int, int]:
         """Return ``(outcomes held, capacity)`` of the window's buffer."""
@@ -552,6 +570,8 @@ class FeedbackLoop:
             return None
         if (config.policy, config.parameters) != (old.policy, old.parameters):
             self._policy = config.make_policy()
+            self.policy_in_use = self._policy
+            self.outcome_rate_hz = None
             self.previous = None
         self._config = config
         if self._window.capacity != config.buffer_capacity:

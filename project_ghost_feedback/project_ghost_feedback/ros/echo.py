@@ -127,8 +127,12 @@ class EchoLines:
         self._last_line_s: float | None = None
         self._since = 0
 
-    def message(self, message: Any, now_s: float, cause: str = '') -> list[str]:
-        """Return the lines to print for ``message`` arriving at ``now_s``."""
+    def message(self, message: Any, now_s: float, cause: str = '', budget: str = '') -> list[str]:
+        """Return the lines to print for ``message`` arriving at ``now_s``.
+
+        ``cause``: what the bridge says (beside an unverified line); ``budget``: the feedback
+        node's false-alarm budget and outcome rate (beside a summary line).
+        """
         if self.first_stamp_ns is None:
             stamp = message.header.stamp
             self.first_stamp_ns = stamp.sec * NS_PER_S + stamp.nanosec
@@ -143,7 +147,8 @@ class EchoLines:
         elapsed = now_s - (self._last_line_s if self._last_line_s is not None else now_s)
         if elapsed >= self.period_s:
             count, self._since, self._last_line_s = self._since, 0, now_s
-            return [f'{line}  ({count} assessments in the last {elapsed:.1f} s)']
+            extra = f'; {budget}' if budget else ''
+            return [f'{line}  ({count} assessments in the last {elapsed:.1f} s{extra})']
         return []
 
 
@@ -161,6 +166,28 @@ def bridge_cause(status: Any, namespace: str) -> str | None:
     levels = {0: 'OK', 1: 'WARN', 2: 'ERROR', 3: 'STALE'}
     level = levels.get(status.level[0] if isinstance(status.level, bytes) else status.level, '?')
     return f'outcome_bridge {level}: {status.message}'
+
+
+FEEDBACK_TASK = ': calibration'
+
+
+def feedback_budget(status: Any, namespace: str) -> str | None:
+    """Return ``'budget B/24 h, R outcomes/s'`` of a feedback node's status in ``namespace``.
+
+    The false-alarm budget in time and the outcome rate the node measures (its /diagnostics
+    values); None for any other status, or one without a budget (another policy).
+    """
+    name = status.name
+    if not name.endswith(FEEDBACK_TASK) or name[:-len(FEEDBACK_TASK)].rsplit('/', 1)[0] != (
+            namespace):
+        return None
+    values = {kv.key: kv.value for kv in status.values}
+    budget = values.get('false_alarm_budget_per_day')
+    if budget is None:
+        return None
+    rate = values.get('outcome_rate_hz', '')
+    rate = f'{rate} outcomes/s' if rate and rate[0].isdigit() else 'rate not measured yet'
+    return f'false-alarm budget {budget}/24 h, {rate}'
 
 
 def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
@@ -183,6 +210,7 @@ def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
     received = 0
     lines = EchoLines(every=args.every)
     cause = ['']
+    budget = ['']
     try:
         node = rclpy.create_node('ghost_feedback_echo', context=context)
         executor = SingleThreadedExecutor(context=context)
@@ -197,7 +225,7 @@ def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
                 print('\n'.join(_yaml_lines(message)))
                 print('---', flush=True)
                 return
-            for line in lines.message(message, time.monotonic(), cause[0]):
+            for line in lines.message(message, time.monotonic(), cause[0], budget[0]):
                 print(terminal_text(line), flush=True)
 
         subscription = node.create_subscription(
@@ -211,6 +239,9 @@ def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
                 said = bridge_cause(status, namespace)
                 if said is not None:
                     cause[0] = said
+                spent = feedback_budget(status, namespace)
+                if spent is not None:
+                    budget[0] = spent
 
         if not args.full:
             from diagnostic_msgs.msg import DiagnosticArray

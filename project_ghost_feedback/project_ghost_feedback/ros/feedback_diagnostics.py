@@ -151,6 +151,8 @@ def check_calibration(node: FeedbackNode, steady_ns: int, status: Status) -> Non
         'underconfident': underconfident,
         'underconfident_assessments': node.underconfident_assessments,
     })
+    # The false-alarm budget in time and the outcome rate it is spent at (vec3_scale).
+    status.values.update(node.loop.budget())
     # ADR-0026a: how overconfident each vec3 is, 'k_hat [low, high]' (95%); '' if unknown.
     history = calibrated.calibration_history if calibrated else None
     for vec3, text in format_overconfidence(history).items():

@@ -294,7 +294,7 @@ def test_parameter_names_and_reasons_are_checked(harness):
 
 def test_an_exception_in_a_callback_is_counted_and_the_estimate_accounted(harness):
     """A fault inside the data path: counted under callback_errors, ERROR, the bridge runs on."""
-    h = harness(**UNPACED)
+    h = harness(**{**UNPACED, 'decorrelation.method': 'pace'})
     h.reference(0)
     h.reference(SECOND_NS)
     pacer = h.node.engine.pacer

@@ -451,6 +451,35 @@ def test_echo_names_the_bridge_cause_beside_an_unverified_assessment():
     assert 'unverified_no_outcomes' in line and line.endswith(f'cause: {cause}')
 
 
+def test_echo_states_the_false_alarm_budget_and_the_outcome_rate_on_its_summary_lines():
+    """The feedback node's /diagnostics values -> 'false-alarm budget 1/24 h, 10.00 outcomes/s'."""
+    from types import SimpleNamespace
+
+    from project_ghost_feedback.core import PredictionOutcome
+    from project_ghost_feedback.ros.conversions import calibrated_to_msg
+    from project_ghost_feedback.ros.echo import EchoLines, feedback_budget
+
+    loop = FeedbackLoop(LoopConfig.make())
+    assert loop.budget()['outcome_rate_hz'] == 'not measured yet'
+    for i in range(20):
+        stamp = (i + 1) * 100 * MS
+        loop.outcome(PredictionOutcome(stamp - 1, stamp, (0.0,) * 3, (0.0,) * 3, 1.5, 1.5))
+        calibrated = loop.assessment(raw_assessment(stamp)).calibrated
+    values = loop.budget()
+    assert values['false_alarm_budget_per_day'] == '1' and values['outcome_rate_hz'] == '10.00'
+    assert float(values['one_step_threshold_nats']) == pytest.approx(13.7, abs=0.1)
+    status = SimpleNamespace(name='/robot1/feedback_node: calibration', values=[
+        SimpleNamespace(key=k, value=v) for k, v in values.items()])
+    budget = feedback_budget(status, '/robot1')
+    assert budget == 'false-alarm budget 1/24 h, 10.00 outcomes/s'
+    assert feedback_budget(status, '') is None
+    lines = EchoLines()
+    msg = calibrated_to_msg(calibrated)
+    lines.message(msg, 0.0, '', budget)
+    (summary,) = lines.message(msg, 1.5, '', budget)
+    assert summary.endswith(f'(1 assessments in the last 1.5 s; {budget})')
+
+
 def test_cli_echo_says_it_waits_when_nothing_is_published():
     """Echo of /nothing_here: a line on stderr while waiting; --timeout: exit 1, one line."""
     status, output, errors = _echo(['--topic', '/nothing_here', '--timeout', '8'], [])

@@ -280,7 +280,7 @@ def test_info_reads_a_bare_mcap_file_that_evaluate_accepts(tmp_path, capsys):
 
 @pytest.mark.parametrize('warmup', [None, 10])
 def test_evaluate_holds_the_same_warm_up_as_the_bridge(tmp_path, warmup):
-    """The first outcome comes after decorrelation.warmup_samples paired estimates (default 50).
+    """The first outcome comes after whitening.warmup_samples + 1 paired estimates (default 30).
 
     evaluate runs the bridge's engine_config: the parameter, from --params-file, is applied the
     same way offline.
@@ -290,12 +290,13 @@ def test_evaluate_holds_the_same_warm_up_as_the_bridge(tmp_path, warmup):
     params = None
     if warmup is not None:
         params = tmp_path / 'bridge.yaml'
-        params.write_text('/**:\n  ros__parameters:\n    decorrelation:\n'
+        params.write_text('/**:\n  ros__parameters:\n    whitening:\n'
                           f'      warmup_samples: {warmup}\n')
     values = bridge_parameters(params)
-    assert values['decorrelation.warmup_samples'] == (warmup or 50)
+    assert values['whitening.warmup_samples'] == (warmup or 30)
     bag = write_rosbags_bag(tmp_path / 'bag', stack_samples(), ODOMETRY)
     kinds = [kind for kind, _ in bridge_outputs(bag, ESTIMATE, REFERENCE, values)]
     # Every estimate is paired here (references at its stamps): the outcome of estimate i comes
-    # just before its assessment, so the first outcome follows (warmup) assessments.
-    assert kinds.index(next(k for k in kinds if k != ASSESSMENT)) == (warmup or 50)
+    # just before its assessment; v of estimate i is taken from the estimate fed by the i - 1
+    # pairs before it, so the first outcome follows (warmup + 1) assessments.
+    assert kinds.index(next(k for k in kinds if k != ASSESSMENT)) == (warmup or 30) + 1

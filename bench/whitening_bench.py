@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Whitening bench: false downgrade episodes per 24 h and detection times, rates in time.
+
+Serially correlated errors (AR(1) of lag-1 correlation rho, and a mix of two time constants,
+0.97 and 0.5, of equal variance) are whitened in space (unit claimed covariance) and in time by
+the bridge's rules (``analysis/whitening_sim.py``, the vectorised mirror of
+``bridge/whitening.py``, checked against it here), the first ``warmup_samples + 1`` of every
+stream withheld as the bridge does; the squared distances go through the default policy exactly
+as ``core/loop.py`` grades them (``analysis/vec3_sim.py``, window 32, its false-alarm budget of
+1 per 24 h spent at the stream's outcome rate). Every stream is a start (empty window, cold
+estimate).
+
+- false episodes: honest streams, every KNOWN -> UNCERTAIN-or-worse transition counted; per 24 h
+  of honest operation with the exact Poisson 95% interval;
+- detection: honest for ``--lead`` s, then every error scaled by k (1.5, 3): median seconds
+  from the switch to the first UNCERTAIN-or-worse / UNKNOWN (bootstrap s.e.), share not found
+  within ``--horizon`` s;
+- bias: honest errors plus a constant vector of norm b (whitened standard deviations) after the
+  lead: median time to the first downgrade (the policies test scale, not mean: this row says
+  what the whitening leaves of a bias).
+
+Prints markdown. ``--hours`` per row (default 500 at 10 Hz, 200 at 50 Hz), ``--quick``.
+Figures only, never a gate.
+"""
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+from project_ghost_feedback.analysis import vec3_sim, whitening_sim
+from project_ghost_feedback.bridge.whitening import DEFAULT_WARMUP_SAMPLES
+from project_ghost_feedback.core.feedback import Vec3ScalePolicy
+from project_ghost_feedback.core.feedback.chi_square import chi_square_quantile
+
+WINDOW = 32
+MODELS = {'AR(1) 0': ('ar1', 0.0), 'AR(1) 0.3': ('ar1', 0.3), 'AR(1) 0.6': ('ar1', 0.6),
+          'AR(1) 0.9': ('ar1', 0.9), 'mix 0.97 + 0.5': ('mix', 0.97, 0.5)}
+KNOWN, UNKNOWN = 2, 0
+
+
+def poisson_interval(count, exposure):
+    """Return the exact (Garwood) 95% interval of a Poisson rate ``count / exposure``."""
+    low = 0.0 if count == 0 else chi_square_quantile(0.025, 2 * count) / 2.0
+    high = chi_square_quantile(0.975, 2 * count + 2) / 2.0
+    return low / exposure, high / exposure
+
+
+def whitened_squared(rng, streams, length, model, scale=None, bias=None, order=2):
+    """Return ``(xp, xo)`` of whitened errors after the warm-up the bridge withholds."""
+    z = whitening_sim.errors(rng, streams, length, model)
+    if scale is not None:
+        z = z * scale[None, :, None, None]
+    if bias is not None:
+        z = z + bias[None, :, None, None] * (np.ones(3) / math.sqrt(3.0))[None, None, None, :]
+    v = whitening_sim.whiten(z, order=order)[:, DEFAULT_WARMUP_SAMPLES + 1:]
+    x = (v * v).sum(axis=3)
+    return x[:, :, 0], x[:, :, 1]
+
+
+def false_episodes(policy, rng, model, hours, rate_hz, stream_hours):
+    """Return (episodes, hours observed) of honest streams at ``rate_hz``."""
+    length = int(stream_hours * 3600 * rate_hz)
+    streams_total = max(1, int(round(hours / stream_hours)))
+    episodes, observed = 0, 0.0
+    batch = max(1, min(streams_total, int(4_000_000 // length)))
+    done = 0
+    while done < streams_total:
+        n = min(batch, streams_total - done)
+        xp, xo = whitened_squared(rng, n, length, model)
+        lv = vec3_sim.levels(policy, xp, xo, WINDOW, rate_hz=rate_hz)
+        down = lv != KNOWN
+        episodes += int(down[:, 0].sum() + (down[:, 1:] & ~down[:, :-1]).sum())
+        observed += n * xp.shape[1] / rate_hz / 3600.0
+        done += n
+    return episodes, observed
+
+
+def detection(policy, rng, model, rate_hz, streams, lead_s, horizon_s, k=None, bias=None):
+    """Return (times to the first downgrade, times to UNKNOWN) after the switch (inf: missed)."""
+    warm = DEFAULT_WARMUP_SAMPLES + 1
+    switch = warm + int(lead_s * rate_hz)
+    length = switch + int(horizon_s * rate_hz)
+    scale = np.ones(length)
+    shift = np.zeros(length)
+    if k is not None:
+        scale[switch:] = k
+    if bias is not None:
+        shift[switch:] = bias
+    xp, xo = whitened_squared(rng, streams, length, model, scale=scale, bias=shift)
+    lv = vec3_sim.levels(policy, xp, xo, WINDOW, rate_hz=rate_hz)[:, switch - warm:]
+    out = []
+    for hit in (lv != KNOWN, lv == UNKNOWN):
+        first = np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
+        out.append(np.where(first >= 0, (first + 1) / rate_hz, np.inf))
+    return out
+
+
+def median_se(times, rng):
+    """Return (median, bootstrap s.e.) of ``times`` (inf allowed)."""
+    med = float(np.median(times))
+    boots = [np.median(rng.choice(times, len(times))) for _ in range(200)]
+    finite = [b for b in boots if math.isfinite(b)]
+    return med, (float(np.std(finite)) if len(finite) == len(boots) else math.inf)
+
+
+def fmt_time(times, rng):
+    med, se = median_se(times, rng)
+    missed = float(np.mean(~np.isfinite(times)))
+    text = f'{med:.2f} +- {se:.2f}' if math.isfinite(med) else 'not found'
+    return text + (f' ({missed:.0%} missed)' if missed else '')
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--hours', type=float, default=None,
+                        help='honest hours per row (default 500 at 10 Hz, 200 at 50 Hz)')
+    parser.add_argument('--rates', default='10,50', help='outcome rates, Hz')
+    parser.add_argument('--stream-hours', type=float, default=1.0,
+                        help='length of one honest stream (a start each)')
+    parser.add_argument('--streams', type=int, default=400, help='streams per detection row')
+    parser.add_argument('--lead', type=float, default=20.0, help='honest seconds before a switch')
+    parser.add_argument('--horizon', type=float, default=60.0, help='seconds after it')
+    parser.add_argument('--models', default=','.join(MODELS))
+    parser.add_argument('--seed', type=int, default=39)
+    parser.add_argument('--quick', action='store_true', help='10 h per row, 100 streams')
+    args = parser.parse_args()
+    if args.quick:
+        args.hours, args.streams, args.stream_hours = 10.0, 100, 0.5
+    rng = np.random.default_rng(args.seed)
+    check = whitening_sim.self_check()
+    policy = Vec3ScalePolicy()
+    print(f'mirror vs bridge/whitening.py: max |dv| = {check:.1e}; policy budget '
+          f'{policy.false_alarm_budget_per_day:g} per 24 h, window {WINDOW}')
+    for rate in (float(r) for r in args.rates.split(',')):
+        hours = args.hours if args.hours is not None else (500.0 if rate <= 10 else 200.0)
+        h = policy.at_rate(rate).threshold_in_use
+        print(f'\n### {rate:g} outcomes/s (threshold {h:.2f} nats), {hours:g} h per row\n')
+        print('| errors | false episodes | hours | per 24 h (95% interval) | down at 1.5x, s '
+              '| UNKNOWN at 3x, s | bias 1.5: down, s | bias 3.0: down, s | run, s |')
+        print('|---|---|---|---|---|---|---|---|---|')
+        for name in args.models.split(','):
+            model = MODELS[name]
+            started = time.monotonic()
+            count, observed = false_episodes(policy, rng, model, hours, rate, args.stream_hours)
+            low, high = poisson_interval(count, observed / 24.0)
+            row = [name, str(count), f'{observed:.1f}',
+                   f'{count / observed * 24:.2f} ({low:.2f}-{high:.2f})']
+            if rate <= 10:
+                down, _ = detection(policy, rng, model, rate, args.streams, args.lead,
+                                    args.horizon, k=1.5)
+                _, unknown = detection(policy, rng, model, rate, args.streams, args.lead,
+                                       args.horizon, k=3.0)
+                bias15, _ = detection(policy, rng, model, rate, args.streams, args.lead,
+                                      args.horizon, bias=1.5)
+                bias30, _ = detection(policy, rng, model, rate, args.streams, args.lead,
+                                      args.horizon, bias=3.0)
+                row += [fmt_time(down, rng), fmt_time(unknown, rng), fmt_time(bias15, rng),
+                        fmt_time(bias30, rng)]
+            else:
+                row += ['', '', '', '']
+            row.append(f'{time.monotonic() - started:.0f}')
+            print('| ' + ' | '.join(row) + ' |', flush=True)
+
+
+if __name__ == '__main__':
+    main()
