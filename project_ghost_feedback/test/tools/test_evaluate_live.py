@@ -3,7 +3,7 @@
 
 The simulated localization stack's stream (a real Kalman filter, tuned then mistuned) is
 published to the real OutcomeBridge node, one message at a time in a fixed order, with its
-default parameters (adaptive decorrelation on: the pacing is compared too). What was published is
+default parameters (prewhitening on: the whitened distances and the warm-up are compared too). What was published is
 recorded with rosbags' Writer in the same order; evaluate's path over that bag must hand over the
 same outcomes (stamps, errors, distances: exactly) and the same claims as the node published.
 """
@@ -57,8 +57,8 @@ def test_evaluate_gives_the_live_bridges_outcomes(tmp_path):
         live_levels = [(msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec,
                         msg.overall_level.value) for msg in h.assessments]
         assert sum(h.node.engine.dropped.values()) == 0
-        assert h.node.engine.paced_out > 0  # the pacing is part of what is compared
-        assert h.node.engine.warming_up == 50  # and its warm-up (the first 5 s held)
+        # the warm-up is part of what is compared (whitening.warmup_samples + 1 held)
+        assert h.node.engine.paced_out == h.node.engine.warming_up == 31
 
     bag = write_rosbags_bag(tmp_path / 'inputs', samples, ODOMETRY)
     offline_outcomes, offline_levels = offline_outputs(
