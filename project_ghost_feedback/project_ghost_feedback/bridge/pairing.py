@@ -546,8 +546,9 @@ class PairingEngine:
         if method == WHITEN:
             distances = self.whitening.distances(estimate.stamp_ns, blocks)
         else:  # the raw distances, chi(m) mapped onto chi(3) for a vec3 with ignored axes
-            distances = tuple(chi_to_chi3(raw, len(err)) if err else 0.0
-                              for err, _, raw in blocks)
+            (ep, _, dp), (eo, _, do) = blocks
+            distances = (chi_to_chi3(dp, len(ep)) if ep else 0.0,
+                         chi_to_chi3(do, len(eo)) if eo else 0.0)
         try:
             raw = PredictionOutcome(
                 prediction_stamp_sim_ns=estimate.stamp_ns,

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Prewhitening of the bridge's outcomes: every outcome kept, its serial correlation removed (no ROS).
+"""Prewhitening of the bridge's outcomes: every one kept, its serial correlation removed (no ROS).
 
 The policies' false-alarm rates assume independent outcomes, but a filter's estimate-vs-reference
 errors are serially correlated (a Kalman filter's error is an AR process). Instead of thinning the

@@ -169,7 +169,8 @@ def test_evaluate_of_a_bag_with_tf_gives_the_live_bridges_outcomes(drift_run, tm
     params = tmp_path / 'unpaced.yaml'
     params.write_text(
         '/**:\n  ros__parameters:\n    max_reference_gap_s: 5.0\n'
-        '    decorrelation:\n      method: none\n      adaptive: false\n      min_interval_s: 0.0\n',
+        '    decorrelation:\n      method: none\n      adaptive: false\n'
+        '      min_interval_s: 0.0\n',
         encoding='utf-8')
     run = bridge_outputs(bag, ESTIMATE_TOPIC, REFERENCE_TOPIC, bridge_parameters(params))
     offline_outcomes, offline_levels = offline_outputs(run)

@@ -232,7 +232,7 @@ def test_warm_up_holds_the_first_outcomes_and_is_validated(harness):
     for tenth in range(6):
         h.estimate(tenth * SECOND_NS // 10, x=0.05 * tenth)
     h.wait_assessments(6)
-    assert node.outcomes_published == 0 and node.engine.warming_up == 6, (node.engine.paired, node.engine.dropped, node.engine.pending)
+    assert node.outcomes_published == 0 and node.engine.warming_up == 6
     status = node.diagnostic_status()
     values = {kv.key: kv.value for kv in status.values}
     assert values['decorrelation_warm'] == 'True' and values['decorrelation_method'] == 'pace'

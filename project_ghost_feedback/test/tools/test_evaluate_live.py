@@ -3,7 +3,8 @@
 
 The simulated localization stack's stream (a real Kalman filter, tuned then mistuned) is
 published to the real OutcomeBridge node, one message at a time in a fixed order, with its
-default parameters (prewhitening on: the whitened distances and the warm-up are compared too). What was published is
+default parameters (prewhitening on: the whitened distances and the warm-up are compared
+too). What was published is
 recorded with rosbags' Writer in the same order; evaluate's path over that bag must hand over the
 same outcomes (stamps, errors, distances: exactly) and the same claims as the node published.
 """

@@ -130,8 +130,8 @@ def quantized_rate(rate_hz: float | None) -> float:
     if rate_hz is None or not math.isfinite(rate_hz) or rate_hz <= 0.0:
         return MAX_OUTCOME_RATE_HZ
     rate = min(max(rate_hz, MIN_OUTCOME_RATE_HZ), MAX_OUTCOME_RATE_HZ)
-    return min(max(2.0 ** (round(math.log2(rate) * 8.0) / 8.0), MIN_OUTCOME_RATE_HZ),
-               MAX_OUTCOME_RATE_HZ)
+    octaves = round(math.log2(rate) * 8.0) / 8.0
+    return float(min(max(math.pow(2.0, octaves), MIN_OUTCOME_RATE_HZ), MAX_OUTCOME_RATE_HZ))
 
 
 _Key = tuple[int, float, float, float, float, float, float, float]
@@ -242,7 +242,7 @@ class Vec3ScalePolicy:
                                        'significant_threshold), in [1e-6, 1000], or 0 (off: '
                                        'significant_threshold as set).'),
         'outcome_rate_hz': ((0.0, MAX_OUTCOME_RATE_HZ), 'Outcome rate the budget is spent at: 0 '
-                            '(measured by the feedback loop from the window\'s stamps) or a '
+                            "(measured by the feedback loop from the window's stamps) or a "
                             'fixed rate in [0.01, 1000] Hz.'),
     }
     """Field -> ((low, high), description) for the node's parameter descriptors."""
