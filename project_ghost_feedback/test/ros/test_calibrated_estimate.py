@@ -61,7 +61,7 @@ def _mean_nees(seed, directory):
     confidences = (DEFAULT_CONFIDENCE, 0.5)
     factors = {confidence: (1.0, 1.0) for confidence in confidences}
     raw, calibrated = [], {confidence: [] for confidence in confidences}
-    for kind, contract in bridge_outputs(bag, ESTIMATE, REFERENCE, bridge_parameters(CONFIG)):
+    for kind, contract in bridge_outputs(bag, ESTIMATE, REFERENCE, _paced(CONFIG)):
         if kind == ASSESSMENT:
             history = loop.assessment(contract).calibrated.calibration_history
             factors = {confidence: inflation_factors(history, confidence=confidence)
@@ -80,6 +80,19 @@ def _mean_nees(seed, directory):
             calibrated[confidence].append(error.position_mahalanobis ** 2)
     n = len(raw)
     return n, sum(raw) / n, {key: sum(values) / n for key, values in calibrated.items()}
+
+
+def _paced(config):
+    """The bridge parameters with the pacer: the factor inflates the marginal covariance.
+
+    Whitened outcomes (the default) measure the scale of the errors' innovations; a mistuned
+    filter's marginal errors grow by another factor (docs/bridge.md, "The calibrated estimate").
+    """
+    values = bridge_parameters(config)
+    values['decorrelation.method'] = 'pace'
+    # the pacing this test was measured with: d^2 correlation 0.1, errors' sqrt(0.1)
+    values['decorrelation.target_autocorrelation'] = 0.1 ** 0.5
+    return values
 
 
 @pytest.mark.parametrize('seed', [0, 1, 2])
