@@ -83,7 +83,7 @@ def _mean_nees(seed, directory):
 
 
 def _paced(config):
-    """The bridge parameters with the pacer: the factor inflates the marginal covariance.
+    """Return the bridge parameters with the pacer: the factor inflates the marginal covariance.
 
     Whitened outcomes (the default) measure the scale of the errors' innovations; a mistuned
     filter's marginal errors grow by another factor (docs/bridge.md, "The calibrated estimate").
