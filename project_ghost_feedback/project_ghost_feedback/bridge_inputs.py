@@ -399,7 +399,7 @@ def tf_topics_option(text: str) -> dict[str, bool]:
 
 def add_input_arguments(parser: argparse.ArgumentParser, note: str = '',
                         required: bool = False) -> None:
-    """Add --estimate, --reference and --params-file (evaluate and audit share them).
+    """Add --estimate, --reference, --params-file and --tf-topics (evaluate and audit share them).
 
     ``required``: both topics must be given (argparse says so in the usage line and the help).
     """
@@ -414,3 +414,6 @@ def add_input_arguments(parser: argparse.ArgumentParser, note: str = '',
     parser.add_argument('--params-file', metavar='YAML',
                         help="the bridge's parameter file (default: the bridge's defaults), e.g. "
                         'project_ghost_feedback/config/outcome_bridge.yaml')
+    parser.add_argument('--tf-topics', metavar='TF,TF_STATIC',
+                        help="the bag's tf topics (default /tf,/tf_static), e.g. "
+                        '/robot1/tf,/robot1/tf_static for a robot with namespaced tf')

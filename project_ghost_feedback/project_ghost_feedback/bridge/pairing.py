@@ -49,7 +49,7 @@ from .geometry import (
 )
 from .reference_buffer import AFTER_BUFFER, EMPTY, ReferenceBuffer, ReferenceSample
 from .engine_interface import child_frame_id, EngineListener, Estimate, pose_and_covariance
-from .tf_gate import RESET, TF2_REFUSED, TfGate
+from .tf_gate import prefixed, RESET, TF2_REFUSED, TfGate
 from .transforms import TF_EXTRAPOLATION_PAST, TransformFailure, TransformProvider
 
 ESTIMATE, REFERENCE = 'estimate', 'reference'
@@ -299,13 +299,14 @@ class PairingEngine:
             self._reset_timeline(RESET_REFERENCE_STAMPS, stamp,
                                  f'reference stamp went back by {(newest - stamp) / NS_PER_S:.3f}'
                                  ' s (a restarted producer or a sim reset?)')
-        frame_id = msg.header.frame_id
+        prefix = config.get('frame_prefix', '')
+        frame_id = prefixed(prefix, msg.header.frame_id)
         transform = config['transform']
         if transform is not None and frame_id == config['from_frame_id']:
             position, quaternion, covariance = transform.apply(position, quaternion, covariance)
             frame_id = config['to_frame_id']
         sample = ReferenceSample(stamp, position, quaternion, covariance)
-        child = child_frame_id(msg)
+        child = prefixed(prefix, child_frame_id(msg))
         self._note_input_stamp(stamp)
         if self.tf_active:
             self.tf_waiting.append(_TfWaiting(sample, frame_id, child))
@@ -432,8 +433,10 @@ class PairingEngine:
         elif last is not None and stamp <= last:
             self.drop_estimate(DROP_NOT_NEWER, f'{stamp} <= {last} ns')
             return
-        estimate = Estimate(stamp, msg.header.frame_id, position, quaternion, covariance,
-                            msg if self.keep_messages else None, child_frame_id(msg))
+        prefix = self.config.get('frame_prefix', '')
+        estimate = Estimate(stamp, prefixed(prefix, msg.header.frame_id), position, quaternion,
+                            covariance, msg if self.keep_messages else None,
+                            prefixed(prefix, child_frame_id(msg)))
         self.last_estimate_ns = stamp
         self.estimate_frame_id = estimate.frame_id
         self._note_input_stamp(stamp)

@@ -406,9 +406,6 @@ def build(commands: Any, positive_int: Callable[[str], int],
     parser.add_argument('--output-dir', metavar='DIR', default='evaluate_out',
                         help='where to write (must not exist; default evaluate_out)')
     parser.add_argument('--no-plot', action='store_true', help='write no picture')
-    parser.add_argument('--tf-topics', metavar='TF,TF_STATIC',
-                        help="the bag's tf topics (default /tf,/tf_static), e.g. "
-                        '/robot1/tf,/robot1/tf_static for a robot with namespaced tf')
 
     def handler(args: argparse.Namespace) -> int:
         if not args.estimate or not args.reference:  # given, but empty

@@ -199,7 +199,8 @@ def test_audit_of_an_ordinary_bag_equals_the_audit_of_its_evaluated_telemetry(tm
     bag = write_rosbags_bag(tmp_path / 'bag', stack_samples(), POSE, 'sqlite3')
     assert evaluate(bag, tmp_path / 'out', '--no-plot') == 0
     policies = (parse_policy('overconfidence_scale'), parse_policy('calibrated_exceedance'))
-    direct = audit_bag(bag, policies, bridge=(ESTIMATE, REFERENCE, bridge_parameters(CONFIG)))
+    direct = audit_bag(bag, policies,
+                       bridge=(ESTIMATE, REFERENCE, bridge_parameters(CONFIG), None))
     recorded = audit_bag(tmp_path / 'out' / 'telemetry', policies)
     assert direct['ok'] and recorded['ok'], (direct, recorded)
     for key in ('outcomes', 'assessments', 'raw', 'distances', 'policies',
@@ -299,3 +300,54 @@ def test_evaluate_holds_the_same_warm_up_as_the_bridge(tmp_path, warmup):
     # Every estimate is paired here (references at its stamps): the outcome of estimate i comes
     # just before its assessment, so the first outcome follows (warmup) assessments.
     assert kinds.index(next(k for k in kinds if k != ASSESSMENT)) == (warmup or 50)
+
+
+def test_evaluate_and_audit_read_namespaced_prefixed_tf(tmp_path, capsys):
+    """Namespaced tf with prefixed frames: --tf-topics and frame_prefix read it.
+
+    /robot1/tf holds robot1/map -> robot1/odom while the messages say map and odom: with
+    ``--tf-topics`` and ``frame_prefix: robot1/`` evaluate and audit give what a plain /tf bag
+    gives; without the prefix nothing pairs (exit 2).
+    """
+    from project_ghost_feedback.audit.task import audit_bag
+    from project_ghost_feedback.bridge.tf2_transforms import tf2_missing
+    from project_ghost_feedback.bridge_inputs import bridge_parameters
+    from project_ghost_feedback.core.feedback import parse_policy
+    from support.tf_bags import write_tf_bag
+
+    if tf2_missing() is not None:
+        pytest.skip(tf2_missing())
+    samples = stack_samples(phases=(StackPhase('tuned', 6.0),
+                                    StackPhase('mistuned', 6.0, truth_accel_factor=6.0)))
+    plain = write_tf_bag(tmp_path / 'plain', samples)
+    robot1 = write_tf_bag(tmp_path / 'robot1', samples, tf_topic='/robot1/tf',
+                          tf_prefix='robot1/')
+    params = tmp_path / 'robot1.yaml'
+    params.write_text(CONFIG.read_text(encoding='utf-8').replace(
+        "frame_prefix: ''", "frame_prefix: 'robot1/'"), encoding='utf-8')
+    assert evaluate(plain, tmp_path / 'out_plain', '--no-plot') == 0
+    topics = ('--tf-topics', '/robot1/tf,/robot1/tf_static')
+    assert main(['evaluate', str(robot1), '--estimate', ESTIMATE, '--reference', REFERENCE,
+                 '--params-file', str(params), '--output-dir', str(tmp_path / 'out_robot1'),
+                 '--no-plot', *topics]) == 0
+    capsys.readouterr()
+    expected, summary = (json.loads((tmp_path / out / 'summary.json').read_text())
+                         for out in ('out_plain', 'out_robot1'))
+    assert summary['bridge']['paired'] == expected['bridge']['paired'] > 0
+    assert summary['bridge']['tf_transforms_accepted'] == len(samples)
+    assert summary['episodes'] == expected['episodes'] and summary['episodes']
+    assert summary['position_d_median'] == pytest.approx(expected['position_d_median'])
+    # With the tf topics but without the prefix nothing pairs: exit 2, one line naming tf.
+    assert evaluate(robot1, tmp_path / 'out_none', '--no-plot', *topics) == 2
+    assert 'tf_unavailable' in capsys.readouterr().err
+    # audit reads it alike (--tf-topics; its bridge tuple carries the tf topics).
+    policies = (parse_policy('vec3_scale'),)
+    values = bridge_parameters(params)
+    direct = audit_bag(robot1, policies, bridge=(ESTIMATE, REFERENCE, values,
+                                                  {'/robot1/tf': False, '/robot1/tf_static': True}))
+    recorded = audit_bag(tmp_path / 'out_robot1' / 'telemetry', policies)
+    assert direct['ok'] and recorded['ok'], (direct, recorded)
+    assert direct['policies'] == recorded['policies']
+    assert main(['audit', str(robot1), '--estimate', ESTIMATE, '--reference', REFERENCE,
+                 '--tf-topics', 'robot1/tf']) == 2
+    assert '--tf-topics must be two absolute topics' in capsys.readouterr().err
