@@ -4,8 +4,9 @@
 :class:`PairingEngine` holds every rule of the outcome bridge that decides what is published:
 the intake refusals (stamp, position, quaternion, covariance, future stamp), the time rules
 (estimates not newer, stamps going back: a timeline reset, a backward clock jump), the frame
-rules (fixed transform, never interpolating across frames, frame mismatch; poses of different
-bodies, by ``child_frame_id``, unless ``child_frame_map`` relates them), the wait of an
+rules (``frame_prefix``, fixed transform, never interpolating across frames, frame mismatch;
+poses of different bodies, by ``child_frame_id``, unless ``child_frame_map`` relates them;
+distances that jump at a /tf change named, :mod:`.frame_steps`), the wait of an
 estimate for a reference after its stamp, the interpolation, the pose error, the outcome pacing
 and the claim levels. The ROS node (ros/outcome_bridge_node.py) and ``ghost-feedback evaluate``
 both drive it, so the same inputs in the same order with the same clock give the same outputs.
@@ -49,6 +50,7 @@ from .geometry import (
 )
 from .reference_buffer import AFTER_BUFFER, EMPTY, ReferenceBuffer, ReferenceSample
 from .engine_interface import child_frame_id, EngineListener, Estimate, pose_and_covariance
+from .frame_steps import FrameStepMonitor
 from .tf_gate import prefixed, RESET, TF2_REFUSED, TfGate
 from .transforms import TF_EXTRAPOLATION_PAST, TransformFailure, TransformProvider
 
@@ -147,6 +149,8 @@ class PairingEngine:
         self.tf_gate = TfGate(config.get('tf_max_frames', 1000),
                               config.get('tf_max_transforms_per_frame', 1000),
                               config.get('tf_cache_ns', 10 * NS_PER_S))
+        # Distances that jump at a /tf change (bridge/frame_steps.py): frames named.
+        self.frame_steps = FrameStepMonitor()
         self.transforms_accepted = 0
         self.transforms_refused: collections.Counter[str] = collections.Counter()
         self._covariances: dict[str, tuple[bytes | None, CheckedCovariance | None]] = {
@@ -225,6 +229,7 @@ class PairingEngine:
         if self.last_estimate_ns is not None and self.last_estimate_ns > horizon:
             self.last_estimate_ns = kept[-1].stamp_ns if kept else None
         self.pacer.reset()
+        self.frame_steps.reset()
         self.no_reference_since_ns = None
         self.resets[cause] += 1
         self.listener.timeline_reset(cause, detail)
@@ -372,6 +377,8 @@ class PairingEngine:
                     waiting_list.popleft()
                     self.drop_reference(found.reason, found.detail)
                     continue
+                self.frame_steps.transform_used(sample.stamp_ns, target, waiting.frame_id,
+                                                found.translation_m, found.rotation_xyzw)
                 position, quaternion, covariance = FixedTransform(
                     found.translation_m, found.rotation_xyzw).apply(
                         sample.position, sample.quaternion, sample.covariance)
@@ -539,6 +546,11 @@ class PairingEngine:
             return
         self.paired += 1
         self.resolved += 1
+        step = self.frame_steps.distances(
+            estimate.stamp_ns, error.position_mahalanobis, error.orientation_mahalanobis,
+            error.position_error_m, error.orientation_error_rad)
+        if step is not None:
+            self.listener.transform_step(step)
         if not self.pacer.offer(estimate.stamp_ns, error.position_mahalanobis,
                                 error.orientation_mahalanobis):
             self.paced_out += 1

@@ -185,6 +185,8 @@ def _record(run: BridgeRun, loop_config: LoopConfig, output_dir: pathlib.Path,
     trace = _Trace(bag_dir, _calibrated_estimate(values or {}))
     try:
         for kind, contract in run:
+            for step in run.take_transform_steps():
+                trace.tracker.transform_step(step)  # frames named in the episodes
             if kind == ASSESSMENT:
                 calibrated = loop.assessment(contract).calibrated
                 assert calibrated is not None  # no now_ns: an assessment is never refused

@@ -351,3 +351,50 @@ def test_evaluate_and_audit_read_namespaced_prefixed_tf(tmp_path, capsys):
     assert main(['audit', str(robot1), '--estimate', ESTIMATE, '--reference', REFERENCE,
                  '--tf-topics', 'robot1/tf']) == 2
     assert '--tf-topics must be two absolute topics' in capsys.readouterr().err
+
+
+def test_a_frame_error_is_named_in_the_episode_and_the_level_returns_32_outcomes_after_it(
+        tmp_path, capsys):
+    """The map -> odom published 2 m off from 21 s to 31 s (an honest filter otherwise).
+
+    The episode carries the jump at 21 s and the fall at 31 s, each naming odom <- map and the
+    2 m step; the level returns at the 32nd outcome (max_history) after the last one stamped
+    during the error: the policy's stated recovery (docs/policies.md), here 1 outcome/s.
+    """
+    from project_ghost_feedback.bridge.tf2_transforms import tf2_missing
+    from project_ghost_feedback.bridge_inputs import bridge_outputs, bridge_parameters
+    from support.tf_bags import write_tf_bag
+
+    if tf2_missing() is not None:
+        pytest.skip(tf2_missing())
+    second = 1_000_000_000
+
+    def wrong(stamp, true):
+        translation, rotation = true
+        if 21 * second <= stamp < 31 * second:
+            return (translation[0] + 2.0, translation[1], translation[2]), rotation
+        return true
+    bag = write_tf_bag(tmp_path / 'bag', stack_samples(phases=(StackPhase('tuned', 75.0),)),
+                       published_tf=wrong)
+    params = tmp_path / 'paced.yaml'
+    params.write_text('/**:\n  ros__parameters:\n    decorrelation:\n      adaptive: false\n'
+                      '      min_interval_s: 1.0\n', encoding='utf-8')
+    assert main(['evaluate', str(bag), '--estimate', ESTIMATE, '--reference', REFERENCE,
+                 '--params-file', str(params), '--output-dir', str(tmp_path / 'out'),
+                 '--no-plot']) == 0
+    text = capsys.readouterr().out
+    summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())
+    (episode,) = summary['episodes']
+    jump, fall = episode['transform_steps']
+    for step, at in ((jump, 21), (fall, 31)):
+        assert (step['target_frame'], step['source_frame']) == ('odom', 'map')
+        assert step['step_m'] == pytest.approx(2.0) and step['step_stamp_ns'] == at * second
+    assert (jump['kind'], fall['kind'], episode['level']) == ('jump', 'fall', 'UNKNOWN')
+    assert 'odom <- map stepped 2.000 m' in episode['description']
+    assert 'at a /tf change' in text.splitlines()[0]
+    outcomes = [c.observed_stamp_sim_ns for kind, c in
+                bridge_outputs(bag, ESTIMATE, REFERENCE, bridge_parameters(params))
+                if kind == 'outcome']
+    last_bad = max(i for i, stamp in enumerate(outcomes) if stamp < 31 * second)
+    assert episode['start_stamp_ns'] == 21 * second and not episode['ongoing']
+    assert episode['end_stamp_ns'] == outcomes[last_bad + 32]
