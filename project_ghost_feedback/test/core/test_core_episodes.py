@@ -221,3 +221,24 @@ def test_an_episode_without_transform_steps_reads_as_before():
                                      _calibrated(3, K, 'w')])
     assert episode.transform_steps == () and episode.as_dict(0)['transform_steps'] == []
     assert 'tf' not in episode.describe(0)
+
+
+def test_an_episode_gives_its_error_in_metres_and_degrees():
+    """The outcomes from the one that opened the episode to its end: RMSE and max, m and deg."""
+    from project_ghost_feedback.core.feedback import EpisodeTracker
+
+    tracker = EpisodeTracker()
+    tracker.outcome(build_outcome(NS_PER_S, 1.0))        # before: not the episode's
+    tracker.add(_calibrated(1, K, 'within'))
+    tracker.outcome(build_outcome(2 * NS_PER_S, 9.0))     # opens it
+    tracker.add(_calibrated(2, X, 'gross_overconfidence', 9.0))
+    tracker.outcome(build_outcome(3 * NS_PER_S, 9.0))
+    tracker.add(_calibrated(3, K, 'within'))              # closes it: not the episode's
+    (episode,) = tracker.episodes()
+    # build_outcome's errors: (0.1, -0.2, 0.05) m and (0, 0.01, 0) rad, one pair.
+    position = math.sqrt(0.1 ** 2 + 0.2 ** 2 + 0.05 ** 2)
+    assert episode.error['pairs'] == 1
+    assert episode.error['position_m']['rmse'] == pytest.approx(position)
+    assert episode.error['rotation_deg']['max'] == pytest.approx(math.degrees(0.01))
+    assert (f'error RMSE {position:.3f} m, {math.degrees(0.01):.2f} deg'
+            in episode.describe(0))
