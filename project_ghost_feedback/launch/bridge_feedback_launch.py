@@ -28,6 +28,11 @@ Launch arguments:
   bridge's tf listener subscribes (its ``/tf`` and ``/tf_static`` remapped), e.g.
   ``/robot1/tf`` and ``/robot1/tf_static`` for a robot whose transforms are namespaced; the
   recordings below record these topics.
+- ``frame_prefix`` (default ``''``): the bridge's ``frame_prefix`` parameter: prepended to the
+  inputs' frame names that lack it (``robot1/`` for a robot whose tf says ``robot1/odom`` and
+  ``robot1/base_link`` while its messages say ``odom`` and ``base_link``); it ends with ``/``.
+  Frames are matched by name, so two robots on one shared /tf need prefixed frames, two robots
+  each on its own tf topics do not.
 - ``record`` (default ``false``), ``bag_output``: record with ``ros2 bag record -s mcap`` the
   feedback node's topics (the bridge's outputs, the calibrated output, ``feedback_events`` and
   ``/diagnostics``), as ``feedback_launch.py`` does, which this file includes for the feedback
@@ -137,6 +142,9 @@ def generate_launch_description():
         DeclareLaunchArgument('tf_static_topic', default_value='/tf_static',
                               description="Where the bridge's tf listener reads /tf_static "
                               '(e.g. /robot1/tf_static).'),
+        DeclareLaunchArgument('frame_prefix', default_value='',
+                              description="Prepended to the inputs' frame names that lack it "
+                              "(e.g. robot1/ for tf frames robot1/odom; '' none)."),
         DeclareLaunchArgument('record_inputs', default_value='true', choices=['true', 'false'],
                               description="With record:=true, also record the bridge's inputs "
                               '(estimate_topic, reference_topic, tf_topic, tf_static_topic), '
@@ -152,6 +160,8 @@ def generate_launch_description():
                 LaunchConfiguration('bridge_params_file'),
                 {'estimate_type': LaunchConfiguration('estimate_type'),
                  'reference_type': LaunchConfiguration('reference_type'),
+                 'frame_prefix': ParameterValue(LaunchConfiguration('frame_prefix'),
+                                                value_type=str),
                  'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'),
                                                 value_type=bool)},
             ],

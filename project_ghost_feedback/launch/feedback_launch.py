@@ -34,6 +34,12 @@ Launch arguments:
 - ``extra_record_topics`` (default ``''``): more topics for ``record:=true``, comma-separated.
 - ``bag_output`` (default ``''``: ``ros2 bag`` picks ``rosbag2_<date>``): the bag directory.
 
+No tf arguments: the feedback node reads no /tf and names no frame (its inputs carry their
+frames). The tf topics and the frame prefix of a robot are ``bridge_feedback_launch.py``'s
+(``tf_topic``, ``tf_static_topic``, ``frame_prefix``, for the outcome bridge, the one node that
+reads tf); that file passes its tf topics to the recordings here (``extra_record_topics``,
+``record_topics``).
+
 Tested statically by ``test/ros/test_launch_static.py`` (parses this file with ``ast``; checks the
 package, executable and config file it names, the remappings, and runs :func:`resolve_topic` in
 isolation), and with the real ``ros2 launch`` by ``test/system/test_ros2_cli.py`` where launch /

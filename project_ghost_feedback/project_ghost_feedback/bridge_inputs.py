@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from .bridge.engine_interface import Estimate
     from .core import BeliefSelfAssessment, PredictionOutcome
-    from .core.feedback import PoseErrorStatistics
+    from .core.feedback import PoseErrorStatistics, TransformStep
 
 Output = tuple[str, Any]
 """``(OUTCOME, PredictionOutcome)`` or ``(ASSESSMENT, BeliefSelfAssessment)``."""
@@ -197,6 +197,10 @@ def _collector() -> Any:
         def __init__(self) -> None:
             self.events: list[Output] = []
             self.errors = PoseErrorStatistics()
+            self.transform_steps: list[TransformStep] = []
+
+        def transform_step(self, step: TransformStep) -> None:
+            self.transform_steps.append(step)
 
         def outcome_ready(self, outcome: PredictionOutcome, estimate: Estimate) -> None:
             self.events.append((OUTCOME, outcome))
@@ -240,6 +244,14 @@ class BridgeRun:
         self.tf_messages = 0
         self.oversized = {'estimate': 0, 'reference': 0, 'tf': 0}
         """Messages over the readers' 1 MiB message limit (``info``'s): skipped, counted."""
+
+    def take_transform_steps(self) -> list[TransformStep]:
+        """Return the engine's transform steps (bridge/frame_steps.py) since the last call.
+
+        A step is handed over while its estimate is paired, so before that estimate's outputs.
+        """
+        steps, self._listener.transform_steps = self._listener.transform_steps, []
+        return steps
 
     @property
     def errors(self) -> PoseErrorStatistics:
@@ -399,7 +411,7 @@ def tf_topics_option(text: str) -> dict[str, bool]:
 
 def add_input_arguments(parser: argparse.ArgumentParser, note: str = '',
                         required: bool = False) -> None:
-    """Add --estimate, --reference and --params-file (evaluate and audit share them).
+    """Add --estimate, --reference, --params-file and --tf-topics (evaluate and audit share them).
 
     ``required``: both topics must be given (argparse says so in the usage line and the help).
     """
@@ -414,3 +426,6 @@ def add_input_arguments(parser: argparse.ArgumentParser, note: str = '',
     parser.add_argument('--params-file', metavar='YAML',
                         help="the bridge's parameter file (default: the bridge's defaults), e.g. "
                         'project_ghost_feedback/config/outcome_bridge.yaml')
+    parser.add_argument('--tf-topics', metavar='TF,TF_STATIC',
+                        help="the bag's tf topics (default /tf,/tf_static), e.g. "
+                        '/robot1/tf,/robot1/tf_static for a robot with namespaced tf')

@@ -126,14 +126,15 @@ def run(args: argparse.Namespace, fail: Callable[[object, int], int]) -> int:
     except (TypeError, ValueError) as error:
         return fail(error, 2)
     bridge = None
-    if args.estimate or args.reference or args.params_file:
-        from ..bridge_inputs import BagInputError, bridge_parameters
+    if args.estimate or args.reference or args.params_file or args.tf_topics:
+        from ..bridge_inputs import BagInputError, bridge_parameters, tf_topics_option
 
         if not (args.estimate and args.reference):
             return fail('--estimate and --reference go together (ordinary bags)', 2)
         try:
-            bridge = (args.estimate, args.reference, bridge_parameters(args.params_file))
-        except BagInputError as error:
+            bridge = (args.estimate, args.reference, bridge_parameters(args.params_file),
+                      tf_topics_option(args.tf_topics) if args.tf_topics else None)
+        except (BagInputError, ValueError) as error:
             return fail(error, 2)
     bags, problems = find_bags(args.paths)
     for problem in problems:

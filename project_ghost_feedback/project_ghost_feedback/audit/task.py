@@ -42,8 +42,9 @@ HISTOGRAM_BIN = 0.1
 HISTOGRAM_BINS = 80
 """Distances in [0, 8) in bins of 0.1; beyond in ``over``, +inf in ``inf``."""
 LEVEL_NAMES = tuple(level.name for level in sorted(SelfAssessmentLevel))
-Bridge = tuple[str, str, Mapping[str, Any]]
-"""``(estimate_topic, reference_topic, bridge parameter values)`` of an ordinary bag."""
+Bridge = tuple[str, str, Mapping[str, Any], Mapping[str, bool] | None]
+"""``(estimate_topic, reference_topic, bridge parameter values, tf topics)`` of an ordinary bag
+(tf topics: each with True for static; None: /tf and /tf_static)."""
 
 
 class _Histogram:
@@ -213,7 +214,7 @@ def audit_bag(path: str, policies: Sequence[PolicySpec], *,
     Never raises for a bad bag: the result is then ``{'bag': path, 'ok': False, 'error': one
     line}``. ``injection`` is an :class:`~.injection.Injection` or None. ``bridge`` is None (a
     telemetry bag: its recorded outcomes and assessments) or ``(estimate_topic,
-    reference_topic, bridge parameter values)``: an ordinary bag, whose outcomes and
+    reference_topic, bridge parameter values, tf topics)``: an ordinary bag, whose outcomes and
     assessments come from the bridge's engine over those two topics, as ``ghost-feedback
     evaluate`` makes them (:mod:`..bridge_inputs`).
     """

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import BeliefSelfAssessment, PredictionOutcome
+from ..core.feedback.episodes import TransformStep
 from .geometry import FloatArray
 
 
@@ -56,6 +57,9 @@ class EngineListener:
 
     def transform_refused(self, reason: str, detail: str) -> None:
         """Note a /tf or /tf_static transform refused before tf2 (or by it) with ``reason``."""
+
+    def transform_step(self, step: TransformStep) -> None:
+        """Note distances that jumped or fell back at a /tf change (bridge/frame_steps.py)."""
 
     def invalid_assessment(self, error: Exception) -> None:
         """Note an assessment that failed its contract (a bug upstream of the contract)."""

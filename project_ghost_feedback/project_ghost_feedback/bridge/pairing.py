@@ -4,8 +4,9 @@
 :class:`PairingEngine` holds every rule of the outcome bridge that decides what is published:
 the intake refusals (stamp, position, quaternion, covariance, future stamp), the time rules
 (estimates not newer, stamps going back: a timeline reset, a backward clock jump), the frame
-rules (fixed transform, never interpolating across frames, frame mismatch; poses of different
-bodies, by ``child_frame_id``, unless ``child_frame_map`` relates them), the wait of an
+rules (``frame_prefix``, fixed transform, never interpolating across frames, frame mismatch;
+poses of different bodies, by ``child_frame_id``, unless ``child_frame_map`` relates them;
+distances that jump at a /tf change named, :mod:`.frame_steps`), the wait of an
 estimate for a reference after its stamp, the interpolation, the pose error, the outcome pacing
 and the claim levels. The ROS node (ros/outcome_bridge_node.py) and ``ghost-feedback evaluate``
 both drive it, so the same inputs in the same order with the same clock give the same outputs.
@@ -51,7 +52,8 @@ from .geometry import (
 )
 from .reference_buffer import AFTER_BUFFER, EMPTY, ReferenceBuffer, ReferenceSample
 from .engine_interface import child_frame_id, EngineListener, Estimate, pose_and_covariance
-from .tf_gate import RESET, TF2_REFUSED, TfGate
+from .frame_steps import FrameStepMonitor
+from .tf_gate import prefixed, RESET, TF2_REFUSED, TfGate
 from .whitening import error_blocks, OutcomeWhitening
 from .transforms import TF_EXTRAPOLATION_PAST, TransformFailure, TransformProvider
 
@@ -151,6 +153,8 @@ class PairingEngine:
         self.tf_gate = TfGate(config.get('tf_max_frames', 1000),
                               config.get('tf_max_transforms_per_frame', 1000),
                               config.get('tf_cache_ns', 10 * NS_PER_S))
+        # Distances that jump at a /tf change (bridge/frame_steps.py): frames named.
+        self.frame_steps = FrameStepMonitor()
         self.transforms_accepted = 0
         self.transforms_refused: collections.Counter[str] = collections.Counter()
         self._covariances: dict[str, tuple[bytes | None, CheckedCovariance | None]] = {
@@ -242,6 +246,7 @@ class PairingEngine:
             self.last_estimate_ns = kept[-1].stamp_ns if kept else None
         self.pacer.reset()
         self.whitening.reset()
+        self.frame_steps.reset()
         self.no_reference_since_ns = None
         self.resets[cause] += 1
         self.listener.timeline_reset(cause, detail)
@@ -316,13 +321,14 @@ class PairingEngine:
             self._reset_timeline(RESET_REFERENCE_STAMPS, stamp,
                                  f'reference stamp went back by {(newest - stamp) / NS_PER_S:.3f}'
                                  ' s (a restarted producer or a sim reset?)')
-        frame_id = msg.header.frame_id
+        prefix = config.get('frame_prefix', '')
+        frame_id = prefixed(prefix, msg.header.frame_id)
         transform = config['transform']
         if transform is not None and frame_id == config['from_frame_id']:
             position, quaternion, covariance = transform.apply(position, quaternion, covariance)
             frame_id = config['to_frame_id']
         sample = ReferenceSample(stamp, position, quaternion, covariance)
-        child = child_frame_id(msg)
+        child = prefixed(prefix, child_frame_id(msg))
         self._note_input_stamp(stamp)
         if self.tf_active:
             self.tf_waiting.append(_TfWaiting(sample, frame_id, child))
@@ -388,6 +394,8 @@ class PairingEngine:
                     waiting_list.popleft()
                     self.drop_reference(found.reason, found.detail)
                     continue
+                self.frame_steps.transform_used(sample.stamp_ns, target, waiting.frame_id,
+                                                found.translation_m, found.rotation_xyzw)
                 position, quaternion, covariance = FixedTransform(
                     found.translation_m, found.rotation_xyzw).apply(
                         sample.position, sample.quaternion, sample.covariance)
@@ -449,8 +457,10 @@ class PairingEngine:
         elif last is not None and stamp <= last:
             self.drop_estimate(DROP_NOT_NEWER, f'{stamp} <= {last} ns')
             return
-        estimate = Estimate(stamp, msg.header.frame_id, position, quaternion, covariance,
-                            msg if self.keep_messages else None, child_frame_id(msg))
+        prefix = self.config.get('frame_prefix', '')
+        estimate = Estimate(stamp, prefixed(prefix, msg.header.frame_id), position, quaternion,
+                            covariance, msg if self.keep_messages else None,
+                            prefixed(prefix, child_frame_id(msg)))
         self.last_estimate_ns = stamp
         self.estimate_frame_id = estimate.frame_id
         self._note_input_stamp(stamp)
@@ -567,6 +577,11 @@ class PairingEngine:
         self.paired += 1
         self.resolved += 1
         self.listener.raw_outcome(raw, estimate)
+        step = self.frame_steps.distances(
+            estimate.stamp_ns, error.position_mahalanobis, error.orientation_mahalanobis,
+            error.position_error_m, error.orientation_error_rad)
+        if step is not None:
+            self.listener.transform_step(step)
         if method == WHITEN:
             keep = warm = whitened_warm
         elif method == PACE:

@@ -29,7 +29,12 @@ from .decorrelation import (
 )
 from .geometry import AXES, axis_mask, FixedTransform, quaternion_refusal
 from . import whitening
-from .tf_gate import DEFAULT_MAX_FRAMES, DEFAULT_MAX_TRANSFORMS_PER_FRAME, MAX_FRAME_NAME
+from .tf_gate import (
+    DEFAULT_MAX_FRAMES,
+    DEFAULT_MAX_TRANSFORMS_PER_FRAME,
+    frame_prefix_refusal,
+    MAX_FRAME_NAME,
+)
 
 MAX_CHILD_FRAME_MAP_ENTRIES = 64
 """Most ``child_frame_map`` entries (each names one body twice; a robot has few)."""
@@ -158,6 +163,12 @@ PARAMETERS = {
         "'estimate_child:reference_child' (e.g. 'base_link:robot1/base_link'). Odometry inputs "
         'whose child_frame_id differ and are not related here are not paired '
         '(child_frame_mismatch); [""] or [] for none.'),
+    'frame_prefix': ParameterSpec(
+        '', "Prepended to the inputs' frame names (header.frame_id, child_frame_id) that do not "
+        "start with it, e.g. 'robot1/' for a robot whose tf frames are robot1/odom, "
+        "robot1/base_link but whose messages say odom, base_link ('' none; ends with '/'). "
+        'Frames named in other parameters (child_frame_map, transform.*) are written with the '
+        'prefix. Read-only.', read_only=True),
     'use_tf': ParameterSpec(
         True, 'Map each reference into the estimate frame with tf2 (/tf, /tf_static) at the '
         "reference's stamp (read-only; docs/bridge.md, Frames). Without tf2 importable the bridge "
@@ -204,6 +215,9 @@ def engine_config(values: Mapping[str, Any]) -> dict[str, Any]:
     config/outcome_bridge.yaml) to its value; ranges are the caller's to check.
     """
     ignored = tuple(axis for axis in values['ignored_axes'] if axis)
+    bad_prefix = frame_prefix_refusal(values['frame_prefix'])
+    if bad_prefix is not None:
+        raise ParameterError(bad_prefix)
     child_frames = set()
     entries = [entry for entry in values['child_frame_map'] if entry]
     if len(entries) > MAX_CHILD_FRAME_MAP_ENTRIES:
@@ -267,6 +281,7 @@ def engine_config(values: Mapping[str, Any]) -> dict[str, Any]:
         'time_jump_tolerance_ns': int(values['time_jump_tolerance_s'] * NS_PER_S),
         'use_reference_covariance': values['use_reference_covariance'],
         'null_tolerance': values['null_tolerance'],
+        'frame_prefix': values['frame_prefix'],
         'use_tf': values['use_tf'],
         'tf_max_wait_ns': int(values['tf.max_wait_s'] * NS_PER_S),
         'tf_cache_ns': int(values['tf.cache_s'] * NS_PER_S),

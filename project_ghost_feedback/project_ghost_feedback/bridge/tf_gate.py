@@ -56,6 +56,36 @@ DEFAULT_MAX_TRANSFORMS_PER_FRAME = 1000
 TF2_MAX_GRAPH_DEPTH = 1000
 """tf2's own limit on a chain's length (BufferCore's MAX_GRAPH_DEPTH): a longer chain is
 reported by tf2 as a loop."""
+_PREFIX_CHARACTERS = frozenset(
+    'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./')
+
+
+def frame_prefix_refusal(prefix: str) -> str | None:
+    """Return why ``prefix`` cannot be the bridge's ``frame_prefix`` (None: it can).
+
+    ``''`` (no prefix) or a namespace of letters, digits, ``_ - .`` and ``/`` that ends with
+    ``/`` and neither starts with ``/`` nor holds ``//`` (``robot1/``, ``fleet/robot1/``): what a
+    tf publisher's frame prefix looks like (robot_state_publisher's ``frame_prefix``).
+    """
+    if prefix == '':
+        return None
+    shown = repr(prefix[:60])
+    if len(prefix) >= MAX_FRAME_NAME:
+        return f'frame_prefix {shown} is longer than {MAX_FRAME_NAME - 1} characters'
+    if not set(prefix) <= _PREFIX_CHARACTERS:
+        return (f'frame_prefix {shown} holds a character other than letters, digits, '
+                "'_', '-', '.' and '/'")
+    if prefix.startswith('/') or '//' in prefix or not prefix.endswith('/'):
+        return (f"frame_prefix {shown} must end with '/' and neither start with '/' nor hold "
+                "'//' (e.g. 'robot1/')")
+    return None
+
+
+def prefixed(prefix: str, frame: str) -> str:
+    """Return ``frame`` in the namespace ``prefix`` (kept as it is when empty or prefixed)."""
+    if not prefix or not frame or frame.startswith(prefix):
+        return frame
+    return prefix + frame
 
 
 class TfGate:

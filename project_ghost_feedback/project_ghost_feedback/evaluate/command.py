@@ -185,6 +185,8 @@ def _record(run: BridgeRun, loop_config: LoopConfig, output_dir: pathlib.Path,
     trace = _Trace(bag_dir, _calibrated_estimate(values or {}))
     try:
         for kind, contract in run:
+            for step in run.take_transform_steps():
+                trace.tracker.transform_step(step)  # frames named in the episodes
             if kind == ASSESSMENT:
                 calibrated = loop.assessment(contract).calibrated
                 assert calibrated is not None  # no now_ns: an assessment is never refused
@@ -406,9 +408,6 @@ def build(commands: Any, positive_int: Callable[[str], int],
     parser.add_argument('--output-dir', metavar='DIR', default='evaluate_out',
                         help='where to write (must not exist; default evaluate_out)')
     parser.add_argument('--no-plot', action='store_true', help='write no picture')
-    parser.add_argument('--tf-topics', metavar='TF,TF_STATIC',
-                        help="the bag's tf topics (default /tf,/tf_static), e.g. "
-                        '/robot1/tf,/robot1/tf_static for a robot with namespaced tf')
 
     def handler(args: argparse.Namespace) -> int:
         if not args.estimate or not args.reference:  # given, but empty

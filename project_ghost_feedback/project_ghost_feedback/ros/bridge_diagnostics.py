@@ -9,7 +9,8 @@ severity) and adds its values; :func:`bridge_status` runs them in order and retu
 pairing engine's public state only.
 
 - :func:`check_inputs`: publishers matched and silence per input, sequence gaps, losses, QoS;
-- :func:`check_tf`: the /tf gate's counts (transforms accepted, refused by reason, frames);
+- :func:`check_tf`: the /tf gate's counts (transforms accepted, refused by reason, frames) and
+  the frame steps (distances that jumped at a /tf change: ``frame_steps``, ``last_frame_step``);
 - :func:`check_pairing`: what paired this period (ERROR when nothing paired because of frames,
   bodies or tf; WARN when estimates came and none paired) and the engine's counts;
 - :func:`check_decorrelation`: the pacer's warm-up and figures;
@@ -119,6 +120,10 @@ def check_tf(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
         'tf_transforms_accepted': engine.transforms_accepted,
         'tf_transforms_refused_total': sum(engine.transforms_refused.values()),
         'tf_frames': f'{len(engine.tf_gate.frames)}/{engine.tf_gate.max_frames}',
+        # Frames named (bridge/frame_steps.py): the distances jumped or fell back at a /tf
+        # change; the frames, the step in m and deg, the distances before and after.
+        'frame_steps': node.transform_steps,
+        'last_frame_step': node.last_transform_step,
     })
     _counts(values, 'tf_transforms_refused', engine.transforms_refused)
 

@@ -7,7 +7,9 @@ reason, and a summary line once per :data:`SUMMARY_PERIOD_S` (the latest assessm
 came), so it stays readable at any rate (:class:`EchoLines`); ``--every`` prints a line per
 message, ``--full`` the whole message as ``ros2 topic echo`` would (YAML). An unverified
 assessment (no outcome for a while) is followed by what the outcome bridge of the same namespace
-last said on /diagnostics (the cause: no reference, no tf, another type, refused estimates).
+last said on /diagnostics (the cause: no reference, no tf, another type, refused estimates);
+a line that changes to a downgraded level is followed by that bridge's ``last_frame_step`` when
+it named a new one (frames named: the distances jumped at a /tf change, bridge/frame_steps.py).
 Silence is said on stderr after :data:`ECHO_NOTE_AFTER_S`, then once a minute; ``--timeout``
 ends it with one line, exit 1.
 """
@@ -126,12 +128,16 @@ class EchoLines:
         self._state: tuple[int, int, str] | None = None
         self._last_line_s: float | None = None
         self._since = 0
+        self._frame_steps_named = 0
 
-    def message(self, message: Any, now_s: float, cause: str = '', budget: str = '') -> list[str]:
+    def message(self, message: Any, now_s: float, cause: str = '',
+                frame_step: tuple[int, str] = (0, ''), budget: str = '') -> list[str]:
         """Return the lines to print for ``message`` arriving at ``now_s``.
 
-        ``cause``: what the bridge says (beside an unverified line); ``budget``: the feedback
-        node's false-alarm budget and outcome rate (beside a summary line).
+        ``cause``: what the bridge says (beside an unverified line); ``frame_step``: the bridge's
+        ``(frame_steps, last_frame_step)`` (:func:`bridge_frame_step`), a new one named on a line
+        that changes to a downgraded level; ``budget``: the feedback node's false-alarm budget and
+        outcome rate (beside a summary line).
         """
         if self.first_stamp_ns is None:
             stamp = message.header.stamp
@@ -143,6 +149,11 @@ class EchoLines:
         self._since += 1
         if self.every or state != self._state:
             self._last_line_s, self._since = now_s, 0
+            count, text = frame_step
+            downgraded = self._state[1] < self._state[0]
+            if downgraded and text and count != self._frame_steps_named:
+                self._frame_steps_named = count
+                line = f'{line}  frames: {text}'
             return [line]
         elapsed = now_s - (self._last_line_s if self._last_line_s is not None else now_s)
         if elapsed >= self.period_s:
@@ -190,6 +201,22 @@ def feedback_budget(status: Any, namespace: str) -> str | None:
     return f'false-alarm budget {budget}/24 h, {rate}'
 
 
+def bridge_frame_step(status: Any, namespace: str) -> tuple[int, str] | None:
+    """Return ``(frame_steps, last_frame_step)`` of a bridge's status in ``namespace``, or None.
+
+    None also for a bridge that says nothing of frame steps (an older bridge).
+    """
+    if bridge_cause(status, namespace) is None:
+        return None
+    values = {kv.key: kv.value for kv in status.values}
+    if 'frame_steps' not in values:
+        return None
+    try:
+        return int(values['frame_steps']), values.get('last_frame_step', '')
+    except ValueError:
+        return None
+
+
 def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
     """Run ``ghost-feedback echo`` for ``args``; ``fail(message, status)`` prints one line."""
     try:
@@ -211,6 +238,7 @@ def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
     lines = EchoLines(every=args.every)
     cause = ['']
     budget = ['']
+    frame_step = [(0, '')]
     try:
         node = rclpy.create_node('ghost_feedback_echo', context=context)
         executor = SingleThreadedExecutor(context=context)
@@ -225,7 +253,8 @@ def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
                 print('\n'.join(_yaml_lines(message)))
                 print('---', flush=True)
                 return
-            for line in lines.message(message, time.monotonic(), cause[0], budget[0]):
+            for line in lines.message(message, time.monotonic(), cause[0], frame_step[0],
+                                      budget[0]):
                 print(terminal_text(line), flush=True)
 
         subscription = node.create_subscription(
@@ -239,6 +268,9 @@ def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
                 said = bridge_cause(status, namespace)
                 if said is not None:
                     cause[0] = said
+                    step = bridge_frame_step(status, namespace)
+                    if step is not None:
+                        frame_step[0] = step
                 spent = feedback_budget(status, namespace)
                 if spent is not None:
                     budget[0] = spent

@@ -110,6 +110,7 @@ from .node_main import run_node
 if TYPE_CHECKING:
     from ..bridge.tf2_transforms import Tf2Transforms
     from ..core import BeliefSelfAssessment, PredictionOutcome
+    from ..core.feedback import TransformStep
 
 NODE_NAME = 'outcome_bridge'
 ESTIMATE_CLASSES = {'odometry': Odometry, 'pose_with_covariance': PoseWithCovarianceStamped}
@@ -183,6 +184,17 @@ class _NodeListener(EngineListener):
                   f'{node.engine.transforms_refused[reason]} refused as {reason} so far, by '
                   'reason on /diagnostics')
 
+    def transform_step(self, step: 'TransformStep') -> None:
+        # Frames named: the distances crossed at a /tf change (bridge/frame_steps.py).
+        node = self._node
+        node.transform_steps += 1
+        node.last_transform_step = cap_text(step.describe())
+        verb = 'jumped' if step.kind == 'jump' else 'fell back'
+        node.period.note(WARN, f'{step.vec3} distance {verb} at a /tf change of '
+                               f'{step.target_frame} <- {step.source_frame} ({step.step_m:.3f} m, '
+                               f'{step.step_deg:.2f} deg; last_frame_step)')
+        node._log('transform_step', 'warning', node.last_transform_step)
+
     def invalid_assessment(self, error: Exception) -> None:
         node = self._node
         node.callback_errors['invalid_assessment'] += 1
@@ -203,6 +215,8 @@ class OutcomeBridge(TimedLogging, Node):
         config = self._parameter_set.config
         self._tf_buffer = None
         self.tf_state = 'off (use_tf false)'
+        self.transform_steps = 0        # distances that crossed at a /tf change
+        self.last_transform_step = ''
         # rclpy 7.1's EventsExecutor cannot call a callback taking the message info.
         self.message_info = self._param('executor') != 'events'
         self.gaps: dict[str, SequenceGaps] = {}

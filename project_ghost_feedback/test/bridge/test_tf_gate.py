@@ -12,7 +12,13 @@ import pytest
 from project_ghost_feedback.bridge.engine_interface import EngineListener
 from project_ghost_feedback.bridge.pairing import PairingEngine, RESET_TF_STAMPS
 from project_ghost_feedback.bridge.parameters import config_from, engine_config, PARAMETERS
-from project_ghost_feedback.bridge.tf_gate import RESET, TF2_MAX_GRAPH_DEPTH, TfGate
+from project_ghost_feedback.bridge.tf_gate import (
+    frame_prefix_refusal,
+    prefixed,
+    RESET,
+    TF2_MAX_GRAPH_DEPTH,
+    TfGate,
+)
 from project_ghost_feedback.bridge.transforms import TransformFailure
 from project_ghost_feedback.core import NS_PER_S
 from project_ghost_feedback.parameter_spec import ParameterError
@@ -215,3 +221,53 @@ def test_gate_answers_reset_then_accepts():
     assert gate.check(transform(100 * S), False, None, TOLERANCE) == (None, '')
     verdict, detail = gate.check(transform(S), False, None, TOLERANCE)
     assert verdict == RESET and 'went back by 99.000 s' in detail
+
+
+@pytest.mark.parametrize('prefix', ['', 'robot1/', 'fleet/robot_1/', 'r-2.a/'])
+def test_frame_prefix_accepts_a_namespace_ending_with_a_slash(prefix):
+    values = {name: spec.default for name, spec in PARAMETERS.items()}
+    assert frame_prefix_refusal(prefix) is None
+    assert config_from({**values, 'frame_prefix': prefix})['frame_prefix'] == prefix
+
+
+@pytest.mark.parametrize('prefix, words', [
+    ('robot1', "must end with '/'"), ('/robot1/', "start with '/'"), ('a//b/', "'//'"),
+    ('robot 1/', 'character'), ('robot1/\n', 'character'), ('r' * 300 + '/', 'longer')])
+def test_frame_prefix_refuses_what_no_tf_frame_prefix_looks_like(prefix, words):
+    values = {name: spec.default for name, spec in PARAMETERS.items()}
+    with pytest.raises(ParameterError, match='frame_prefix') as error:
+        config_from({**values, 'frame_prefix': prefix})
+    assert words in str(error.value)
+
+
+def test_prefixed_keeps_empty_and_already_prefixed_names():
+    assert prefixed('robot1/', 'odom') == 'robot1/odom'
+    assert prefixed('robot1/', 'robot1/odom') == 'robot1/odom'
+    assert prefixed('robot1/', '') == ''
+    assert prefixed('', 'odom') == 'odom'
+
+
+def test_the_engine_prefixes_both_inputs_frames_and_bodies():
+    """frame_prefix robot1/: estimates and references in odom pair as robot1/odom (no tf)."""
+    params = {name: spec.default for name, spec in PARAMETERS.items()}
+    params.update({'frame_prefix': 'robot1/', 'use_tf': False,
+                   'decorrelation.adaptive': False, 'max_reference_gap_s': 5.0,
+                   'child_frame_map': ['robot1/base_link:robot1/body']})
+    outcomes = []
+
+    class Outcomes(EngineListener):
+        def outcome_ready(self, outcome, estimate):
+            outcomes.append((outcome.frame_id, estimate.child_frame_id))
+
+    eng = PairingEngine(engine_config(params), Outcomes())
+    reference = pose_msg(0, 'odom')
+    reference.child_frame_id = 'body'
+    eng.take_reference(reference, S)
+    later = pose_msg(2 * S, 'robot1/odom')  # already prefixed: kept as it is
+    later.child_frame_id = 'robot1/body'
+    eng.take_reference(later, S)
+    estimate = pose_msg(S, 'odom')
+    estimate.child_frame_id = 'base_link'
+    eng.take_estimate(estimate, S)
+    assert outcomes == [('robot1/odom', 'robot1/base_link')]
+    assert eng.reference_frame_id == 'robot1/odom' and eng.dropped == {}

@@ -183,3 +183,62 @@ def test_schema_1_histories_give_episodes_without_k():
     assert episode.overconfidence is None and episode.ongoing
     assert episode.as_dict(0)['overconfidence'] is None
     assert 'k not known (schema-1 history)' in episode.describe(0)
+
+
+def _step(stamp_s, kind='jump'):
+    from project_ghost_feedback.core.feedback import TransformStep
+
+    return TransformStep(int(stamp_s * NS_PER_S), kind, 'odom', 'map',
+                         int(stamp_s * NS_PER_S), 2.0, 0.0, 'position', 1.2, 19.8)
+
+
+def test_an_episode_carries_the_transform_steps_from_shortly_before_it_to_its_end():
+    """Steps within TRANSFORM_STEP_LEAD_NS before the start and during: carried; older: not."""
+    from project_ghost_feedback.core.feedback import EpisodeTracker
+
+    tracker = EpisodeTracker()
+    tracker.add(_calibrated(0, K, 'within'))
+    tracker.transform_step(_step(1))    # 11 s before the start: another story
+    tracker.add(_calibrated(2, K, 'within'))
+    tracker.transform_step(_step(9))    # 3 s before the start: the cause named
+    tracker.add(_calibrated(12, X, 'gross_overconfidence', 9.0))
+    tracker.transform_step(_step(14, 'fall'))
+    tracker.add(_calibrated(15, X, 'gross_overconfidence', 9.0))
+    tracker.add(_calibrated(16, K, 'within'))
+    (episode,) = tracker.episodes()
+    assert [(s.stamp_ns // NS_PER_S, s.kind) for s in episode.transform_steps] == [
+        (9, 'jump'), (14, 'fall')]
+    as_dict = episode.as_dict(origin_ns=0)
+    assert [s['stamp_s'] for s in as_dict['transform_steps']] == [9.0, 14.0]
+    assert as_dict['transform_steps'][0]['step_m'] == 2.0
+    assert ('position distance jumped 1.2 -> 19.8 at a /tf change: odom <- map stepped 2.000 m, '
+            '0.00 deg at 9.00 s') in as_dict['description']
+
+
+def test_an_episode_without_transform_steps_reads_as_before():
+    """Recordings without the bridge's notes: an empty list, the description unchanged."""
+    (episode,) = downgrade_episodes([_calibrated(1, K, 'w'), _calibrated(2, U, 'o', 2.0),
+                                     _calibrated(3, K, 'w')])
+    assert episode.transform_steps == () and episode.as_dict(0)['transform_steps'] == []
+    assert 'tf' not in episode.describe(0)
+
+
+def test_an_episode_gives_its_error_in_metres_and_degrees():
+    """The outcomes from the one that opened the episode to its end: RMSE and max, m and deg."""
+    from project_ghost_feedback.core.feedback import EpisodeTracker
+
+    tracker = EpisodeTracker()
+    tracker.outcome(build_outcome(NS_PER_S, 1.0))        # before: not the episode's
+    tracker.add(_calibrated(1, K, 'within'))
+    tracker.outcome(build_outcome(2 * NS_PER_S, 9.0))     # opens it
+    tracker.add(_calibrated(2, X, 'gross_overconfidence', 9.0))
+    tracker.outcome(build_outcome(3 * NS_PER_S, 9.0))
+    tracker.add(_calibrated(3, K, 'within'))              # closes it: not the episode's
+    (episode,) = tracker.episodes()
+    # build_outcome's errors: (0.1, -0.2, 0.05) m and (0, 0.01, 0) rad, one pair.
+    position = math.sqrt(0.1 ** 2 + 0.2 ** 2 + 0.05 ** 2)
+    assert episode.error['pairs'] == 1
+    assert episode.error['position_m']['rmse'] == pytest.approx(position)
+    assert episode.error['rotation_deg']['max'] == pytest.approx(math.degrees(0.01))
+    assert (f'error RMSE {position:.3f} m, {math.degrees(0.01):.2f} deg'
+            in episode.describe(0))

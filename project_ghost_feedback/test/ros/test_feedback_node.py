@@ -32,6 +32,7 @@ from project_ghost_feedback_msgs.msg import (
 )
 from support.contracts import named_level_msg
 from support.ros_context import publish_clock_until
+import numpy as np
 import pytest
 import rclpy
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
@@ -524,6 +525,17 @@ def test_every_bad_message_is_rejected_and_counted_while_good_traffic_continues(
     assert values['overconfidence[position]'] == expected['position'] != ''
     assert values['overconfidence[orientation]'] == expected['orientation'] != ''
     assert re.fullmatch(r'\S+ \[\S+, \S+\]', values['overconfidence[position]'])
+    # Beside k, the window's error in metres and degrees (here all 24 good outcomes: fewer than
+    # max_history), computed independently with numpy: RMSE of the norms.
+    good = [outcome for outcomes, _ in stream for outcome in outcomes]
+    assert len(good) < 32
+    position = np.linalg.norm([o.position_error_m for o in good], axis=1)
+    rotation = np.degrees(np.linalg.norm([o.orientation_error_rad for o in good], axis=1))
+    assert float(values['window_position_error_rmse_m']) == pytest.approx(
+        math.sqrt(np.mean(position ** 2)), abs=1e-4)
+    assert float(values['window_rotation_error_rmse_deg']) == pytest.approx(
+        math.sqrt(np.mean(rotation ** 2)), abs=1e-3)
+    assert ' m' in values['window_error'] and ' deg' in values['window_error']
 
 
 # -- (5) parameters -------------------------------------------------------------------------------

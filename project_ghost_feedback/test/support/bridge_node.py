@@ -71,14 +71,24 @@ def odometry(stamp_ns=None, sec=None, nanosec=0, quaternion=(0.0, 0.0, 0.0, 1.0)
 class Harness:
     """An OutcomeBridge plus a client node in a fresh namespace, one context."""
 
-    def __init__(self, context, estimate_type=Odometry, reference_type=Odometry, **parameters):
+    def __init__(self, context, estimate_type=Odometry, reference_type=Odometry, namespace=None,
+                 tf_topics=None, **parameters):
+        """Start the bridge and a client node, matched.
+
+        ``namespace``: the nodes' (default a fresh one); ``tf_topics``: ``(tf, tf_static)`` the
+        bridge's /tf and /tf_static are remapped to (as the launch's tf_topic does).
+        """
         names = {Odometry: 'odometry', PoseWithCovarianceStamped: 'pose_with_covariance',
                  PoseStamped: 'pose'}
         parameters = {'estimate_type': names[estimate_type],
                       'reference_type': names[reference_type], **parameters}
-        self.namespace = f'/bridge_test_{uuid.uuid4().hex[:12]}'
+        self.namespace = namespace or f'/bridge_test_{uuid.uuid4().hex[:12]}'
+        remaps = []
+        if tf_topics is not None:
+            remaps = ['--ros-args', '-r', f'/tf:={tf_topics[0]}', '-r',
+                      f'/tf_static:={tf_topics[1]}']
         self.node = OutcomeBridge(
-            context=context, namespace=self.namespace,
+            context=context, namespace=self.namespace, cli_args=remaps or None,
             parameter_overrides=[Parameter(k, value=v) for k, v in parameters.items()])
         self.client = rclpy.create_node('bridge_client', namespace=self.namespace,
                                         context=context)

@@ -428,3 +428,166 @@ def test_launch_respawn_with_telemetry_dir_records_a_new_bag_per_run(
         assert set(read) <= set(counts), (bag, counts, read)
         assert counts == {topic: read[topic] for topic in counts}, (bag, counts, read)
         assert read['/self_assessment/calibrated'] > 0, (bag, counts)
+
+
+# -- the launch's own recording re-evaluates to the live verdict ----------------------------------
+
+class _DriftingRobot(BackgroundNode):
+    """A robot on namespaced tf: truth in ``map``, estimate in ``odom``, ``map -> odom`` moving.
+
+    Every 50 ms (stamped now): ``map -> odom`` (sim/odom_drift.py, a step every 2 s) on
+    ``/robot1/tf``, the truth on the reference topic, then the estimate in ``odom`` with its
+    covariance. The estimate's error has the claimed std (0.1 m, 0.05 rad per axis) for the
+    first ``honest`` ticks, then ``factor`` times it, until ``ticks`` have been published.
+    """
+
+    def __init__(self, estimate_topic, reference_topic, honest=160, ticks=320, factor=3.0):
+        import numpy as np
+        from nav_msgs.msg import Odometry
+        from tf2_msgs.msg import TFMessage
+
+        from project_ghost_feedback.sim.odom_drift import OdomDrift
+
+        super().__init__('cli_test_drifting_robot')
+        self._estimate = self.node.create_publisher(Odometry, estimate_topic, QOS)
+        self._reference = self.node.create_publisher(Odometry, reference_topic, QOS)
+        self._tf = self.node.create_publisher(TFMessage, '/robot1/tf', QOS)
+        self._drift = OdomDrift(step_period_s=2.0, seed=3)
+        self._rng = np.random.default_rng(5)
+        self._covariance = np.diag([0.01] * 3 + [0.0025] * 3)
+        self.honest, self.ticks, self.factor = honest, ticks, factor
+        self.published = 0
+        self.last_stamp_ns = None
+        self._start_ns = None
+        self.received = []
+        self.node.create_subscription(CalibratedSelfAssessmentMsg, '/self_assessment/calibrated',
+                                      self.received.append, QOS)
+        self.bridge_matched = False
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
+        self.go = False
+        self.node.create_timer(0.05, self._publish)
+        self.start()
+
+    def _on_diagnostics(self, array):
+        for status in array.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if status.hardware_id == '/outcome_bridge' and values.get(
+                    'estimate_publishers') == '1' and values.get('reference_publishers') == '1':
+                self.bridge_matched = True
+
+    def matched(self):
+        """Return True once the bridge's inputs and the recorder (two readers each) matched."""
+        return self.bridge_matched and all(
+            publisher.get_subscription_count() >= 2
+            for publisher in (self._estimate, self._reference, self._tf))
+
+    def _publish(self):
+        import math
+
+        import numpy as np
+
+        from project_ghost_feedback.ros.sim_stack_node import odometry_msg, tf_msg
+
+        if not self.go or self.published >= self.ticks:
+            return
+        stamp = self.node.get_clock().now().nanoseconds
+        if self._start_ns is None:
+            self._start_ns = stamp
+        relative = stamp - self._start_ns  # the drift's own timeline starts at 0
+        scale = 1.0 if self.published < self.honest else self.factor
+        truth = (0.2 * relative / 1e9, 0.0, 0.0)
+        translation, rotation = self._drift.map_to_odom(relative)
+        self._tf.publish(tf_msg(stamp, 'map', 'odom', translation, rotation))
+        self._reference.publish(odometry_msg(stamp, truth, (0.0, 0.0, 0.0, 1.0),
+                                             (0.0, 0.0, 0.0), frame_id='map'))
+        error = self._rng.normal(0.0, 1.0, 6) * np.sqrt(np.diag(self._covariance)) * scale
+        angle = float(np.linalg.norm(error[3:]))
+        axis = error[3:] / angle if angle > 0 else np.zeros(3)
+        quaternion = (*(axis * math.sin(angle / 2)), math.cos(angle / 2))
+        position, quaternion, covariance = self._drift.to_odom(
+            relative, np.asarray(truth) + error[:3], quaternion, self._covariance)
+        self._estimate.publish(odometry_msg(stamp, position, quaternion, (0.0, 0.0, 0.0),
+                                            covariance, frame_id='odom'))
+        self.published += 1
+        self.last_stamp_ns = stamp
+
+
+def _live_episodes(bag):
+    """Return the downgrade episodes of what the feedback node published (its recorded output).
+
+    The same tracker evaluate uses, fed with the recorded outcomes and calibrated assessments in
+    recorded order.
+    """
+    from project_ghost_feedback.core import PredictionOutcome
+    from project_ghost_feedback.core.feedback import CalibratedSelfAssessment, EpisodeTracker
+    from project_ghost_feedback.telemetry.replay import read_bag
+
+    tracker = EpisodeTracker()
+    for item in read_bag(str(bag), topics={'/prediction_outcome', '/self_assessment/calibrated'}):
+        if isinstance(item.contract, CalibratedSelfAssessment):
+            tracker.add(item.contract)
+        elif isinstance(item.contract, PredictionOutcome):
+            tracker.outcome(item.contract)
+    return tracker
+
+
+def test_the_launch_recording_evaluates_to_the_live_episodes(process_factory, tmp_path):
+    """telemetry_bag of the bridge launch on namespaced tf: evaluate gives the live episodes.
+
+    A robot whose estimate is in odom, truth in map and map -> odom moving on /robot1/tf, honest
+    for 8 s then 3 times overconfident for 8 s. The launch records (telemetry_bag) the inputs,
+    /robot1/tf and the node's outputs; ``ghost-feedback evaluate`` of that bag must give the
+    downgrade episodes the node published live (start and end stamps, level, reason, number of
+    assessments, peak k): the same engine and the same loop over the same inputs.
+    """
+    import json
+
+    from project_ghost_feedback.cli import main
+
+    estimate, reference = '/odometry/filtered', '/ground_truth/odom'
+    process = process_factory(
+        'launch', PACKAGE, 'bridge_feedback_launch.py', f'estimate_topic:={estimate}',
+        f'reference_topic:={reference}', 'tf_topic:=/robot1/tf',
+        'tf_static_topic:=/robot1/tf_static', 'telemetry_bag:=run1', cwd=str(tmp_path))
+    _wait_for_text(process, 'recording to')  # the node's recorder is open before inputs flow
+    robot = _DriftingRobot(estimate, reference)
+    try:
+        # Inputs flow only once both the bridge (its own count of matched publishers, on
+        # /diagnostics) and the recorder listen: a message only one of them got would make the
+        # recording differ from what the bridge saw.
+        deadline = time.monotonic() + DEADLINE_S
+        while not robot.matched() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert robot.matched(), process.output()
+        robot.go = True
+        deadline = time.monotonic() + DEADLINE_S * 4  # a ceiling, not a speed requirement
+        while time.monotonic() < deadline and not (
+                robot.published >= robot.ticks and robot.received
+                and _stamp_ns(robot.received[-1].header.stamp) >= robot.last_stamp_ns):
+            time.sleep(0.1)
+        assert robot.published >= robot.ticks, process.output()
+        assert _stamp_ns(robot.received[-1].header.stamp) == robot.last_stamp_ns
+    finally:
+        robot.close()
+    assert_clean_sigint(process, nodes=2)
+    live = _live_episodes(tmp_path / 'run1')
+    out = tmp_path / 'evaluated'
+    assert main(['evaluate', str(tmp_path / 'run1'), '--estimate', estimate, '--reference',
+                 reference, '--tf-topics', '/robot1/tf,/robot1/tf_static', '--output-dir',
+                 str(out), '--no-plot']) == 0
+    summary = json.loads((out / 'summary.json').read_text(encoding='utf-8'))
+    origin = summary['time_origin']['stamp_ns']
+    assert summary['bridge']['references_dropped'] == {}, summary['bridge']
+    assert summary['bridge']['tf_transforms_accepted'] == summary['bridge']['tf_messages'] > 0
+    expected = [episode.as_dict(origin) for episode in live.episodes()]
+    assert expected, 'the live node never downgraded the overconfident stretch'
+    keys = ('start_stamp_ns', 'end_stamp_ns', 'level', 'raw_level', 'reason', 'reasons',
+            'assessments', 'ongoing', 'overconfidence')
+    assert [{k: e[k] for k in keys} for e in summary['episodes']] == [
+        {k: e[k] for k in keys} for e in expected]
+
+
+def _stamp_ns(stamp):
+    return stamp.sec * 1_000_000_000 + stamp.nanosec

@@ -475,9 +475,39 @@ def test_echo_states_the_false_alarm_budget_and_the_outcome_rate_on_its_summary_
     assert feedback_budget(status, '') is None
     lines = EchoLines()
     msg = calibrated_to_msg(calibrated)
-    lines.message(msg, 0.0, '', budget)
-    (summary,) = lines.message(msg, 1.5, '', budget)
+    lines.message(msg, 0.0, '', budget=budget)
+    (summary,) = lines.message(msg, 1.5, '', budget=budget)
     assert summary.endswith(f'(1 assessments in the last 1.5 s; {budget})')
+
+
+def test_echo_names_the_bridges_frame_step_beside_a_downgrade():
+    """A change to a downgraded level carries the bridge's new last_frame_step, once."""
+    from types import SimpleNamespace
+
+    from project_ghost_feedback.ros.conversions import calibrated_to_msg
+    from project_ghost_feedback.ros.echo import bridge_frame_step, EchoLines
+
+    text = ('position distance jumped 0.9 -> 49.8 at a /tf change: odom <- map stepped 2.000 m, '
+            '0.00 deg at stamp 21000000000 ns')
+    said = SimpleNamespace(name='/robot1/outcome_bridge: outcome_bridge', level=b'\x01',
+                           message='...', values=[SimpleNamespace(key='frame_steps', value='1'),
+                                                  SimpleNamespace(key='last_frame_step',
+                                                                  value=text)])
+    step = bridge_frame_step(said, '/robot1')
+    assert step == (1, text) and bridge_frame_step(said, '/robot2') is None
+    loop = FeedbackLoop(LoopConfig.make())
+    calm = calibrated_to_msg(loop.assessment(raw_assessment(0)).calibrated)
+    for stamp in range(1, 4):
+        loop.outcome(build_outcome(stamp * 100 * MS, 50.0))
+    down = loop.assessment(raw_assessment(400 * MS)).calibrated
+    assert down.was_downgraded
+    lines = EchoLines()
+    assert 'frames:' not in lines.message(calm, 0.0, '', step)[0]
+    (line,) = lines.message(calibrated_to_msg(down), 0.1, '', step)
+    assert line.endswith(f'frames: {text}')
+    lines.message(calm, 0.2, '', step)
+    (again,) = lines.message(calibrated_to_msg(down), 0.3, '', step)
+    assert 'frames:' not in again  # the same step is named once
 
 
 def test_cli_echo_says_it_waits_when_nothing_is_published():

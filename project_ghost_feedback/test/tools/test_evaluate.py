@@ -199,7 +199,8 @@ def test_audit_of_an_ordinary_bag_equals_the_audit_of_its_evaluated_telemetry(tm
     bag = write_rosbags_bag(tmp_path / 'bag', stack_samples(), POSE, 'sqlite3')
     assert evaluate(bag, tmp_path / 'out', '--no-plot') == 0
     policies = (parse_policy('overconfidence_scale'), parse_policy('calibrated_exceedance'))
-    direct = audit_bag(bag, policies, bridge=(ESTIMATE, REFERENCE, bridge_parameters(CONFIG)))
+    direct = audit_bag(bag, policies,
+                       bridge=(ESTIMATE, REFERENCE, bridge_parameters(CONFIG), None))
     recorded = audit_bag(tmp_path / 'out' / 'telemetry', policies)
     assert direct['ok'] and recorded['ok'], (direct, recorded)
     for key in ('outcomes', 'assessments', 'raw', 'distances', 'policies',
@@ -300,3 +301,101 @@ def test_evaluate_holds_the_same_warm_up_as_the_bridge(tmp_path, warmup):
     # just before its assessment; v of estimate i is taken from the estimate fed by the i - 1
     # pairs before it, so the first outcome follows (warmup + 1) assessments.
     assert kinds.index(next(k for k in kinds if k != ASSESSMENT)) == (warmup or 30) + 1
+
+
+def test_evaluate_and_audit_read_namespaced_prefixed_tf(tmp_path, capsys):
+    """Namespaced tf with prefixed frames: --tf-topics and frame_prefix read it.
+
+    /robot1/tf holds robot1/map -> robot1/odom while the messages say map and odom: with
+    ``--tf-topics`` and ``frame_prefix: robot1/`` evaluate and audit give what a plain /tf bag
+    gives; without the prefix nothing pairs (exit 2).
+    """
+    from project_ghost_feedback.audit.task import audit_bag
+    from project_ghost_feedback.bridge.tf2_transforms import tf2_missing
+    from project_ghost_feedback.bridge_inputs import bridge_parameters
+    from project_ghost_feedback.core.feedback import parse_policy
+    from support.tf_bags import write_tf_bag
+
+    if tf2_missing() is not None:
+        pytest.skip(tf2_missing())
+    samples = stack_samples(phases=(StackPhase('tuned', 6.0),
+                                    StackPhase('mistuned', 6.0, truth_accel_factor=6.0)))
+    plain = write_tf_bag(tmp_path / 'plain', samples)
+    robot1 = write_tf_bag(tmp_path / 'robot1', samples, tf_topic='/robot1/tf',
+                          tf_prefix='robot1/')
+    params = tmp_path / 'robot1.yaml'
+    params.write_text(CONFIG.read_text(encoding='utf-8').replace(
+        "frame_prefix: ''", "frame_prefix: 'robot1/'"), encoding='utf-8')
+    assert evaluate(plain, tmp_path / 'out_plain', '--no-plot') == 0
+    topics = ('--tf-topics', '/robot1/tf,/robot1/tf_static')
+    assert main(['evaluate', str(robot1), '--estimate', ESTIMATE, '--reference', REFERENCE,
+                 '--params-file', str(params), '--output-dir', str(tmp_path / 'out_robot1'),
+                 '--no-plot', *topics]) == 0
+    capsys.readouterr()
+    expected, summary = (json.loads((tmp_path / out / 'summary.json').read_text())
+                         for out in ('out_plain', 'out_robot1'))
+    assert summary['bridge']['paired'] == expected['bridge']['paired'] > 0
+    assert summary['bridge']['tf_transforms_accepted'] == len(samples)
+    assert summary['episodes'] == expected['episodes'] and summary['episodes']
+    assert summary['position_d_median'] == pytest.approx(expected['position_d_median'])
+    # With the tf topics but without the prefix nothing pairs: exit 2, one line naming tf.
+    assert evaluate(robot1, tmp_path / 'out_none', '--no-plot', *topics) == 2
+    assert 'tf_unavailable' in capsys.readouterr().err
+    # audit reads it alike (--tf-topics; its bridge tuple carries the tf topics).
+    policies = (parse_policy('vec3_scale'),)
+    values = bridge_parameters(params)
+    direct = audit_bag(robot1, policies, bridge=(ESTIMATE, REFERENCE, values,
+                                                  {'/robot1/tf': False, '/robot1/tf_static': True}))
+    recorded = audit_bag(tmp_path / 'out_robot1' / 'telemetry', policies)
+    assert direct['ok'] and recorded['ok'], (direct, recorded)
+    assert direct['policies'] == recorded['policies']
+    assert main(['audit', str(robot1), '--estimate', ESTIMATE, '--reference', REFERENCE,
+                 '--tf-topics', 'robot1/tf']) == 2
+    assert '--tf-topics must be two absolute topics' in capsys.readouterr().err
+
+
+def test_a_frame_error_is_named_in_the_episode_and_the_level_returns_32_outcomes_after_it(
+        tmp_path, capsys):
+    """The map -> odom published 2 m off from 21 s to 31 s (an honest filter otherwise).
+
+    The episode carries the jump at 21 s and the fall at 31 s, each naming odom <- map and the
+    2 m step; the level returns at the 32nd outcome (max_history) after the last one stamped
+    during the error: the policy's stated recovery (docs/policies.md), here 1 outcome/s.
+    """
+    from project_ghost_feedback.bridge.tf2_transforms import tf2_missing
+    from project_ghost_feedback.bridge_inputs import bridge_outputs, bridge_parameters
+    from support.tf_bags import write_tf_bag
+
+    if tf2_missing() is not None:
+        pytest.skip(tf2_missing())
+    second = 1_000_000_000
+
+    def wrong(stamp, true):
+        translation, rotation = true
+        if 21 * second <= stamp < 31 * second:
+            return (translation[0] + 2.0, translation[1], translation[2]), rotation
+        return true
+    bag = write_tf_bag(tmp_path / 'bag', stack_samples(phases=(StackPhase('tuned', 75.0),)),
+                       published_tf=wrong)
+    params = tmp_path / 'paced.yaml'
+    params.write_text('/**:\n  ros__parameters:\n    decorrelation:\n      adaptive: false\n'
+                      '      min_interval_s: 1.0\n', encoding='utf-8')
+    assert main(['evaluate', str(bag), '--estimate', ESTIMATE, '--reference', REFERENCE,
+                 '--params-file', str(params), '--output-dir', str(tmp_path / 'out'),
+                 '--no-plot']) == 0
+    text = capsys.readouterr().out
+    summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())
+    (episode,) = summary['episodes']
+    jump, fall = episode['transform_steps']
+    for step, at in ((jump, 21), (fall, 31)):
+        assert (step['target_frame'], step['source_frame']) == ('odom', 'map')
+        assert step['step_m'] == pytest.approx(2.0) and step['step_stamp_ns'] == at * second
+    assert (jump['kind'], fall['kind'], episode['level']) == ('jump', 'fall', 'UNKNOWN')
+    assert 'odom <- map stepped 2.000 m' in episode['description']
+    assert 'at a /tf change' in text.splitlines()[0]
+    outcomes = [c.observed_stamp_sim_ns for kind, c in
+                bridge_outputs(bag, ESTIMATE, REFERENCE, bridge_parameters(params))
+                if kind == 'outcome']
+    last_bad = max(i for i, stamp in enumerate(outcomes) if stamp < 31 * second)
+    assert episode['start_stamp_ns'] == 21 * second and not episode['ongoing']
+    assert episode['end_stamp_ns'] == outcomes[last_bad + 32]

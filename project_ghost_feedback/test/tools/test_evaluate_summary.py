@@ -186,6 +186,33 @@ def test_the_picture_functions_draw_the_named_panels():
         pyplot.close(figure)
 
 
+def test_the_k_axis_is_labelled_at_1_2_and_5_of_every_decade():
+    """With k from 0.8 to 2.6 (less than a decade) the axis says 1 and 2, not "1" alone.
+
+    The labels are plain numbers (no 10^x), ticks at 1, 2, 5 of each decade; the NEES panel too.
+    """
+    from matplotlib import pyplot
+
+    figure = _figure(nees=[(0.0, 9.0, 2.0), (1.0, 0.5, 0.4)])
+    try:
+        figure.canvas.draw()
+        for axis in (figure.axes[2], figure.axes[3]):
+            low, high = axis.get_ylim()
+            labels = [tick.label1.get_text() for tick in axis.yaxis.get_major_ticks()
+                      if low <= tick.get_loc() <= high]
+            numbers = [float(text) for text in labels]  # plain numbers: 0.5, 1, 2, ...
+            assert len(numbers) >= 2, labels
+            assert all(round(n / 10 ** math.floor(math.log10(n)), 6) in (1.0, 2.0, 5.0)
+                       for n in numbers), labels
+            assert not any('10^' in text or '$' in text for text in labels), labels
+        k_labels = [tick.label1.get_text() for tick in figure.axes[2].yaxis.get_major_ticks()
+                    if figure.axes[2].get_ylim()[0] <= tick.get_loc()
+                    <= figure.axes[2].get_ylim()[1]]
+        assert {'1', '2'} <= set(k_labels), k_labels
+    finally:
+        pyplot.close(figure)
+
+
 def test_sim_time_stamps_in_a_wall_clock_bag_count_from_the_first_stamp(tmp_path, samples):
     """Log times in 2023, header stamps from 0: seconds from the first header stamp, said so."""
     bag = write_rosbags_bag(tmp_path / 'bag', samples, POSE,

@@ -21,6 +21,7 @@ from .episodes import (
     PoseErrorStatistics,
     RunOverconfidence,
     time_origin,
+    TransformStep,
     verdict_line,
 )
 from .orchestration import assess_with_feedback, build_calibration_history, DEFAULT_MAX_HISTORY
@@ -100,6 +101,7 @@ __all__ = [
     'downgrade_episodes',
     'Episode',
     'EpisodeTracker',
+    'TransformStep',
     'PoseErrorStatistics',
     'RunOverconfidence',
     'time_origin',

@@ -19,7 +19,12 @@ audit) says *when* and *why* the estimator was downgraded with the same code:
 - :class:`PoseErrorStatistics`: the estimate's error against the reference as evo's APE reports
   it, RMSE and maximum of the position error's norm in metres and of the rotation angle in
   degrees;
-- :func:`time_origin`: where "seconds from the bag start" count from.
+- :func:`time_origin`: where "seconds from the bag start" count from;
+- :class:`TransformStep`: the outcome bridge's note that the distances jumped (or fell back) at
+  the stamp of a /tf change of the reference's chain (bridge/frame_steps.py); an episode carries
+  the notes stamped from :data:`TRANSFORM_STEP_LEAD_NS` before its start to its end
+  (``transform_steps``), so a frame error is named as one. Old recordings have none: the field
+  is empty.
 
 :class:`EpisodeTracker` streams (bounded memory: at most ``limit`` episodes are kept, all are
 counted); :func:`downgrade_episodes` is the same over a sequence.
@@ -118,6 +123,61 @@ def _estimates_dict(estimates: dict[str, OverconfidenceEstimate | None] | None,
     return {name: None if value is None else value.as_dict() for name, value in estimates.items()}
 
 
+TRANSFORM_STEP_LEAD_NS = 10 * NS_PER_S
+"""A transform step stamped up to this long before an episode starts belongs to it: the window
+needs a few outcomes after the jump before the level drops (0.02-2.5 s measured)."""
+TRANSFORM_STEPS_KEPT = 64
+"""Transform steps an :class:`EpisodeTracker` keeps while no episode is open (the newest)."""
+JUMP, FALL = 'jump', 'fall'
+
+
+@dataclass(frozen=True, slots=True)
+class TransformStep:
+    """The distances jumped (``kind`` :data:`JUMP`) or fell back (:data:`FALL`) at a /tf change.
+
+    ``stamp_ns``: the estimate whose distance crossed; ``step_stamp_ns``: the reference at
+    which the transform ``target_frame <- source_frame`` (the estimate's frame from the
+    reference's) changed by ``step_m`` metres and ``step_deg`` degrees from the reference before
+    it; ``vec3`` (``position`` or ``orientation``) went from ``distance_before`` to
+    ``distance_after`` (unsquared Mahalanobis).
+    """
+
+    stamp_ns: int
+    kind: str
+    target_frame: str
+    source_frame: str
+    step_stamp_ns: int
+    step_m: float
+    step_deg: float
+    vec3: str
+    distance_before: float
+    distance_after: float
+
+    def as_dict(self, origin_ns: int) -> dict[str, object]:
+        """Return a JSON-ready dict; ``*_s`` count from ``origin_ns``."""
+        after = self.distance_after
+        return {'kind': self.kind, 'stamp_s': seconds(self.stamp_ns, origin_ns),
+                'stamp_ns': self.stamp_ns, 'step_stamp_ns': self.step_stamp_ns,
+                'target_frame': self.target_frame, 'source_frame': self.source_frame,
+                'step_m': round(self.step_m, 6), 'step_deg': round(self.step_deg, 6),
+                'vec3': self.vec3, 'distance_before': round(self.distance_before, 6),
+                'distance_after': round(after, 6) if math.isfinite(after) else 'inf',
+                'description': self.describe(origin_ns)}
+
+    def describe(self, origin_ns: int | None = None) -> str:
+        """Return e.g. ``position distance jumped 1.2 -> 19.8 at a /tf change: odom <- map...``.
+
+        ``origin_ns`` None: the stamp in nanoseconds, else in seconds from it.
+        """
+        verb = 'jumped' if self.kind == JUMP else 'fell back'
+        when = (f'stamp {self.step_stamp_ns} ns' if origin_ns is None
+                else f'{seconds(self.step_stamp_ns, origin_ns):.2f} s')
+        return (f'{self.vec3} distance {verb} {self.distance_before:.1f} -> '
+                f'{self.distance_after:.1f} at a /tf change: {self.target_frame} <- '
+                f'{self.source_frame} stepped {self.step_m:.3f} m, {self.step_deg:.2f} deg at '
+                f"{when} (a frame error, or a correction of the reference's frame?)")
+
+
 @dataclass(frozen=True, slots=True)
 class Episode:
     """One downgrade episode (see the module documentation); stamps are belief stamps in ns."""
@@ -134,6 +194,9 @@ class Episode:
     error: dict[str, object] | None = None
     """The outcomes' error during the episode (:meth:`PoseErrorStatistics.as_dict`: position in
     m, rotation in deg), when the tracker was given outcomes (:meth:`EpisodeTracker.outcome`)."""
+    transform_steps: tuple[TransformStep, ...] = ()
+    """The bridge's transform steps from :data:`TRANSFORM_STEP_LEAD_NS` before the start to the
+    end (:meth:`EpisodeTracker.transform_step`); empty when none was given (old recordings)."""
 
     @property
     def duration_s(self) -> float:
@@ -152,6 +215,7 @@ class Episode:
             'assessments': self.assessments, 'ongoing': self.ongoing,
             'overconfidence': _estimates_dict(self.overconfidence),
             'error': self.error,
+            'transform_steps': [step.as_dict(origin_ns) for step in self.transform_steps],
             'description': self.describe(origin_ns),
         }
 
@@ -163,16 +227,17 @@ class Episode:
         start = seconds(self.start_ns, origin_ns)
         end = seconds(self.end_ns, origin_ns)
         until = f'to the end at {end:.1f} s' if self.ongoing else f'to {end:.1f} s'
+        steps = ''.join(f'; {step.describe(origin_ns)}' for step in self.transform_steps[:3])
         return (f'{reason_words(self.reason)} from {start:.1f} s {until} '
                 f'({self.duration_s:.1f} s, {self.level.name} below raw {self.raw_level.name}): '
-                f'peak {_estimates_text(self.overconfidence)}{_error_text(self.error)}')
+                f'peak {_estimates_text(self.overconfidence)}{_error_text(self.error)}{steps}')
 
 
 class _Open:
     """The episode being built."""
 
     __slots__ = ('assessments', 'errors', 'level', 'peak', 'peak_k2', 'raw_level', 'reason',
-                 'reasons', 'start_ns')
+                 'reasons', 'start_ns', 'steps')
 
     def __init__(self, calibrated: CalibratedSelfAssessment) -> None:
         self.start_ns = calibrated.raw_assessment.belief_stamp_sim_ns
@@ -184,6 +249,7 @@ class _Open:
         self.peak: list[tuple[float, ...] | None] = [None, None]
         self.peak_k2 = [-1.0, -1.0]
         self.errors: PoseErrorStatistics | None = None
+        self.steps: list[TransformStep] = []
 
     def add(self, calibrated: CalibratedSelfAssessment) -> None:
         self.assessments += 1
@@ -212,7 +278,8 @@ class _Open:
                          for name, values in zip(VEC3_NAMES, self.peak)}
         return Episode(self.start_ns, end_ns, self.level, self.raw_level, self.reason,
                        tuple(self.reasons), self.assessments, ongoing, estimates,
-                       None if self.errors is None else self.errors.as_dict())
+                       None if self.errors is None else self.errors.as_dict(),
+                       tuple(self.steps))
 
 
 class EpisodeTracker:
@@ -224,8 +291,8 @@ class EpisodeTracker:
     :attr:`downgraded_s` count them all). Streaming and bounded: the audit feeds it whole bags.
     """
 
-    __slots__ = ('_closed', '_closed_ns', '_open', '_recent', 'count', 'first_stamp_ns',
-                 'last_stamp_ns', 'limit')
+    __slots__ = ('_closed', '_closed_ns', '_open', '_recent', '_steps', 'count',
+                 'first_stamp_ns', 'last_stamp_ns', 'limit')
 
     def __init__(self, limit: int | None = None) -> None:
         if limit is not None and (type(limit) is not int or limit < 0):
@@ -239,6 +306,21 @@ class EpisodeTracker:
         self.first_stamp_ns: int | None = None
         self.last_stamp_ns: int | None = None
         self._recent: list[PredictionOutcome] = []
+        self._steps: list[TransformStep] = []   # while no episode is open
+
+    def transform_step(self, step: TransformStep) -> None:
+        """Take the bridge's note of a transform step (optional; see :class:`TransformStep`).
+
+        It goes to the open episode, or waits (the newest :data:`TRANSFORM_STEPS_KEPT`) for one
+        that starts within :data:`TRANSFORM_STEP_LEAD_NS` after it.
+        """
+        if self._open is not None:
+            if len(self._open.steps) < TRANSFORM_STEPS_KEPT:
+                self._open.steps.append(step)
+            return
+        self._steps.append(step)
+        if len(self._steps) > TRANSFORM_STEPS_KEPT:
+            del self._steps[0]
 
     def outcome(self, outcome: PredictionOutcome) -> None:
         """Take an outcome (optional): episodes then carry the error of their outcomes.
@@ -261,6 +343,9 @@ class EpisodeTracker:
             if current is None:
                 self.count += 1
                 current = self._open = _Open(calibrated)
+                current.steps = [step for step in self._steps
+                                 if step.stamp_ns >= current.start_ns - TRANSFORM_STEP_LEAD_NS]
+                self._steps = []
             current.add(calibrated)
             if recent:
                 if current.errors is None:
@@ -464,6 +549,10 @@ def verdict_line(tracker: EpisodeTracker, run: RunOverconfidence, origin_ns: int
 __all__ = [
     'downgrade_episodes',
     'Episode',
+    'FALL',
+    'JUMP',
+    'TRANSFORM_STEP_LEAD_NS',
+    'TransformStep',
     'episode_lines',
     'EPISODE_LINES',
     'EpisodeTracker',
