@@ -529,7 +529,11 @@ def test_the_recording_queue_has_a_byte_budget(tmp_path):
     recorder = StalledDisk(str(tmp_path / 'bag'), LoopConfig.make(), extra_channels=(channel,))
     background = BackgroundRecorder(recorder, queue_size=10_000, queue_bytes=1 << 20,
                                     on_error=print)
-    payload = bytes(300_000)
+    import struct
+
+    # A std_msgs/String of 300,000 bytes in all (the recorder records only what decodes).
+    payload = b'\x00\x01\x00\x00' + struct.pack('<I', 299_992) + b'x' * 299_991 + b'\x00'
+    assert len(payload) == 300_000
     try:
         background.record_serialized('/big', 1, payload)
         assert taken.wait(DEADLINE_S)
