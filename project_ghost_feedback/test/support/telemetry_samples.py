@@ -2,7 +2,7 @@
 """Sample contracts of every kind and a telemetry bag written from them."""
 
 import math
-from project_ghost_feedback.core._validation import STAMP_MAX_NS
+from project_ghost_feedback.core.validation import STAMP_MAX_NS
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     NamedLevel,

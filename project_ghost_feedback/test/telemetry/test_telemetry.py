@@ -21,7 +21,7 @@ from ament_index_python.packages import get_package_share_directory
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 import numpy
-from project_ghost_feedback.core._validation import STAMP_MAX_NS
+from project_ghost_feedback.core.validation import STAMP_MAX_NS
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     NamedLevel,
@@ -42,7 +42,7 @@ from project_ghost_feedback.telemetry import (
     TelemetryWriterError,
     to_telemetry,
 )
-from project_ghost_feedback.telemetry.codecs import _DECODERS
+from project_ghost_feedback.telemetry.codecs import DECODERS
 import pytest
 from rosbags.interfaces import Nodetype
 from rosbags.rosbag2 import Reader
@@ -113,7 +113,7 @@ def test_payload_decodes_back_for_every_channel_and_matches_mcap_ros2():
     for contract in sample_contracts():
         record = to_telemetry(contract)
         assert decode(TYPES[record.channel], record.payload) == contract
-    assert sorted(_DECODERS) == sorted(TYPES.values())
+    assert sorted(DECODERS) == sorted(TYPES.values())
 
 
 def test_long_names_take_the_exact_size_path():
@@ -228,7 +228,7 @@ def test_decoder_refuses_bad_cdr_with_rosbags_errors():
     """A decoder is rosbags' public deserialize_cdr: bad bytes raise rosbags' own SerdeError."""
     from rosbags.serde import SerdeError
 
-    decoder = _DECODERS[TYPES[CHANNEL_RAW_SELF_ASSESSMENT]]
+    decoder = DECODERS[TYPES[CHANNEL_RAW_SELF_ASSESSMENT]]
     raw = sample_belief(42)
     payload = to_telemetry(raw).payload
     assert decoder(payload) == raw
@@ -651,10 +651,10 @@ def test_cli_help_and_demo_and_console_script():
 
 
 def test_decoders_are_registered_eagerly_in_a_fresh_interpreter():
-    """``replay._DECODERS`` lists every type right after import (ADR-0026 section 6)."""
+    """``replay.DECODERS`` lists every type right after import (ADR-0026 section 6)."""
     result = subprocess.run(
-        [sys.executable, '-c', 'from project_ghost_feedback.telemetry.codecs import _DECODERS; '
-         'print(" ".join(sorted(_DECODERS)))'],
+        [sys.executable, '-c', 'from project_ghost_feedback.telemetry.codecs import DECODERS; '
+         'print(" ".join(sorted(DECODERS)))'],
         capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == sorted(TYPES.values())
