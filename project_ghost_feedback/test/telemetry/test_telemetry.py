@@ -703,13 +703,6 @@ def test_not_recorded_is_not_a_loss_while_a_write_is_under_way(tmp_path, monkeyp
     assert background.recorded == 1 and background.not_recorded == 0
 
 
-def _string_cdr(length, data):
-    """Return CDR bytes of a std_msgs/String whose length field and data are given as they are."""
-    import struct
-
-    return b'\x00\x01\x00\x00' + struct.pack('<I', length) + data
-
-
 def test_bytes_recorded_as_received_are_checked_as_the_inputs_are(tmp_path):
     """record_topics and /diagnostics bytes: recorded only if rosbags decodes them as rclpy does.
 
@@ -723,6 +716,7 @@ def test_bytes_recorded_as_received_are_checked_as_the_inputs_are(tmp_path):
     from project_ghost_feedback.telemetry.background import BackgroundRecorder
     from project_ghost_feedback.telemetry.channels import recorded_topic
     from project_ghost_feedback.telemetry.recorder import TelemetryRecorder
+    from support.telemetry_samples import recorded_strings, string_cdr as _string_cdr
 
     channel = recorded_topic('/marker:std_msgs/msg/String')
     bag = tmp_path / 'bag'
@@ -746,12 +740,7 @@ def test_bytes_recorded_as_received_are_checked_as_the_inputs_are(tmp_path):
     assert background.losses == {'malformed': 4, 'string_with_null': 1, 'too_large': 1}
     assert background.not_recorded == 6 and background.recorded == 2
     # An independent reader: rosbags decodes every message recorded, exact count.
-    store = get_typestore(Stores.ROS2_JAZZY)
-    with Reader(bag) as reader:
-        connections = [c for c in reader.connections if c.topic == '/marker']
-        texts = [store.deserialize_cdr(raw, 'std_msgs/msg/String').data
-                 for _, _, raw in reader.messages(connections=connections)]
-    assert texts == ['map', 'odom']
+    assert recorded_strings(bag, '/marker') == ['map', 'odom']
     mcap_file = next(bag.glob('*.mcap'))
     assert [m.ros_msg.data for m in read_ros2_messages(str(mcap_file), topics=['/marker'])] == [
         'map', 'odom']
