@@ -209,10 +209,12 @@ def flood(rate_hz, window_s):
                     [sys.executable, '-c', FLOOD_PUBLISHER, str(window_s + 1.0), str(settle_s)],
                     stdout=subprocess.PIPE, text=True)
                 time.sleep(settle_s + 0.5)   # its discovery, then the flood is under way
-            base = driver.received['outcomes']
+            base, cpu = driver.received['outcomes'], bridge.cpu_s()
             start, end, _, late = run_paced(rate_hz, int(rate_hz * window_s), driver.send_pair)
+            elapsed_s = (end - start) / S
             windows[name] = {'pairs_per_s': round((driver.received['outcomes'] - base)
-                                                  / ((end - start) / S), 1),
+                                                  / elapsed_s, 1),
+                             'bridge_cpu_pct': round(100 * (bridge.cpu_s() - cpu) / elapsed_s),
                              'late_sends': late}
             if name == 'during':
                 sent = int(flooder.communicate(timeout=120)[0].strip() or 0)
