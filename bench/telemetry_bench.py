@@ -45,7 +45,7 @@ from project_ghost_feedback.telemetry import to_telemetry, TelemetryWriter
 from project_ghost_feedback.telemetry.channels import CHANNELS, INFINITE_DURATION
 from project_ghost_feedback.telemetry.msgdefs import full_definition, type_hash
 from project_ghost_feedback.telemetry.bag_reader import OpenBag
-from project_ghost_feedback.telemetry.codecs import _DECODERS
+from project_ghost_feedback.telemetry.codecs import DECODERS
 from project_ghost_feedback.telemetry.msgdefs import typestore
 from project_ghost_feedback.telemetry.config import custom_data_for_config
 from project_ghost_feedback.telemetry.recorder import TelemetryRecorder
@@ -235,7 +235,7 @@ def main(argv=None):
         with _Timer() as timer:
             with OpenBag(replay_path) as bag:
                 for message in bag.messages():
-                    _DECODERS[message.msgtype](message.payload)
+                    DECODERS[message.msgtype](message.payload)
         return timer.elapsed
 
     try:

@@ -165,12 +165,95 @@ def static_bag(variant):
         print(json.dumps(figures))
 
 
+FLOOD_PUBLISHER = """
+import sys, time
+import rclpy
+from geometry_msgs.msg import TransformStamped
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from tf2_msgs.msg import TFMessage
+rclpy.init()
+node = rclpy.create_node('tf_bench_flood')
+publisher = node.create_publisher(
+    TFMessage, '/tf', QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+t = TransformStamped()
+t.header.frame_id, t.child_frame_id = 'odom', 'flood'
+t.transform.rotation.w = 1.0
+msg = TFMessage(transforms=[t])
+time.sleep(float(sys.argv[2]))  # discovery
+end, sent = time.monotonic() + float(sys.argv[1]), 0
+while time.monotonic() < end:
+    t.header.stamp = node.get_clock().now().to_msg()
+    publisher.publish(msg)
+    sent += 1
+print(sent)
+node.destroy_node()
+rclpy.shutdown()
+"""
+
+
+def flood(rate_hz, window_s):
+    """Pairs/s of the bridge over DDS before, during and after a /tf flood; print a JSON line."""
+    from bridge_dds_bench import Driver, Process
+    from harness import run_paced
+
+    namespace = f'/tf_bench_flood_{os.getpid()}'
+    bridge = Process('bridge', namespace)
+    driver = Driver(namespace, bridge)
+    windows, flooder = {}, None
+    try:
+        driver.connect()
+        settle_s = 2.0
+        for name in ('before', 'during', 'after'):
+            if name == 'during':
+                flooder = subprocess.Popen(
+                    [sys.executable, '-c', FLOOD_PUBLISHER, str(window_s + 1.0), str(settle_s)],
+                    stdout=subprocess.PIPE, text=True)
+                time.sleep(settle_s + 0.5)   # its discovery, then the flood is under way
+            base, cpu = driver.received['outcomes'], bridge.cpu_s()
+            start, end, _, late = run_paced(rate_hz, int(rate_hz * window_s), driver.send_pair)
+            elapsed_s = (end - start) / S
+            windows[name] = {'pairs_per_s': round((driver.received['outcomes'] - base)
+                                                  / elapsed_s, 1),
+                             'bridge_cpu_pct': round(100 * (bridge.cpu_s() - cpu) / elapsed_s),
+                             'late_sends': late}
+            if name == 'during':
+                sent = int(flooder.communicate(timeout=120)[0].strip() or 0)
+                windows[name]['tf_sent'] = sent
+                windows[name]['tf_rate_hz'] = round(sent / (window_s + 1.0))
+                time.sleep(1.0)   # the bridge's backlog of /tf drains before 'after'
+        driver.spin_until(lambda: driver.status.get('tf_messages_received'), 'diagnostics',
+                          timeout=30.0)
+        status = driver.status
+    finally:
+        if flooder is not None and flooder.poll() is None:
+            flooder.kill()
+            flooder.wait()
+        driver.close()
+        code = bridge.stop()
+    before = windows['before']['pairs_per_s'] or 1.0
+    print(json.dumps({
+        'scenario': 'flood', 'rate_hz': rate_hz, 'window_s': window_s, **windows,
+        'during_over_before': round(windows['during']['pairs_per_s'] / before, 3),
+        'after_over_before': round(windows['after']['pairs_per_s'] / before, 3),
+        'tf_messages_received': status.get('tf_messages_received'),
+        'tf_messages_missed': status.get('tf_messages_missed'),
+        'tf_transforms_refused_total': status.get('tf_transforms_refused_total'),
+        'bridge_exit_code': code, 'load_1min': round(os.getloadavg()[0], 2)}))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--scenario', help=argparse.SUPPRESS)
     parser.add_argument('--count', type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument('--quick', action='store_true', help='fewer frames (10,000)')
+    parser.add_argument('--flood', action='store_true',
+                        help='only the /tf flood over DDS (pairs/s before, during, after)')
+    parser.add_argument('--rate-hz', type=float, default=50.0, help='pairs/s sent (flood)')
+    parser.add_argument('--window-s', type=float, default=5.0, help='each window (flood)')
     args = parser.parse_args()
+    if args.flood:
+        flood(args.rate_hz, args.window_s)
+        return
     if args.scenario == 'static_bag':
         for variant in ('over_limit', 'under_limit'):
             static_bag(variant)
@@ -185,6 +268,7 @@ def main():
                        check=True, timeout=3600)
     for variant in ('over_limit', 'under_limit'):
         static_bag(variant)
+    flood(args.rate_hz, args.window_s)
 
 
 if __name__ == '__main__':

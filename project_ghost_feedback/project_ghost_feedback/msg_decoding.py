@@ -23,7 +23,7 @@ from .core import (
     SCHEMA_VERSION as CONTRACT_SCHEMA_VERSION,
     SelfAssessmentLevel,
 )
-from .core._validation import value_error
+from .core.validation import value_error
 from .core.feedback import CalibratedSelfAssessment, CalibrationHistory, HISTORY_SCHEMA_COUNTS
 from .core.loop import CONFIGURATION, LoopConfig, LoopEvent, RESET
 

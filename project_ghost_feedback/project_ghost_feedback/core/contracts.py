@@ -12,7 +12,7 @@ import enum
 import functools
 from typing import cast
 
-from ._validation import (
+from .validation import (
     ContractTypeError,
     ContractValueError,
     ContractViolation,

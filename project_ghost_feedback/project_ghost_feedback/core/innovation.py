@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 import math
 
-from ._validation import TAXONOMY_MAX_LEN, TAXONOMY_PATTERN
+from .validation import TAXONOMY_MAX_LEN, TAXONOMY_PATTERN
 from .feedback.chi_square import (  # noqa: F401  (chi_to_chi3 is part of this module's API)
     chi_square_quantile,
     chi_square_survival,

@@ -6,7 +6,7 @@ The feedback node and ``ghost-feedback replay`` share it, so a replay reproduces
 
 import bisect
 
-from ._validation import require_int, require_instance
+from .validation import require_int, require_instance
 from .contracts import PredictionOutcome
 
 _Vec3 = tuple[float, float, float]

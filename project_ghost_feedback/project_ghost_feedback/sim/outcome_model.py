@@ -18,7 +18,7 @@ import math
 import random
 from typing import NamedTuple
 
-from ..core._validation import require_int, require_taxonomy, type_error, value_error
+from ..core.validation import require_int, require_taxonomy, type_error, value_error
 from ..core.contracts import BeliefSelfAssessment, PredictionOutcome, SelfAssessmentLevel
 from ..core import NS_PER_S
 

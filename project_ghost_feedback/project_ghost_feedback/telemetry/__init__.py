@@ -8,7 +8,7 @@ from the package's .msg files. See ``docs/telemetry.md``.
 - :mod:`.adapters`: contract -> ``TelemetryRecord(channel, log_time, payload)``.
 - :mod:`.writer`: :class:`TelemetryWriter` (a rosbag2 bag directory, MCAP storage).
 - :mod:`.bag_reader`: open and validate a bag (:class:`BagError`), :func:`bag_info`.
-- :mod:`.codecs`: ``_DECODERS`` (CDR -> contract); :mod:`.config`: the recorded
+- :mod:`.codecs`: ``DECODERS`` (CDR -> contract); :mod:`.config`: the recorded
   configuration (:func:`recorded_config`, a core ``LoopConfig``); :mod:`.report`:
   :class:`ReplayReport`.
 - :mod:`.replay`: the engine, :func:`replay_bag`, :func:`verify_bag`, :func:`read_bag`: the

@@ -90,15 +90,16 @@ class BackgroundRecorder:
         """Return ``{cause: records}`` of :attr:`not_recorded` that are not 0.
 
         ``queue_full`` (``queue_size`` records waiting, or the recording closed),
-        ``over_byte_budget`` (``queue_bytes`` waiting), ``too_large`` (over the readers' message
-        limit), ``write_error`` (the rest: after a write error).
+        ``over_byte_budget`` (``queue_bytes`` waiting); of what was received as bytes
+        (telemetry/payload_check.py): ``too_large`` (over the readers' message limit),
+        ``malformed`` (rosbags cannot decode it), ``string_with_null`` (rclpy and rosbags would
+        read another string); ``write_error`` (the rest: after a write error).
         """
         with self._lock:
             dropped, over_budget = self._dropped, self._over_budget
-        not_recorded, too_large = self._recorder.loss_counts()
+        not_recorded, refused = self._recorder.loss_counts()
         causes = {'queue_full': dropped - over_budget, 'over_byte_budget': over_budget,
-                  'too_large': too_large,
-                  'write_error': not_recorded - too_large}
+                  **refused, 'write_error': not_recorded - sum(refused.values())}
         return {cause: count for cause, count in causes.items() if count}
 
     @property

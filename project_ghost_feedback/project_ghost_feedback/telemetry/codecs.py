@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""CDR bytes -> contracts: the decoder registry ``_DECODERS`` (ADR-0026 section 6).
+"""CDR bytes -> contracts: the decoder registry ``DECODERS`` (ADR-0026 section 6).
 
 Each decoder deserializes with the public ``Typestore.deserialize_cdr`` of the package's rosbags
 typestore (:mod:`.msgdefs`), then builds the contract with the same functions as the live node
@@ -44,7 +44,7 @@ class Decoder:
         return self.to_contract(self._deserialize(payload, self.msgtype))
 
 
-_DECODERS = {
+DECODERS = {
     msgtype: Decoder(msgtype, to_contract) for msgtype, to_contract in (
         (TYPE_CALIBRATED_SELF_ASSESSMENT, calibrated_from_msg),
         (TYPE_BELIEF_SELF_ASSESSMENT, belief_from_msg),
@@ -70,12 +70,12 @@ def decoder_for(msgtype: str, definition: str = 'same') -> Decoder:
     msgtype = normalize_type_name(msgtype)
     if definition == 'legacy' and msgtype in _LEGACY_DECODERS:
         return _LEGACY_DECODERS[msgtype]
-    return _DECODERS[msgtype]
+    return DECODERS[msgtype]
 
 
 def register_decoder(msgtype: str, decoder: Decoder) -> None:
     """Register ``decoder`` (a :class:`Decoder`: ``bytes -> contract``) for the type ``msgtype``."""
-    _DECODERS[normalize_type_name(msgtype)] = decoder
+    DECODERS[normalize_type_name(msgtype)] = decoder
 
 
 def decode(msgtype: str, payload: bytes, definition: str = 'same') -> object:

@@ -30,7 +30,7 @@ import os
 from typing import cast, NamedTuple, TYPE_CHECKING
 
 from ..core import BeliefSelfAssessment, PredictionOutcome
-from ..core._validation import ContractViolation
+from ..core.validation import ContractViolation
 from ..core.loop import CONFIGURATION, FeedbackLoop, LoopConfig, LoopEvent, Step
 from .bag_metadata import BagError, normalize_type_name, one_line
 from .channels import (
@@ -40,7 +40,7 @@ from .channels import (
     TYPE_FEEDBACK_EVENT,
     TYPE_PREDICTION_OUTCOME,
 )
-from .codecs import _DECODERS
+from .codecs import DECODERS
 
 if TYPE_CHECKING:
     from .bag_reader import BagInfo, OpenBag
@@ -107,7 +107,7 @@ def loop_inputs(bag: OpenBag, topics: dict[str, str], order: str,
     :class:`RecordedOutput`. A contract refusal is counted in ``rejected`` under
     ``'outcome:<reason>'`` / ``'assessment:<reason>'`` and skipped.
     """
-    decoders = {topics[t]: (t, _DECODERS[t]) for t in INPUT_TYPES if t in topics}
+    decoders = {topics[t]: (t, DECODERS[t]) for t in INPUT_TYPES if t in topics}
     calibrated = topics.get(TYPE_CALIBRATED_SELF_ASSESSMENT)
     wanted = sorted(set(decoders) | ({calibrated} if calibrated is not None else set()))
     path = bag.info.path

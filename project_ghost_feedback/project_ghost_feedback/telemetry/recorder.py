@@ -8,6 +8,7 @@ node's configuration at start goes to metadata.yaml's ``custom_data`` so ``ghost
 can verify the bag with the configuration that produced it.
 """
 
+import collections
 from collections.abc import Callable, Iterable, Sequence
 import pathlib
 import threading
@@ -25,6 +26,7 @@ from .adapters import (
 from .bag_limits import DEFAULT_LIMITS, readable_message_counts
 from .channels import Channel, CHANNELS
 from .msgdefs import MessageDefinitionError
+from .payload_check import PayloadCheck, TOO_LARGE
 from .config import CUSTOM_CONFIG_CHANGES, CUSTOM_RECORDER, custom_data_for_config
 from .writer import TelemetryWriter, TelemetryWriterError
 
@@ -45,16 +47,21 @@ class TelemetryRecorder:
         custom_data[CUSTOM_RECORDER] = recorder
         self._config_changes = 0
         custom_data[CUSTOM_CONFIG_CHANGES] = '0'
+        extra_channels = tuple(extra_channels)
+        # What is recorded as received bytes (record_serialized) is checked as the inputs are.
+        self._msgtypes = {channel.topic: channel.msgtype for channel in extra_channels}
+        self._check = PayloadCheck(self._msgtypes.values(), DEFAULT_LIMITS.message_bytes)
         try:
             self._writer = TelemetryWriter(
-                path, channels=CHANNELS + tuple(extra_channels), custom_data=custom_data)
+                path, channels=CHANNELS + extra_channels, custom_data=custom_data)
         except (TelemetryWriterError, MessageDefinitionError, OSError) as error:
             raise ValueError(f'telemetry_bag: {error}') from None
         self.path = path
         self.error: Exception | None = None
         self.offered = 0
-        self.too_large = 0
-        """Messages refused because the readers would refuse the bag for them (message_bytes)."""
+        self.refused: collections.Counter[str] = collections.Counter()
+        """Messages received as bytes and not recorded, by reason (telemetry/payload_check.py):
+        the readers would refuse the bag for them, or could not decode them as rclpy does."""
         self._readable: dict[str, int] | None = None
         self._on_error = on_error
         self._lock = threading.RLock()  # on_error may read the counts
@@ -83,10 +90,10 @@ class TelemetryRecorder:
         """
         return self.loss_counts()[0]
 
-    def loss_counts(self) -> tuple[int, int]:
-        """Return ``(not_recorded, too_large)`` at one instant (between writes)."""
+    def loss_counts(self) -> tuple[int, dict[str, int]]:
+        """Return ``(not_recorded, {reason: refused})`` at one instant (between writes)."""
         with self._lock:
-            return self.offered - sum(self.counts.values()), self.too_large
+            return self.offered - sum(self.counts.values()), dict(self.refused)
 
     @property
     def closed(self) -> bool:
@@ -139,19 +146,29 @@ class TelemetryRecorder:
 
         A message over the readers' ``message_bytes`` (1 MiB) would make ``info``, ``replay``
         and ``evaluate`` refuse the whole bag, the node's own channels with it: it is not
-        recorded, it is counted (:attr:`too_large`, and in :attr:`not_recorded`).
+        recorded, it is counted (:attr:`refused` ``too_large``, and in :attr:`not_recorded`).
         """
         if len(payload) <= DEFAULT_LIMITS.message_bytes:
             return False
-        with self._lock:
-            self.offered += 1
-            self.too_large += 1
+        self._refuse(TOO_LARGE)
         return True
 
+    def _refuse(self, reason: str) -> None:
+        with self._lock:
+            self.offered += 1
+            self.refused[reason] += 1
+
     def record_serialized(self, channel: str, log_time: int, payload: bytes) -> None:
-        """Record a message received as CDR bytes on an extra channel (e.g. /diagnostics)."""
-        if not self.refuse_oversized(payload):
-            self._write((TelemetryRecord(channel, log_time, payload),))
+        """Record a message received as CDR bytes on an extra channel (e.g. /diagnostics).
+
+        Only what rosbags decodes with the channel's own schema, as rclpy reads it
+        (:class:`~.payload_check.PayloadCheck`); the rest is counted in :attr:`refused`.
+        """
+        reason = self._check.refusal(self._msgtypes[channel], payload)
+        if reason is not None:
+            self._refuse(reason)
+            return
+        self._write((TelemetryRecord(channel, log_time, payload),))
 
     def record_bytes(self, records: Sequence[tuple[str, int, bytes]]) -> None:
         """Record messages already serialized, ``(channel, log_time, payload)`` each, in order.

@@ -37,7 +37,7 @@ from .channels import (
     TYPE_CALIBRATED_SELF_ASSESSMENT,
     TYPE_FEEDBACK_EVENT,
 )
-from .codecs import _DECODERS, decode, decoder_for
+from .codecs import DECODERS, decode, decoder_for
 from .config import recorded_config
 from .loop_inputs import (
     decode_error,
@@ -88,10 +88,10 @@ def read_bag(path: str | os.PathLike[str], *, order: str = 'recorded',
     so does a recorded type whose definition differs from ours.
     """
     with OpenBag(path) as bag:
-        bag.check_definitions(set(_DECODERS))
+        bag.check_definitions(set(DECODERS))
         definitions = {t.name: t.definition for t in bag.info.topics}
         for index, message in enumerate(bag.messages(order, topics)):
-            decoder = _DECODERS.get(message.msgtype)
+            decoder = DECODERS.get(message.msgtype)
             if decoder is not None:
                 decoder = decoder_for(message.msgtype, definitions.get(message.topic, 'same'))
             if decoder is None:

@@ -9,7 +9,7 @@ import dataclasses
 import math
 import re
 
-from project_ghost_feedback.core._validation import FRAME_ID_MAX_LEN, MAX_NAMED_LEVELS, STAMP_MAX_NS
+from project_ghost_feedback.core.validation import FRAME_ID_MAX_LEN, MAX_NAMED_LEVELS, STAMP_MAX_NS
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     BUCKET_BEYOND_1_STD,

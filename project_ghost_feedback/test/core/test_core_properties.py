@@ -10,7 +10,7 @@ import re
 
 from hypothesis import given, HealthCheck, settings
 from hypothesis import strategies as st
-from project_ghost_feedback.core._validation import STAMP_MAX_NS
+from project_ghost_feedback.core.validation import STAMP_MAX_NS
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     ContractViolation,

@@ -10,7 +10,7 @@ from array import array
 import math
 
 from hypothesis import given, settings, strategies as st
-from project_ghost_feedback.core._validation import STAMP_MAX_NS
+from project_ghost_feedback.core.validation import STAMP_MAX_NS
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     ContractViolation,

@@ -35,7 +35,7 @@ import random
 import time
 
 from builtin_interfaces.msg import Time
-from project_ghost_feedback.core._validation import STAMP_MAX_NS
+from project_ghost_feedback.core.validation import STAMP_MAX_NS
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,

@@ -423,6 +423,17 @@ def _record_topic_harness(bag, topic, depth):
     return harness, publisher
 
 
+def _calibrated_half(harness):
+    """Feed the scenario's calibrated half (nothing above WARN), then start a new period."""
+    from support.feedback_node import scenario
+
+    for outcomes, raw in scenario()[:6]:
+        for outcome in outcomes:
+            harness.send_outcome(outcome_to_msg(outcome))
+        harness.send_assessment(raw)
+    harness.node.diagnostic_status()
+
+
 def test_record_topics_messages_over_the_readers_limit_are_refused_and_counted(tmp_path):
     """2 MB messages on record_topics: not recorded, counted, WARN; the bag stays readable.
 
@@ -430,16 +441,11 @@ def test_record_topics_messages_over_the_readers_limit_are_refused_and_counted(t
     whole bag (a record over the 1 MiB limit): the calibration telemetry was lost with it.
     """
     from std_msgs.msg import String
-    from support.feedback_node import scenario
 
     bag = tmp_path / 'bag'
     harness, publisher = _record_topic_harness(bag, '/big', 10)
     try:
-        for outcomes, raw in scenario()[:6]:  # its calibrated half: nothing above WARN
-            for outcome in outcomes:
-                harness.send_outcome(outcome_to_msg(outcome))
-            harness.send_assessment(raw)
-        harness.node.diagnostic_status()  # a new period
+        _calibrated_half(harness)
         for index in range(6):
             size = 2_000_000 if index % 2 else 1000
             publisher.publish(String(data='x' * size))
@@ -458,6 +464,39 @@ def test_record_topics_messages_over_the_readers_limit_are_refused_and_counted(t
     topics = {t['name']: t['message_count'] for t in json.loads(_cli('info', str(bag),
                                                                      '--json').stdout)['topics']}
     assert topics['/big'] == 3
+
+
+def test_record_topics_bytes_rosbags_cannot_decode_are_refused_and_counted(tmp_path):
+    """Strings rclpy passes on as bytes but rosbags cannot decode: not recorded, counted, WARN.
+
+    They were recorded as received, and then rosbags could not decode the node's own bag (a
+    string without its terminator, in invalid UTF-8) or read another string than rclpy (an
+    embedded null). Over DDS: each is published as raw CDR bytes.
+    """
+    from support.telemetry_samples import recorded_strings, string_cdr
+
+    payloads = [string_cdr(4, b'map\x00'), string_cdr(3, b'map'), string_cdr(3, b'\xff\xfe\x00'),
+                string_cdr(8, b'ma\x00mapm\x00'), string_cdr(5, b'odom\x00')]
+    bag = tmp_path / 'bag'
+    harness, publisher = _record_topic_harness(bag, '/strings', 10)
+    try:
+        _calibrated_half(harness)
+        for index, payload in enumerate(payloads):
+            publisher.publish(payload)
+            harness.spin_until(lambda: harness.node.topic_recorder.recorded > index,
+                               'the message')
+        harness.spin_until(lambda: harness.node.telemetry.not_recorded >= 3, 'the check')
+        status = harness.node.diagnostic_status()
+        values = {kv.key: kv.value for kv in status.values}
+    finally:
+        harness.close()
+    assert values['telemetry_not_recorded[malformed]'] == '2', values
+    assert values['telemetry_not_recorded[string_with_null]'] == '1', values
+    assert status.level >= DiagnosticStatus.WARN, status.message
+    for command in ('info', 'replay'):
+        result = _cli(command, str(bag), '--json')
+        assert result.returncode == 0, (command, result.stderr)
+    assert recorded_strings(bag, '/strings') == ['map', 'odom']
 
 
 def test_record_topics_losses_are_counted_like_the_inputs(tmp_path):
@@ -529,7 +568,11 @@ def test_the_recording_queue_has_a_byte_budget(tmp_path):
     recorder = StalledDisk(str(tmp_path / 'bag'), LoopConfig.make(), extra_channels=(channel,))
     background = BackgroundRecorder(recorder, queue_size=10_000, queue_bytes=1 << 20,
                                     on_error=print)
-    payload = bytes(300_000)
+    import struct
+
+    # A std_msgs/String of 300,000 bytes in all (the recorder records only what decodes).
+    payload = b'\x00\x01\x00\x00' + struct.pack('<I', 299_992) + b'x' * 299_991 + b'\x00'
+    assert len(payload) == 300_000
     try:
         background.record_serialized('/big', 1, payload)
         assert taken.wait(DEADLINE_S)

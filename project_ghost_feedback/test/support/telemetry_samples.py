@@ -2,7 +2,7 @@
 """Sample contracts of every kind and a telemetry bag written from them."""
 
 import math
-from project_ghost_feedback.core._validation import STAMP_MAX_NS
+from project_ghost_feedback.core.validation import STAMP_MAX_NS
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     NamedLevel,
@@ -69,3 +69,22 @@ def write_sample_bag(path, contracts):
         for contract in contracts:
             writer.write_contract(contract)
     return path
+
+
+def string_cdr(length, data):
+    """Return CDR bytes of a std_msgs/String whose length field and data are given as they are."""
+    import struct
+
+    return b'\x00\x01\x00\x00' + struct.pack('<I', length) + data
+
+
+def recorded_strings(bag, topic):
+    """Return the std_msgs/String data of ``topic`` in ``bag``, read by rosbags (exact list)."""
+    from rosbags.rosbag2 import Reader
+    from rosbags.typesys import get_typestore, Stores
+
+    store = get_typestore(Stores.ROS2_JAZZY)
+    with Reader(bag) as reader:
+        connections = [c for c in reader.connections if c.topic == topic]
+        return [store.deserialize_cdr(raw, 'std_msgs/msg/String').data
+                for _, _, raw in reader.messages(connections=connections)]

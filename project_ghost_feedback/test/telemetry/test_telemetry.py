@@ -21,7 +21,7 @@ from ament_index_python.packages import get_package_share_directory
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 import numpy
-from project_ghost_feedback.core._validation import STAMP_MAX_NS
+from project_ghost_feedback.core.validation import STAMP_MAX_NS
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     NamedLevel,
@@ -42,7 +42,7 @@ from project_ghost_feedback.telemetry import (
     TelemetryWriterError,
     to_telemetry,
 )
-from project_ghost_feedback.telemetry.codecs import _DECODERS
+from project_ghost_feedback.telemetry.codecs import DECODERS
 import pytest
 from rosbags.interfaces import Nodetype
 from rosbags.rosbag2 import Reader
@@ -113,7 +113,7 @@ def test_payload_decodes_back_for_every_channel_and_matches_mcap_ros2():
     for contract in sample_contracts():
         record = to_telemetry(contract)
         assert decode(TYPES[record.channel], record.payload) == contract
-    assert sorted(_DECODERS) == sorted(TYPES.values())
+    assert sorted(DECODERS) == sorted(TYPES.values())
 
 
 def test_long_names_take_the_exact_size_path():
@@ -228,7 +228,7 @@ def test_decoder_refuses_bad_cdr_with_rosbags_errors():
     """A decoder is rosbags' public deserialize_cdr: bad bytes raise rosbags' own SerdeError."""
     from rosbags.serde import SerdeError
 
-    decoder = _DECODERS[TYPES[CHANNEL_RAW_SELF_ASSESSMENT]]
+    decoder = DECODERS[TYPES[CHANNEL_RAW_SELF_ASSESSMENT]]
     raw = sample_belief(42)
     payload = to_telemetry(raw).payload
     assert decoder(payload) == raw
@@ -651,10 +651,10 @@ def test_cli_help_and_demo_and_console_script():
 
 
 def test_decoders_are_registered_eagerly_in_a_fresh_interpreter():
-    """``replay._DECODERS`` lists every type right after import (ADR-0026 section 6)."""
+    """``replay.DECODERS`` lists every type right after import (ADR-0026 section 6)."""
     result = subprocess.run(
-        [sys.executable, '-c', 'from project_ghost_feedback.telemetry.codecs import _DECODERS; '
-         'print(" ".join(sorted(_DECODERS)))'],
+        [sys.executable, '-c', 'from project_ghost_feedback.telemetry.codecs import DECODERS; '
+         'print(" ".join(sorted(DECODERS)))'],
         capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == sorted(TYPES.values())
@@ -701,3 +701,58 @@ def test_not_recorded_is_not_a_loss_while_a_write_is_under_way(tmp_path, monkeyp
         background.close()
     assert seen == {'not_recorded': 0, 'losses': {}}
     assert background.recorded == 1 and background.not_recorded == 0
+
+
+def test_bytes_recorded_as_received_are_checked_as_the_inputs_are(tmp_path):
+    """record_topics and /diagnostics bytes: recorded only if rosbags decodes them as rclpy does.
+
+    They were recorded unchecked: a string without its terminator, with an embedded null, in
+    invalid UTF-8 or longer than the payload went into the node's bag, where rosbags (and so
+    info, replay, evaluate) could not decode it or read another string than rclpy did.
+    """
+    from mcap_ros2.reader import read_ros2_messages
+
+    from project_ghost_feedback.core.loop import LoopConfig
+    from project_ghost_feedback.telemetry.background import BackgroundRecorder
+    from project_ghost_feedback.telemetry.channels import recorded_topic
+    from project_ghost_feedback.telemetry.recorder import TelemetryRecorder
+    from support.telemetry_samples import recorded_strings, string_cdr as _string_cdr
+
+    channel = recorded_topic('/marker:std_msgs/msg/String')
+    bag = tmp_path / 'bag'
+    recorder = TelemetryRecorder(str(bag), LoopConfig.make(), extra_channels=(channel,))
+    background = BackgroundRecorder(recorder, queue_size=20, on_error=print)
+    payloads = {
+        'good': _string_cdr(4, b'map\x00'),
+        'unterminated': _string_cdr(3, b'map'),
+        'embedded_null': _string_cdr(8, b'ma\x00mapm\x00'),
+        'invalid_utf8': _string_cdr(3, b'\xff\xfe\x00'),
+        'length_past_payload': _string_cdr(100, b'map\x00'),
+        'not_cdr': b'\x07\x07\x00\x00' + _string_cdr(4, b'map\x00')[4:],
+        'too_large': _string_cdr(2_000_001, b'x' * 2_000_000 + b'\x00'),
+        'good_too': _string_cdr(5, b'odom\x00'),
+    }
+    try:
+        for log_time, payload in enumerate(payloads.values(), start=1):
+            background.record_serialized('/marker', log_time, payload)
+    finally:
+        background.close()
+    assert background.losses == {'malformed': 4, 'string_with_null': 1, 'too_large': 1}
+    assert background.not_recorded == 6 and background.recorded == 2
+    # An independent reader: rosbags decodes every message recorded, exact count.
+    assert recorded_strings(bag, '/marker') == ['map', 'odom']
+    mcap_file = next(bag.glob('*.mcap'))
+    assert [m.ros_msg.data for m in read_ros2_messages(str(mcap_file), topics=['/marker'])] == [
+        'map', 'odom']
+
+
+def test_a_recorded_topic_type_that_cannot_be_checked_is_refused_at_start(tmp_path):
+    """A record_topics type without a definition cannot be checked: refused, no bag made."""
+    from project_ghost_feedback.core.loop import LoopConfig
+    from project_ghost_feedback.telemetry.channels import recorded_topic
+    from project_ghost_feedback.telemetry.recorder import TelemetryRecorder
+
+    channel = recorded_topic('/x:no_such_pkg/msg/Nope')
+    with pytest.raises(ValueError, match='no_such_pkg/msg/Nope'):
+        TelemetryRecorder(str(tmp_path / 'bag'), LoopConfig.make(), extra_channels=(channel,))
+    assert not (tmp_path / 'bag').exists()
