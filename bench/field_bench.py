@@ -32,6 +32,7 @@ from project_ghost_feedback.core.innovation import (
     KIND_POSITION,
 )
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
+from project_ghost_feedback.sim.random_walk_filter import RandomWalkFilter
 
 RATE_HZ = 10
 PERIOD_NS = NS_PER_S // RATE_HZ
@@ -49,44 +50,18 @@ SOURCES = {
 }
 
 
-class Filter:
-    """Independent scalar Kalman filters; the true noise std is ``k`` times the claimed one."""
-
-    def __init__(self, rng, m):
-        self.rng = rng
-        self.truth = [0.0] * m
-        self.estimate = [0.0] * m
-        self.variance = [1.0] * m
-        self.k = 1.0
-
-    def step(self):
-        e, s = [], []
-        for i in range(len(self.truth)):
-            self.truth[i] += self.rng.gauss(0.0, math.sqrt(Q))
-            z = self.truth[i] + self.rng.gauss(0.0, self.k * math.sqrt(R))
-            predicted = self.variance[i] + Q
-            s_i = predicted + R
-            innovation = z - self.estimate[i]
-            gain = predicted / s_i
-            self.estimate[i] += gain * innovation
-            self.variance[i] = (1.0 - gain) * predicted
-            e.append(innovation)
-            s.append(s_i)
-        return e, s
-
-
 def run(kinds, seed, seconds, fault_at_s=None, k=1.0, stop_level=None):
     """Return [(stamp_s, level)] of every assessment (stops at ``stop_level`` after the fault)."""
     rng = random.Random(seed)
     m = len(kinds)
-    kf = Filter(rng, m)
+    kf = RandomWalkFilter(rng, m, q=Q, r=R)
     pairing = InnovationPairing()
     loop = FeedbackLoop(LoopConfig.make())
     levels = []
     for n in range(1, seconds * RATE_HZ + 1):
         stamp = n * PERIOD_NS
         if fault_at_s is not None and stamp >= fault_at_s * NS_PER_S:
-            kf.k = k
+            kf.noise_factor = k
         e, s = kf.step()
         cov = [s[i] if i == j else 0.0 for i in range(m) for j in range(m)]
         row = pairing.push('source', stamp, e, cov, kinds)

@@ -1,22 +1,24 @@
 # SPDX-License-Identifier: Apache-2.0
-"""innovation_bridge + feedback node over DDS, fed by a Kalman filter written here (field mode).
+"""innovation_bridge + feedback node over DDS, fed by a Kalman filter in the test (field mode).
 
-The filter tracks a 3-D position random walk (per axis x' = x + w, w ~ N(0, q); z = x + v,
-v ~ N(0, r)) at 10 Hz of stamp time and publishes each measurement's innovation with the S it
-believes, as any filter would. Honest: 20 starts, 60 s of stamp time each, never a downgrade.
-Measurement noise claimed 3x too small (standard deviation; covariance 9x): UNKNOWN within one
-window of 32 outcomes. Time is the messages' stamps only: the test waits on progress (the
-feedback node's answers), never on wall time, so it runs as fast as the machine allows.
+The filter (sim/random_walk_filter.py, shared with bench/field_bench.py; not the project's
+localization simulator) tracks a 3-D position random walk (per axis x' = x + w, w ~ N(0, q);
+z = x + v, v ~ N(0, r)) at 10 Hz of stamp time and publishes each measurement's innovation with
+the S it believes, as any filter would. Honest: 20 starts, 60 s of stamp time each, downgraded
+no more often than the stated rate allows. Measurement noise claimed 3x too small (standard
+deviation; covariance 9x): UNKNOWN within one window of 32 outcomes. Time is the messages'
+stamps only: the test waits on progress (the feedback node's answers), never on wall time, so
+it runs as fast as the machine allows.
 """
 
 import math
-import random
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 from project_ghost_feedback.core import NS_PER_S
 from project_ghost_feedback.ros.feedback_node import FeedbackNode
 from project_ghost_feedback.ros.innovation_bridge_node import InnovationBridgeNode
+from project_ghost_feedback.sim.random_walk_filter import RandomWalkFilter
 from project_ghost_feedback_msgs.msg import CalibratedSelfAssessment, Innovation
 import pytest
 from rclpy.executors import SingleThreadedExecutor
@@ -31,30 +33,9 @@ QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 PROGRESS_CEILING_S = 60.0  # a stall, not a speed requirement
 
 
-class KalmanFilter:
-    """Three independent scalar filters; ``step()`` returns (innovation, S diagonal)."""
-
-    def __init__(self, seed, claimed_r):
-        self.rng = random.Random(seed)
-        self.claimed_r = claimed_r
-        self.truth = [0.0, 0.0, 0.0]
-        self.estimate = [0.0, 0.0, 0.0]
-        self.variance = [1.0, 1.0, 1.0]
-
-    def step(self):
-        innovation, s = [], []
-        for i in range(3):
-            self.truth[i] += self.rng.gauss(0.0, math.sqrt(Q))
-            z = self.truth[i] + self.rng.gauss(0.0, math.sqrt(R))
-            predicted = self.variance[i] + Q
-            s_i = predicted + self.claimed_r
-            e = z - self.estimate[i]
-            gain = predicted / s_i
-            self.estimate[i] += gain * e
-            self.variance[i] = (1.0 - gain) * predicted
-            innovation.append(e)
-            s.append(s_i)
-        return innovation, s
+def make_filter(seed, claimed_r):
+    """Return the shared random-walk filter (sim/random_walk_filter.py): 3 axes, q = 1e-4 r."""
+    return RandomWalkFilter(seed, 3, q=Q, r=R, claimed_r=claimed_r)
 
 
 class Rig:
@@ -142,9 +123,9 @@ def test_honest_filter_twenty_starts_in_60_s_at_the_stated_rate(rclpy_context):
     for seed in range(20):
         rig = Rig(rclpy_context)
         try:
-            rig.run_filter(KalmanFilter(seed, claimed_r=R), 60)
+            rig.run_filter(make_filter(seed, claimed_r=R), 60)
             assert len(rig.levels) == 300  # 600 innovations, two per outcome, nothing lost
-            assert rig.bridge.pairing.refused == {}
+            assert rig.bridge.engine.pairing.refused == {}
             if any(level != KNOWN for level in rig.levels):
                 downgraded[seed] = next(i for i, v in enumerate(rig.levels) if v != KNOWN) + 1
         finally:
@@ -161,7 +142,7 @@ def test_measurement_noise_claimed_3x_too_small_is_unknown_within_a_window(rclpy
     for seed in range(5):
         rig = Rig(rclpy_context)
         try:
-            rig.run_filter(KalmanFilter(100 + seed, claimed_r=R / 9.0), 10, batch=4,
+            rig.run_filter(make_filter(100 + seed, claimed_r=R / 9.0), 10, batch=4,
                            stop=lambda levels: UNKNOWN in levels)
             assert UNKNOWN in rig.levels
             delays.append(rig.levels.index(UNKNOWN) + 1)
@@ -182,7 +163,7 @@ def test_bad_innovations_are_refused_by_reason_and_named_on_diagnostics(rclpy_co
         msg = Innovation(source='gnss', schema_version=Innovation.SCHEMA_VERSION)
         rig.publisher.publish(msg)                                # no_components
         rig.spin_until(lambda: rig.bridge.received == 6, 'six innovations')
-        assert rig.bridge.pairing.refused == {
+        assert rig.bridge.engine.pairing.refused == {
             'layout_changed': 1, 'not_finite': 1, 'too_many_components': 1,
             'not_positive_definite': 1, 'no_components': 1}
         rig.spin_until(lambda: any(
@@ -224,3 +205,73 @@ def test_launch_file_starts_the_installed_executable_and_includes_the_feedback_l
     assert (prefix / 'lib' / 'project_ghost_feedback' / 'innovation_bridge').is_file()
     assert "'feedback_launch.py'" in text
     assert "('innovation', LaunchConfiguration('innovation_topic'))" in text
+
+
+def test_a_recording_of_the_innovations_re_evaluates_to_the_live_verdict(rclpy_context, tmp_path):
+    """Live bridge + node over DDS; the innovations, recorded as received, evaluated offline.
+
+    The test's recorder subscribes raw to the same topic and writes each received CDR payload
+    with rosbags' Writer (a recording of what the node saw); evaluate's engine and loop over
+    that bag give the node's calibrated level and reason at every stamp, and the same episodes.
+    """
+    import json
+
+    from project_ghost_feedback.cli import main
+    from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
+    from project_ghost_feedback.field_inputs import innovation_outputs, innovation_parameters
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from support.innovation_bags import INNOVATION, typestore
+
+    bag = tmp_path / 'recorded'
+    writer = Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP)
+    writer.open()
+    connection = writer.add_connection('/innovation', INNOVATION, typestore=typestore())
+    recorded = []
+    rig = Rig(rclpy_context)
+    live = []
+    try:
+        def record(data):
+            recorded.append(bytes(data))
+            writer.write(connection, len(recorded), bytes(data))
+
+        rig.driver.create_subscription(Innovation, 'innovation', record, QOS, raw=True)
+        rig.driver.create_subscription(
+            CalibratedSelfAssessment, 'self_assessment/calibrated',
+            lambda m: live.append((m.header.stamp.sec * NS_PER_S + m.header.stamp.nanosec,
+                                   m.adjusted_overall_level.value, m.adjustment_reason)), QOS)
+        rig.spin_until(lambda: rig.publisher.get_subscription_count() >= 2, 'the recorder')
+        kf = make_filter(7, claimed_r=R)
+        steps = 40 * RATE_HZ
+        for n in range(1, steps + 1):
+            if n == 20 * RATE_HZ:
+                kf.noise_factor = 3.0  # measurement noise 3x the claim from 20 s on
+            rig.publish(n * PERIOD_NS, *kf.step())
+            if n % 20 == 0:
+                rig.spin_until(lambda n=n: len(live) >= n // 2 and len(recorded) >= n,
+                               f'{n // 2} assessments')
+    finally:
+        rig.close()
+        writer.close()
+    assert len(recorded) == steps and len(live) == steps // 2
+    assert any(level == UNKNOWN for _, level, _ in live)
+
+    run = innovation_outputs(bag, ['/innovation'], innovation_parameters())
+    loop = FeedbackLoop(LoopConfig.make())
+    offline = []
+    for kind, contract in run:
+        if kind == 'outcome':
+            loop.outcome(contract)
+        else:
+            calibrated = loop.assessment(contract).calibrated
+            offline.append((contract.belief_stamp_sim_ns,
+                            calibrated.adjusted_overall_level.value,
+                            calibrated.adjustment_reason))
+    assert offline == live
+
+    out = tmp_path / 'out'
+    assert main(['evaluate', str(bag), '--innovation', '/innovation', '--output-dir', str(out),
+                 '--no-plot']) == 0
+    summary = json.loads((out / 'summary.json').read_text(encoding='utf-8'))
+    first_live = next(stamp for stamp, level, _ in live if level != KNOWN)
+    assert summary['first_downgrade_stamp_ns'] == first_live
+    assert summary['calibrated_levels']['UNKNOWN'] == sum(level == UNKNOWN for _, level, _ in live)
