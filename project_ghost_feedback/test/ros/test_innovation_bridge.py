@@ -14,13 +14,13 @@ it runs as fast as the machine allows.
 import math
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray
 from project_ghost_feedback.core import NS_PER_S
 from project_ghost_feedback.ros.feedback_node import FeedbackNode
 from project_ghost_feedback.ros.innovation_bridge_node import InnovationBridgeNode
 from project_ghost_feedback.sim.random_walk_filter import RandomWalkFilter
 from project_ghost_feedback_msgs.msg import CalibratedSelfAssessment, Innovation
 import pytest
+from support.field_starts import honest_starts, listen, KNOWN, outcomes_to_unknown, UNKNOWN
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -50,15 +50,7 @@ class Rig:
         self.feedback = FeedbackNode(context=context)
         self.driver = Node('kalman_filter', context=context)
         self.publisher = self.driver.create_publisher(Innovation, 'innovation', QOS)
-        self.levels = []
-        self.diagnostics = []
-        self.driver.create_subscription(
-            CalibratedSelfAssessment, 'self_assessment/calibrated',
-            lambda m: self.levels.append(m.adjusted_overall_level.value), QOS)
-        self.driver.create_subscription(
-            DiagnosticArray, '/diagnostics', self.diagnostics.append, 10)
-        for node in (self.bridge, self.feedback, self.driver):
-            self.executor.add_node(node)
+        listen(self, QOS)
         self.spin_until(lambda: self.publisher.get_subscription_count() >= 1
                         and self.bridge.count_subscribers('prediction_outcome') >= 1,
                         'discovery')
@@ -103,11 +95,7 @@ class Rig:
             node.destroy_node()
 
 
-KNOWN, UNKNOWN = 2, 0
 
-
-# vec3_scale's stated mean run to a false downgrade from a fresh start (docs/policies.md).
-MEAN_OUTCOMES_TO_FALSE_DOWNGRADE = 12857
 
 
 def test_honest_filter_twenty_starts_in_60_s_at_the_stated_rate(rclpy_context):
@@ -119,36 +107,22 @@ def test_honest_filter_twenty_starts_in_60_s_at_the_stated_rate(rclpy_context):
     (at most 2 of 20; P(more) = 1.0%) and that every honest outcome arrived and was accepted.
     The seeds are fixed, so the result is the same on every machine (docs/field.md gives it).
     """
-    downgraded = {}
-    for seed in range(20):
-        rig = Rig(rclpy_context)
-        try:
-            rig.run_filter(make_filter(seed, claimed_r=R), 60)
-            assert len(rig.levels) == 300  # 600 innovations, two per outcome, nothing lost
-            assert rig.bridge.engine.pairing.refused == {}
-            if any(level != KNOWN for level in rig.levels):
-                downgraded[seed] = next(i for i, v in enumerate(rig.levels) if v != KNOWN) + 1
-        finally:
-            rig.close()
-    per_start = 1.0 - math.exp(-300 / MEAN_OUTCOMES_TO_FALSE_DOWNGRADE)
-    print(f'downgraded starts (seed: first outcome) {downgraded}; stated rate per start '
-          f'{per_start:.4f}')
+    def check(rig):
+        assert rig.bridge.engine.pairing.refused == {}  # 600 innovations, all accepted
+
+    downgraded = honest_starts(lambda: Rig(rclpy_context),
+                               lambda rig, seed: rig.run_filter(make_filter(seed, R), 60),
+                               check=check)
     assert len(downgraded) <= 2, downgraded
 
 
 def test_measurement_noise_claimed_3x_too_small_is_unknown_within_a_window(rclpy_context):
     """Claimed std 3x too small: UNKNOWN within 32 outcomes (64 innovations, 6.4 s), 5 seeds."""
-    delays = []
-    for seed in range(5):
-        rig = Rig(rclpy_context)
-        try:
-            rig.run_filter(make_filter(100 + seed, claimed_r=R / 9.0), 10, batch=4,
-                           stop=lambda levels: UNKNOWN in levels)
-            assert UNKNOWN in rig.levels
-            delays.append(rig.levels.index(UNKNOWN) + 1)
-        finally:
-            rig.close()
-    print(f'outcomes to UNKNOWN per seed: {delays}')
+    delays = outcomes_to_unknown(
+        lambda: Rig(rclpy_context),
+        lambda rig, seed: rig.run_filter(make_filter(seed, claimed_r=R / 9.0), 10, batch=4,
+                                         stop=lambda levels: UNKNOWN in levels),
+        range(100, 105))
     assert max(delays) <= 32, delays
 
 
