@@ -77,7 +77,7 @@ def test_enu_to_geodetic_inverts_geodetic_to_enu_within_a_micrometre():
 
 
 def test_a_fix_is_held_against_the_newest_estimate_at_or_before_it():
-    """e = p_fix - p_est and S = P_est + P_fix (3 components; 2 without altitude)."""
+    """The innovation is p_fix - p_est, S = P_est + P_fix (3 components; 2 without altitude)."""
     from project_ghost_feedback.bridge.navsat_innovation import NavSatInnovations
     from project_ghost_feedback.navsat_reference import enu_to_geodetic
 
