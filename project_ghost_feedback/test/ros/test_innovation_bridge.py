@@ -175,8 +175,12 @@ def test_launch_file_starts_the_installed_executable_and_includes_the_feedback_l
                  for t in n.targets if isinstance(t, ast.Name) and isinstance(
                      n.value, (ast.Constant, ast.Tuple))}
     assert constants['BRIDGE_EXECUTABLE'] == 'innovation_bridge'
+    assert constants['NAVSAT_EXECUTABLE'] == 'navsat_bridge'  # input:=navsat
     prefix = pathlib.Path(get_package_prefix('project_ghost_feedback'))
-    assert (prefix / 'lib' / 'project_ghost_feedback' / 'innovation_bridge').is_file()
+    for executable in ('innovation_bridge', 'navsat_bridge'):
+        assert (prefix / 'lib' / 'project_ghost_feedback' / executable).is_file()
+    assert "choices=['innovation', 'navsat']" in text
+    assert "('fix', LaunchConfiguration('fix_topic'))" in text
     assert "'feedback_launch.py'" in text
     assert "('innovation', LaunchConfiguration('innovation_topic'))" in text
 
