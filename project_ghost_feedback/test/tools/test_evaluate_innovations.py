@@ -145,3 +145,21 @@ def test_a_refused_parameter_value_is_named(tmp_path, capsys):
     assert main(['evaluate', str(bag), '--innovation', INNOVATION_TOPIC, '--params-file',
                  str(params), '--output-dir', str(tmp_path / 'o')]) == 2
     assert 'claimed_level' in capsys.readouterr().err
+
+
+def test_audit_command_line_takes_innovation_topics(tmp_path):
+    """ghost-feedback audit --innovation over a folder of innovation bags (one dask worker)."""
+    import subprocess
+    import sys
+
+    write_innovation_bag(tmp_path / 'bags' / 'bad', filter_stream(2, 40, fault_at_s=20,
+                                                                   noise_factor=3.0))
+    result = subprocess.run(
+        [sys.executable, '-m', 'project_ghost_feedback.cli', 'audit', str(tmp_path / 'bags'),
+         '--innovation', INNOVATION_TOPIC, '--workers', '1', '--no-progress', '--policy',
+         'vec3_scale', '--json', str(tmp_path / 'audit.json')],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    document = json.loads((tmp_path / 'audit.json').read_text(encoding='utf-8'))
+    [bag] = document['bags']
+    assert bag['outcomes'] == 200 and bag['assessments'] == 200
