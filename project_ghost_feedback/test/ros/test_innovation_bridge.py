@@ -185,34 +185,59 @@ def test_launch_file_starts_the_installed_executable_and_includes_the_feedback_l
     assert "('innovation', LaunchConfiguration('innovation_topic'))" in text
 
 
-def test_a_recording_of_the_innovations_re_evaluates_to_the_live_verdict(rclpy_context, tmp_path):
+def _rosbag2_missing():
+    import shutil
+
+    from ament_index_python.packages import get_package_prefix, PackageNotFoundError
+
+    if shutil.which('ros2') is None:
+        return 'the ros2 command is not on PATH'
+    try:
+        get_package_prefix('rosbag2_storage_mcap')
+    except PackageNotFoundError:
+        return 'rosbag2 is not installed (make rosbag2)'
+    return ''
+
+
+@pytest.mark.parametrize('recorder', ['rosbags_writer', 'ros2_bag_record'])
+def test_a_recording_of_the_innovations_re_evaluates_to_the_live_verdict(
+        rclpy_context, tmp_path, recorder):
     """Live bridge + node over DDS; the innovations, recorded as received, evaluated offline.
 
-    The test's recorder subscribes raw to the same topic and writes each received CDR payload
-    with rosbags' Writer (a recording of what the node saw); evaluate's engine and loop over
-    that bag give the node's calibrated level and reason at every stamp, and the same episodes.
+    Recorded by the test (a raw subscription whose CDR payloads rosbags' Writer writes) or by
+    the real ``ros2 bag record`` (skipped without rosbag2); evaluate's engine and loop over that
+    bag give the node's calibrated level and reason at every stamp, and the same episodes.
     """
     import json
 
     from project_ghost_feedback.cli import main
     from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
     from project_ghost_feedback.field_inputs import innovation_outputs, innovation_parameters
-    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.rosbag2 import Reader, StoragePlugin, Writer
     from support.innovation_bags import INNOVATION, typestore
 
+    if recorder == 'ros2_bag_record' and _rosbag2_missing():
+        pytest.skip(_rosbag2_missing())
     bag = tmp_path / 'recorded'
-    writer = Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP)
-    writer.open()
-    connection = writer.add_connection('/innovation', INNOVATION, typestore=typestore())
     recorded = []
+    writer = process = None
+    if recorder == 'rosbags_writer':
+        writer = Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP)
+        writer.open()
+        connection = writer.add_connection('/innovation', INNOVATION, typestore=typestore())
+    else:
+        from support.ros2_tools import Process
+
+        process = Process('bag', 'record', '-s', 'mcap', '-o', str(bag), '/innovation')
     rig = Rig(rclpy_context)
     live = []
     try:
-        def record(data):
-            recorded.append(bytes(data))
-            writer.write(connection, len(recorded), bytes(data))
+        if writer is not None:
+            def record(data):
+                recorded.append(bytes(data))
+                writer.write(connection, len(recorded), bytes(data))
 
-        rig.driver.create_subscription(Innovation, 'innovation', record, QOS, raw=True)
+            rig.driver.create_subscription(Innovation, 'innovation', record, QOS, raw=True)
         rig.driver.create_subscription(
             CalibratedSelfAssessment, 'self_assessment/calibrated',
             lambda m: live.append((m.header.stamp.sec * NS_PER_S + m.header.stamp.nanosec,
@@ -225,12 +250,18 @@ def test_a_recording_of_the_innovations_re_evaluates_to_the_live_verdict(rclpy_c
                 kf.noise_factor = 3.0  # measurement noise 3x the claim from 20 s on
             rig.publish(n * PERIOD_NS, *kf.step())
             if n % 20 == 0:
-                rig.spin_until(lambda n=n: len(live) >= n // 2 and len(recorded) >= n,
-                               f'{n // 2} assessments')
+                rig.spin_until(lambda n=n: len(live) >= n // 2 and (
+                    writer is None or len(recorded) >= n), f'{n // 2} assessments')
     finally:
         rig.close()
-        writer.close()
-    assert len(recorded) == steps and len(live) == steps // 2
+        if writer is not None:
+            writer.close()
+        if process is not None:
+            assert process.stop() == 0, process.output()[-2000:]
+            process.close()
+    with Reader(bag) as reader:  # an independent count of what was recorded
+        assert sum(1 for _ in reader.messages()) == steps
+    assert len(live) == steps // 2
     assert any(level == UNKNOWN for _, level, _ in live)
 
     run = innovation_outputs(bag, ['/innovation'], innovation_parameters())
