@@ -36,6 +36,7 @@ setup(
             'feedback_node = project_ghost_feedback.ros.feedback_node:main',
             'outcome_bridge = project_ghost_feedback.ros.outcome_bridge_node:main',
             'innovation_bridge = project_ghost_feedback.ros.innovation_bridge_node:main',
+            'navsat_bridge = project_ghost_feedback.ros.navsat_bridge_node:main',
             'ghost-feedback = project_ghost_feedback.cli:main',
         ],
     },

@@ -1,11 +1,21 @@
 # SPDX-License-Identifier: Apache-2.0
-r"""Launch an innovation bridge and a feedback node for one filter's innovations (field mode).
+r"""Launch a field-mode bridge and a feedback node for one source (no ground truth).
 
 Usage (a ROS 2 install with this workspace sourced), one launch per source, each in its own
 namespace so that each source has its own window::
 
     ros2 launch project_ghost_feedback innovation_feedback_launch.py \\
         namespace:=field/gnss innovation_topic:=/filter/innovation source:=gnss
+    ros2 launch project_ghost_feedback innovation_feedback_launch.py input:=navsat \\
+        namespace:=field/gnss estimate_topic:=/odometry/filtered fix_topic:=/gps/fix \\
+        datum_latitude:=47.3769 datum_longitude:=8.5417 datum_altitude:=408.0
+
+- ``input`` (default ``innovation``): ``innovation`` starts the innovation bridge (a filter's
+  Innovation messages); ``navsat`` starts the navsat bridge (a NavSatFix against the estimate):
+  ``estimate_topic`` (Odometry, default ``/odometry/filtered``), ``fix_topic`` (default
+  ``/gps/fix``), ``datum_latitude``/``datum_longitude``/``datum_altitude`` (required for it),
+  ``estimate_frame`` (default ``map``), ``use_altitude`` (default ``true``),
+  ``reference_fused`` (default ``false``).
 
 Launch arguments:
 - ``innovation_topic`` (default ``/innovation``): ``project_ghost_feedback_msgs/Innovation``,
@@ -27,6 +37,7 @@ import os
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.conditions import IfCondition
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
@@ -34,13 +45,35 @@ from launch_ros.parameter_descriptions import ParameterValue
 
 PACKAGE = 'project_ghost_feedback'
 BRIDGE_EXECUTABLE = 'innovation_bridge'
+NAVSAT_EXECUTABLE = 'navsat_bridge'
 FEEDBACK_LAUNCH = os.path.join('launch', 'feedback_launch.py')
 SHARED_ARGUMENTS = ('namespace', 'params_file', 'use_sim_time', 'respawn', 'record',
                     'bag_output', 'log_level', 'telemetry_bag')
 
 
+def _typed(name, value_type):
+    return ParameterValue(LaunchConfiguration(name), value_type=value_type)
+
+
+def _bridge(which, executable, parameters, remappings):
+    """Return the bridge node of ``input:=<which>`` (started only for that input)."""
+    return Node(
+        package=PACKAGE, executable=executable, name=executable,
+        namespace=LaunchConfiguration('namespace'),
+        parameters=[{**parameters,
+                     'claimed_level': LaunchConfiguration('claimed_level'),
+                     'use_sim_time': _typed('use_sim_time', bool)}],
+        remappings=remappings,
+        condition=IfCondition(PythonExpression(
+            ["'", LaunchConfiguration('input'), f"' == '{which}'"])),
+        respawn=PythonExpression(["'", LaunchConfiguration('respawn'), "' == 'true'"]),
+        respawn_delay=1.0,
+        ros_arguments=['--log-level', LaunchConfiguration('log_level')],
+        output='screen')
+
+
 def generate_launch_description():
-    """Return the launch description: arguments, the innovation bridge, feedback_launch.py."""
+    """Return the launch description: arguments, the chosen bridge, feedback_launch.py."""
     share = get_package_share_directory(PACKAGE)
     return LaunchDescription([
         DeclareLaunchArgument('innovation_topic', default_value='/innovation',
@@ -68,19 +101,41 @@ def generate_launch_description():
                               description='Bag directory for record:=true.'),
         DeclareLaunchArgument('telemetry_bag', default_value='',
                               description="The feedback node's own recorder ('' off)."),
-        Node(
-            package=PACKAGE, executable=BRIDGE_EXECUTABLE, name='innovation_bridge',
-            namespace=LaunchConfiguration('namespace'),
-            parameters=[{
-                'source': LaunchConfiguration('source'),
-                'claimed_level': LaunchConfiguration('claimed_level'),
-                'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'),
-                                               value_type=bool)}],
-            remappings=[('innovation', LaunchConfiguration('innovation_topic'))],
-            respawn=PythonExpression(["'", LaunchConfiguration('respawn'), "' == 'true'"]),
-            respawn_delay=1.0,
-            ros_arguments=['--log-level', LaunchConfiguration('log_level')],
-            output='screen'),
+        DeclareLaunchArgument('input', default_value='innovation',
+                              choices=['innovation', 'navsat'],
+                              description='innovation: Innovation messages; navsat: NavSatFix '
+                              'against the estimate.'),
+        DeclareLaunchArgument('estimate_topic', default_value='/odometry/filtered',
+                              description='input:=navsat: the estimate (Odometry, ENU at the '
+                              'datum).'),
+        DeclareLaunchArgument('fix_topic', default_value='/gps/fix',
+                              description='input:=navsat: the NavSatFix topic.'),
+        DeclareLaunchArgument('datum_latitude', default_value='nan',
+                              description='input:=navsat: datum latitude, degrees (required).'),
+        DeclareLaunchArgument('datum_longitude', default_value='nan',
+                              description='input:=navsat: datum longitude, degrees (required).'),
+        DeclareLaunchArgument('datum_altitude', default_value='0.0',
+                              description='input:=navsat: datum ellipsoidal altitude, m.'),
+        DeclareLaunchArgument('estimate_frame', default_value='map',
+                              description="input:=navsat: the estimate's frame."),
+        DeclareLaunchArgument('use_altitude', default_value='true', choices=['true', 'false'],
+                              description='input:=navsat: judge up too (3 components).'),
+        DeclareLaunchArgument('reference_fused', default_value='false',
+                              choices=['true', 'false'],
+                              description='input:=navsat: the fix is also fused into the '
+                              'estimate (the stated rate does not hold).'),
+        _bridge('innovation', BRIDGE_EXECUTABLE, {
+            'source': LaunchConfiguration('source')},
+            [('innovation', LaunchConfiguration('innovation_topic'))]),
+        _bridge('navsat', NAVSAT_EXECUTABLE, {
+            'datum.latitude_deg': _typed('datum_latitude', float),
+            'datum.longitude_deg': _typed('datum_longitude', float),
+            'datum.altitude_m': _typed('datum_altitude', float),
+            'estimate_frame': LaunchConfiguration('estimate_frame'),
+            'use_altitude': _typed('use_altitude', bool),
+            'reference_fused': _typed('reference_fused', bool)},
+            [('estimate', LaunchConfiguration('estimate_topic')),
+             ('fix', LaunchConfiguration('fix_topic'))]),
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(os.path.join(share, FEEDBACK_LAUNCH)),
             launch_arguments=[(name, LaunchConfiguration(name)) for name in SHARED_ARGUMENTS]),

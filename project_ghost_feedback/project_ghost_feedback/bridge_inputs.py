@@ -62,6 +62,45 @@ def flatten_parameters(values: Mapping[str, Any], prefix: str = '') -> dict[str,
     return flat
 
 
+def read_parameter_file(params_file: str | os.PathLike[str], node_name: str,
+                        table: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """Return the values a ROS 2 parameter file sets for ``node_name`` (checked against ``table``).
+
+    Sections ``/**``, ``node_name`` and ``/node_name`` (``ros__parameters``; nested keys dotted).
+    ``table`` maps each known name to its ParameterSpec: an unknown key or a value of another
+    type than the default's is a BagInputError naming it (``what``: e.g. 'bridge parameter');
+    an int is taken for a float; ``use_sim_time`` and ``qos_overrides.*`` are ignored.
+    """
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(pathlib.Path(params_file).read_text(encoding='utf-8'))
+    except (OSError, yaml.YAMLError) as error:
+        raise BagInputError(f'{params_file}: {" ".join(str(error).split())}') from None
+    if not isinstance(loaded, dict):
+        raise BagInputError(f'{params_file}: not a ROS 2 parameter file')
+    values: dict[str, Any] = {}
+    for node in ('/**', node_name, f'/{node_name}'):
+        section = loaded.get(node)
+        if not (isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict)):
+            continue
+        for name, value in flatten_parameters(section['ros__parameters']).items():
+            if name == 'use_sim_time' or name.startswith('qos_overrides.'):
+                continue
+            if name not in table:
+                raise BagInputError(f'{params_file}: unknown {what} {name!r}')
+            default = table[name].default
+            if isinstance(default, float) and isinstance(value, int) \
+                    and not isinstance(value, bool):
+                value = float(value)
+            if type(value) is not type(default) and not (
+                    isinstance(default, list) and isinstance(value, list)):
+                raise BagInputError(
+                    f'{params_file}: {name} must be a {type(default).__name__}, got {value!r}')
+            values[name] = value
+    return values
+
+
 def bridge_parameters(params_file: str | os.PathLike[str] | None = None,
                       node_name: str = 'outcome_bridge') -> dict[str, Any]:
     """Return the bridge's parameter values: its defaults, overridden by ``params_file``.
@@ -76,32 +115,8 @@ def bridge_parameters(params_file: str | os.PathLike[str] | None = None,
 
     values = {name: spec.default for name, spec in PARAMETERS.items()}
     if params_file is not None:
-        import yaml
-
-        try:
-            loaded = yaml.safe_load(pathlib.Path(params_file).read_text(encoding='utf-8'))
-        except (OSError, yaml.YAMLError) as error:
-            raise BagInputError(f'{params_file}: {" ".join(str(error).split())}') from None
-        if not isinstance(loaded, dict):
-            raise BagInputError(f'{params_file}: not a ROS 2 parameter file')
-        for node in ('/**', node_name, f'/{node_name}'):
-            section = loaded.get(node)
-            if isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict):
-                for name, value in flatten_parameters(section['ros__parameters']).items():
-                    if name == 'use_sim_time' or name.startswith('qos_overrides.'):
-                        continue
-                    if name not in PARAMETERS:
-                        raise BagInputError(f'{params_file}: unknown bridge parameter {name!r}')
-                    default = PARAMETERS[name].default
-                    if isinstance(default, float) and isinstance(value, int) \
-                            and not isinstance(value, bool):
-                        value = float(value)
-                    if type(value) is not type(default) and not (
-                            isinstance(default, list) and isinstance(value, list)):
-                        raise BagInputError(
-                            f'{params_file}: {name} must be a {type(default).__name__}, got '
-                            f'{value!r}')
-                    values[name] = value
+        values.update(read_parameter_file(params_file, node_name, PARAMETERS,
+                                          'bridge parameter'))
     try:
         config_from(values)
     except ParameterError as error:

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """sensor_msgs/NavSatFix as a reference: local ENU from a datum, placeholder covariances refused.
 
-Pure (math only, no ROS import); the node that would feed the outcome bridge with it is not
-written yet (docs/field.md).
+Pure (math only, no ROS import); ``bridge/navsat_innovation.py`` holds a fix against the
+estimate with them, for the ``navsat_bridge`` node (docs/field.md, "GNSS reference").
 
 - :func:`geodetic_to_enu`: WGS84 latitude, longitude (degrees), ellipsoidal altitude (metres) ->
   east, north, up (metres) of the tangent frame at a datum, by the exact closed form: both points
@@ -62,6 +62,28 @@ def geodetic_to_enu(lat_deg: float, lon_deg: float, alt_m: float,
     north = -sp * cl * dx - sp * sl * dy + cp * dz
     up = cp * cl * dx + cp * sl * dy + sp * dz
     return east, north, up
+
+
+def enu_to_geodetic(east_m: float, north_m: float, up_m: float,
+                    datum: tuple[float, float, float]) -> tuple[float, float, float]:
+    """Return (latitude deg, longitude deg, altitude m) of an ENU point of ``datum``.
+
+    The inverse of :func:`geodetic_to_enu`, by Newton steps on it (the local metres per degree
+    as the Jacobian); converges to float64 rounding (< 1e-6 m within 100 km) in a few steps.
+    For tests and simulators that publish NavSatFix from a local position.
+    """
+    lat, lon, alt = datum
+    for _ in range(8):
+        e, n, u = geodetic_to_enu(lat, lon, alt, datum)
+        de, dn, du = east_m - e, north_m - n, up_m - u
+        phi = math.radians(lat)
+        radius = WGS84_A_M + alt
+        lat += math.degrees(dn / radius)
+        lon += math.degrees(de / (radius * max(math.cos(phi), 1e-12)))
+        alt += du
+        if max(abs(de), abs(dn), abs(du)) < 1e-10:
+            break
+    return lat, lon, alt
 
 
 def navsat_covariance_refusal(covariance_type: int, covariance: Sequence[float],

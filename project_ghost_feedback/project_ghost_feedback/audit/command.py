@@ -83,6 +83,10 @@ def add_arguments(parser: argparse.ArgumentParser, positive_int: Callable[[str],
     add_input_arguments(parser, " (required for ordinary bags, with --reference: their "
                                 "outcomes come from the bridge's engine, as with evaluate; "
                                 'telemetry bags need neither)')
+    parser.add_argument('--innovation', metavar='TOPIC', action='append', default=[],
+                        help='bags without ground truth: an innovation topic (Innovation or PX4 '
+                        'EstimatorAidSource1d/2d/3d), repeatable, through the innovation '
+                        "bridge's engine as with evaluate (--params-file: its parameter file)")
 
 
 def default_policies() -> list[str]:
@@ -125,8 +129,18 @@ def run(args: argparse.Namespace, fail: Callable[[object, int], int]) -> int:
                             max(DEFAULT_OUTCOME_BUFFER_SIZE, max_history))
     except (TypeError, ValueError) as error:
         return fail(error, 2)
-    bridge = None
-    if args.estimate or args.reference or args.params_file or args.tf_topics:
+    bridge: Any = None
+    if args.innovation:
+        from ..bridge_inputs import BagInputError
+        from ..field_inputs import innovation_parameters
+
+        if args.estimate or args.reference:
+            return fail('--innovation goes without --estimate and --reference', 2)
+        try:
+            bridge = (tuple(args.innovation), innovation_parameters(args.params_file))
+        except BagInputError as error:
+            return fail(error, 2)
+    elif args.estimate or args.reference or args.params_file or args.tf_topics:
         from ..bridge_inputs import BagInputError, bridge_parameters, tf_topics_option
 
         if not (args.estimate and args.reference):

@@ -42,9 +42,11 @@ HISTOGRAM_BIN = 0.1
 HISTOGRAM_BINS = 80
 """Distances in [0, 8) in bins of 0.1; beyond in ``over``, +inf in ``inf``."""
 LEVEL_NAMES = tuple(level.name for level in sorted(SelfAssessmentLevel))
-Bridge = tuple[str, str, Mapping[str, Any], Mapping[str, bool] | None]
+Bridge = (tuple[str, str, Mapping[str, Any], Mapping[str, bool] | None]
+          | tuple[tuple[str, ...], Mapping[str, Any]])
 """``(estimate_topic, reference_topic, bridge parameter values, tf topics)`` of an ordinary bag
-(tf topics: each with True for static; None: /tf and /tf_static)."""
+(tf topics: each with True for static; None: /tf and /tf_static), or ``(innovation topics,
+innovation bridge parameter values)`` of a bag without ground truth."""
 
 
 class _Histogram:
@@ -216,7 +218,9 @@ def audit_bag(path: str, policies: Sequence[PolicySpec], *,
     telemetry bag: its recorded outcomes and assessments) or ``(estimate_topic,
     reference_topic, bridge parameter values, tf topics)``: an ordinary bag, whose outcomes and
     assessments come from the bridge's engine over those two topics, as ``ghost-feedback
-    evaluate`` makes them (:mod:`..bridge_inputs`).
+    evaluate`` makes them (:mod:`..bridge_inputs`); or ``(innovation topics, innovation bridge
+    parameter values)``: a bag without ground truth, through the innovation bridge's engine
+    (:mod:`..field_inputs`).
     """
     from ..telemetry import bag_info
 
@@ -226,6 +230,11 @@ def audit_bag(path: str, policies: Sequence[PolicySpec], *,
         if bridge is None:
             _require_telemetry(path, info)
             contracts = _recorded_inputs(path)
+        elif len(bridge) == 2:  # innovations (field mode): the innovation bridge's engine
+            from ..field_inputs import innovation_outputs
+
+            topics, values = bridge
+            contracts = (contract for _, contract in innovation_outputs(path, topics, values))
         else:
             from ..bridge_inputs import bridge_outputs
 

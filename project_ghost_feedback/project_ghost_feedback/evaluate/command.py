@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``ghost-feedback evaluate BAG... --estimate TOPIC --reference TOPIC``: offline bridge + loop.
+"""``ghost-feedback evaluate BAG... --estimate TOPIC --reference TOPIC | --innovation TOPIC``.
 
-Per bag: the bridge's engine over the two topics (:mod:`.inputs`), its outcomes and assessments
+Per bag: the bridge's engine over the two topics (:mod:`..bridge_inputs`), or the innovation
+bridge's engine over innovation topics, a bag without ground truth (:mod:`..field_inputs`), its
+outcomes and assessments
 through the feedback loop (:class:`~..core.loop.FeedbackLoop`, the node's), recorded with the
 node's :class:`~..telemetry.TelemetryRecorder` (``ghost-feedback replay`` verifies the bag), a
 summary (``summary.txt``, ``summary.json``) and a picture (``evaluate.png``) in the output
@@ -24,6 +26,7 @@ from ..bridge_inputs import add_input_arguments, BagInputError
 
 if TYPE_CHECKING:
     from ..bridge_inputs import BridgeRun
+    from ..field_inputs import InnovationRun
     from ..core import BeliefSelfAssessment, PredictionOutcome
     from ..core.feedback import CalibratedSelfAssessment
     from ..core.loop import LoopConfig
@@ -45,6 +48,12 @@ level, reason and k = true error / claimed std with its 95% interval, and k over
 second the pose error (RMSE and max: position in m, rotation in deg); every downgrade episode
 follows, in seconds from the bag start. The picture: distances with their chi(3) quantiles,
 raw vs calibrated level, k over time with its interval, episodes shaded.
+
+A bag without ground truth (field mode, docs/field.md): --innovation TOPIC (repeatable) instead
+of --estimate/--reference reads a filter's innovations (project_ghost_feedback_msgs/Innovation,
+or PX4's px4_msgs/EstimatorAidSource1d/2d/3d, decoded from the definitions kept in the
+repository) through the innovation bridge's engine, the live node's; --params-file is then the
+innovation bridge's parameter file (source, claimed_level). Same loop, summary and picture.
 """
 
 LEVEL_NAMES = ('UNKNOWN', 'UNCERTAIN', 'KNOWN')
@@ -73,10 +82,38 @@ def evaluate_bag(path: str | os.PathLike[str], estimate_topic: str, reference_to
     """
     from ..bridge_inputs import bridge_outputs
 
+    run = bridge_outputs(path, estimate_topic, reference_topic, values, tf_topics)
+    return _evaluate_run(run, loop_config, output_dir, values, plot,
+                         f'{pathlib.Path(path).name}: {estimate_topic} vs {reference_topic} '
+                         f'({loop_config.policy})')
+
+
+def evaluate_innovation_bag(path: str | os.PathLike[str], topics: Sequence[str],
+                            values: Mapping[str, Any], loop_config: LoopConfig,
+                            output_dir: str | os.PathLike[str],
+                            plot: bool = True) -> dict[str, Any]:
+    """Evaluate the innovation topics of one bag into ``output_dir`` (must not exist).
+
+    The innovation bridge's engine (``values``: its parameters, :mod:`..field_inputs`) over
+    ``topics`` (Innovation or PX4 EstimatorAidSource1d/2d/3d), then the same loop, telemetry,
+    summary and picture as :func:`evaluate_bag`. EvaluateError (one line) for a missing topic, a
+    wrong type, no outcome at all (naming the refusals), or a bag that cannot be read.
+    """
+    from ..field_inputs import innovation_outputs
+
+    run = innovation_outputs(path, topics, values)
+    return _evaluate_run(run, loop_config, output_dir, values, plot,
+                         f'{pathlib.Path(path).name}: innovations {", ".join(topics)} '
+                         f'({loop_config.policy})')
+
+
+def _evaluate_run(run: Any, loop_config: LoopConfig, output_dir: str | os.PathLike[str],
+                  values: Mapping[str, Any], plot: bool, title: str) -> dict[str, Any]:
+    """Record a run (BridgeRun or InnovationRun) through the loop; write the summary, picture."""
+    path = run.path
     output_dir = pathlib.Path(output_dir)
     if output_dir.exists():
         raise EvaluateError(f'{output_dir}: exists (choose a new --output-dir)')
-    run = bridge_outputs(path, estimate_topic, reference_topic, values, tf_topics)
     output_dir.mkdir(parents=True)
     try:
         recorded = _record(run, loop_config, output_dir, values)
@@ -98,8 +135,7 @@ def evaluate_bag(path: str | os.PathLike[str], estimate_topic: str, reference_to
     (output_dir / 'summary.txt').write_text(summary_text(summary) + '\n', encoding='utf-8')
     if plot and distances:
         picture = output_dir / 'evaluate.png'
-        _picture(picture, run, recorded, f'{pathlib.Path(path).name}: {estimate_topic} vs '
-                 f'{reference_topic} ({loop_config.policy})')
+        _picture(picture, run, recorded, title)
         summary['picture'] = str(picture)
     return summary
 
@@ -108,13 +144,17 @@ class _Trace:
     """What one evaluation saw: distances and levels by stamp, episodes, k, NEES."""
 
     def __init__(self, bag_dir: pathlib.Path,
-                 calibrated_estimate: tuple[bool, float, float] | None) -> None:
+                 calibrated_estimate: tuple[bool, float, float] | None,
+                 pose_errors: bool = True) -> None:
         from ..bridge.calibrated_estimate import inflation_factors
         from ..core.feedback import EpisodeTracker, RunOverconfidence
         from ..core.feedback.overconfidence import estimate_from_sum
 
         self._inflation_factors, self._estimate_from_sum = inflation_factors, estimate_from_sum
         self.bag_dir = bag_dir
+        # Episodes carry the outcomes' pose error only when there is a reference: an
+        # innovation's components are not an error in m and deg (field mode).
+        self.pose_errors = pose_errors
         self.distances: dict[int, tuple[float, float]] = {}
         self.levels: dict[int, tuple[int, int]] = {}
         self.tracker = EpisodeTracker()
@@ -135,7 +175,8 @@ class _Trace:
         position = outcome.position_mahalanobis
         self.distances[stamp] = (position, outcome.orientation_mahalanobis)
         self.pooled.add(outcome)
-        self.tracker.outcome(outcome)  # each episode's error in m and deg
+        if self.pose_errors:
+            self.tracker.outcome(outcome)  # each episode's error in m and deg
         if self.calibrated_estimate is not None:
             self.nees.append((stamp, position * position,
                               (position / self.factors[0]) ** 2))
@@ -172,7 +213,7 @@ def _calibrated_estimate(values: Mapping[str, Any]) -> tuple[bool, float, float]
             values['calibrated_estimate.max_factor'], values['calibrated_estimate.confidence'])
 
 
-def _record(run: BridgeRun, loop_config: LoopConfig, output_dir: pathlib.Path,
+def _record(run: BridgeRun | InnovationRun, loop_config: LoopConfig, output_dir: pathlib.Path,
             values: Mapping[str, Any] | None = None) -> _Trace:
     """Run the bridge's outputs through the loop into a telemetry bag; return its _Trace."""
     from ..core.loop import FeedbackLoop
@@ -182,7 +223,8 @@ def _record(run: BridgeRun, loop_config: LoopConfig, output_dir: pathlib.Path,
     loop = FeedbackLoop(loop_config)
     bag_dir = output_dir / 'telemetry'
     recorder = TelemetryRecorder(str(bag_dir), loop_config, recorder='evaluate')
-    trace = _Trace(bag_dir, _calibrated_estimate(values or {}))
+    trace = _Trace(bag_dir, _calibrated_estimate(values or {}),
+                   pose_errors=getattr(run, 'has_reference', True))
     try:
         for kind, contract in run:
             for step in run.take_transform_steps():
@@ -274,7 +316,7 @@ def _picture(path: pathlib.Path, run: BridgeRun, trace: _Trace, title: str) -> N
         else 's from the first header stamp')
 
 
-def _summary(run: BridgeRun, loop_config: LoopConfig, distances: dict[int, tuple[float, float]],
+def _summary(run: Any, loop_config: LoopConfig, distances: dict[int, tuple[float, float]],
              levels: dict[int, tuple[int, int]], bag_dir: pathlib.Path) -> dict[str, Any]:
     position = [d[0] for d in distances.values()]
     orientation = [d[1] for d in distances.values()]
@@ -290,10 +332,14 @@ def _summary(run: BridgeRun, loop_config: LoopConfig, distances: dict[int, tuple
             if first_downgrade is None:
                 first_downgrade = stamp
     finite = [p for p in position if math.isfinite(p)]
+    if hasattr(run, 'topics'):  # an InnovationRun: innovations, no reference
+        inputs: dict[str, Any] = {'innovation': {'topics': dict(run.types)}}
+    else:
+        inputs = {'estimate': {'topic': run.estimate_topic, 'type': run.estimate_type},
+                  'reference': {'topic': run.reference_topic, 'type': run.reference_type}}
     return {
         'bag': run.path,
-        'estimate': {'topic': run.estimate_topic, 'type': run.estimate_type},
-        'reference': {'topic': run.reference_topic, 'type': run.reference_type},
+        **inputs,
         'bridge': run.counts(),
         'policy': loop_config.policy,
         'parameters': dict(loop_config.parameters),
@@ -313,16 +359,27 @@ def _summary(run: BridgeRun, loop_config: LoopConfig, distances: dict[int, tuple
     }
 
 
-def summary_text(summary: Mapping[str, Any]) -> str:
-    """Return the summary as a few lines of text."""
+def _input_lines(summary: Mapping[str, Any]) -> list[str]:
+    """Return the summary lines that say what went in and what the bridge made of it."""
     bridge = summary['bridge']
-
-    def fmt(value: float | None) -> str:
-        return '-' if value is None else f'{value:.2f}'
-
+    if 'innovation' in summary:
+        topics = ', '.join(f'{t} ({k})' for t, k in summary['innovation']['topics'].items())
+        refused = ', '.join(f'{k} {v}' for k, v in bridge['refused_by_reason'].items())
+        return [
+            "no reference: outcomes are the filter's innovations (measurement minus "
+            'prediction), judged against their own covariance S',
+            f'bag {summary["bag"]}: innovations {topics}'
+            + (f', source {bridge["source"]}' if bridge['source'] else ', every source'),
+            f'innovation bridge: {bridge["innovations_received"]} innovations, '
+            f'{bridge["innovations_accepted"]} accepted, {bridge["outcomes_published"]} outcomes '
+            f'emitted; refused {bridge["innovations_refused"]} ({refused or "none"}); other '
+            f'source {bridge["innovations_other_source"]}, not fused '
+            f'{bridge["innovations_not_fused"]}, source resets {bridge["source_resets"]}; '
+            f'skipped: did not decode {bridge["undecodable_skipped"]}, over 1 MiB '
+            f'{bridge["oversized_skipped"]}',
+        ]
     dropped = ', '.join(f'{k} {v}' for k, v in bridge['estimates_dropped'].items()) or 'none'
-    lines = [
-        summary['verdict'],
+    return [
         f'error of the estimate against the reference: {summary["error_text"]}',
         f'bag {summary["bag"]}: estimate {summary["estimate"]["topic"]} '
         f'({summary["estimate"]["type"]}), reference {summary["reference"]["topic"]} '
@@ -343,6 +400,16 @@ def summary_text(summary: Mapping[str, Any]) -> str:
         + (', '.join(f'{k} {v}' for k, v in bridge['references_dropped'].items()) or 'none'),
         'skipped (over the 1 MiB message limit): '
         + ', '.join(f'{k} {v}' for k, v in bridge['oversized_skipped'].items()),
+    ]
+
+
+def summary_text(summary: Mapping[str, Any]) -> str:
+    """Return the summary as a few lines of text."""
+    def fmt(value: float | None) -> str:
+        return '-' if value is None else f'{value:.2f}'
+
+    lines = [
+        summary['verdict'], *_input_lines(summary),
         f'distances (unsquared Mahalanobis): position median {fmt(summary["position_d_median"])}'
         f', p95 {fmt(summary["position_d_p95"])}; orientation median '
         f'{fmt(summary["orientation_d_median"])}, p95 {fmt(summary["orientation_d_p95"])}; '
@@ -372,7 +439,12 @@ def run(args: argparse.Namespace, fail: Fail) -> int:
         max_history = args.max_history or DEFAULT_MAX_HISTORY
         loop_config = LoopConfig.make(spec.name, dict(spec.parameters), max_history,
                                       max(DEFAULT_OUTCOME_BUFFER_SIZE, max_history))
-        values = bridge_parameters(args.params_file)
+        if args.innovation:
+            from ..field_inputs import innovation_parameters
+
+            values = innovation_parameters(args.params_file)
+        else:
+            values = bridge_parameters(args.params_file)
         tf_topics = tf_topics_option(args.tf_topics) if args.tf_topics else None
     except (TypeError, ValueError, BagInputError) as error:
         return fail(error, 2)
@@ -381,8 +453,12 @@ def run(args: argparse.Namespace, fail: Fail) -> int:
     for bag in args.bags:
         target = output_dir / pathlib.Path(bag).resolve().name if several else output_dir
         try:
-            summary = evaluate_bag(bag, args.estimate, args.reference, values, loop_config,
-                                   target, plot=not args.no_plot, tf_topics=tf_topics)
+            if args.innovation:
+                summary = evaluate_innovation_bag(bag, args.innovation, values, loop_config,
+                                                  target, plot=not args.no_plot)
+            else:
+                summary = evaluate_bag(bag, args.estimate, args.reference, values, loop_config,
+                                       target, plot=not args.no_plot, tf_topics=tf_topics)
         except BagInputError as error:
             return fail(error, 2)
         print(summary_text(summary))
@@ -397,10 +473,17 @@ def build(commands: Any, positive_int: Callable[[str], int],
     from ..core.feedback import DEFAULT_POLICY
 
     parser = commands.add_parser(
-        'evaluate', help='the bridge and the feedback loop over ordinary bags (odometry + truth)',
+        'evaluate', help='the bridge and the feedback loop over ordinary bags (odometry and '
+        'truth, or innovations)',
         description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('bags', metavar='BAG', nargs='+', help='rosbag2 bag directories')
-    add_input_arguments(parser, required=True)
+    add_input_arguments(parser, ' (a bag with ground truth; or give --innovation)')
+    parser.add_argument('--innovation', metavar='TOPIC', action='append', default=[],
+                        help='a bag without ground truth: an innovation topic '
+                        '(project_ghost_feedback_msgs/Innovation or px4_msgs/'
+                        "EstimatorAidSource1d/2d/3d), repeatable; the innovation bridge's "
+                        'engine makes the outcomes (--params-file: its parameter file, '
+                        'source and claimed_level); instead of --estimate/--reference')
     parser.add_argument('--policy', metavar='NAME[:k=v,...]',
                         help=f'feedback policy and parameters (default {DEFAULT_POLICY})')
     parser.add_argument('--max-history', metavar='N', type=positive_int,
@@ -410,8 +493,16 @@ def build(commands: Any, positive_int: Callable[[str], int],
     parser.add_argument('--no-plot', action='store_true', help='write no picture')
 
     def handler(args: argparse.Namespace) -> int:
-        if not args.estimate or not args.reference:  # given, but empty
-            return fail('evaluate needs --estimate TOPIC and --reference TOPIC', 2)
+        if args.innovation:
+            if args.estimate or args.reference:
+                return fail('--innovation goes without --estimate and --reference', 2)
+            if not all(args.innovation) or len(set(args.innovation)) != len(args.innovation):
+                return fail(f'--innovation topics must be given once each and not empty: '
+                            f'{args.innovation}', 2)
+            return run(args, fail)
+        if not args.estimate or not args.reference:  # missing, or given but empty
+            return fail('evaluate needs --estimate TOPIC and --reference TOPIC (a bag with '
+                        'ground truth), or --innovation TOPIC (a bag without)', 2)
         if args.estimate == args.reference:
             return fail(f'--estimate and --reference are the same topic {args.estimate}', 2)
         return run(args, fail)

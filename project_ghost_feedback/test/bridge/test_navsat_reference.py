@@ -65,3 +65,32 @@ GOOD = [1.0, 0.1, 0.0, 0.1, 1.0, 0.0, 0.0, 0.0, 4.0]
 ])
 def test_placeholder_covariances_are_refused_by_reason(kind, covariance, reason):
     assert navsat_covariance_refusal(kind, covariance) == reason
+
+
+def test_enu_to_geodetic_inverts_geodetic_to_enu_within_a_micrometre():
+    from project_ghost_feedback.navsat_reference import enu_to_geodetic, geodetic_to_enu
+
+    datum = (47.3769, 8.5417, 408.0)
+    for point in [(0.0, 0.0, 0.0), (120.0, -340.0, 5.0), (-65_000.0, 80_000.0, -30.0)]:
+        back = geodetic_to_enu(*enu_to_geodetic(*point, datum), datum)
+        assert max(abs(a - b) for a, b in zip(point, back)) < 1e-6
+
+
+def test_a_fix_is_held_against_the_newest_estimate_at_or_before_it():
+    """The innovation is p_fix - p_est, S = P_est + P_fix (3 components; 2 without altitude)."""
+    from project_ghost_feedback.bridge.navsat_innovation import NavSatInnovations
+    from project_ghost_feedback.navsat_reference import enu_to_geodetic
+
+    datum = (47.3769, 8.5417, 408.0)
+    for use_altitude, m in ((True, 3), (False, 2)):
+        fixes = NavSatInnovations(datum, use_altitude=use_altitude)
+        cov = [0.0] * 36
+        cov[0] = cov[7] = cov[14] = 0.04
+        fixes.take_estimate(100, '', (10.0, 20.0, 1.0), cov)
+        fixes.take_estimate(300, '', (99.0, 99.0, 99.0), cov)  # after the fix: not used
+        claimed = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 4.0]
+        result = fixes.take_fix(200, 0, *enu_to_geodetic(11.0, 18.0, 1.5, datum), 2, claimed)
+        assert [round(v, 6) for v in result.innovation] == [1.0, -2.0, 0.5][:m]
+        expected = [1.04, 0.0, 0.0, 0.0, 1.04, 0.0, 0.0, 0.0, 4.04]
+        assert [round(v, 9) for v in result.covariance] == (
+            expected if m == 3 else [1.04, 0.0, 0.0, 1.04])

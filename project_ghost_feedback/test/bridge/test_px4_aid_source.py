@@ -5,7 +5,6 @@ import math
 import pathlib
 import random
 
-import numpy as np
 from project_ghost_feedback.core.innovation import InnovationOutcome, InnovationPairing
 from project_ghost_feedback.px4_aid_source import (
     innovation_of,
@@ -15,6 +14,7 @@ from project_ghost_feedback.px4_aid_source import (
     source_name,
 )
 from rosbags.typesys import get_typestore, Stores
+from support.innovation_bags import aid_source_msg
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
@@ -26,22 +26,7 @@ def _store():
 
 
 def _aid(store, name, innovation, variance, fused=True, rejected=False, instance=0, t_us=1):
-    cls = store.types[f'px4_msgs/msg/{name}']
-    m = len(innovation)
-    dtype = np.float64 if name == 'EstimatorAidSource2d' else np.float32
-    if m == 1:
-        arrays = dict(observation=0.0, observation_variance=1.0, innovation=innovation[0],
-                      innovation_filtered=0.0, innovation_variance=variance[0], test_ratio=0.0,
-                      test_ratio_filtered=0.0)
-    else:
-        arrays = dict(observation=np.zeros(m, dtype), observation_variance=np.ones(m, np.float32),
-                      innovation=np.array(innovation, np.float32),
-                      innovation_filtered=np.zeros(m, np.float32),
-                      innovation_variance=np.array(variance, np.float32),
-                      test_ratio=np.zeros(m, np.float32),
-                      test_ratio_filtered=np.zeros(m, np.float32))
-    return cls(timestamp=t_us, timestamp_sample=t_us, estimator_instance=instance, device_id=0,
-               time_last_fuse=0, innovation_rejected=rejected, fused=fused, **arrays)
+    return aid_source_msg(store, name, innovation, variance, fused, rejected, instance, t_us)
 
 
 def test_the_kept_definitions_are_the_three_aid_sources_with_their_licence():

@@ -1,24 +1,26 @@
 # SPDX-License-Identifier: Apache-2.0
-"""innovation_bridge + feedback node over DDS, fed by a Kalman filter written here (field mode).
+"""innovation_bridge + feedback node over DDS, fed by a Kalman filter in the test (field mode).
 
-The filter tracks a 3-D position random walk (per axis x' = x + w, w ~ N(0, q); z = x + v,
-v ~ N(0, r)) at 10 Hz of stamp time and publishes each measurement's innovation with the S it
-believes, as any filter would. Honest: 20 starts, 60 s of stamp time each, never a downgrade.
-Measurement noise claimed 3x too small (standard deviation; covariance 9x): UNKNOWN within one
-window of 32 outcomes. Time is the messages' stamps only: the test waits on progress (the
-feedback node's answers), never on wall time, so it runs as fast as the machine allows.
+The filter (sim/random_walk_filter.py, shared with bench/field_bench.py; not the project's
+localization simulator) tracks a 3-D position random walk (per axis x' = x + w, w ~ N(0, q);
+z = x + v, v ~ N(0, r)) at 10 Hz of stamp time and publishes each measurement's innovation with
+the S it believes, as any filter would. Honest: 20 starts, 60 s of stamp time each, downgraded
+no more often than the stated rate allows. Measurement noise claimed 3x too small (standard
+deviation; covariance 9x): UNKNOWN within one window of 32 outcomes. Time is the messages'
+stamps only: the test waits on progress (the feedback node's answers), never on wall time, so
+it runs as fast as the machine allows.
 """
 
 import math
-import random
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray
 from project_ghost_feedback.core import NS_PER_S
 from project_ghost_feedback.ros.feedback_node import FeedbackNode
 from project_ghost_feedback.ros.innovation_bridge_node import InnovationBridgeNode
+from project_ghost_feedback.sim.random_walk_filter import RandomWalkFilter
 from project_ghost_feedback_msgs.msg import CalibratedSelfAssessment, Innovation
 import pytest
+from support.field_starts import honest_starts, listen, KNOWN, outcomes_to_unknown, UNKNOWN
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -31,30 +33,9 @@ QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 PROGRESS_CEILING_S = 60.0  # a stall, not a speed requirement
 
 
-class KalmanFilter:
-    """Three independent scalar filters; ``step()`` returns (innovation, S diagonal)."""
-
-    def __init__(self, seed, claimed_r):
-        self.rng = random.Random(seed)
-        self.claimed_r = claimed_r
-        self.truth = [0.0, 0.0, 0.0]
-        self.estimate = [0.0, 0.0, 0.0]
-        self.variance = [1.0, 1.0, 1.0]
-
-    def step(self):
-        innovation, s = [], []
-        for i in range(3):
-            self.truth[i] += self.rng.gauss(0.0, math.sqrt(Q))
-            z = self.truth[i] + self.rng.gauss(0.0, math.sqrt(R))
-            predicted = self.variance[i] + Q
-            s_i = predicted + self.claimed_r
-            e = z - self.estimate[i]
-            gain = predicted / s_i
-            self.estimate[i] += gain * e
-            self.variance[i] = (1.0 - gain) * predicted
-            innovation.append(e)
-            s.append(s_i)
-        return innovation, s
+def make_filter(seed, claimed_r):
+    """Return the shared random-walk filter (sim/random_walk_filter.py): 3 axes, q = 1e-4 r."""
+    return RandomWalkFilter(seed, 3, q=Q, r=R, claimed_r=claimed_r)
 
 
 class Rig:
@@ -69,15 +50,7 @@ class Rig:
         self.feedback = FeedbackNode(context=context)
         self.driver = Node('kalman_filter', context=context)
         self.publisher = self.driver.create_publisher(Innovation, 'innovation', QOS)
-        self.levels = []
-        self.diagnostics = []
-        self.driver.create_subscription(
-            CalibratedSelfAssessment, 'self_assessment/calibrated',
-            lambda m: self.levels.append(m.adjusted_overall_level.value), QOS)
-        self.driver.create_subscription(
-            DiagnosticArray, '/diagnostics', self.diagnostics.append, 10)
-        for node in (self.bridge, self.feedback, self.driver):
-            self.executor.add_node(node)
+        listen(self, QOS)
         self.spin_until(lambda: self.publisher.get_subscription_count() >= 1
                         and self.bridge.count_subscribers('prediction_outcome') >= 1,
                         'discovery')
@@ -122,11 +95,7 @@ class Rig:
             node.destroy_node()
 
 
-KNOWN, UNKNOWN = 2, 0
 
-
-# vec3_scale's stated mean run to a false downgrade from a fresh start (docs/policies.md).
-MEAN_OUTCOMES_TO_FALSE_DOWNGRADE = 12857
 
 
 def test_honest_filter_twenty_starts_in_60_s_at_the_stated_rate(rclpy_context):
@@ -138,36 +107,22 @@ def test_honest_filter_twenty_starts_in_60_s_at_the_stated_rate(rclpy_context):
     (at most 2 of 20; P(more) = 1.0%) and that every honest outcome arrived and was accepted.
     The seeds are fixed, so the result is the same on every machine (docs/field.md gives it).
     """
-    downgraded = {}
-    for seed in range(20):
-        rig = Rig(rclpy_context)
-        try:
-            rig.run_filter(KalmanFilter(seed, claimed_r=R), 60)
-            assert len(rig.levels) == 300  # 600 innovations, two per outcome, nothing lost
-            assert rig.bridge.pairing.refused == {}
-            if any(level != KNOWN for level in rig.levels):
-                downgraded[seed] = next(i for i, v in enumerate(rig.levels) if v != KNOWN) + 1
-        finally:
-            rig.close()
-    per_start = 1.0 - math.exp(-300 / MEAN_OUTCOMES_TO_FALSE_DOWNGRADE)
-    print(f'downgraded starts (seed: first outcome) {downgraded}; stated rate per start '
-          f'{per_start:.4f}')
+    def check(rig):
+        assert rig.bridge.engine.pairing.refused == {}  # 600 innovations, all accepted
+
+    downgraded = honest_starts(lambda: Rig(rclpy_context),
+                               lambda rig, seed: rig.run_filter(make_filter(seed, R), 60),
+                               check=check)
     assert len(downgraded) <= 2, downgraded
 
 
 def test_measurement_noise_claimed_3x_too_small_is_unknown_within_a_window(rclpy_context):
     """Claimed std 3x too small: UNKNOWN within 32 outcomes (64 innovations, 6.4 s), 5 seeds."""
-    delays = []
-    for seed in range(5):
-        rig = Rig(rclpy_context)
-        try:
-            rig.run_filter(KalmanFilter(100 + seed, claimed_r=R / 9.0), 10, batch=4,
-                           stop=lambda levels: UNKNOWN in levels)
-            assert UNKNOWN in rig.levels
-            delays.append(rig.levels.index(UNKNOWN) + 1)
-        finally:
-            rig.close()
-    print(f'outcomes to UNKNOWN per seed: {delays}')
+    delays = outcomes_to_unknown(
+        lambda: Rig(rclpy_context),
+        lambda rig, seed: rig.run_filter(make_filter(seed, claimed_r=R / 9.0), 10, batch=4,
+                                         stop=lambda levels: UNKNOWN in levels),
+        range(100, 105))
     assert max(delays) <= 32, delays
 
 
@@ -182,7 +137,7 @@ def test_bad_innovations_are_refused_by_reason_and_named_on_diagnostics(rclpy_co
         msg = Innovation(source='gnss', schema_version=Innovation.SCHEMA_VERSION)
         rig.publisher.publish(msg)                                # no_components
         rig.spin_until(lambda: rig.bridge.received == 6, 'six innovations')
-        assert rig.bridge.pairing.refused == {
+        assert rig.bridge.engine.pairing.refused == {
             'layout_changed': 1, 'not_finite': 1, 'too_many_components': 1,
             'not_positive_definite': 1, 'no_components': 1}
         rig.spin_until(lambda: any(
@@ -220,7 +175,112 @@ def test_launch_file_starts_the_installed_executable_and_includes_the_feedback_l
                  for t in n.targets if isinstance(t, ast.Name) and isinstance(
                      n.value, (ast.Constant, ast.Tuple))}
     assert constants['BRIDGE_EXECUTABLE'] == 'innovation_bridge'
+    assert constants['NAVSAT_EXECUTABLE'] == 'navsat_bridge'  # input:=navsat
     prefix = pathlib.Path(get_package_prefix('project_ghost_feedback'))
-    assert (prefix / 'lib' / 'project_ghost_feedback' / 'innovation_bridge').is_file()
+    for executable in ('innovation_bridge', 'navsat_bridge'):
+        assert (prefix / 'lib' / 'project_ghost_feedback' / executable).is_file()
+    assert "choices=['innovation', 'navsat']" in text
+    assert "('fix', LaunchConfiguration('fix_topic'))" in text
     assert "'feedback_launch.py'" in text
     assert "('innovation', LaunchConfiguration('innovation_topic'))" in text
+
+
+def _rosbag2_missing():
+    import shutil
+
+    from ament_index_python.packages import get_package_prefix, PackageNotFoundError
+
+    if shutil.which('ros2') is None:
+        return 'the ros2 command is not on PATH'
+    try:
+        get_package_prefix('rosbag2_storage_mcap')
+    except PackageNotFoundError:
+        return 'rosbag2 is not installed (make rosbag2)'
+    return ''
+
+
+@pytest.mark.parametrize('recorder', ['rosbags_writer', 'ros2_bag_record'])
+def test_a_recording_of_the_innovations_re_evaluates_to_the_live_verdict(
+        rclpy_context, tmp_path, recorder):
+    """Live bridge + node over DDS; the innovations, recorded as received, evaluated offline.
+
+    Recorded by the test (a raw subscription whose CDR payloads rosbags' Writer writes) or by
+    the real ``ros2 bag record`` (skipped without rosbag2); evaluate's engine and loop over that
+    bag give the node's calibrated level and reason at every stamp, and the same episodes.
+    """
+    import json
+
+    from project_ghost_feedback.cli import main
+    from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
+    from project_ghost_feedback.field_inputs import innovation_outputs, innovation_parameters
+    from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+    from support.innovation_bags import INNOVATION, typestore
+
+    if recorder == 'ros2_bag_record' and _rosbag2_missing():
+        pytest.skip(_rosbag2_missing())
+    bag = tmp_path / 'recorded'
+    recorded = []
+    writer = process = None
+    if recorder == 'rosbags_writer':
+        writer = Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP)
+        writer.open()
+        connection = writer.add_connection('/innovation', INNOVATION, typestore=typestore())
+    else:
+        from support.ros2_tools import Process
+
+        process = Process('bag', 'record', '-s', 'mcap', '-o', str(bag), '/innovation')
+    rig = Rig(rclpy_context)
+    live = []
+    try:
+        if writer is not None:
+            def record(data):
+                recorded.append(bytes(data))
+                writer.write(connection, len(recorded), bytes(data))
+
+            rig.driver.create_subscription(Innovation, 'innovation', record, QOS, raw=True)
+        rig.driver.create_subscription(
+            CalibratedSelfAssessment, 'self_assessment/calibrated',
+            lambda m: live.append((m.header.stamp.sec * NS_PER_S + m.header.stamp.nanosec,
+                                   m.adjusted_overall_level.value, m.adjustment_reason)), QOS)
+        rig.spin_until(lambda: rig.publisher.get_subscription_count() >= 2, 'the recorder')
+        kf = make_filter(7, claimed_r=R)
+        steps = 40 * RATE_HZ
+        for n in range(1, steps + 1):
+            if n == 20 * RATE_HZ:
+                kf.noise_factor = 3.0  # measurement noise 3x the claim from 20 s on
+            rig.publish(n * PERIOD_NS, *kf.step())
+            if n % 20 == 0:
+                rig.spin_until(lambda n=n: len(live) >= n // 2 and (
+                    writer is None or len(recorded) >= n), f'{n // 2} assessments')
+    finally:
+        rig.close()
+        if writer is not None:
+            writer.close()
+        if process is not None:
+            assert process.stop() == 0, process.output()[-2000:]
+            process.close()
+    with Reader(bag) as reader:  # an independent count of what was recorded
+        assert sum(1 for _ in reader.messages()) == steps
+    assert len(live) == steps // 2
+    assert any(level == UNKNOWN for _, level, _ in live)
+
+    run = innovation_outputs(bag, ['/innovation'], innovation_parameters())
+    loop = FeedbackLoop(LoopConfig.make())
+    offline = []
+    for kind, contract in run:
+        if kind == 'outcome':
+            loop.outcome(contract)
+        else:
+            calibrated = loop.assessment(contract).calibrated
+            offline.append((contract.belief_stamp_sim_ns,
+                            calibrated.adjusted_overall_level.value,
+                            calibrated.adjustment_reason))
+    assert offline == live
+
+    out = tmp_path / 'out'
+    assert main(['evaluate', str(bag), '--innovation', '/innovation', '--output-dir', str(out),
+                 '--no-plot']) == 0
+    summary = json.loads((out / 'summary.json').read_text(encoding='utf-8'))
+    first_live = next(stamp for stamp, level, _ in live if level != KNOWN)
+    assert summary['first_downgrade_stamp_ns'] == first_live
+    assert summary['calibrated_levels']['UNKNOWN'] == sum(level == UNKNOWN for _, level, _ in live)

@@ -26,6 +26,7 @@ LAYERS = (
     ('bridge',),
     ('sim', 'telemetry'),
     ('bridge_inputs',),
+    ('field_inputs',),
     ('evaluate', 'audit'),
     ('ros',),
     ('demo',),
@@ -33,7 +34,8 @@ LAYERS = (
 )
 """Groups by layer, lowest first: the pure core; leaf helpers (message decoding, safe text,
 analysis, the parameter declarations, the plot panels); the pure bridge; the simulators
-and bags; an ordinary bag's inputs run through the bridge (what evaluate and audit share); the
+and bags; an ordinary bag's inputs run through the bridge (what evaluate and audit share); a
+bag's innovations run through the innovation bridge's engine (field mode, beside it); the
 offline tools; the ROS nodes; the demos (which start nodes); the command line."""
 
 

@@ -38,6 +38,7 @@ ROSDEP_KEYS = {
     'matplotlib': 'python3-matplotlib',
     'mcap_ros2': 'mcap-ros2-support',
     'nav_msgs': 'nav_msgs',
+    'sensor_msgs': 'sensor_msgs',
     'numpy': 'python3-numpy',
     'project_ghost_feedback_msgs': 'project_ghost_feedback_msgs',
     'psutil': 'python3-psutil',

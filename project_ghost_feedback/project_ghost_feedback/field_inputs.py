@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A bag without ground truth -> the innovation bridge's outcomes and claims, offline.
+
+:func:`innovation_outputs` reads innovation topics of any rosbag2 bag (MCAP or sqlite3, rosbags'
+public ``AnyReader``): ``project_ghost_feedback_msgs/msg/Innovation`` and PX4's
+``px4_msgs/msg/EstimatorAidSource1d/2d/3d`` (decoded by type from the .msg definitions kept in
+the repository: the package's own ``msg/`` and ``third_party/px4_msgs``, so neither package needs
+to be built). Every message goes, in recorded order, through the **same** engine the live
+``innovation_bridge`` node drives (:class:`~.bridge.innovation_engine.InnovationEngine`, with
+the node's ``source`` and ``claimed_level`` from the same parameter file), and the run yields
+what the node would have published, as :class:`~.bridge_inputs.BridgeRun` does for the outcome
+bridge: ``('outcome', PredictionOutcome)`` then ``('assessment', BeliefSelfAssessment)``.
+
+So a bag of a live run (``ros2 bag record`` of the filter's innovation topic) re-evaluates to
+the live node's verdict: same outcomes, same claims, same loop. ``docs/field.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+import os
+from typing import Any
+
+from .bridge_inputs import ASSESSMENT, BagInputError, open_reader, OUTCOME, read_parameter_file
+from .bridge_inputs import Output, StampRange
+
+INNOVATION_TYPE = 'project_ghost_feedback_msgs/msg/Innovation'
+PX4_AID_SOURCE_TYPES = tuple(f'px4_msgs/msg/EstimatorAidSource{n}d' for n in (1, 2, 3))
+INNOVATION_TYPES = (INNOVATION_TYPE, *PX4_AID_SOURCE_TYPES)
+"""Types an ``--innovation`` topic may have."""
+
+
+def innovation_parameters(params_file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Return the innovation bridge's parameters: its defaults, overridden by ``params_file``.
+
+    ``params_file`` is the ROS 2 parameter file the innovation launch uses (``/**:`` or
+    ``innovation_bridge:``, then ``ros__parameters``); an unknown key or a refused value is a
+    BagInputError naming it. Keys of other nodes' sections are not read.
+    """
+    from .bridge.innovation_engine import PARAMETERS, validate
+    from .parameter_spec import ParameterError
+
+    values = {name: spec.default for name, spec in PARAMETERS.items()}
+    if params_file is not None:
+        values.update(read_parameter_file(params_file, 'innovation_bridge', PARAMETERS,
+                                          'innovation bridge parameter'))
+    try:
+        return validate(values)
+    except ParameterError as error:
+        raise BagInputError(f'{params_file or "innovation parameters"}: {error}') from None
+
+
+def _register_types(reader: Any) -> None:
+    """Make the Innovation and PX4 aid-source types known to the reader's typestore.
+
+    A type the bag defines itself (rosbag2 MCAP stores each definition) is decoded with the
+    bag's definition, as rosbags does; the kept definitions serve bags without them.
+    """
+    from rosbags.typesys import get_types_from_msg
+
+    from .px4_aid_source import px4_msg_texts
+    from .telemetry.msgdefs import msg_texts
+
+    texts = {INNOVATION_TYPE: msg_texts()[INNOVATION_TYPE], **px4_msg_texts()}
+    types: dict[str, Any] = {}
+    for name, text in texts.items():
+        if name not in reader.typestore.fielddefs:
+            types.update(get_types_from_msg(text, name))
+    types = {name: value for name, value in types.items()
+             if name not in reader.typestore.fielddefs}
+    if types:
+        reader.typestore.register(types)
+
+
+class InnovationRun:
+    """One offline innovation-bridge run over a bag: iterate it, then read the counts."""
+
+    has_reference = False
+    """No reference: an outcome's components are innovations, not a pose error."""
+
+    def __init__(self, path: str | os.PathLike[str], topics: Sequence[str],
+                 values: Mapping[str, Any]) -> None:
+        from .bridge.innovation_engine import InnovationEngine
+        from .core import SelfAssessmentLevel
+        from .core.feedback import PoseErrorStatistics
+
+        self.path = str(path)
+        self.topics = list(topics)
+        self.engine = InnovationEngine(values['source'],
+                                       SelfAssessmentLevel[values['claimed_level']])
+        self.errors = PoseErrorStatistics()
+        """Empty: with innovations there is no reference to measure an error against."""
+        self.types: dict[str, str] = {}
+        self.stamps = StampRange()
+        self.undecodable = 0
+        self.oversized = 0
+        self.bag_start_ns = self.bag_end_ns = None
+
+    def __iter__(self) -> Iterator[Output]:
+        from .bridge.innovation_engine import InnovationOutputs
+        from .telemetry.bag_limits import DEFAULT_LIMITS
+
+        reader = open_reader(self.path)
+        try:
+            _register_types(reader)
+            connections = []
+            for topic in self.topics:
+                found = [c for c in reader.connections if c.topic == topic]
+                if not found:
+                    names = ', '.join(sorted({c.topic for c in reader.connections})) or 'none'
+                    raise BagInputError(f'{self.path}: no innovation topic {topic} in the bag '
+                                        f'(topics: {names})')
+                wrong = {c.msgtype for c in found} - set(INNOVATION_TYPES)
+                if wrong:
+                    raise BagInputError(
+                        f'{self.path}: innovation topic {topic} has type '
+                        f'{", ".join(sorted(wrong))}; expected one of '
+                        f'{", ".join(INNOVATION_TYPES)}')
+                self.types[topic] = found[0].msgtype
+                connections += found
+            self.bag_start_ns, self.bag_end_ns = reader.start_time, reader.end_time
+            engine = self.engine
+            for connection, _, rawdata in reader.messages(connections=connections):
+                if len(rawdata) > DEFAULT_LIMITS.message_bytes:
+                    self.oversized += 1
+                    continue
+                try:
+                    msg = reader.deserialize(rawdata, connection.msgtype)
+                except Exception:  # noqa: BLE001 - any decoder error: counted, skipped
+                    self.undecodable += 1
+                    continue
+                if connection.msgtype == INNOVATION_TYPE:
+                    result = engine.take_innovation(msg)
+                else:
+                    result = engine.take_aid_source(connection.topic, msg)
+                if isinstance(result, InnovationOutputs):
+                    self.stamps.add(result.outcome.observed_stamp_sim_ns)
+                    yield OUTCOME, result.outcome
+                    yield ASSESSMENT, result.claim
+        finally:
+            reader.close()
+
+    def check_overlap(self) -> None:
+        """Nothing to check: one kind of input (kept for evaluate's common path)."""
+
+    def why_nothing_paired(self) -> str | None:
+        """Return why no outcome came out (one line: counts and refusals), or None."""
+        engine = self.engine
+        if engine.outcomes_published:
+            return None
+        refused = sorted(engine.pairing.refused.items(), key=lambda item: (-item[1], item[0]))
+        reasons = ', '.join(f'{reason} {count}' for reason, count in refused) or 'none'
+        return (f'{self.path}: 0 outcomes from {engine.received} innovations on '
+                f'{", ".join(self.topics)} ({engine.pairing.accepted} accepted, '
+                f'{engine.other_source} of another source than {engine.source!r}, '
+                f'{engine.not_fused} not fused); refused: {reasons}')
+
+    def counts(self) -> dict[str, Any]:
+        """Return the engine's counts as a JSON-ready dict (the node's /diagnostics values)."""
+        values = {key: value for key, value in self.engine.values().items()
+                  if '[' not in key}
+        return values | {
+            'refused_by_reason': dict(sorted(self.engine.pairing.refused.items())),
+            'source': self.engine.source,
+            'undecodable_skipped': self.undecodable,
+            'oversized_skipped': self.oversized,
+        }
+
+
+def innovation_outputs(path: str | os.PathLike[str], topics: Sequence[str],
+                       values: Mapping[str, Any]) -> InnovationRun:
+    """Return an :class:`InnovationRun` over ``topics``; iterate it for ``(kind, contract)``."""
+    if not topics:
+        raise BagInputError('no innovation topic given')
+    return InnovationRun(path, topics, values)
