@@ -226,8 +226,9 @@ def _record(run: BridgeRun | InnovationRun, loop_config: LoopConfig, output_dir:
     trace = _Trace(bag_dir, _calibrated_estimate(values or {}),
                    pose_errors=getattr(run, 'has_reference', True))
     try:
+        take_steps = getattr(run, 'take_transform_steps', list)  # innovations: no frames
         for kind, contract in run:
-            for step in run.take_transform_steps():
+            for step in take_steps():
                 trace.tracker.transform_step(step)  # frames named in the episodes
             if kind == ASSESSMENT:
                 calibrated = loop.assessment(contract).calibrated
