@@ -59,7 +59,7 @@ demo: setup
 	@$(ENV); ghost-feedback demo $(DEMO_ARGS)
 
 lint: setup
-	@$(ENV); python -m pytest project_ghost_feedback/test/system/test_lint.py -q -rfEs && python -m mypy --config-file mypy.ini
+	@$(ENV); python -m pytest project_ghost_feedback/test/system/test_lint.py project_ghost_feedback/test/system/test_flake8.py project_ghost_feedback/test/system/test_import_graph.py -q -rfEs && python -m mypy --config-file mypy.ini
 
 bench: setup
 	@$(ENV); shopt -s nullglob; benches=(bench/*_bench.py); \

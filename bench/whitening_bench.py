@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from project_ghost_feedback.analysis import vec3_sim, whitening_sim
-from project_ghost_feedback.bridge.whitening import DEFAULT_WARMUP_SAMPLES
+from project_ghost_feedback.core.serial_whitening import DEFAULT_ALPHA, DEFAULT_WARMUP_SAMPLES
 from project_ghost_feedback.core.feedback import Vec3ScalePolicy
 from project_ghost_feedback.core.feedback.chi_square import chi_square_quantile
 
@@ -48,14 +48,49 @@ def poisson_interval(count, exposure):
     return low / exposure, high / exposure
 
 
-def whitened_squared(rng, streams, length, model, scale=None, bias=None, order=2):
-    """Return ``(xp, xo)`` of whitened errors after the warm-up the bridge withholds."""
-    z = whitening_sim.errors(rng, streams, length, model)
+def _components(model):
+    """Return a model as two AR(1) time constants of equal variance."""
+    return (model[1], model[1]) if model[0] == 'ar1' else (model[1], model[2])
+
+
+def switched_errors(rng, streams, length, model, other, start):
+    """Return unit-variance errors that follow ``model``, then ``other`` from sample ``start``.
+
+    Continuous: each of the two AR(1) components keeps its state and changes its coefficient
+    at ``start`` (its innovations rescaled so that its variance stays 1/2): no jump.
+    """
+    shape = (streams, length, 2, 3)
+    z = np.zeros(shape)
+    for before, after in zip(_components(model), _components(other)):
+        w = rng.standard_normal(shape)
+        e = np.empty(shape)
+        e[:, 0] = w[:, 0]
+        for t in range(1, length):
+            rho = before if t < start else after
+            e[:, t] = rho * e[:, t - 1] + math.sqrt(1.0 - rho * rho) * w[:, t]
+        z += e / math.sqrt(2.0)
+    return z
+
+
+ALPHA = [DEFAULT_ALPHA]
+"""The forgetting factor the rows use (``--alpha``)."""
+
+
+def whitened_squared(rng, streams, length, model, scale=None, bias=None, order=2, then=None):
+    """Return ``(xp, xo)`` of whitened errors after the warm-up the bridge withholds.
+
+    ``then``: ``(model, start)``: from sample ``start`` on the honest errors follow another
+    model (a change of the error's correlation, the claim still honest).
+    """
+    if then is None:
+        z = whitening_sim.errors(rng, streams, length, model)
+    else:
+        z = switched_errors(rng, streams, length, model, *then)
     if scale is not None:
         z = z * scale[None, :, None, None]
     if bias is not None:
         z = z + bias[None, :, None, None] * (np.ones(3) / math.sqrt(3.0))[None, None, None, :]
-    v = whitening_sim.whiten(z, order=order)[:, DEFAULT_WARMUP_SAMPLES + 1:]
+    v = whitening_sim.whiten(z, order=order, alpha=ALPHA[0])[:, DEFAULT_WARMUP_SAMPLES + 1:]
     x = (v * v).sum(axis=3)
     return x[:, :, 0], x[:, :, 1]
 
@@ -78,7 +113,8 @@ def false_episodes(policy, rng, model, hours, rate_hz, stream_hours):
     return episodes, observed
 
 
-def detection(policy, rng, model, rate_hz, streams, lead_s, horizon_s, k=None, bias=None):
+def detection(policy, rng, model, rate_hz, streams, lead_s, horizon_s, k=None, bias=None,
+              then=None):
     """Return (times to the first downgrade, times to UNKNOWN) after the switch (inf: missed)."""
     warm = DEFAULT_WARMUP_SAMPLES + 1
     switch = warm + int(lead_s * rate_hz)
@@ -89,7 +125,8 @@ def detection(policy, rng, model, rate_hz, streams, lead_s, horizon_s, k=None, b
         scale[switch:] = k
     if bias is not None:
         shift[switch:] = bias
-    xp, xo = whitened_squared(rng, streams, length, model, scale=scale, bias=shift)
+    xp, xo = whitened_squared(rng, streams, length, model, scale=scale, bias=shift,
+                              then=None if then is None else (MODELS[then], switch))
     lv = vec3_sim.levels(policy, xp, xo, WINDOW, rate_hz=rate_hz)[:, switch - warm:]
     out = []
     for hit in (lv != KNOWN, lv == UNKNOWN):
@@ -113,6 +150,37 @@ def fmt_time(times, rng):
     return text + (f' ({missed:.0%} missed)' if missed else '')
 
 
+REGIMES = (('AR(1) 0.9', 'AR(1) 0.6'), ('AR(1) 0.9', 'AR(1) 0.3'), ('AR(1) 0.9', 'AR(1) 0'),
+           ('mix 0.97 + 0.5', 'AR(1) 0.6'), ('AR(1) 0.6', 'AR(1) 0.9'), ('AR(1) 0', 'AR(1) 0.9'))
+"""Changes of the honest error's correlation (a filter retuned, a robot that stops moving)."""
+
+
+def regime_rows(policy, rng, args):
+    """Print, per change of correlation, how often an honest stream is downgraded after it.
+
+    The stream is honest throughout; for ``3 / (alpha * rate)`` s (three forgetting horizons,
+    at least ``--lead``) its errors follow the first model, then the second. A downgrade after
+    the change is a false one, made by the whitening's estimate of the old correlation.
+    """
+    rate = 10.0
+    lead = max(args.lead, 3.0 / (args.alpha * rate))
+    horizon = 3.0 * args.horizon
+    print(f'\n### change of correlation at {rate:g} outcomes/s, alpha {args.alpha:g} '
+          f'(lead {lead:.0f} s, {args.streams} streams)\n')
+    print('| before | after | downgraded within '
+          f'{horizon:.0f} s | first downgrade, s (median +- s.e.) | UNKNOWN within | run, s |')
+    print('|---|---|---|---|---|---|')
+    for before, after in REGIMES:
+        started = time.monotonic()
+        down, unknown = detection(policy, rng, MODELS[before], rate, args.streams, lead,
+                                  horizon, then=after)
+        share = float(np.mean(np.isfinite(down)))
+        first = fmt_time(down[np.isfinite(down)], rng) if share else 'none'
+        print(f'| {before} | {after} | {share:.0%} | {first} | '
+              f'{float(np.mean(np.isfinite(unknown))):.0%} | {time.monotonic() - started:.0f} |',
+              flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--hours', type=float, default=None,
@@ -126,7 +194,12 @@ def main():
     parser.add_argument('--models', default=','.join(MODELS))
     parser.add_argument('--seed', type=int, default=39)
     parser.add_argument('--quick', action='store_true', help='10 h per row, 100 streams')
+    parser.add_argument('--alpha', type=float, default=DEFAULT_ALPHA,
+                        help='forgetting factor of the whitening (whitening.alpha)')
+    parser.add_argument('--regime', action='store_true',
+                        help='only the change-of-correlation rows (honest throughout)')
     args = parser.parse_args()
+    ALPHA[0] = args.alpha
     if args.quick:
         args.hours, args.streams, args.stream_hours = 10.0, 100, 0.5
     rng = np.random.default_rng(args.seed)
@@ -134,6 +207,9 @@ def main():
     policy = Vec3ScalePolicy()
     print(f'mirror vs bridge/whitening.py: max |dv| = {check:.1e}; policy budget '
           f'{policy.false_alarm_budget_per_day:g} per 24 h, window {WINDOW}')
+    if args.regime:
+        regime_rows(policy, rng, args)
+        return
     for rate in (float(r) for r in args.rates.split(',')):
         hours = args.hours if args.hours is not None else (500.0 if rate <= 10 else 200.0)
         h = policy.at_rate(rate).threshold_in_use

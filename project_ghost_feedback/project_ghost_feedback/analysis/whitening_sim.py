@@ -3,16 +3,16 @@
 
 Bench helper (numpy, never imported by the pure core or the nodes). :func:`errors` draws the
 spatially whitened errors ``z`` of both vec3 of many streams at once (AR(1), a mix of two time
-constants, i.i.d.), :func:`whiten` applies :class:`~..bridge.whitening.SerialWhitener`'s rules to
-all streams at once (regular sampling: no chain breaks), and :func:`self_check` compares the two
-sample by sample.
+constants, i.i.d.), :func:`whiten` applies the rules of
+:class:`~..core.serial_whitening.SerialWhitener` to all streams at once (regular sampling: no
+chain breaks), and :func:`self_check` compares the two sample by sample.
 """
 
 import math
 
 import numpy as np
 
-from ..bridge.whitening import MAX_PHI, MIN_INNOVATION_RATIO, SerialWhitener
+from ..core.serial_whitening import MAX_PHI, MIN_INNOVATION_RATIO, SerialWhitener
 
 
 def ar1(rng, streams, length, rho, dim=3, vectors=2):
@@ -42,7 +42,7 @@ def errors(rng, streams, length, model, dim=3, vectors=2):
 
 
 def _yule_walker(r1, r2, order):
-    """Vectorised :func:`~..bridge.whitening.yule_walker` (arrays of autocorrelations)."""
+    """Vectorised :func:`~..core.serial_whitening.yule_walker` (arrays of autocorrelations)."""
     r1 = np.clip(r1, -MAX_PHI, MAX_PHI)
     phi1_ar1, s2_ar1 = r1, 1.0 - r1 * r1
     if order < 2:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import NS_PER_S
+from ..core import serial_whitening as whitening_rules
 from ..parameter_spec import cap_text, check_ranges, EXECUTORS, ParameterError, ParameterSpec
 from .belief_claim import ClaimThresholds
 from .calibrated_estimate import CONFIDENCE_RANGE, DEFAULT_CONFIDENCE
@@ -28,7 +29,7 @@ from .decorrelation import (
     WHITEN,
 )
 from .geometry import AXES, axis_mask, FixedTransform, quaternion_refusal
-from . import whitening
+from .whitening import OutcomeWhitening
 from .tf_gate import (
     DEFAULT_MAX_FRAMES,
     DEFAULT_MAX_TRANSFORMS_PER_FRAME,
@@ -111,17 +112,17 @@ PARAMETERS = {
         'references already independent of the estimate). See docs/bridge.md.',
         choices=METHODS),
     'whitening.order': ParameterSpec(
-        whitening.DEFAULT_ORDER, 'AR order of the prewhitening (2: a filter whose error has '
-        'two time constants; 1; 0: space only).', integer_range=(0, whitening.MAX_ORDER)),
+        whitening_rules.DEFAULT_ORDER, 'AR order of the prewhitening (2: a filter whose error has '
+        'two time constants; 1; 0: space only).', integer_range=(0, whitening_rules.MAX_ORDER)),
     'whitening.alpha': ParameterSpec(
-        whitening.DEFAULT_ALPHA, 'Forgetting factor of the autocorrelation estimates (horizon '
-        '~1/alpha outcomes).', float_range=(1e-6, 1.0)),
+        whitening_rules.DEFAULT_ALPHA, 'Forgetting factor of the autocorrelation estimates '
+        '(horizon ~1/alpha outcomes).', float_range=(1e-6, 1.0)),
     'whitening.warmup_samples': ParameterSpec(
-        whitening.DEFAULT_WARMUP_SAMPLES, 'No outcome is emitted until this many consecutive '
+        whitening_rules.DEFAULT_WARMUP_SAMPLES, 'No outcome is emitted until this many consecutive '
         'pairs fed the estimate, after a start, a reset or a change of these parameters.',
         integer_range=(0, 1_000_000)),
     'whitening.max_gap_factor': ParameterSpec(
-        whitening.DEFAULT_MAX_GAP_FACTOR, 'A spacing above this many times the usual one '
+        whitening_rules.DEFAULT_MAX_GAP_FACTOR, 'A spacing above this many times the usual one '
         '(a dropped reference, a pause) starts a new chain (no lag across it).',
         float_range=(1.01, 1000.0)),
     'decorrelation.adaptive': ParameterSpec(
@@ -246,7 +247,7 @@ def engine_config(values: Mapping[str, Any]) -> dict[str, Any]:
             target_autocorrelation=values['decorrelation.target_autocorrelation'],
             alpha=values['decorrelation.alpha'],
             warmup_samples=values['decorrelation.warmup_samples'])
-        whitener = whitening.OutcomeWhitening(
+        whitener = OutcomeWhitening(
             order=values['whitening.order'], alpha=values['whitening.alpha'],
             warmup_samples=values['whitening.warmup_samples'],
             max_gap_factor=values['whitening.max_gap_factor'])

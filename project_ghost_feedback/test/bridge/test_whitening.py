@@ -16,8 +16,8 @@ from project_ghost_feedback.analysis import whitening_sim
 from project_ghost_feedback.bridge.engine_interface import EngineListener
 from project_ghost_feedback.bridge.pairing import PairingEngine
 from project_ghost_feedback.bridge.parameters import config_from, engine_config, PARAMETERS
-from project_ghost_feedback.bridge.whitening import (
-    cholesky_whiten, OutcomeWhitening, SerialWhitener, yule_walker)
+from project_ghost_feedback.bridge.whitening import cholesky_whiten, OutcomeWhitening
+from project_ghost_feedback.core.serial_whitening import SerialWhitener, yule_walker
 from project_ghost_feedback.core import NS_PER_S
 from project_ghost_feedback.parameter_spec import ParameterError
 

@@ -95,9 +95,6 @@ class Rig:
             node.destroy_node()
 
 
-
-
-
 def test_honest_filter_twenty_starts_in_60_s_at_the_stated_rate(rclpy_context):
     """20 starts (fresh nodes each), 60 s of 10 Hz innovations (300 outcomes each).
 

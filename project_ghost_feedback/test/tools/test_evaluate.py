@@ -342,8 +342,8 @@ def test_evaluate_and_audit_read_namespaced_prefixed_tf(tmp_path, capsys):
     # audit reads it alike (--tf-topics; its bridge tuple carries the tf topics).
     policies = (parse_policy('vec3_scale'),)
     values = bridge_parameters(params)
-    direct = audit_bag(robot1, policies, bridge=(ESTIMATE, REFERENCE, values,
-                                                  {'/robot1/tf': False, '/robot1/tf_static': True}))
+    tf_topics = {'/robot1/tf': False, '/robot1/tf_static': True}
+    direct = audit_bag(robot1, policies, bridge=(ESTIMATE, REFERENCE, values, tf_topics))
     recorded = audit_bag(tmp_path / 'out_robot1' / 'telemetry', policies)
     assert direct['ok'] and recorded['ok'], (direct, recorded)
     assert direct['policies'] == recorded['policies']

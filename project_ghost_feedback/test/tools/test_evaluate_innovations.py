@@ -62,8 +62,8 @@ def test_honest_innovations_never_downgraded_and_the_telemetry_verifies(tmp_path
 
 
 def test_noise_3x_the_claim_is_unknown_soon_after_it_starts_with_no_pose_error(tmp_path):
-    bag = write_innovation_bag(tmp_path / 'bad', filter_stream(2, 40, fault_at_s=20,
-                                                                noise_factor=3.0))
+    bag = write_innovation_bag(tmp_path / 'bad', filter_stream(
+        2, 40, fault_at_s=20, noise_factor=3.0))
     status, summary = _evaluate(bag, tmp_path / 'out')
     assert status == 0
     first = summary['first_downgrade_stamp_ns']
@@ -103,8 +103,8 @@ def test_px4_aid_sources_fused_rejected_and_not_fused(tmp_path):
 
 
 def test_audit_runs_the_same_engine_as_evaluate(tmp_path):
-    bag = write_innovation_bag(tmp_path / 'bad', filter_stream(2, 40, fault_at_s=20,
-                                                                noise_factor=3.0))
+    bag = write_innovation_bag(tmp_path / 'bad', filter_stream(
+        2, 40, fault_at_s=20, noise_factor=3.0))
     status, summary = _evaluate(bag, tmp_path / 'out')
     assert status == 0
     spec = parse_policy('vec3_scale')
@@ -152,8 +152,8 @@ def test_audit_command_line_takes_innovation_topics(tmp_path):
     import subprocess
     import sys
 
-    write_innovation_bag(tmp_path / 'bags' / 'bad', filter_stream(2, 40, fault_at_s=20,
-                                                                   noise_factor=3.0))
+    write_innovation_bag(tmp_path / 'bags' / 'bad', filter_stream(
+        2, 40, fault_at_s=20, noise_factor=3.0))
     result = subprocess.run(
         [sys.executable, '-m', 'project_ghost_feedback.cli', 'audit', str(tmp_path / 'bags'),
          '--innovation', INNOVATION_TOPIC, '--workers', '1', '--no-progress', '--policy',

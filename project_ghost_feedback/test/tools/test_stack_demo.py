@@ -35,7 +35,8 @@ def test_stack_demo_runs_the_whole_chain(stack_run):
     summary = json.loads((output / 'summary.json').read_text())
     assert summary['estimates'] > 0
     assert summary['calibrated_received'] == summary['estimates']
-    assert 0 < summary['outcomes_received'] < summary['estimates']  # paced by decorrelation
+    # Every estimate is an outcome but those the whitening's warm-up withholds (31).
+    assert 0 < summary['outcomes_received'] < summary['estimates']
     assert summary['replay_matches'], summary['replay_report']
     assert summary['exit_codes'] == [0, 0]
     assert (output / 'stack_demo.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
@@ -69,8 +70,9 @@ def test_stack_demo_downgrades_the_mistuned_filter_only(stack_run):
 
     Tuned: 0 false downgrades (its largest window CUSUM on seed 1 is about half the threshold,
     so the small run-to-run differences of the windows cannot reach it). Mistuned (about 2.5x
-    in position): the first downgrade within 6 mistuned outcomes, the default's median at 1.5x
-    (bench/honesty_bench.py: 6 at 1.5x, 2 at 2x), and downgraded for most of the phase. The
+    in position): the first downgrade within 6 s of sim time (measured 1.4 s, 15 outcomes, on
+    this seed; every outcome is kept and whitened, bench/whitening_bench.py: median 1.1-1.6 s at
+    1.5x), and downgraded for most of the phase. The
     calibrated outputs name the policy that made them: it fails if the default is not v3.
     """
     process, output = stack_run
@@ -83,15 +85,18 @@ def test_stack_demo_downgrades_the_mistuned_filter_only(stack_run):
     assert tuned['assessments'] > 0 and tuned['downgraded'] == 0, summary
     assert mistuned['downgraded'] >= 0.5 * mistuned['assessments'], summary
     assert summary['detection_delay_s'] is not None
-    assert 1 <= summary['detection_outcomes'] <= 6, summary
+    assert 0 < summary['detection_delay_s'] <= 6.0, summary
+    assert summary['detection_outcomes'] >= 1, summary
 
 
 def test_stack_demo_reports_the_nees_of_the_raw_and_calibrated_estimates(stack_run):
     """The mistuned phase's NEES: raw far above the chi-square band, calibrated well below raw.
 
-    In the quick demo the mistuned phase is too short for the window to hold mistuned outcomes
-    only (the summary says so): the factor lags, so the calibrated NEES is only compared with the
-    raw one here; test_calibrated_estimate.py checks it against the band once settled.
+    With every outcome kept the window holds mistuned outcomes only within seconds (settled);
+    the calibrated NEES is still only compared with the raw one: the whitened factor is the
+    scale of the error's innovations, not of the error (docs/bridge.md), so the calibrated
+    covariance of a correlated error lands above the band; test_calibrated_estimate.py checks
+    the band with the pacer the band was stated for.
     """
     process, output = stack_run
     assert process.returncode == 0, process.stdout + process.stderr
@@ -100,7 +105,7 @@ def test_stack_demo_reports_the_nees_of_the_raw_and_calibrated_estimates(stack_r
     assert nees['outcomes'] >= 5 and 0 < low < 3 < high
     assert nees['raw_mean'] > high, nees
     assert nees['calibrated_mean'] < nees['raw_mean'] / 2, nees
-    assert nees['window_settled'] is False
+    assert nees['window_settled'] is True
     assert 'NEES (position, mistuned phase' in (output / 'summary.txt').read_text()
 
 

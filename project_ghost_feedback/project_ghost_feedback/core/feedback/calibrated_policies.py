@@ -41,7 +41,7 @@ import functools
 import math
 from typing import Protocol
 
-from .._validation import (
+from ..validation import (
     require_instance,
     require_int,
     type_error,

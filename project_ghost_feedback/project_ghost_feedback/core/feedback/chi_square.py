@@ -19,7 +19,7 @@ No numpy or scipy (the core is stdlib only); ``test_chi_square.py`` compares wit
 import functools
 import math
 
-from .._validation import value_error
+from ..validation import value_error
 
 _EPSILON = 1e-15
 _TINY = 1e-300

@@ -42,7 +42,7 @@ window, the first false downgrade after 3398 outcomes on average (exact Markov c
 from dataclasses import dataclass
 import functools
 
-from .._validation import type_error, value_error
+from ..validation import type_error, value_error
 from ..contracts import BeliefSelfAssessment
 from .calibrated_policies import (
     _check_inputs,

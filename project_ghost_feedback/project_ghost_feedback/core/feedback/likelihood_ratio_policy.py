@@ -14,7 +14,7 @@ import functools
 import math
 import threading
 
-from .._validation import (
+from ..validation import (
     require_int,
     type_error,
     value_error,

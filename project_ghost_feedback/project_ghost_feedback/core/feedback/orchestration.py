@@ -5,7 +5,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 import sys
 
-from .._validation import require_instance, type_error, value_error
+from ..validation import require_instance, type_error, value_error
 from ..contracts import BeliefSelfAssessment, PredictionOutcome
 from .protocols import CalibrationAdjustmentPolicy
 from .types import (

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 import math
 
-from .._validation import require_instance, value_error
+from ..validation import require_instance, value_error
 from .chi_square import chi_square_cdf, chi_square_quantile
 from .types import CalibrationHistory, HISTORY_SCHEMA_SQUARED_DISTANCES
 

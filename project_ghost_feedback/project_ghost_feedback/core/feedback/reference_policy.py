@@ -3,7 +3,7 @@
 
 from dataclasses import dataclass
 
-from .._validation import require_instance, require_int
+from ..validation import require_instance, require_int
 from ..contracts import BeliefSelfAssessment
 from .types import CalibratedSelfAssessment, CalibrationHistory
 

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Self
 
-from .._validation import (
+from ..validation import (
     is_known_taxonomy,
     require_distance,
     require_instance,

@@ -59,7 +59,7 @@ import functools
 import math
 from typing import TYPE_CHECKING
 
-from .._validation import require_instance, type_error, value_error
+from ..validation import require_instance, type_error, value_error
 from ..contracts import BeliefSelfAssessment, SelfAssessmentLevel
 from .calibrated_policies import _check_inputs, MAX_DOF, MAX_WINDOW, REASON_INFINITE_MAHALANOBIS
 from .chi_square import chi_square_quantile, chi_square_survival, chi_survival
