@@ -121,9 +121,15 @@ class OutcomeWhitening:
 
     @property
     def warm(self) -> bool:
-        """Return True once every vec3 that has had a whitenable sample is warm (and one has)."""
+        """Return True once every vec3 that has had a whitenable sample is warm.
+
+        Before any sample it is warm only without a warm-up (``warmup_samples`` 0: the first
+        sample passes unwhitened, as every young chain's does).
+        """
         fed = [w for w in (self.position, self.orientation) if w.samples]
-        return bool(fed) and all(w.warm for w in fed)
+        if not fed:
+            return self.position.warmup_samples == 0
+        return all(w.warm for w in fed)
 
     @property
     def pairs(self) -> int:

@@ -231,6 +231,17 @@ def test_the_engine_keeps_every_outcome_after_the_documented_warm_up():
     assert published.position_mahalanobis != listener.raw[-1].position_mahalanobis
 
 
+def test_without_a_warm_up_every_pair_is_an_outcome_from_the_first():
+    """``whitening.warmup_samples`` 0: nothing withheld; the first pair passes as z (no past)."""
+    eng, listener = engine(**{'whitening.warmup_samples': 0})
+    rng = np.random.default_rng(6)
+    errors = 0.1 * ar1(rng, 20, 0.5)
+    feed(eng, errors)
+    assert eng.paired == 20 and eng.warming_up == 0 and len(listener.outcomes) == 20
+    assert listener.outcomes[0].position_mahalanobis == pytest.approx(
+        listener.raw[0].position_mahalanobis)
+
+
 def test_a_stamp_jump_resets_the_whitening_and_its_warm_up():
     eng, listener = engine(**{'whitening.warmup_samples': 5})
     rng = np.random.default_rng(5)
