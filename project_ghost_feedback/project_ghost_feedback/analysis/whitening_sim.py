@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from ..core.serial_whitening import MAX_PHI, MIN_INNOVATION_RATIO, SerialWhitener
+from ..core.serial_whitening import (
+    DEFAULT_ALPHA, DEFAULT_GUARD_ALPHA, GUARD_RATIO, MAX_PHI, MIN_INNOVATION_RATIO, SerialWhitener)
 
 
 def ar1(rng, streams, length, rho, dim=3, vectors=2):
@@ -57,43 +58,69 @@ def _yule_walker(r1, r2, order):
     return (np.where(ok, phi1, phi1_ar1), np.where(ok, phi2, 0.0), np.where(ok, s2, s2_ar1))
 
 
-def whiten(z, order=2, alpha=0.0005):
+class _Autocovariance:
+    """Vectorised mirror of ``core/serial_whitening._Autocovariance``."""
+
+    def __init__(self, streams, vectors, dim, alpha):
+        self.alpha = alpha
+        self.mean = np.zeros((streams, vectors, dim))
+        self.g0 = np.zeros((streams, vectors))
+        self.g1 = np.zeros((streams, vectors))
+        self.g2 = np.zeros((streams, vectors))
+
+    def fit(self, order):
+        """Return ``(phi1, phi2, s2)`` of the Yule-Walker fit of ``order`` (phi2 0 below 2)."""
+        with np.errstate(invalid='ignore', divide='ignore'):
+            safe = np.where(self.g0 > 0.0, self.g0, 1.0)
+            r1 = np.where(self.g0 > 0.0, self.g1 / safe, 0.0)
+            r2 = np.where(self.g0 > 0.0, self.g2 / safe, 0.0)
+        p1, p2, s2 = _yule_walker(r1, r2, order)
+        return p1, (p2 if order >= 2 else np.zeros_like(p1)), s2
+
+    def update(self, t, zt, lag1, lag2, order):
+        """Fold sample ``t`` in (``samples = t``, ``pairs = t - 1``)."""
+        dim = zt.shape[-1]
+        a = max(self.alpha, 1.0 / (t + 1))
+        self.mean += a * (zt - self.mean)
+        c = zt - self.mean
+        self.g0 += a * ((c * c).sum(-1) / dim - self.g0)
+        if lag1 is not None and order >= 1:
+            b = max(self.alpha, 1.0 / t)
+            self.g1 += b * ((c * (lag1 - self.mean)).sum(-1) / dim - self.g1)
+            if lag2 is not None and order >= 2:
+                self.g2 += b * ((c * (lag2 - self.mean)).sum(-1) / dim - self.g2)
+
+
+def whiten(z, order=2, alpha=DEFAULT_ALPHA, guard_alpha=DEFAULT_GUARD_ALPHA):
     """Return ``v`` (same shape as ``z``: streams, length, vectors, dim) whitened in time.
 
-    Every sample is returned (the warm-up is the caller's: the first ``warmup_samples``).
+    Every sample is returned (the warm-up is the caller's: the first ``warmup_samples``). The
+    guard (``guard_alpha`` > 0) as in :class:`~..core.serial_whitening.SerialWhitener`.
     """
     streams, length, vectors, dim = z.shape
     v = np.empty_like(z)
-    mean = np.zeros((streams, vectors, dim))
-    g0 = np.zeros((streams, vectors))
-    g1 = np.zeros((streams, vectors))
-    g2 = np.zeros((streams, vectors))
+    estimates = [_Autocovariance(streams, vectors, dim, alpha)]
+    if guard_alpha:
+        estimates.append(_Autocovariance(streams, vectors, dim, guard_alpha))
     lag1 = lag2 = None
     for t in range(length):
         zt = z[:, t]
-        with np.errstate(invalid='ignore', divide='ignore'):
-            safe = np.where(g0 > 0.0, g0, 1.0)
-            r1 = np.where(g0 > 0.0, g1 / safe, 0.0)
-            r2 = np.where(g0 > 0.0, g2 / safe, 0.0)
-        if lag1 is None or order == 0:
+        used = 0 if lag1 is None or order == 0 else (1 if lag2 is None or order == 1 else 2)
+        if not used:
             v[:, t] = zt
-        elif lag2 is None or order == 1:
-            p1, _, s2 = _yule_walker(r1, r2, 1)
-            v[:, t] = (zt - p1[..., None] * lag1) / np.sqrt(s2)[..., None]
         else:
-            p1, p2, s2 = _yule_walker(r1, r2, 2)
-            v[:, t] = ((zt - p1[..., None] * lag1 - p2[..., None] * lag2)
-                       / np.sqrt(s2)[..., None])
-        # update (SerialWhitener._update): samples = t, pairs = t - 1
-        a = max(alpha, 1.0 / (t + 1))
-        mean += a * (zt - mean)
-        c = zt - mean
-        g0 += a * ((c * c).sum(-1) / dim - g0)
-        if lag1 is not None and order >= 1:
-            b = max(alpha, 1.0 / t)
-            g1 += b * ((c * (lag1 - mean)).sum(-1) / dim - g1)
-            if lag2 is not None and order >= 2:
-                g2 += b * ((c * (lag2 - mean)).sum(-1) / dim - g2)
+            p1, p2, s2 = estimates[0].fit(used)
+            if guard_alpha:
+                f1, f2, fs2 = estimates[1].fit(used)
+                faster = fs2 > GUARD_RATIO * s2
+                p1, p2, s2 = (np.where(faster, f1, p1), np.where(faster, f2, p2),
+                              np.where(faster, fs2, s2))
+            prediction = p1[..., None] * lag1
+            if used == 2:
+                prediction = prediction + p2[..., None] * lag2
+            v[:, t] = (zt - prediction) / np.sqrt(s2)[..., None]
+        for estimate in estimates:
+            estimate.update(t, zt, lag1, lag2, order)
         lag2, lag1 = lag1, zt
     return v
 

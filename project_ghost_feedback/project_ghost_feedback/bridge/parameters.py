@@ -117,6 +117,11 @@ PARAMETERS = {
     'whitening.alpha': ParameterSpec(
         whitening_rules.DEFAULT_ALPHA, 'Forgetting factor of the autocorrelation estimates '
         '(horizon ~1/alpha outcomes).', float_range=(1e-6, 1.0)),
+    'whitening.guard_alpha': ParameterSpec(
+        whitening_rules.DEFAULT_GUARD_ALPHA, 'Forgetting factor of the guard: a fast estimate '
+        'beside the slow one; whichever leaves the larger innovation variance whitens, so an '
+        'error that becomes less correlated is not over-whitened (read as overconfidence). 0: '
+        'off; else above whitening.alpha. See docs/bridge.md.', float_range=(0.0, 1.0)),
     'whitening.warmup_samples': ParameterSpec(
         whitening_rules.DEFAULT_WARMUP_SAMPLES, 'No outcome is emitted until this many consecutive '
         'pairs fed the estimate, after a start, a reset or a change of these parameters.',
@@ -247,10 +252,14 @@ def engine_config(values: Mapping[str, Any]) -> dict[str, Any]:
             target_autocorrelation=values['decorrelation.target_autocorrelation'],
             alpha=values['decorrelation.alpha'],
             warmup_samples=values['decorrelation.warmup_samples'])
+        guard_alpha = values['whitening.guard_alpha']
+        if guard_alpha and not guard_alpha > values['whitening.alpha']:
+            raise ParameterError(f'whitening.guard_alpha ({guard_alpha:g}) must be 0 (off) or '
+                                 f"above whitening.alpha ({values['whitening.alpha']:g})")
         whitener = OutcomeWhitening(
             order=values['whitening.order'], alpha=values['whitening.alpha'],
             warmup_samples=values['whitening.warmup_samples'],
-            max_gap_factor=values['whitening.max_gap_factor'])
+            max_gap_factor=values['whitening.max_gap_factor'], guard_alpha=guard_alpha)
         transform = None
         if values['transform.enabled']:
             if not values['transform.from_frame_id'] or not values['transform.to_frame_id']:

@@ -28,7 +28,10 @@ Rules (``docs/bridge.md``, "Prewhitening"):
   unit vector under an honest claim, uncorrelated with the next innovations);
 - a sample whose covariance is not positive definite (``z`` unknown) or whose distance is ``+inf``
   passes through unwhitened (the distance as computed) and breaks the chain;
-- the statistics restart on the bridge's resets (clock jump, stamp jump) and configuration changes.
+- the statistics restart on the bridge's resets (clock jump, stamp jump) and configuration changes;
+- the guard (``guard_alpha``): a fast estimate beside the slow one, the one that leaves the larger
+  innovation variance whitens, so an error that becomes less correlated is not over-whitened
+  (``core/serial_whitening.py``).
 
 The cost, measured in ``bench/whitening_bench.py``: a constant bias ``b`` of ``z`` reaches ``v``
 attenuated by ``(1 - sum phi) / s`` (``sqrt((1 - phi) / (1 + phi))`` for AR(1): 0.23 at 0.9).
@@ -41,7 +44,8 @@ from typing import Any
 from ..core.feedback.chi_square import chi_to_chi3
 from ..core.innovation import InnovationRefused, whiten
 from ..core.serial_whitening import (
-    DEFAULT_ALPHA, DEFAULT_MAX_GAP_FACTOR, DEFAULT_ORDER, DEFAULT_WARMUP_SAMPLES, SerialWhitener)
+    DEFAULT_ALPHA, DEFAULT_GUARD_ALPHA, DEFAULT_MAX_GAP_FACTOR, DEFAULT_ORDER,
+    DEFAULT_WARMUP_SAMPLES, SerialWhitener)
 
 
 Block = tuple[Sequence[float], Sequence[Sequence[float]], float]
@@ -102,10 +106,13 @@ class OutcomeWhitening:
 
     def __init__(self, order: int = DEFAULT_ORDER, alpha: float = DEFAULT_ALPHA,
                  warmup_samples: int = DEFAULT_WARMUP_SAMPLES,
-                 max_gap_factor: float = DEFAULT_MAX_GAP_FACTOR) -> None:
-        self.settings = (order, float(alpha), warmup_samples, float(max_gap_factor))
-        self.position = SerialWhitener(order, alpha, warmup_samples, max_gap_factor)
-        self.orientation = SerialWhitener(order, alpha, warmup_samples, max_gap_factor)
+                 max_gap_factor: float = DEFAULT_MAX_GAP_FACTOR,
+                 guard_alpha: float = DEFAULT_GUARD_ALPHA) -> None:
+        self.settings = (order, float(alpha), warmup_samples, float(max_gap_factor),
+                         float(guard_alpha))
+        self.position = SerialWhitener(order, alpha, warmup_samples, max_gap_factor, guard_alpha)
+        self.orientation = SerialWhitener(order, alpha, warmup_samples, max_gap_factor,
+                                          guard_alpha)
 
     def reset(self) -> None:
         """Forget both estimates (the bridge's resets, a configuration change)."""
@@ -114,9 +121,15 @@ class OutcomeWhitening:
 
     @property
     def warm(self) -> bool:
-        """Return True once every vec3 that has had a whitenable sample is warm (and one has)."""
+        """Return True once every vec3 that has had a whitenable sample is warm.
+
+        Before any sample it is warm only without a warm-up (``warmup_samples`` 0: the first
+        sample passes unwhitened, as every young chain's does).
+        """
         fed = [w for w in (self.position, self.orientation) if w.samples]
-        return bool(fed) and all(w.warm for w in fed)
+        if not fed:
+            return self.position.warmup_samples == 0
+        return all(w.warm for w in fed)
 
     @property
     def pairs(self) -> int:

@@ -7,6 +7,14 @@ sum_j phi_j z_{t-j}) / s`` with ``phi`` from the Yule-Walker equations of the au
 ``z`` (pooled over its components, exponential forgetting ``alpha``), estimated *before* ``z_t``
 updates them; a warm-up, chain breaks on gaps and non-finite samples, a reset. The rules are
 stated in ``docs/bridge.md`` ("Prewhitening").
+
+The guard: a second, fast estimate (``guard_alpha``, horizon ~50 samples) runs beside the slow
+one, and whichever leaves the larger innovation variance whitens. A slow estimate whitens with
+the correlation the errors *had*: when an honest filter's error becomes less correlated (a
+retuned filter, a robot that stops), it over-whitens and inflates ``v`` (AR(1) 0.9 -> 0.6 reads
+as 2x overconfident); the fast estimate follows within seconds. Choosing the less correlated
+model never inflates ``v`` beyond what the fast estimate supports; its cost is some power (the
+fast estimate's noise under-whitens a little), measured in ``bench/whitening_bench.py``.
 """
 
 import math
@@ -21,6 +29,12 @@ DEFAULT_WARMUP_SAMPLES = 30
 """Consecutive pairs that feed the estimate before the first outcome is emitted."""
 DEFAULT_MAX_GAP_FACTOR = 1.5
 """A spacing above this many times the usual one breaks the chain."""
+DEFAULT_GUARD_ALPHA = 0.02
+"""Forgetting factor of the guard's fast estimate (horizon ~50 samples); 0 turns the guard off."""
+GUARD_RATIO = 1.5
+"""The guard whitens with the fast estimate only when it leaves this many times the slow one's
+innovation variance (below it, the fast estimate's noise would cost power, not save a false
+alarm)."""
 MAX_ORDER = 2
 MAX_PHI = 0.995
 """Largest autocorrelation used (a random-walk error would divide by ~0)."""
@@ -56,12 +70,14 @@ class SerialWhitener:
     :meth:`whiten` takes ``z_t`` (or None) and returns ``v_t`` (or None when ``z_t`` is None).
     """
 
-    __slots__ = ('order', 'alpha', 'warmup_samples', 'max_gap_factor', 'samples', 'pairs',
-                 '_mean', '_gamma', '_lags', '_dt_ns', '_last_stamp_ns', 'breaks')
+    __slots__ = ('order', 'alpha', 'warmup_samples', 'max_gap_factor', 'guard_alpha', 'samples',
+                 'pairs', 'guarded', '_slow', '_fast', '_lags', '_dt_ns', '_last_stamp_ns',
+                 'breaks')
 
     def __init__(self, order: int = DEFAULT_ORDER, alpha: float = DEFAULT_ALPHA,
                  warmup_samples: int = DEFAULT_WARMUP_SAMPLES,
-                 max_gap_factor: float = DEFAULT_MAX_GAP_FACTOR) -> None:
+                 max_gap_factor: float = DEFAULT_MAX_GAP_FACTOR,
+                 guard_alpha: float = DEFAULT_GUARD_ALPHA) -> None:
         if isinstance(order, bool) or not isinstance(order, int) or not 0 <= order <= MAX_ORDER:
             raise ValueError(f'order must be an int in 0..{MAX_ORDER}, got {order!r}')
         if not 0.0 < alpha <= 1.0:
@@ -72,7 +88,10 @@ class SerialWhitener:
                              f'{warmup_samples!r}')
         if not 1.0 < max_gap_factor <= 1000.0:
             raise ValueError(f'max_gap_factor must be in (1, 1000], got {max_gap_factor!r}')
+        if not (guard_alpha == 0.0 or alpha < guard_alpha <= 1.0):
+            raise ValueError(f'guard_alpha must be 0 (off) or in (alpha, 1], got {guard_alpha!r}')
         self.order = order
+        self.guard_alpha = float(guard_alpha)
         self.alpha = float(alpha)
         self.warmup_samples = warmup_samples
         self.max_gap_factor = float(max_gap_factor)
@@ -83,8 +102,10 @@ class SerialWhitener:
         self.samples = 0      # samples that fed the mean and variance
         self.pairs = 0        # consecutive pairs that fed the lag-1 covariance
         self.breaks = 0       # chain breaks (gaps, unwhitenable samples)
-        self._mean: list[float] | None = None
-        self._gamma = [0.0] * (self.order + 1)   # autocovariances at lags 0..order
+        self.guarded = 0      # samples whitened by the guard's fast estimate
+        self._slow = _Autocovariance(self.order, self.alpha)
+        self._fast = (_Autocovariance(self.order, self.guard_alpha) if self.guard_alpha
+                      else None)
         self._lags: list[tuple[float, ...]] = []  # newest first, the current chain
         self._dt_ns = 0.0
         self._last_stamp_ns: int | None = None
@@ -96,14 +117,31 @@ class SerialWhitener:
 
     def autocorrelations(self) -> tuple[float, ...]:
         """Return the estimated lag 1..order autocorrelations of ``z`` (zeros before data)."""
-        g0 = self._gamma[0]
-        if not g0 > 0.0:
-            return tuple(0.0 for _ in range(self.order))
-        return tuple(g / g0 for g in self._gamma[1:])
+        return self._slow.autocorrelations()
+
+    def fast_autocorrelations(self) -> tuple[float, ...]:
+        """Return the guard's fast estimate of them (the slow one's when the guard is off)."""
+        return (self._fast or self._slow).autocorrelations()
 
     def coefficients(self) -> tuple[tuple[float, ...], float]:
-        """Return ``(phi, s2)`` in use now (Yule-Walker on :meth:`autocorrelations`)."""
-        return yule_walker(self.autocorrelations(), self.order)
+        """Return ``(phi, s2)`` in use for the next sample of a full chain (guard applied)."""
+        return self._fit(self.order)[:2]
+
+    def _fit(self, lags: int) -> tuple[tuple[float, ...], float, bool]:
+        """Return ``(phi, s2, guarded)`` for a chain with ``lags`` past samples.
+
+        The fit uses at most ``lags`` coefficients (a young chain: the lower-order fit it can
+        use). The guard: of the slow and the fast estimate, the one that leaves the larger
+        innovation variance (the less correlated model) whitens, the fast one only when it leaves
+        ``GUARD_RATIO`` times the slow one's.
+        """
+        best = _truncated(self._slow.autocorrelations(), self.order, lags)
+        guarded = False
+        if self._fast is not None:
+            fast = _truncated(self._fast.autocorrelations(), self.order, lags)
+            if fast[1] > GUARD_RATIO * best[1]:
+                best, guarded = fast, True
+        return best[0], best[1], guarded
 
     def _break(self) -> None:
         self._lags = []
@@ -125,12 +163,11 @@ class SerialWhitener:
             if self._lags:
                 self._break()
             return None
-        phi, s2 = self.coefficients()
         lags = self._lags
-        used = min(len(phi), len(lags))
+        phi, s2, guarded = self._fit(len(lags))
+        used = len(phi)
         if used:
-            if used < len(phi):  # a young chain: the lower-order fit it can use
-                phi, s2 = yule_walker(self.autocorrelations(), used)
+            self.guarded += guarded
             scale = 1.0 / math.sqrt(s2)
             v = tuple(
                 (zc - sum(phi[j] * lags[j][c] for j in range(used))) * scale
@@ -141,27 +178,64 @@ class SerialWhitener:
         return v
 
     def _update(self, z: tuple[float, ...]) -> None:
+        lags = self._lags
+        chained = bool(lags) and len(lags[0]) == len(z)
+        if lags and not chained:   # the number of components changed: a new chain
+            self._break()
+            lags = self._lags
+        for estimate in (self._slow, self._fast):
+            if estimate is not None:
+                estimate.update(z, lags if chained else [], self.samples, self.pairs)
+        self.pairs += chained
+        self.samples += 1
+        lags.insert(0, z)
+        del lags[self.order:]
+
+
+def _truncated(rho: tuple[float, ...], order: int, lags: int
+               ) -> tuple[tuple[float, ...], float]:
+    """Return the Yule-Walker fit of ``rho`` using at most ``lags`` coefficients."""
+    phi, s2 = yule_walker(rho, order)
+    used = min(len(phi), lags)
+    if used < len(phi):
+        phi, s2 = yule_walker(rho, used) if used else ((), 1.0)
+    return phi, s2
+
+
+class _Autocovariance:
+    """Exponentially forgotten mean and lag 0..order autocovariances, pooled over components."""
+
+    __slots__ = ('order', 'alpha', 'mean', 'gamma')
+
+    def __init__(self, order: int, alpha: float) -> None:
+        self.order = order
+        self.alpha = alpha
+        self.mean: list[float] | None = None
+        self.gamma = [0.0] * (order + 1)
+
+    def autocorrelations(self) -> tuple[float, ...]:
+        g0 = self.gamma[0]
+        if not g0 > 0.0:
+            return tuple(0.0 for _ in range(self.order))
+        return tuple(g / g0 for g in self.gamma[1:])
+
+    def update(self, z: tuple[float, ...], lags: list[tuple[float, ...]], samples: int,
+               pairs: int) -> None:
+        """Fold ``z`` in (``lags``: the chain's past samples, newest first; empty at a break)."""
         m = len(z)
-        mean = self._mean
+        mean = self.mean
         if mean is None or len(mean) != m:
-            mean = self._mean = [0.0] * m
-        a = max(self.alpha, 1.0 / (self.samples + 1))
+            mean = self.mean = [0.0] * m
+        a = max(self.alpha, 1.0 / (samples + 1))
         for c in range(m):
             mean[c] += a * (z[c] - mean[c])
         centred = tuple(z[c] - mean[c] for c in range(m))
-        gamma = self._gamma
+        gamma = self.gamma
         gamma[0] += a * (sum(x * x for x in centred) / m - gamma[0])
-        lags = self._lags
-        if lags and len(lags[0]) == m:
-            b = max(self.alpha, 1.0 / (self.pairs + 1))
+        if lags:
+            b = max(self.alpha, 1.0 / (pairs + 1))
             for j in range(1, self.order + 1):
                 if len(lags) >= j:
                     past = lags[j - 1]
                     cov = sum(centred[c] * (past[c] - mean[c]) for c in range(m)) / m
                     gamma[j] += b * (cov - gamma[j])
-            self.pairs += 1
-        elif lags:
-            self._break()
-        self.samples += 1
-        lags.insert(0, z)
-        del lags[self.order:]

@@ -187,6 +187,7 @@ def check_decorrelation(node: OutcomeBridge, steady_ns: int, values: Values) -> 
             values[f'{name}_error_autocorrelation'] = ' '.join(f'{r:.3f}' for r in rho)
             values[f'{name}_whitening_ar'] = ' '.join(f'{p:.3f}' for p in phi)
             values[f'{name}_whitening_chain_breaks'] = whitener.breaks
+            values[f'{name}_whitening_guarded'] = whitener.guarded
         values['decorrelation_warm'] = whitening.warm
     elif method == PACE:
         pacer = engine.pacer
