@@ -56,20 +56,17 @@ def _register_types(reader: Any) -> None:
     A type the bag defines itself (rosbag2 MCAP stores each definition) is decoded with the
     bag's definition, as rosbags does; the kept definitions serve bags without them.
     """
-    from rosbags.typesys import get_types_from_msg
+    from rosbags.typesys import get_types_from_msg, TypesysError
 
     from .px4_aid_source import px4_msg_texts
     from .telemetry.msgdefs import msg_texts
 
     texts = {INNOVATION_TYPE: msg_texts()[INNOVATION_TYPE], **px4_msg_texts()}
-    types: dict[str, Any] = {}
     for name, text in texts.items():
-        if name not in reader.typestore.fielddefs:
-            types.update(get_types_from_msg(text, name))
-    types = {name: value for name, value in types.items()
-             if name not in reader.typestore.fielddefs}
-    if types:
-        reader.typestore.register(types)
+        try:   # the same definition again is a no-op in rosbags
+            reader.typestore.register(get_types_from_msg(text, name))
+        except TypesysError:
+            pass   # the bag defines the type differently: its own definition decodes it
 
 
 class InnovationRun:

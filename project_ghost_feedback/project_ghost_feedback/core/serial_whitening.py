@@ -15,10 +15,20 @@ retuned filter, a robot that stops), it over-whitens and inflates ``v`` (AR(1) 0
 as 2x overconfident); the fast estimate follows within seconds. Choosing the less correlated
 model never inflates ``v`` beyond what the fast estimate supports; its cost is some power (the
 fast estimate's noise under-whitens a little), measured in ``bench/whitening_bench.py``.
+
+Gross samples: ``z`` is whitened by the *claimed* covariance, so an honest error has ``|z|^2 ~
+chi2(m)`` whatever its correlation in time. A sample beyond the ``1 - GROSS_PROBABILITY``
+quantile of chi2(m) is whitened and returned, but it neither feeds the estimates nor chains: the
+next sample starts a new chain (and passes as ``z``). Learning a gross error (a 2 m /tf error, a
+filter that diverged) as serial correlation would whiten away the honest error after it (a 10 s
+frame error read as 30 s more of overconfidence) and attenuate the very inconsistency reported;
+an honest stream loses one update in a billion (m = 3: |z| > 6.7).
 """
 
 import math
 from collections.abc import Sequence
+
+from .feedback.chi_square import chi_square_quantile
 
 DEFAULT_ORDER = 2
 """AR order of the default whitening (``docs/bridge.md``: AR(1) leaves a two-time-constant error
@@ -35,6 +45,9 @@ GUARD_RATIO = 1.5
 """The guard whitens with the fast estimate only when it leaves this many times the slow one's
 innovation variance (below it, the fast estimate's noise would cost power, not save a false
 alarm)."""
+GROSS_PROBABILITY = 1e-9
+"""An honest sample is gross (beyond the chi2(m) quantile at ``1 - GROSS_PROBABILITY``) this
+rarely."""
 MAX_ORDER = 2
 MAX_PHI = 0.995
 """Largest autocorrelation used (a random-walk error would divide by ~0)."""
@@ -72,7 +85,7 @@ class SerialWhitener:
 
     __slots__ = ('order', 'alpha', 'warmup_samples', 'max_gap_factor', 'guard_alpha', 'samples',
                  'pairs', 'guarded', '_slow', '_fast', '_lags', '_dt_ns', '_last_stamp_ns',
-                 'breaks')
+                 'breaks', 'gross')
 
     def __init__(self, order: int = DEFAULT_ORDER, alpha: float = DEFAULT_ALPHA,
                  warmup_samples: int = DEFAULT_WARMUP_SAMPLES,
@@ -103,6 +116,7 @@ class SerialWhitener:
         self.pairs = 0        # consecutive pairs that fed the lag-1 covariance
         self.breaks = 0       # chain breaks (gaps, unwhitenable samples)
         self.guarded = 0      # samples whitened by the guard's fast estimate
+        self.gross = 0        # samples kept out of the estimates (module documentation)
         self._slow = _Autocovariance(self.order, self.alpha)
         self._fast = (_Autocovariance(self.order, self.guard_alpha) if self.guard_alpha
                       else None)
@@ -174,6 +188,10 @@ class SerialWhitener:
                 for c, zc in enumerate(z))
         else:
             v = z
+        if sum(c * c for c in z) > gross_limit(len(z)):
+            self.gross += 1
+            self._lags = []   # not a gap: counted in ``gross``, not ``breaks``
+            return v
         self._update(z)
         return v
 
@@ -190,6 +208,11 @@ class SerialWhitener:
         self.samples += 1
         lags.insert(0, z)
         del lags[self.order:]
+
+
+def gross_limit(components: int) -> float:
+    """Return the ``|z|^2`` above which a sample of ``components`` is gross (module docs)."""
+    return chi_square_quantile(1.0 - GROSS_PROBABILITY, components)
 
 
 def _truncated(rho: tuple[float, ...], order: int, lags: int

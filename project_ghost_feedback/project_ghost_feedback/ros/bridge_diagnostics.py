@@ -188,6 +188,7 @@ def check_decorrelation(node: OutcomeBridge, steady_ns: int, values: Values) -> 
             values[f'{name}_whitening_ar'] = ' '.join(f'{p:.3f}' for p in phi)
             values[f'{name}_whitening_chain_breaks'] = whitener.breaks
             values[f'{name}_whitening_guarded'] = whitener.guarded
+            values[f'{name}_whitening_gross'] = whitener.gross
         values['decorrelation_warm'] = whitening.warm
     elif method == PACE:
         pacer = engine.pacer

@@ -67,7 +67,7 @@ class Steps(EngineListener):
 def run(published, estimate_x, seconds=14):
     """Feed ``seconds`` of the stream; return the listener (notes and outcome count)."""
     values = {name: spec.default for name, spec in PARAMETERS.items()}
-    values.update({'decorrelation.adaptive': False, 'max_reference_gap_s': 5.0})
+    values.update({'whitening.warmup_samples': 0, 'max_reference_gap_s': 5.0})
     listener = Steps()
     engine = PairingEngine(engine_config(values), listener, transforms=Scripted(published))
     wobble = (0.05, -0.08, 0.02, 0.11, -0.04)  # a small honest error, metres

@@ -251,7 +251,7 @@ def test_the_engine_prefixes_both_inputs_frames_and_bodies():
     """frame_prefix robot1/: estimates and references in odom pair as robot1/odom (no tf)."""
     params = {name: spec.default for name, spec in PARAMETERS.items()}
     params.update({'frame_prefix': 'robot1/', 'use_tf': False,
-                   'decorrelation.adaptive': False, 'max_reference_gap_s': 5.0,
+                   'whitening.warmup_samples': 0, 'max_reference_gap_s': 5.0,
                    'child_frame_map': ['robot1/base_link:robot1/body']})
     outcomes = []
 

@@ -60,11 +60,13 @@ def test_whitened_outcomes_are_white_with_the_claimed_scale(rho):
 
     Without the guard the whitening is the AR fit; the guard's fast estimate under-whitens a
     little when its noise passes GUARD_RATIO: a residual lag-1 correlation below 0.06 and a
-    variance read at most 15% low (0.88 at 0.9), never high.
+    variance read at most 15% low (0.88 at 0.9), never high. At k = 1.5, 0.02% of the samples
+    are gross (kept out of the estimate, a new chain after each); at k = 3 17% are, and
+    what the policy reads is the error itself, overconfident either way.
     """
     rng = np.random.default_rng(2)
     z = ar1(rng, 20000, rho)
-    for k in (1.0, 3.0):
+    for k in (1.0, 1.5):
         for guard_alpha, residual in ((0.0, 0.03), (DEFAULT_GUARD_ALPHA, 0.06)):
             w = SerialWhitener(guard_alpha=guard_alpha)
             v = np.array([w.whiten(t * DT, tuple(k * z[t])) for t in range(len(z))])[2000:]
@@ -136,6 +138,37 @@ def test_a_gap_breaks_the_chain_and_the_first_after_it_is_z():
         w.whiten(t * DT, (0.5, 0.1, -0.2))
     v = w.whiten(60 * DT, (1.0, 2.0, 3.0))   # 11 spacings later: a new chain
     assert v == (1.0, 2.0, 3.0) and w.breaks == 1
+
+
+def test_a_gross_error_is_not_learnt_as_serial_correlation():
+    """10 s of a 14-sigma offset (a /tf frame error): estimates untouched, the chain restarts.
+
+    Each gross sample is whitened and returned, but the correlation after the burst is the one
+    before it, and the first sample after the burst passes as ``z`` (a new chain).
+    """
+    rng = np.random.default_rng(8)
+    honest = ar1(rng, 400, 0.5)
+    w = SerialWhitener(order=2, warmup_samples=0)
+    for t in range(300):
+        w.whiten(t * DT, tuple(honest[t]))
+    before = w.autocorrelations()
+    offset = np.array([14.0, 0.0, 0.0])
+    for t in range(300, 400):
+        v = w.whiten(t * DT, tuple(honest[t] + offset))
+        assert v is not None and np.linalg.norm(v) > 5.0   # reported, not whitened away
+    assert w.autocorrelations() == before and w.gross == 100 and w.breaks == 0
+    after = (0.3, -0.2, 0.1)
+    assert w.whiten(400 * DT, after) == after
+    assert before[0] == pytest.approx(0.5, abs=0.15)
+
+
+def test_an_honest_error_is_never_gross():
+    """The limit is the chi2(m) quantile at 1 - 1e-9 of |z|^2, whatever the correlation."""
+    rng = np.random.default_rng(9)
+    w = SerialWhitener(order=2)
+    for t, z in enumerate(ar1(rng, 20_000, 0.95)):
+        w.whiten(t * DT, tuple(z))
+    assert w.gross == 0
 
 
 def test_an_unwhitenable_sample_passes_and_breaks_the_chain():
