@@ -4,8 +4,8 @@
 The filter (sim/random_walk_filter.py, shared with bench/field_bench.py; not the project's
 localization simulator) tracks a 3-D position random walk (per axis x' = x + w, w ~ N(0, q);
 z = x + v, v ~ N(0, r)) at 10 Hz of stamp time and publishes each measurement's innovation with
-the S it believes, as any filter would. Honest: 20 starts, 60 s of stamp time each, downgraded
-no more often than the stated rate allows. Measurement noise claimed 3x too small (standard
+the S it believes, as any filter would. Honest: 20 starts, 60 s of stamp time each, none
+downgraded. Measurement noise claimed 3x too small (standard
 deviation; covariance 9x): UNKNOWN within one window of 32 outcomes. Time is the messages'
 stamps only: the test waits on progress (the feedback node's answers), never on wall time, so
 it runs as fast as the machine allows.
@@ -95,14 +95,15 @@ class Rig:
             node.destroy_node()
 
 
-def test_honest_filter_twenty_starts_in_60_s_at_the_stated_rate(rclpy_context):
-    """20 starts (fresh nodes each), 60 s of 10 Hz innovations (300 outcomes each).
+def test_honest_filter_twenty_starts_in_60_s_none_downgraded(rclpy_context):
+    """20 starts (fresh nodes each), 60 s of 10 Hz innovations (300 outcomes each): none downgraded.
 
-    The issue asks for no downgrade at all. At the default policy's stated rate a start of 300
-    outcomes is falsely downgraded with probability about 1 - exp(-300 / 12857) = 2.3%, so 20
-    starts hold none with probability 63% only: the test asserts what the stated rate allows
-    (at most 2 of 20; P(more) = 1.0%) and that every honest outcome arrived and was accepted.
-    The seeds are fixed, so the result is the same on every machine (docs/field.md gives it).
+    The default policy spends a false-alarm budget of 1 episode per 24 h at the outcome rate it
+    measures (docs/policies.md): a start of 60 s is falsely downgraded with a probability of the
+    order of 1e-4 (field_bench: 0 of 1000 starts), so the issue's "no downgrade" is asserted, and
+    that every honest outcome arrived and was accepted. The seeds are fixed, so the result is the
+    same on every machine. (At the per-window thresholds before the budget, 2.3% per start: one
+    of these 20 was downgraded.)
     """
     def check(rig):
         assert rig.bridge.engine.pairing.refused == {}  # 600 innovations, all accepted
@@ -110,7 +111,7 @@ def test_honest_filter_twenty_starts_in_60_s_at_the_stated_rate(rclpy_context):
     downgraded = honest_starts(lambda: Rig(rclpy_context),
                                lambda rig, seed: rig.run_filter(make_filter(seed, R), 60),
                                check=check)
-    assert len(downgraded) <= 2, downgraded
+    assert downgraded == {}, downgraded
 
 
 def test_measurement_noise_claimed_3x_too_small_is_unknown_within_a_window(rclpy_context):
