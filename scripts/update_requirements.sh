@@ -25,6 +25,10 @@ TOP_LEVEL=(
   ros-jazzy-ament-package
   ros-jazzy-python-cmake-module
   ros-jazzy-pybind11-vendor  # rosbag2_py (make rosbag2, third_party/)
+  # rclpy's wheel is built with pybind11's internals v11 (pybind11 3.0.x); rosbag2_py must
+  # share them, or a Python QoS cannot cross into it (ros2 bag record/play
+  # --qos-profile-overrides-path: "Unable to cast ... rmw_qos_profile_t" with 3.1's v12).
+  'pybind11<3.1'
   ros-jazzy-ament-cmake-vendor-package  # the *_vendor packages of make rosbag2
   ros-jazzy-std-msgs
   ros-jazzy-builtin-interfaces

@@ -33,10 +33,10 @@ Launch arguments:
   ``robot1/base_link`` while its messages say ``odom`` and ``base_link``); it ends with ``/``.
   Frames are matched by name, so two robots on one shared /tf need prefixed frames, two robots
   each on its own tf topics do not.
-- ``record`` (default ``false``), ``bag_output``: record with ``ros2 bag record -s mcap`` the
-  feedback node's topics (the bridge's outputs, the calibrated output, ``feedback_events`` and
-  ``/diagnostics``), as ``feedback_launch.py`` does, which this file includes for the feedback
-  node.
+- ``record`` (default ``false``), ``bag_output``, ``record_qos_overrides``: record with
+  ``ros2 bag record -s mcap`` the feedback node's topics (the bridge's outputs, the calibrated
+  output, ``feedback_events`` and ``/diagnostics``), as ``feedback_launch.py`` does, which this
+  file includes for the feedback node.
 - ``record_inputs`` (default ``true``): with ``record:=true``, the bridge's inputs go into that
   bag too: the two topics and the tf topics (what ``ghost-feedback evaluate`` reads offline).
 - ``telemetry_bag`` (default ``''``: off): the feedback node's own recorder (no rosbag2 needed)
@@ -70,7 +70,7 @@ FEEDBACK_LAUNCH = os.path.join('launch', 'feedback_launch.py')
 BRIDGE_INPUTS = ('estimate', 'reference')
 """The bridge's relative input names, remapped to estimate_topic and reference_topic."""
 SHARED_ARGUMENTS = ('namespace', 'params_file', 'use_sim_time', 'respawn', 'record',
-                    'bag_output', 'log_level', 'telemetry_bag')
+                    'bag_output', 'record_qos_overrides', 'log_level', 'telemetry_bag')
 """Arguments passed on to feedback_launch.py as they are."""
 INPUT_TYPES = {'odometry': 'nav_msgs/msg/Odometry',
                'pose_with_covariance': 'geometry_msgs/msg/PoseWithCovarianceStamped',
@@ -136,6 +136,9 @@ def generate_launch_description():
         DeclareLaunchArgument('bag_output', default_value='',
                               description="Bag directory for record:=true ('' lets ros2 bag "
                               'name it).'),
+        DeclareLaunchArgument('record_qos_overrides', default_value='',
+                              description='QoS overrides file for record:=true (ros2 bag record '
+                              "--qos-profile-overrides-path; '' uses rosbag2's)."),
         DeclareLaunchArgument('tf_topic', default_value='/tf',
                               description="Where the bridge's tf listener reads /tf (e.g. "
                               '/robot1/tf).'),

@@ -33,6 +33,10 @@ Launch arguments:
   (:data:`RECORD_FALLBACK`).
 - ``extra_record_topics`` (default ``''``): more topics for ``record:=true``, comma-separated.
 - ``bag_output`` (default ``''``: ``ros2 bag`` picks ``rosbag2_<date>``): the bag directory.
+- ``record_qos_overrides`` (default ``''``): a ``ros2 bag record --qos-profile-overrides-path``
+  file for ``record:=true``. rosbag2 subscribes KEEP_LAST 10 by default, so a burst of more than
+  10 messages on one topic can overflow its queue on a loaded machine; a file giving the topics a
+  deeper history keeps them (docs/node.md, "rosbag2").
 
 No tf arguments: the feedback node reads no /tf and names no frame (its inputs carry their
 frames). The tf topics and the frame prefix of a robot are ``bridge_feedback_launch.py``'s
@@ -166,6 +170,9 @@ def _bag_record(context):
     command = ['ros2', 'bag', 'record', '-s', 'mcap']
     if bag_output:
         command += ['-o', bag_output]
+    qos_overrides = LaunchConfiguration('record_qos_overrides').perform(context)
+    if qos_overrides:
+        command += ['--qos-profile-overrides-path', qos_overrides]
     topics = [resolve_topic(namespace, LaunchConfiguration(argument).perform(context))
               for argument in TOPICS]
     topics += [resolve_topic(namespace, topic) for topic in RECORDED_ALSO]
@@ -204,6 +211,10 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'bag_output', default_value='',
             description="Bag directory for record:=true ('' lets ros2 bag name it)."),
+        DeclareLaunchArgument(
+            'record_qos_overrides', default_value='',
+            description='QoS overrides file for record:=true (ros2 bag record '
+            "--qos-profile-overrides-path; '' uses rosbag2's, KEEP_LAST 10)."),
         DeclareLaunchArgument(
             'extra_record_topics', default_value='',
             description="More topics for record:=true, comma-separated (e.g. the bridge's "

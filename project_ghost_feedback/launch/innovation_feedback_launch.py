@@ -25,8 +25,8 @@ Launch arguments:
 - ``namespace`` (default ``''``): both nodes' namespace; the bridge's outputs
   (``prediction_outcome``, ``self_assessment/raw``) meet the feedback node's inputs in it.
 - ``params_file``, ``use_sim_time``, ``respawn``, ``log_level``, ``record``, ``bag_output``,
-  ``telemetry_bag``: passed to ``feedback_launch.py`` (included) as they are; ``use_sim_time``,
-  ``respawn`` and ``log_level`` apply to the bridge too.
+  ``record_qos_overrides``, ``telemetry_bag``: passed to ``feedback_launch.py`` (included) as
+  they are; ``use_sim_time``, ``respawn`` and ``log_level`` apply to the bridge too.
 
 docs/field.md. Parsed by test/ros/test_innovation_bridge.py (never run there: launch_ros may be
 absent).
@@ -48,7 +48,7 @@ BRIDGE_EXECUTABLE = 'innovation_bridge'
 NAVSAT_EXECUTABLE = 'navsat_bridge'
 FEEDBACK_LAUNCH = os.path.join('launch', 'feedback_launch.py')
 SHARED_ARGUMENTS = ('namespace', 'params_file', 'use_sim_time', 'respawn', 'record',
-                    'bag_output', 'log_level', 'telemetry_bag')
+                    'bag_output', 'record_qos_overrides', 'log_level', 'telemetry_bag')
 
 
 def _typed(name, value_type):
@@ -99,6 +99,8 @@ def generate_launch_description():
                               description="Also record the feedback node's topics."),
         DeclareLaunchArgument('bag_output', default_value='',
                               description='Bag directory for record:=true.'),
+        DeclareLaunchArgument('record_qos_overrides', default_value='',
+                              description='QoS overrides file for record:=true.'),
         DeclareLaunchArgument('telemetry_bag', default_value='',
                               description="The feedback node's own recorder ('' off)."),
         DeclareLaunchArgument('input', default_value='innovation',

@@ -31,7 +31,8 @@ LAUNCH_FILE = PACKAGE_DIR / 'launch' / 'bridge_feedback_launch.py'
 CONFIG_FILE = PACKAGE_DIR / 'config' / 'outcome_bridge.yaml'
 ARGUMENTS = {'estimate_topic', 'estimate_type', 'reference_topic', 'reference_type',
              'namespace', 'bridge_params_file', 'params_file', 'use_sim_time', 'respawn',
-             'log_level', 'record', 'bag_output', 'record_inputs', 'telemetry_bag', 'tf_topic',
+             'log_level', 'record', 'bag_output', 'record_qos_overrides', 'record_inputs',
+             'telemetry_bag', 'tf_topic',
              'tf_static_topic', 'frame_prefix'}
 QOS_OVERRIDES = 'qos_overrides.'
 """rclpy's standard QoS override parameters (named after the resolved topic): not in the file."""

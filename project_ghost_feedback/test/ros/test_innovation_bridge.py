@@ -21,6 +21,7 @@ from project_ghost_feedback.sim.random_walk_filter import RandomWalkFilter
 from project_ghost_feedback_msgs.msg import CalibratedSelfAssessment, Innovation
 import pytest
 from support.field_starts import honest_starts, listen, KNOWN, outcomes_to_unknown, UNKNOWN
+from rclpy.duration import Duration
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -224,9 +225,11 @@ def test_a_recording_of_the_innovations_re_evaluates_to_the_live_verdict(
         writer.open()
         connection = writer.add_connection('/innovation', INNOVATION, typestore=typestore())
     else:
-        from support.ros2_tools import Process
+        from support.ros2_tools import Process, qos_overrides_file, subscribed, wait_for_output
 
-        process = Process('bag', 'record', '-s', 'mcap', '-o', str(bag), '/innovation')
+        qos = qos_overrides_file(tmp_path / 'qos.yaml', ['/innovation'])
+        process = Process('bag', 'record', '-s', 'mcap', '-o', str(bag),
+                          '--qos-profile-overrides-path', str(qos), '/innovation')
     rig = Rig(rclpy_context)
     live = []
     try:
@@ -241,6 +244,8 @@ def test_a_recording_of_the_innovations_re_evaluates_to_the_live_verdict(
             lambda m: live.append((m.header.stamp.sec * NS_PER_S + m.header.stamp.nanosec,
                                    m.adjusted_overall_level.value, m.adjustment_reason)), QOS)
         rig.spin_until(lambda: rig.publisher.get_subscription_count() >= 2, 'the recorder')
+        if process is not None:
+            wait_for_output(process, subscribed(['/innovation']), 'ros2 bag record')
         kf = make_filter(7, claimed_r=R)
         steps = 40 * RATE_HZ
         for n in range(1, steps + 1):
@@ -250,6 +255,9 @@ def test_a_recording_of_the_innovations_re_evaluates_to_the_live_verdict(
             if n % 20 == 0:
                 rig.spin_until(lambda n=n: len(live) >= n // 2 and (
                     writer is None or len(recorded) >= n), f'{n // 2} assessments')
+        # The recorder is another process: every innovation is acknowledged by every reader
+        # before it is stopped (a stop right after the last publish lost 3 of 400 once).
+        assert rig.publisher.wait_for_all_acked(Duration(seconds=PROGRESS_CEILING_S))
     finally:
         rig.close()
         if writer is not None:

@@ -20,7 +20,8 @@ TOPIC_ARGUMENTS = frozenset({'outcome_topic', 'assessment_topic', 'calibrated_to
 
 
 LAUNCH_ARGUMENTS = frozenset({
-    'namespace', 'params_file', 'use_sim_time', 'record', 'bag_output', 'respawn', 'log_level',
+    'namespace', 'params_file', 'use_sim_time', 'record', 'bag_output', 'record_qos_overrides',
+    'respawn', 'log_level',
     'extra_record_topics', 'telemetry_bag', 'record_topics'}
 ) | TOPIC_ARGUMENTS
 

@@ -75,6 +75,45 @@ class Process:
         self._log.close()
 
 
+def wait_for_output(process, needles, what, deadline_s=2 * DEADLINE_S):
+    """Wait (bounded) until every string of ``needles`` is in ``process``'s output; return it."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        text = process.output()
+        missing = [needle for needle in needles if needle not in text]
+        if not missing:
+            return text
+        assert process.popen.poll() is None, f'{what}: the process ended\n{text}'
+        assert time.monotonic() < deadline, f'{what}: no {missing} within {deadline_s} s\n{text}'
+        time.sleep(0.1)
+
+
+def subscribed(topics):
+    """Return the lines ``ros2 bag record`` logs once it records each of ``topics``."""
+    return [f"Subscribed to topic '{topic}'" for topic in topics]
+
+
+def qos_overrides_file(path, topics, depth=1000, durability='volatile'):
+    """Write a ``ros2 bag record|play --qos-profile-overrides-path`` file; return its path.
+
+    Every ``topics`` entry gets reliable, KEEP_LAST ``depth``, ``durability``. For ``record``:
+    rosbag2 subscribes KEEP_LAST 10 (rosbag2_storage's Rosbag2QoS), so a test that publishes a
+    burst of more than 10 reliable messages can lose some in the recorder's own queue on a
+    loaded machine (measured: 6 of 400 in 1 of 8 runs here); volatile is what the tests'
+    publishers offer. For ``play``: ``transient_local`` keeps what the player published before
+    its writers matched a (transient_local) reader, which a loaded machine delays.
+    """
+    infinite = {'sec': 0, 'nsec': 0}  # rmw's "default": no deadline, lifespan or lease
+    profile = {'history': 'keep_last', 'depth': depth, 'reliability': 'reliable',
+               'durability': durability, 'deadline': infinite, 'lifespan': infinite,
+               'liveliness': 'automatic', 'liveliness_lease_duration': infinite,
+               'avoid_ros_namespace_conventions': False}
+    import yaml
+
+    path.write_text(yaml.safe_dump({topic: profile for topic in topics}), encoding='utf-8')
+    return path
+
+
 def spin_until_shutdown(executor, context):
     """Spin ``executor`` until ``context`` is shut down (a test's feeder thread)."""
     while context.ok():
