@@ -381,6 +381,11 @@ def build_parser():
                       help='a line per assessment (default: changes and one summary a second)')
     echo.add_argument('--full', action='store_true',
                       help='print every message whole, as YAML (as ros2 topic echo does)')
+    echo.add_argument('--vec3-components', metavar=('POSITION', 'ORIENTATION'), nargs=2,
+                      type=int, choices=(1, 2, 3),
+                      help="error components the outcomes keep per vec3, as the feedback node's "
+                      'position_components / orientation_components (default 3 3; 2 1 for a '
+                      'planar estimator): k is read with them')
     echo.add_argument('--timeout', metavar='S', type=_positive_float,
                       help='exit 1 with one line when --count messages (or one) did not come '
                       'within S seconds')

@@ -30,6 +30,7 @@ from ..core.feedback import CalibratedSelfAssessment, CalibrationHistory
 from ..core.loop import CONFIGURATION, FeedbackLoop, LoopConfig, LoopEvent, Step
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
 from ..telemetry.bag_reader import BagInfo
+from ..telemetry.config import recorded_components
 from ..telemetry.loop_inputs import LoopFeeder
 from .injection import Injection, scale_outcome
 from ..core import NS_PER_S
@@ -107,11 +108,12 @@ class _Levels:
 
 class _PolicyRun:
     def __init__(self, spec: PolicySpec, injection_ns: int | None, max_history: int,
-                 buffer_size: int) -> None:
+                 buffer_size: int, components: tuple[int, int] = (3, 3)) -> None:
         self.spec = spec
         # The audited configuration stays as given: recorded configuration changes are skipped.
         self.feeder = LoopFeeder(FeedbackLoop(LoopConfig.make(
-            spec.name, dict(spec.parameters), max_history, buffer_size)))
+            spec.name, dict(spec.parameters), max_history, buffer_size,
+            vec3_components=components)))
         self.last_history: CalibrationHistory | None = None
         self.levels = _Levels()
         self.downgrades = 0
@@ -121,7 +123,7 @@ class _PolicyRun:
         self.untouched = {'assessments': 0, 'downgrades': 0, 'full_windows': 0,
                           'full_window_downgrades': 0}
         self.down_at_injection = False
-        self.episodes = EpisodeTracker(limit=EPISODE_LIMIT)
+        self.episodes = EpisodeTracker(limit=EPISODE_LIMIT, components=components)
 
     def judge(self, raw: BeliefSelfAssessment, injected_outcomes: int, max_history: int) -> None:
         step = cast(Step, self.feeder.feed(raw))
@@ -270,12 +272,16 @@ def _audit(path: str, info: BagInfo, contracts: Iterable[object], policies: Sequ
     injection_ns = None
     if injection is not None:
         injection_ns = injection.start_ns(path, info.start_time_ns, info.end_time_ns)
-    runs = [_PolicyRun(spec, injection_ns, max_history, buffer_size) for spec in policies]
+    # k is read with the vec3 components the recording node was configured with (3, 3 when
+    # the bag does not say): a planar source's k is then unbiased.
+    components = recorded_components(info)
+    runs = [_PolicyRun(spec, injection_ns, max_history, buffer_size, components)
+            for spec in policies]
     raw_levels = _Levels()
     position, orientation = _Histogram(), _Histogram()
     outcomes = untouched_outcomes = injected_outcomes = assessments = resets = 0
     last_stamp = first_stamp = None
-    pooled = RunOverconfidence()
+    pooled = RunOverconfidence(components)
     for contract in contracts:
         if isinstance(contract, PredictionOutcome):
             outcomes += 1
@@ -322,7 +328,7 @@ def _audit(path: str, info: BagInfo, contracts: Iterable[object], policies: Sequ
         # ADR-0026a: k_hat and its 95% interval per vec3 over every outcome of the run (as the
         # policies saw them: injected ones scaled), and of the last assessment's window.
         'overconfidence_over_run': {'outcomes': pooled.outcomes, **pooled.as_dict()},
-        'overconfidence_last_window': overconfidence_as_dict(runs[0].last_history)
+        'overconfidence_last_window': overconfidence_as_dict(runs[0].last_history, components)
         if runs and runs[0].last_history is not None else None,
     }
 

@@ -25,7 +25,7 @@ lands: about ``3 q(1 - c, 3 n) / (3 n - 2)``, 2.3 at the default for a window of
 (docs/bridge.md, measured in test/ros/test_calibrated_estimate.py).
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 import math
 
 from ..core.feedback.chi_square import chi_square_quantile
@@ -33,6 +33,7 @@ from ..core.feedback.overconfidence import (
     DOF_PER_VEC3,
     estimate_overconfidence,
     OverconfidenceEstimate,
+    VEC3_COMPONENTS,
 )
 from ..core.feedback.types import CalibrationHistory
 
@@ -46,17 +47,18 @@ CONFIDENCE_RANGE: tuple[float, float] = (0.5, 0.9999)
 
 
 def upper_bound(estimate: OverconfidenceEstimate,
-                confidence: float = DEFAULT_CONFIDENCE) -> float:
+                confidence: float = DEFAULT_CONFIDENCE, dof: int = DOF_PER_VEC3) -> float:
     """Return the one-sided ``confidence`` upper bound of ``k`` for an OverconfidenceEstimate.
 
-    ``S`` is recovered from the estimate (``k_hat^2 = S / (3 n)``); ``+inf`` stays ``+inf``.
-    ValueError for a confidence outside :data:`CONFIDENCE_RANGE`.
+    ``S`` is recovered from the estimate (``k_hat^2 = S / (dof n)``, ``dof`` the vec3's error
+    components); ``+inf`` stays ``+inf``. ValueError for a confidence outside
+    :data:`CONFIDENCE_RANGE`.
     """
     if not CONFIDENCE_RANGE[0] <= confidence <= CONFIDENCE_RANGE[1]:
         raise ValueError(f'confidence must be in {list(CONFIDENCE_RANGE)}, got {confidence!r}')
     if math.isinf(estimate.k_hat):
         return math.inf
-    degrees = DOF_PER_VEC3 * estimate.outcomes
+    degrees = dof * estimate.outcomes
     total = estimate.k_hat ** 2 * degrees
     return math.sqrt(total / chi_square_quantile(1.0 - confidence, degrees))
 
@@ -69,24 +71,27 @@ NOT_POSITIVE = 'calibrated_covariance_not_positive'
 
 def inflation_factors(history: CalibrationHistory, allow_deflation: bool = False,
                       max_factor: float = 100.0,
-                      confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
+                      confidence: float = DEFAULT_CONFIDENCE,
+                      components: Sequence[int] = VEC3_COMPONENTS) -> tuple[float, float]:
     """Return ``(position_factor, orientation_factor)`` from a CalibrationHistory.
 
     Each is the one-sided ``confidence`` upper bound of that vec3's overconfidence factor
     (:func:`upper_bound`), at least 1 unless ``allow_deflation``, within ``[1 / max_factor,
     max_factor]``. A vec3 without evidence (empty window, schema-1 history, all squared distances
-    zero) gets 1.0. ValueError for a ``max_factor`` that is not a finite number >= 1.
+    zero) gets 1.0. ``components``: the (position, orientation) error components the bridge
+    keeps (``geometry.vec3_components`` of its ``ignored_axes``), so that a planar vec3's ``k``
+    is unbiased. ValueError for a ``max_factor`` that is not a finite number >= 1.
     """
     if not 1.0 <= max_factor < math.inf:
         raise ValueError(f'max_factor must be a finite number >= 1, got {max_factor!r}')
-    estimates = estimate_overconfidence(history) or {}
+    estimates = estimate_overconfidence(history, components) or {}
     factors = []
-    for block in BLOCKS:
+    for block, dof in zip(BLOCKS, components):
         estimate = estimates.get(block)
         if estimate is None or estimate.k_hat == 0.0:
             factor = 1.0  # no evidence: nothing to scale by (k = 0 would erase the block)
         else:
-            factor = upper_bound(estimate, confidence)
+            factor = upper_bound(estimate, confidence, dof)
         if not allow_deflation:
             factor = max(factor, 1.0)
         factors.append(min(max(factor, 1.0 / max_factor), max_factor))

@@ -317,6 +317,18 @@ class PoseError:
                 f'orientation_mahalanobis={self.orientation_mahalanobis!r})')
 
 
+def vec3_components(ignored_axes: Iterable[str] = ()) -> tuple[int, int]:
+    """Return the (position, orientation) error components kept with ``ignored_axes``.
+
+    What the feedback side's ``position_components`` / ``orientation_components`` must be for
+    this bridge's outcomes (a vec3 with every axis ignored counts 3: its distance is 0, no
+    evidence to scale). ValueError for an unknown axis name.
+    """
+    mask = axis_mask(tuple(axis for axis in ignored_axes if axis))  # [''] is none (ROS)
+    kept = (int(mask[:3].sum()), int(mask[3:].sum()))
+    return (kept[0] or 3, kept[1] or 3)
+
+
 def axis_mask(ignored_axes: Iterable[str] = ()) -> NDArray[np.bool_]:
     """Return a boolean mask over AXES, False for the names in ``ignored_axes`` (ValueError)."""
     unknown = sorted(set(ignored_axes) - set(AXES))

@@ -48,6 +48,7 @@ from .feedback import (
     make_policy,
     policy_parameters,
 )
+from .feedback.overconfidence import check_components, VEC3_COMPONENTS
 from .contracts import BeliefSelfAssessment, NS_PER_S, PredictionOutcome, SelfAssessmentLevel
 from .window import ADDED, DEFAULT_OUTCOME_BUFFER_SIZE, OutcomeWindow
 
@@ -207,6 +208,11 @@ class LoopConfig:
     time_jump_tolerance_ns: int = DEFAULT_TIME_JUMP_TOLERANCE_NS
     unverified_after_ns: int = DEFAULT_UNVERIFIED_AFTER_NS
     unverified_max_level: str = DEFAULT_UNVERIFIED_MAX_LEVEL
+    vec3_components: tuple[int, int] = VEC3_COMPONENTS
+    """Error components the outcome source keeps per vec3 (position, orientation): 3 each, or
+    fewer for a planar source (the bridge's ``ignored_axes``). The levels do not depend on it
+    (the source maps its distances onto chi(3)); the estimates of ``k`` map them back
+    (:mod:`.feedback.overconfidence`)."""
 
     @classmethod
     def make(cls, policy: str = DEFAULT_POLICY, parameters: Mapping[str, object] | None = None,
@@ -214,7 +220,8 @@ class LoopConfig:
              outcome_buffer_size: int = DEFAULT_OUTCOME_BUFFER_SIZE,
              time_jump_tolerance_ns: int = DEFAULT_TIME_JUMP_TOLERANCE_NS,
              unverified_after_ns: int = DEFAULT_UNVERIFIED_AFTER_NS,
-             unverified_max_level: str = DEFAULT_UNVERIFIED_MAX_LEVEL) -> Self:
+             unverified_max_level: str = DEFAULT_UNVERIFIED_MAX_LEVEL,
+             vec3_components: Sequence[int] = VEC3_COMPONENTS) -> Self:
         """Return a validated config (ValueError/TypeError naming the bad value).
 
         The node's own ranges (``MAX_HISTORY_RANGE``, ...) and the policy's ``MAX_HISTORY``
@@ -225,7 +232,8 @@ class LoopConfig:
         full = policy_parameters(policy)
         full.update(parameters or {})
         config = cls(policy, tuple(sorted(full.items())), max_history, outcome_buffer_size,
-                     time_jump_tolerance_ns, unverified_after_ns, unverified_max_level)
+                     time_jump_tolerance_ns, unverified_after_ns, unverified_max_level,
+                     check_components('LoopConfig', vec3_components))
         low_ns, high_ns = (round(bound * NS_PER_S) for bound in TIME_JUMP_TOLERANCE_S_RANGE)
         after_low, after_high = (round(bound * NS_PER_S) for bound in UNVERIFIED_AFTER_S_RANGE)
         for name, (low, high) in (('max_history', MAX_HISTORY_RANGE),
@@ -259,9 +267,12 @@ class LoopConfig:
         unverified = (f'unverified after {self.unverified_after_ns / NS_PER_S:g} s at most '
                       f'{self.unverified_max_level}' if self.unverified_after_ns else
                       'unverified rule off')
+        components = ('' if self.vec3_components == VEC3_COMPONENTS else
+                      ', vec3 components {} position, {} orientation'.format(
+                          *self.vec3_components))
         return (f'{self.policy}({parameters}), max_history {self.max_history}, '
                 f'outcome_buffer_size {self.outcome_buffer_size}, time_jump_tolerance '
-                f'{self.time_jump_tolerance_ns / NS_PER_S:g} s, {unverified}')
+                f'{self.time_jump_tolerance_ns / NS_PER_S:g} s, {unverified}{components}')
 
     def to_dict(self) -> dict[str, object]:
         """Return a JSON-ready dict."""
@@ -271,6 +282,7 @@ class LoopConfig:
             'time_jump_tolerance_ns': self.time_jump_tolerance_ns,
             'unverified_after_ns': self.unverified_after_ns,
             'unverified_max_level': self.unverified_max_level,
+            'vec3_components': list(self.vec3_components),
         }
 
     def parameter_texts(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -307,7 +319,7 @@ class LoopConfig:
 
 LOOP_PARAMETER_PREFIX = 'loop.'
 """Prefix of the loop's own settings among a FeedbackEvent's parameter names."""
-LOOP_TEXT_FIELDS = ('unverified_after_ns', 'unverified_max_level')
+LOOP_TEXT_FIELDS = ('unverified_after_ns', 'unverified_max_level', 'vec3_components')
 """LoopConfig fields a FeedbackEvent carries as parameter texts (it has no field for them)."""
 
 

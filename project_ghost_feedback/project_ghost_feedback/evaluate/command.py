@@ -145,20 +145,24 @@ class _Trace:
 
     def __init__(self, bag_dir: pathlib.Path,
                  calibrated_estimate: tuple[bool, float, float] | None,
-                 pose_errors: bool = True) -> None:
+                 pose_errors: bool = True, components: tuple[int, int] = (3, 3)) -> None:
         from ..bridge.calibrated_estimate import inflation_factors
         from ..core.feedback import EpisodeTracker, RunOverconfidence
-        from ..core.feedback.overconfidence import estimate_from_sum
+        from ..core.feedback.overconfidence import estimate_from_sum, unmapped_squared_distances
 
         self._inflation_factors, self._estimate_from_sum = inflation_factors, estimate_from_sum
+        self._unmapped = unmapped_squared_distances
+        # The (position, orientation) error components of the outcomes (the loop's
+        # vec3_components): every k below is read from the distances mapped back onto them.
+        self.components = components
         self.bag_dir = bag_dir
         # Episodes carry the outcomes' pose error only when there is a reference: an
         # innovation's components are not an error in m and deg (field mode).
         self.pose_errors = pose_errors
         self.distances: dict[int, tuple[float, float]] = {}
         self.levels: dict[int, tuple[int, int]] = {}
-        self.tracker = EpisodeTracker()
-        self.pooled = RunOverconfidence()
+        self.tracker = EpisodeTracker(components=components)
+        self.pooled = RunOverconfidence(components)
         self.k_series: list[tuple[int, tuple[float, float, float] | None,
                                   tuple[float, float, float] | None]]
         self.k_series = []  # (stamp, position (k, low, high) or None, orientation ...)
@@ -186,21 +190,24 @@ class _Trace:
         self.levels[stamp] = (raw.overall_level.value, calibrated.adjusted_overall_level.value)
         self.tracker.add(calibrated)
         history = calibrated.calibration_history
-        self.k_series.append((stamp, self._k(history.position_squared_distances),
-                              self._k(history.orientation_squared_distances)))
+        self.k_series.append((
+            stamp, self._k(history.position_squared_distances, self.components[0]),
+            self._k(history.orientation_squared_distances, self.components[1])))
         if self.calibrated_estimate is not None:
-            self.factors = self._inflation_factors(history, *self.calibrated_estimate)
+            self.factors = self._inflation_factors(history, *self.calibrated_estimate,
+                                                   self.components)
 
-    def _k(self, squares: Sequence[float]) -> tuple[float, float, float] | None:
+    def _k(self, squares: Sequence[float], dof: int) -> tuple[float, float, float] | None:
         """Return ``(k_hat, low, high)`` of a window's squared distances (None when empty)."""
         if not squares:
             return None
+        squares = self._unmapped(squares, dof)
         key = (len(squares), math.fsum(squares))  # consecutive windows often are the same
         found = self._k_cache.get(key)
         if found is None:
             if len(self._k_cache) > 4096:
                 self._k_cache.clear()
-            estimate = self._estimate_from_sum(key[1], key[0])
+            estimate = self._estimate_from_sum(key[1], key[0], dof)
             found = self._k_cache[key] = (estimate.k_hat, estimate.low, estimate.high)
         return found
 
@@ -224,7 +231,8 @@ def _record(run: BridgeRun | InnovationRun, loop_config: LoopConfig, output_dir:
     bag_dir = output_dir / 'telemetry'
     recorder = TelemetryRecorder(str(bag_dir), loop_config, recorder='evaluate')
     trace = _Trace(bag_dir, _calibrated_estimate(values or {}),
-                   pose_errors=getattr(run, 'has_reference', True))
+                   pose_errors=getattr(run, 'has_reference', True),
+                   components=loop_config.vec3_components)
     try:
         take_steps = getattr(run, 'take_transform_steps', list)  # innovations: no frames
         for kind, contract in run:
@@ -438,14 +446,21 @@ def run(args: argparse.Namespace, fail: Fail) -> int:
     try:
         spec = parse_policy(args.policy or DEFAULT_POLICY)
         max_history = args.max_history or DEFAULT_MAX_HISTORY
-        loop_config = LoopConfig.make(spec.name, dict(spec.parameters), max_history,
-                                      max(DEFAULT_OUTCOME_BUFFER_SIZE, max_history))
         if args.innovation:
             from ..field_inputs import innovation_parameters
 
             values = innovation_parameters(args.params_file)
+            components = tuple(args.vec3_components or (3, 3))
         else:
+            from ..bridge.geometry import vec3_components
+
             values = bridge_parameters(args.params_file)
+            # The bridge's ignored_axes say how many components each vec3 keeps.
+            components = (tuple(args.vec3_components) if args.vec3_components else
+                          vec3_components(values['ignored_axes']))
+        loop_config = LoopConfig.make(spec.name, dict(spec.parameters), max_history,
+                                      max(DEFAULT_OUTCOME_BUFFER_SIZE, max_history),
+                                      vec3_components=components)
         tf_topics = tf_topics_option(args.tf_topics) if args.tf_topics else None
     except (TypeError, ValueError, BagInputError) as error:
         return fail(error, 2)
@@ -492,6 +507,12 @@ def build(commands: Any, positive_int: Callable[[str], int],
     parser.add_argument('--output-dir', metavar='DIR', default='evaluate_out',
                         help='where to write (must not exist; default evaluate_out)')
     parser.add_argument('--no-plot', action='store_true', help='write no picture')
+    parser.add_argument('--vec3-components', metavar=('POSITION', 'ORIENTATION'), nargs=2,
+                        type=int, choices=(1, 2, 3),
+                        help='error components the outcomes keep per vec3 (1-3 each), for an '
+                        "unbiased k: default the bridge's ignored_axes "
+                        '(--params-file), or 3 3 for innovations (2 2 for a source reporting a '
+                        'planar position only, whose two slots both hold 2-component distances)')
 
     def handler(args: argparse.Namespace) -> int:
         if args.innovation:

@@ -20,6 +20,7 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..bridge.calibrated_estimate import calibrated_covariance, inflation_factors
+from ..bridge.geometry import vec3_components
 from ..core.feedback import CalibrationHistory
 from ..msg_decoding import history_from_msg
 from .calibration_status import PeriodStatus, WARN
@@ -68,7 +69,8 @@ class CalibratedEstimatePublisher:
             config = self._config()
             self.factors = inflation_factors(
                 self.history, config['calibrated_allow_deflation'],
-                config['calibrated_max_factor'], config['calibrated_confidence'])
+                config['calibrated_max_factor'], config['calibrated_confidence'],
+                vec3_components(config['ignored_axes']))
 
     def publish(self, msg: Any) -> None:
         """Publish ``msg`` (an accepted estimate) with its pose covariance inflated.

@@ -14,6 +14,7 @@ ADR-0026's (``schema_version`` 1), CalibrationHistory schema 1 or 2. Stamps map 
 """
 
 from array import array
+from collections.abc import Sequence
 import math
 from typing import Any
 
@@ -31,7 +32,7 @@ from project_ghost_feedback_msgs.msg import (
 
 from ..core import BeliefSelfAssessment, NamedLevel, PredictionOutcome, SelfAssessmentLevel
 from ..core.feedback import CalibratedSelfAssessment, CalibrationHistory
-from ..core.feedback.overconfidence import estimate_overconfidence
+from ..core.feedback.overconfidence import estimate_overconfidence, VEC3_COMPONENTS
 from ..core.loop import LoopEvent
 from ..msg_decoding import (  # noqa: F401 - re-exported: the ROS layer's one conversion module
     belief_from_msg,
@@ -176,13 +177,17 @@ def event_to_msg(event: LoopEvent) -> FeedbackEventMsg:
     return msg
 
 
-def overconfidence_to_msg(calibrated: CalibratedSelfAssessment) -> OverconfidenceEstimateMsg:
+def overconfidence_to_msg(calibrated: CalibratedSelfAssessment,
+                          components: Sequence[int] = VEC3_COMPONENTS,
+                          ) -> OverconfidenceEstimateMsg:
     """Return the OverconfidenceEstimate of a core CalibratedSelfAssessment's window.
 
     NaN where there is no estimate (empty window, schema-1 history), as the message documents.
+    ``components``: the (position, orientation) error components of the source (the node's
+    ``LoopConfig.vec3_components``), so that ``k`` is unbiased for a planar source.
     """
     history = calibrated.calibration_history
-    estimates = estimate_overconfidence(history) or {}
+    estimates = estimate_overconfidence(history, components) or {}
     msg = OverconfidenceEstimateMsg(window_outcomes=history.outcomes_considered)
     for vec3 in ('position', 'orientation'):
         estimate = estimates.get(vec3)

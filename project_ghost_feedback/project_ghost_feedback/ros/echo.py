@@ -68,14 +68,16 @@ ECHO_NOTE_AFTER_S = 5.0
 """Seconds of silence before echo says that it is still waiting (then once a minute)."""
 
 
-def assessment_line(message: Any, first_stamp_ns: int) -> str:
+def assessment_line(message: Any, first_stamp_ns: int,
+                    components: tuple[int, int] = (3, 3)) -> str:
     """Return one line of a CalibratedSelfAssessment message: what a user reads live.
 
     ``+12.300 s  KNOWN -> UNCERTAIN  significant_overconfidence  k (ratio of stds, 95%):
     position 2.90 [2.51, 3.40], orientation 1.10 [0.80, 1.50]``: the time from
     ``first_stamp_ns`` (the first message echoed), the raw and calibrated levels by name, the
     policy's reason and the overconfidence factor k per vec3 (the ratio of the real error's
-    standard deviation to the claimed one, with its 95% interval; docs/policies.md).
+    standard deviation to the claimed one, with its 95% interval; docs/policies.md), read with
+    the (position, orientation) error ``components`` of the source (unbiased for a planar one).
     """
     from ..core import SelfAssessmentLevel
     from ..core.feedback import format_overconfidence
@@ -92,7 +94,8 @@ def assessment_line(message: Any, first_stamp_ns: int) -> str:
         message.adjusted_overall_level)
     change = f'{raw} -> {calibrated}' if raw != calibrated else f'{raw} (kept)'
     try:
-        estimates = format_overconfidence(history_from_msg(message.calibration_history))
+        estimates = format_overconfidence(history_from_msg(message.calibration_history),
+                                          components)
     except (TypeError, ValueError):  # a history that fails its contract: say so, go on
         estimates = {}
     k = ', '.join(f'{vec3} {text}' for vec3, text in estimates.items() if text)
@@ -121,9 +124,11 @@ class EchoLines:
     line with ``(N assessments in the last S s)``. ``every``: a line per message.
     """
 
-    def __init__(self, period_s: float = SUMMARY_PERIOD_S, every: bool = False) -> None:
+    def __init__(self, period_s: float = SUMMARY_PERIOD_S, every: bool = False,
+                 components: tuple[int, int] = (3, 3)) -> None:
         self.period_s = period_s
         self.every = every
+        self.components = components
         self.first_stamp_ns: int | None = None
         self._state: tuple[int, int, str] | None = None
         self._last_line_s: float | None = None
@@ -142,7 +147,7 @@ class EchoLines:
         if self.first_stamp_ns is None:
             stamp = message.header.stamp
             self.first_stamp_ns = stamp.sec * NS_PER_S + stamp.nanosec
-        line = assessment_line(message, self.first_stamp_ns)
+        line = assessment_line(message, self.first_stamp_ns, self.components)
         if cause and message.adjustment_reason.startswith(UNVERIFIED_PREFIX):
             line = f'{line}  cause: {cause}'
         state, self._state = self._state, _state(message)
@@ -235,7 +240,7 @@ def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
     rclpy.init(context=context)
     node = executor = None
     received = 0
-    lines = EchoLines(every=args.every)
+    lines = EchoLines(every=args.every, components=tuple(args.vec3_components or (3, 3)))
     cause = ['']
     budget = ['']
     frame_step = [(0, '')]

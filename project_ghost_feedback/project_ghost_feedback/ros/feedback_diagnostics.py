@@ -155,7 +155,7 @@ def check_calibration(node: FeedbackNode, steady_ns: int, status: Status) -> Non
     status.values.update(node.loop.budget())
     # ADR-0026a: how overconfident each vec3 is, 'k_hat [low, high]' (95%); '' if unknown.
     history = calibrated.calibration_history if calibrated else None
-    for vec3, text in format_overconfidence(history).items():
+    for vec3, text in format_overconfidence(history, config.loop.vec3_components).items():
         status.values[f'overconfidence[{vec3}]'] = text
     status.values['overconfidence_is'] = OVERCONFIDENCE_MEANING
     # Beside k, the window's error itself: metres and degrees (the outcomes carry it).

@@ -508,7 +508,7 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
         if calibrated is None or calibrated is self._overconfidence_published_for:
             return
         self._overconfidence_published_for = calibrated
-        msg = overconfidence_to_msg(calibrated)
+        msg = overconfidence_to_msg(calibrated, self.config.loop.vec3_components)
         self._overconfidence_publisher.publish(msg)
         if self.telemetry is not None and self._overconfidence_channel is not None:
             self.telemetry.record_serialized(

@@ -117,6 +117,15 @@ NODE_PARAMETERS = {
         '(unverified_after_s): UNCERTAIN (default: nothing vouches for the claim), UNKNOWN, or '
         'KNOWN (the level is left to the policy; only the reason says unverified).',
         choices=UNVERIFIED_LEVELS),
+    'position_components': ParameterSpec(
+        3, 'Error components the outcome source keeps in the position vec3: 3, or 2 for a '
+        "planar estimator (the bridge's ignored_axes z), 1 for one axis. The source maps its "
+        'distances onto chi(3), so the levels do not depend on it; the k estimates '
+        '(/self_assessment/overconfidence, /diagnostics, episodes) map them back and are '
+        'unbiased only when it matches.', integer_range=(1, 3)),
+    'orientation_components': ParameterSpec(
+        3, "Likewise for the orientation vec3: 1 for a planar estimator's yaw (ignored_axes "
+        'roll, pitch).', integer_range=(1, 3)),
     'diagnostics_period_s': ParameterSpec(
         1.0, 'Period of /diagnostics, seconds of steady time (keeps flowing when sim time '
         'stalls).', float_range=(0.01, 3600.0)),
@@ -207,7 +216,8 @@ def validate(values: Mapping[str, Any],
         loop = LoopConfig.make(
             policy_name, dict(selected_fields), values['max_history'],
             values['outcome_buffer_size'], int(values['time_jump_tolerance_s'] * NS_PER_S),
-            round(values['unverified_after_s'] * NS_PER_S), values['unverified_max_level'])
+            round(values['unverified_after_s'] * NS_PER_S), values['unverified_max_level'],
+            (values['position_components'], values['orientation_components']))
     except (TypeError, ValueError) as error:
         raise ParameterError(str(error)) from None
     return FeedbackConfig(

@@ -67,6 +67,7 @@ from rclpy.serialization import deserialize_message
 
 from ..bridge.decorrelation import WHITEN
 from ..bridge.engine_interface import Estimate, EngineListener
+from ..bridge.geometry import vec3_components
 from ..bridge.parameters import config_from, PARAMETERS
 from ..bridge.transforms import TF_REASONS
 from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes, re-exported
@@ -315,6 +316,13 @@ class OutcomeBridge(TimedLogging, Node):
             f'({self._param("estimate_type")}) + {self._reference_subscription.topic_name} '
             f'({self._param("reference_type")}) -> {self._outcome_publisher.topic_name} + '
             f'{self._assessment_publisher.topic_name}')
+        components = vec3_components(config['ignored_axes'])
+        if components != (3, 3):
+            self.get_logger().info(
+                f'ignored_axes {list(config["ignored_axes"])}: the outcomes keep {components[0]} '
+                f'position and {components[1]} orientation component(s), mapped onto chi(3); '
+                "for an unbiased k set the feedback node's position_components:="
+                f'{components[0]} orientation_components:={components[1]}')
 
     def _start_tf(self) -> 'Tf2Transforms | None':
         """Start a tf2_ros Buffer fed by this node's /tf and /tf_static subscriptions.

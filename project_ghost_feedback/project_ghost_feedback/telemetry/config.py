@@ -16,6 +16,7 @@ from ..core.feedback import (
     PARAMETERS_ADDED,
     policy_names,
 )
+from ..core.feedback.overconfidence import check_components
 from ..core.loop import (
     DEFAULT_TIME_JUMP_TOLERANCE_NS,
     LoopConfig,
@@ -41,6 +42,7 @@ CUSTOM_CONFIG_CHANGES = CUSTOM_PREFIX + 'config_changes'
 CUSTOM_TIME_JUMP_TOLERANCE_NS = CUSTOM_PREFIX + 'time_jump_tolerance_ns'
 CUSTOM_UNVERIFIED_AFTER_NS = CUSTOM_PREFIX + 'unverified_after_ns'
 CUSTOM_UNVERIFIED_MAX_LEVEL = CUSTOM_PREFIX + 'unverified_max_level'
+CUSTOM_VEC3_COMPONENTS = CUSTOM_PREFIX + 'vec3_components'
 
 
 def custom_data_for_config(config: LoopConfig) -> dict[str, str]:
@@ -53,7 +55,21 @@ def custom_data_for_config(config: LoopConfig) -> dict[str, str]:
         CUSTOM_TIME_JUMP_TOLERANCE_NS: str(config.time_jump_tolerance_ns),
         CUSTOM_UNVERIFIED_AFTER_NS: str(config.unverified_after_ns),
         CUSTOM_UNVERIFIED_MAX_LEVEL: config.unverified_max_level,
+        CUSTOM_VEC3_COMPONENTS: json.dumps(list(config.vec3_components)),
     }
+
+
+def recorded_components(info: BagInfo) -> tuple[int, int]:
+    """Return the vec3 components a bag's recording node was configured with ((3, 3) if unsaid).
+
+    A value that is not two ints in 1..3 is refused (BagError), as :func:`recorded_config` does.
+    """
+    custom = info.custom_data if isinstance(info.custom_data, dict) else {}
+    try:
+        return check_components(CUSTOM_VEC3_COMPONENTS, parse_json_text(
+            custom.get(CUSTOM_VEC3_COMPONENTS, '[3, 3]'), CUSTOM_VEC3_COMPONENTS))
+    except ValueError as error:
+        raise BagError(f'{info.path}: {one_line(error)}') from None
 
 
 def recorded_config(info: BagInfo, first_calibrated: CalibratedSelfAssessment | None = None, *,
@@ -84,7 +100,9 @@ def recorded_config(info: BagInfo, first_calibrated: CalibratedSelfAssessment | 
                 int(custom.get(CUSTOM_UNVERIFIED_AFTER_NS,
                                UNVERIFIED_OFF['unverified_after_ns'])),
                 str(custom.get(CUSTOM_UNVERIFIED_MAX_LEVEL,
-                               UNVERIFIED_OFF['unverified_max_level'])))
+                               UNVERIFIED_OFF['unverified_max_level'])),
+                # A bag recorded before vec3_components: every vec3 had 3.
+                recorded_components(info))
             changes = int(custom.get(CUSTOM_CONFIG_CHANGES, '0') or 0)
         except (TypeError, ValueError, AttributeError) as error:
             raise BagError(f'{info.path}: recorded configuration in custom_data is unusable: '

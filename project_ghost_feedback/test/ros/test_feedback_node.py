@@ -551,6 +551,8 @@ def test_every_bad_message_is_rejected_and_counted_while_good_traffic_continues(
     ({'calibrated_exceedance.false_alarm_probability': 2.0}, 'false_alarm_probability'),
     ({'diagnostics_period_s': 0.0}, 'diagnostics_period_s'),
     ({'executor': 'multi_threaded'}, 'executor'),
+    ({'position_components': 0}, 'position_components'),
+    ({'orientation_components': 4}, 'orientation_components'),
     ({'record_topics': ['/odom:nav_msgs/msg/Odometry']},
      'record_topics records into the telemetry bag: set telemetry_bag or telemetry_dir'),
     ({'record_topics': ['/odom:nav_msgs/msg/Odometry'] * 2, 'telemetry_bag': '/tmp/never_made'},
@@ -675,6 +677,35 @@ def test_valid_parameter_changes_take_effect_on_the_next_assessment(harness):
     outputs = h.run_stream(stream[6:])
     assert outputs == expected_outputs(stream, policy=exceedance, max_history=3)[6:]
     assert all(o.calibration_history.outcomes_considered == 3 for o in outputs)
+
+
+def test_the_vec3_components_give_the_k_the_node_publishes(harness):
+    """position_components 2, orientation_components 1: the k the node publishes uses them.
+
+    A planar source (issue 43 item 5): the loop's config, the OverconfidenceEstimate and the
+    /diagnostics k are read with the components.
+    """
+    from project_ghost_feedback.core.feedback import format_overconfidence
+    from project_ghost_feedback.core.feedback.overconfidence import estimate_overconfidence
+    from project_ghost_feedback.ros.conversions import overconfidence_to_msg
+
+    stream = make_stream('calibrated', steps=4, per_step=4, seed=7)
+    h = harness()
+    result = h.node.set_parameters_atomically([Parameter('position_components', value=2),
+                                               Parameter('orientation_components', value=1)])
+    assert result.successful, result.reason
+    assert h.node.config.loop.vec3_components == (2, 1)
+    h.run_stream(stream)
+    calibrated = h.node.last_calibrated
+    history = calibrated.calibration_history
+    fixed = estimate_overconfidence(history, (2, 1))
+    msg = overconfidence_to_msg(calibrated, h.node.config.loop.vec3_components)
+    assert msg.position_k_hat == fixed['position'].k_hat != estimate_overconfidence(
+        history)['position'].k_hat
+    assert msg.orientation_k_high == fixed['orientation'].high
+    values = {kv.key: kv.value for kv in h.node.diagnostic_status().values}
+    assert values['overconfidence[position]'] == format_overconfidence(history, (2, 1))[
+        'position']
 
 
 # -- (6) (7) time and diagnostics -----------------------------------------------------------------

@@ -168,7 +168,8 @@ def _reference_payload(store, contract):
         # The policy's parameters, then the loop's own settings as 'loop.<field>' entries.
         entries = list(config.parameters) + [
             ('loop.unverified_after_ns', config.unverified_after_ns),
-            ('loop.unverified_max_level', config.unverified_max_level)]
+            ('loop.unverified_max_level', config.unverified_max_level),
+            ('loop.vec3_components', list(config.vec3_components))]
         message = types[f'{PKG}/msg/FeedbackEvent'](
             header(contract.stamp_ns, ''), {RESET: 1, CONFIGURATION: 2}[contract.kind],
             contract.cause, contract.detail, config.policy,

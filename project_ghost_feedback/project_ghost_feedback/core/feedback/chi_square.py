@@ -224,26 +224,49 @@ def _chi_square_quantile_from_log_survival(log_q: float, dof: int) -> float:
     return math.exp(u)
 
 
-def chi_to_chi3(distance: float, dof: int) -> float:
-    """Return ``F3^-1(F_dof(distance))``: an unsquared ``chi(dof)`` distance mapped onto ``chi(3)``.
+def chi_to_chi(distance: float, from_dof: int, to_dof: int) -> float:
+    """Return ``F_to^-1(F_from(distance))``: ``chi(from_dof)`` mapped onto ``chi(to_dof)``.
 
-    ``distance >= 0`` (``+inf`` maps to ``+inf``), ``dof`` in 1..6. Below the median of
-    ``chi(dof)`` the quantile is taken from the cdf, above it from the survival function (in
+    The probability integral transform of an unsquared distance; increasing, so it can be
+    undone. ``distance >= 0`` (``+inf`` maps to ``+inf``), both degrees in 1..6. Below the median of
+    ``chi(from_dof)`` the quantile is taken from the cdf, above it from the survival function (in
     logs where it underflows), so the tail keeps its relative precision.
     """
-    if type(dof) is not int or not 1 <= dof <= _MAX_MAPPED_DOF:
-        raise ValueError(f'dof must be an int in 1..{_MAX_MAPPED_DOF}, got {dof!r}')
+    for name, dof in (('from_dof', from_dof), ('to_dof', to_dof)):
+        if type(dof) is not int or not 1 <= dof <= _MAX_MAPPED_DOF:
+            raise ValueError(f'{name} must be an int in 1..{_MAX_MAPPED_DOF}, got {dof!r}')
     if not distance >= 0.0:
         raise ValueError(f'distance must be >= 0, got {distance!r}')
-    if dof == _THREE or distance == 0.0 or distance == math.inf:
+    if from_dof == to_dof or distance == 0.0 or distance == math.inf:
         return distance
     x = distance * distance
-    lower, upper = regularized_gammas(dof / 2.0, x / 2.0)
+    lower, upper = regularized_gammas(from_dof / 2.0, x / 2.0)
     if lower <= 0.5:
         if lower <= 0.0:  # underflow far in the lower tail: 0 stays the smallest value
             return 0.0
-        return math.sqrt(chi_square_quantile(lower, _THREE))
+        return math.sqrt(chi_square_quantile(lower, to_dof))
     if upper > 1e-3:  # 1 - upper is exact to ~1e-13 relative of upper here
-        return math.sqrt(chi_square_quantile(1.0 - upper, _THREE))
-    log_q = math.log(upper) if upper >= 1e-280 else _log_chi_square_survival(x, dof)
-    return math.sqrt(_chi_square_quantile_from_log_survival(log_q, _THREE))
+        return math.sqrt(chi_square_quantile(1.0 - upper, to_dof))
+    log_q = math.log(upper) if upper >= 1e-280 else _log_chi_square_survival(x, from_dof)
+    return math.sqrt(_chi_square_quantile_from_log_survival(log_q, to_dof))
+
+
+def chi_to_chi3(distance: float, dof: int) -> float:
+    """Return ``F3^-1(F_dof(distance))``: an unsquared ``chi(dof)`` distance mapped onto ``chi(3)``.
+
+    :func:`chi_to_chi` onto 3 degrees: what an outcome source publishes for a vec3 that keeps
+    ``dof`` components, so that an honest source's distances have the law the policies assume.
+    """
+    if type(dof) is not int or not 1 <= dof <= _MAX_MAPPED_DOF:
+        raise ValueError(f'dof must be an int in 1..{_MAX_MAPPED_DOF}, got {dof!r}')
+    return chi_to_chi(distance, dof, _THREE)
+
+
+def chi3_to_chi(distance: float, dof: int) -> float:
+    """Return ``F_dof^-1(F3(distance))``: undo :func:`chi_to_chi3` (to rounding), exactly.
+
+    A ``k``-times overconfident source's mapped distance, mapped back, is ``k`` times a
+    ``chi(dof)`` again: what an unbiased estimate of ``k`` needs (the map itself is not
+    scale-equivariant).
+    """
+    return chi_to_chi(distance, _THREE, dof)

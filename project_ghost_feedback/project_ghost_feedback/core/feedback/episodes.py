@@ -35,11 +35,14 @@ from dataclasses import dataclass
 import math
 
 from ..contracts import NS_PER_S, PredictionOutcome, SelfAssessmentLevel
+from .chi_square import chi3_to_chi
 from .overconfidence import (
-    DOF_PER_VEC3,
+    check_components,
     estimate_from_squared_distances,
     estimate_from_sum,
     OverconfidenceEstimate,
+    unmapped_squared_distances,
+    VEC3_COMPONENTS,
 )
 from .types import CalibratedSelfAssessment, HISTORY_SCHEMA_SQUARED_DISTANCES
 
@@ -236,10 +239,11 @@ class Episode:
 class _Open:
     """The episode being built."""
 
-    __slots__ = ('assessments', 'errors', 'level', 'peak', 'peak_k2', 'raw_level', 'reason',
-                 'reasons', 'start_ns', 'steps')
+    __slots__ = ('assessments', 'components', 'errors', 'level', 'peak', 'peak_k2', 'raw_level',
+                 'reason', 'reasons', 'start_ns', 'steps')
 
-    def __init__(self, calibrated: CalibratedSelfAssessment) -> None:
+    def __init__(self, calibrated: CalibratedSelfAssessment, components: tuple[int, int]) -> None:
+        self.components = components
         self.start_ns = calibrated.raw_assessment.belief_stamp_sim_ns
         self.raw_level = calibrated.raw_assessment.overall_level
         self.level = calibrated.adjusted_overall_level
@@ -263,9 +267,10 @@ class _Open:
         if history.schema_version != HISTORY_SCHEMA_SQUARED_DISTANCES:
             return
         squares = (history.position_squared_distances, history.orientation_squared_distances)
-        for index, values in enumerate(squares):
-            if not values:
+        for index, mapped in enumerate(squares):
+            if not mapped:
                 continue
+            values = unmapped_squared_distances(mapped, self.components[index])
             k2 = sum(values) / len(values)  # orders windows by k_hat (exact: at close)
             if k2 > self.peak_k2[index]:
                 self.peak_k2[index], self.peak[index] = k2, values
@@ -274,8 +279,8 @@ class _Open:
         estimates: dict[str, OverconfidenceEstimate | None] | None = None
         if any(values is not None for values in self.peak):
             estimates = {name: None if values is None
-                         else estimate_from_squared_distances(values)
-                         for name, values in zip(VEC3_NAMES, self.peak)}
+                         else estimate_from_squared_distances(values, dof)
+                         for name, values, dof in zip(VEC3_NAMES, self.peak, self.components)}
         return Episode(self.start_ns, end_ns, self.level, self.raw_level, self.reason,
                        tuple(self.reasons), self.assessments, ongoing, estimates,
                        None if self.errors is None else self.errors.as_dict(),
@@ -291,13 +296,15 @@ class EpisodeTracker:
     :attr:`downgraded_s` count them all). Streaming and bounded: the audit feeds it whole bags.
     """
 
-    __slots__ = ('_closed', '_closed_ns', '_open', '_recent', '_steps', 'count',
+    __slots__ = ('_closed', '_closed_ns', '_open', '_recent', '_steps', 'components', 'count',
                  'first_stamp_ns', 'last_stamp_ns', 'limit')
 
-    def __init__(self, limit: int | None = None) -> None:
+    def __init__(self, limit: int | None = None,
+                 components: Sequence[int] = VEC3_COMPONENTS) -> None:
         if limit is not None and (type(limit) is not int or limit < 0):
             raise ValueError(f'EpisodeTracker.limit must be an int >= 0 or None, got {limit!r}')
         self.limit = limit
+        self.components = check_components('EpisodeTracker', components)
         self._closed: list[Episode] = []
         self._open: _Open | None = None
         self._closed_ns = 0
@@ -342,7 +349,7 @@ class EpisodeTracker:
         if calibrated.was_downgraded:
             if current is None:
                 self.count += 1
-                current = self._open = _Open(calibrated)
+                current = self._open = _Open(calibrated, self.components)
                 current.steps = [step for step in self._steps
                                  if step.stamp_ns >= current.start_ns - TRANSFORM_STEP_LEAD_NS]
                 self._steps = []
@@ -422,14 +429,16 @@ class RunOverconfidence:
     """``k`` over a whole run: every outcome's squared distances pooled, per vec3.
 
     The same estimate and 95% interval as a window's (:mod:`.overconfidence`) over ``n`` = all
-    the outcomes. The interval assumes independent outcomes (the bridge paces them apart by the
-    decorrelation time) and one ``k`` for the whole run: a run that is honest, then 3x
-    overconfident, pools to a ``k`` in between, which is why the episodes carry their own.
+    the outcomes, each distance mapped back onto the ``components`` of its vec3. The interval
+    assumes independent outcomes (the bridge prewhitens them) and one ``k`` for the whole run: a
+    run that is honest, then 3x overconfident, pools to a ``k`` in between, which is why the
+    episodes carry their own.
     """
 
-    __slots__ = ('outcomes', 'position_total', 'orientation_total')
+    __slots__ = ('components', 'outcomes', 'position_total', 'orientation_total')
 
-    def __init__(self) -> None:
+    def __init__(self, components: Sequence[int] = VEC3_COMPONENTS) -> None:
+        self.components = check_components('RunOverconfidence', components)
         self.outcomes = 0
         self.position_total = 0.0
         self.orientation_total = 0.0
@@ -438,6 +447,11 @@ class RunOverconfidence:
         """Pool one outcome."""
         self.outcomes += 1
         position, orientation = outcome.position_mahalanobis, outcome.orientation_mahalanobis
+        position_m, orientation_m = self.components
+        if position_m != 3:
+            position = chi3_to_chi(position, position_m)
+        if orientation_m != 3:
+            orientation = chi3_to_chi(orientation, orientation_m)
         self.position_total += position * position
         self.orientation_total += orientation * orientation
 
@@ -446,8 +460,9 @@ class RunOverconfidence:
         n = self.outcomes
         if n == 0:
             return dict.fromkeys(VEC3_NAMES)
-        return {'position': estimate_from_sum(self.position_total, n, DOF_PER_VEC3),
-                'orientation': estimate_from_sum(self.orientation_total, n, DOF_PER_VEC3)}
+        position_m, orientation_m = self.components
+        return {'position': estimate_from_sum(self.position_total, n, position_m),
+                'orientation': estimate_from_sum(self.orientation_total, n, orientation_m)}
 
     def as_dict(self) -> dict[str, dict[str, float | str | int] | None]:
         """Return a JSON-ready dict of :meth:`estimates`."""
