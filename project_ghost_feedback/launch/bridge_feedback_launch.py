@@ -20,7 +20,9 @@ Launch arguments:
 - ``bridge_params_file`` (default the package's ``config/outcome_bridge.yaml``: every bridge
   parameter, ``ignored_axes`` and ``transform.*`` included), ``params_file`` (default the
   package's ``config/feedback.yaml``): the two nodes' parameters. ``estimate_type`` and
-  ``reference_type`` given here win over the file.
+  ``reference_type`` given here win over the file. The bridge file's ``ignored_axes`` also set
+  the feedback node's ``position_components`` / ``orientation_components`` (feedback_launch.py's
+  ``vec3_components``: ``2,1`` for z, roll, pitch), so its k is read in the real dimensions.
 - ``use_sim_time`` (default ``false``).
 - ``respawn`` (default ``false``): restart a node when it exits (both nodes).
 - ``log_level`` (default ``info``): both nodes' ROS log level.
@@ -54,7 +56,8 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.actions import (
+    DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction, SetLaunchConfiguration)
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
@@ -99,6 +102,25 @@ def _record_topics():
     return PythonExpression(
         ['('] + typed('estimate') + [" + ',' + "] + typed('reference') + tf('tf_topic')
         + tf('tf_static_topic') + condition)
+
+
+def _planar_components(context):
+    """Set ``vec3_components`` for feedback_launch.py from the bridge's ``ignored_axes``.
+
+    ``'2,1'`` for ``ignored_axes`` z, roll, pitch (the bridge maps those vec3s' distances onto
+    chi(3); the feedback node then reads k in their real degrees of freedom); ``''`` when every
+    axis is kept or the bridge parameters file cannot be read (the bridge itself says why).
+    """
+    from project_ghost_feedback.bridge.geometry import vec3_components
+    from project_ghost_feedback.bridge_inputs import bridge_parameters
+
+    path = LaunchConfiguration('bridge_params_file').perform(context)
+    try:
+        components = vec3_components(bridge_parameters(path)['ignored_axes'])
+    except Exception:  # noqa: BLE001 - the bridge node reports a bad file itself
+        components = (3, 3)
+    value = '' if components == (3, 3) else '{},{}'.format(*components)
+    return [SetLaunchConfiguration('vec3_components', value)]
 
 
 def generate_launch_description():
@@ -174,9 +196,11 @@ def generate_launch_description():
             respawn_delay=1.0,
             ros_arguments=['--log-level', LaunchConfiguration('log_level')],
             output='screen'),
+        OpaqueFunction(function=_planar_components),
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(os.path.join(share, FEEDBACK_LAUNCH)),
             launch_arguments=[(name, LaunchConfiguration(name)) for name in SHARED_ARGUMENTS] + [
+                ('vec3_components', LaunchConfiguration('vec3_components')),
                 ('extra_record_topics', PythonExpression([
                     "'", LaunchConfiguration('estimate_topic'), ',',
                     LaunchConfiguration('reference_topic'), ',',

@@ -18,6 +18,10 @@ Launch arguments:
 - ``respawn`` (default ``false``): restart the node when it exits; set ``telemetry_dir`` in the
   params file so each run records a new timestamped bag.
 - ``log_level`` (default ``info``): the node's ROS log level.
+- ``vec3_components`` (default ``''``: the params file's): ``P,O`` sets the node's
+  ``position_components`` and ``orientation_components`` (``2,1`` behind a bridge with
+  ``ignored_axes`` z, roll, pitch; ``bridge_feedback_launch.py`` passes what its bridge
+  parameters say), so that the k it reports is read in the vec3s' real degrees of freedom.
 - ``telemetry_bag`` (default ``''``: off): record with the node's own recorder (its
   ``telemetry_bag`` parameter; no rosbag2 needed) into this new bag directory: the node's inputs,
   output, events, overconfidence estimate and ``/diagnostics``, plus ``record_topics``.
@@ -120,9 +124,25 @@ def _node_recording(context):
     return parameters, where
 
 
+def vec3_components_parameters(text):
+    """Return the node parameters of a ``vec3_components`` argument (``'2,1'``; ``''``: none).
+
+    ValueError naming the argument for anything but two comma-separated ints.
+    """
+    if not text.strip():
+        return {}
+    parts = [part.strip() for part in text.split(',')]
+    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+        raise ValueError(f"launch argument vec3_components must be 'P,O' (e.g. '2,1'), got "
+                         f'{text!r}')
+    return {'position_components': int(parts[0]), 'orientation_components': int(parts[1])}
+
+
 def _feedback_node(context):
     """Return the feedback node action, with its recorder's parameters (OpaqueFunction)."""
     recording, _ = _node_recording(context)
+    components = vec3_components_parameters(
+        LaunchConfiguration('vec3_components').perform(context))
     return [Node(
         package=PACKAGE,
         executable=EXECUTABLE,
@@ -137,7 +157,7 @@ def _feedback_node(context):
             LaunchConfiguration('params_file'),
             {'use_sim_time': ParameterValue(
                 LaunchConfiguration('use_sim_time'), value_type=bool)},
-        ] + ([recording] if recording else []),
+        ] + ([recording] if recording else []) + ([components] if components else []),
         output='screen',
     )]
 
@@ -227,6 +247,10 @@ def generate_launch_description():
             'record_topics', default_value='',
             description="More topics for the node's recorder, comma-separated, each "
             '/topic:pkg/msg/Type.'),
+        DeclareLaunchArgument(
+            'vec3_components', default_value='',
+            description="'P,O': the node's position_components and orientation_components "
+            "(e.g. '2,1' for a planar source; '' keeps the params file's)."),
         OpaqueFunction(function=_feedback_node),
         OpaqueFunction(
             function=_bag_record, condition=IfCondition(LaunchConfiguration('record'))),

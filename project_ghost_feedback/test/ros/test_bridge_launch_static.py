@@ -91,9 +91,38 @@ def test_launch_file_config_and_included_launch_are_installed():
 def test_shared_arguments_are_the_feedback_launch_arguments():
     """What is passed on to feedback_launch.py is declared there (record, respawn, log_level)."""
     shared = set(_constants(_tree())['SHARED_ARGUMENTS'])
-    # extra_record_topics and record_topics are made from the inputs, not passed on as they are.
-    assert shared == LAUNCH_ARGUMENTS - TOPIC_ARGUMENTS - {'extra_record_topics', 'record_topics'}
+    # extra_record_topics and record_topics are made from the inputs, vec3_components from the
+    # bridge parameters' ignored_axes: not passed on as they are.
+    assert shared == LAUNCH_ARGUMENTS - TOPIC_ARGUMENTS - {
+        'extra_record_topics', 'record_topics', 'vec3_components'}
     assert shared <= ARGUMENTS
+
+
+@pytest.mark.parametrize('ignored,expected', [
+    (['z', 'roll', 'pitch'], '2,1'), (['z'], '2,3'), (['roll', 'pitch'], '3,1'), ([''], ''),
+    (['x', 'y', 'z', 'roll', 'pitch', 'yaw'], '')])
+def test_the_bridge_ignored_axes_set_the_feedback_node_components(tmp_path, ignored, expected):
+    """The launch derives feedback_launch.py's vec3_components from the bridge's ignored_axes."""
+    import importlib.util
+
+    import yaml
+    from launch import LaunchContext
+
+    spec = importlib.util.spec_from_file_location('bridge_feedback_launch', LAUNCH_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    params = tmp_path / 'bridge.yaml'
+    params.write_text(yaml.safe_dump(
+        {'/**': {'ros__parameters': {'ignored_axes': ignored}}}), encoding='utf-8')
+    context = LaunchContext()
+    context.launch_configurations['bridge_params_file'] = str(params)
+    for action in module._planar_components(context):
+        action.execute(context)
+    assert context.launch_configurations['vec3_components'] == expected
+    context.launch_configurations['bridge_params_file'] = str(tmp_path / 'missing.yaml')
+    for action in module._planar_components(context):
+        action.execute(context)
+    assert context.launch_configurations['vec3_components'] == ''
 
 
 def test_remapped_inputs_are_the_bridge_subscriptions(rclpy_context):

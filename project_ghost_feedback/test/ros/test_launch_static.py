@@ -35,7 +35,7 @@ from support.launch_files import (
 )
 
 LAUNCH_FILE = PACKAGE_DIR / 'launch' / 'feedback_launch.py'
-HELPERS = ('resolve_topic',)
+HELPERS = ('resolve_topic', 'vec3_components_parameters')
 
 
 @pytest.fixture(scope='module')
@@ -230,6 +230,17 @@ def test_resolve_topic_agrees_with_rclpy(helpers, namespace, rclpy_context):
     finally:
         if node is not None:
             node.destroy_node()
+
+
+def test_vec3_components_argument_sets_the_two_node_parameters(helpers):
+    """``vec3_components:=2,1`` gives the node's position/orientation_components; '' nothing."""
+    parse = helpers['vec3_components_parameters']
+    assert parse('2,1') == {'position_components': 2, 'orientation_components': 1}
+    assert parse(' 3, 2 ') == {'position_components': 3, 'orientation_components': 2}
+    assert parse('') == {}
+    for bad in ('2', '2,1,1', 'a,b', '2;1', '-1,2'):
+        with pytest.raises(ValueError, match='vec3_components'):
+            parse(bad)
 
 
 # -- the parameters file --------------------------------------------------------------------------

@@ -22,7 +22,7 @@ TOPIC_ARGUMENTS = frozenset({'outcome_topic', 'assessment_topic', 'calibrated_to
 LAUNCH_ARGUMENTS = frozenset({
     'namespace', 'params_file', 'use_sim_time', 'record', 'bag_output', 'record_qos_overrides',
     'respawn', 'log_level',
-    'extra_record_topics', 'telemetry_bag', 'record_topics'}
+    'extra_record_topics', 'telemetry_bag', 'record_topics', 'vec3_components'}
 ) | TOPIC_ARGUMENTS
 
 

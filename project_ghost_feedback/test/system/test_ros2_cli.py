@@ -362,9 +362,17 @@ def test_ros2_run_ghost_feedback_cli():
 # with exit 0. Once the bridge's input topics are settled, feed them here and wait for the
 # calibrated output as test_launch_with_params_file_while_input_flows does.
 
-def test_bridge_launch_starts_both_nodes_and_stops_cleanly(process_factory):
-    """``bridge_feedback_launch.py``: ``ros2 node list`` shows both nodes; SIGINT ends both."""
-    process = process_factory('launch', PACKAGE, 'bridge_feedback_launch.py')
+def test_bridge_launch_starts_both_nodes_and_stops_cleanly(process_factory, tmp_path):
+    """``bridge_feedback_launch.py``: ``ros2 node list`` shows both nodes; SIGINT ends both.
+
+    With a planar bridge parameters file (``ignored_axes`` z, roll, pitch) the feedback node
+    gets ``position_components`` 2 and ``orientation_components`` 1 (``ros2 param get``).
+    """
+    bridge_params = tmp_path / 'planar_bridge.yaml'
+    bridge_params.write_text(
+        "/**:\n  ros__parameters:\n    ignored_axes: ['z', 'roll', 'pitch']\n", encoding='utf-8')
+    process = process_factory('launch', PACKAGE, 'bridge_feedback_launch.py',
+                              f'bridge_params_file:={bridge_params}')
     deadline = time.monotonic() + DEADLINE_S
     listed = ''
     while time.monotonic() < deadline and process.popen.poll() is None:
@@ -373,6 +381,9 @@ def test_bridge_launch_starts_both_nodes_and_stops_cleanly(process_factory):
             break
     assert '/feedback_node' in listed and '/outcome_bridge' in listed, listed + process.output()
     assert process.output().count('process started with pid') == 2, process.output()
+    for name, value in (('position_components', 2), ('orientation_components', 1)):
+        got = ros2('param', 'get', *CLI, '/feedback_node', name)
+        assert f'Integer value is: {value}' in got.stdout, got.stdout
     assert_clean_sigint(process, nodes=2)
 
 
