@@ -17,7 +17,6 @@ Figures only, never a gate. ``--quick`` for a short run.
 import argparse
 import math
 import time
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -27,11 +26,10 @@ from project_ghost_feedback.bridge.pairing import PairingEngine
 from project_ghost_feedback.bridge.parameters import engine_config, PARAMETERS
 from project_ghost_feedback.core.feedback import RunOverconfidence
 from project_ghost_feedback.core.feedback.overconfidence import estimate_overconfidence
-from project_ghost_feedback.core import BeliefSelfAssessment, NS_PER_S, SelfAssessmentLevel
+from project_ghost_feedback.core import BeliefSelfAssessment, SelfAssessmentLevel
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
+from project_ghost_feedback.sim.pose_errors import feed_errors
 
-S = NS_PER_S
-DT = S // 10
 STD = 0.1
 IGNORED = ['z', 'roll', 'pitch']
 WINDOW = 32
@@ -45,20 +43,6 @@ class _Outcomes(EngineListener):
         self.outcomes.append(outcome)
 
 
-def _odometry(stamp_ns, xyz=(0.0, 0.0, 0.0), yaw=0.0, std=STD):
-    sec, ns = divmod(stamp_ns, S)
-    covariance = [0.0] * 36
-    for i in range(6):
-        covariance[i * 7] = std * std
-    return SimpleNamespace(
-        header=SimpleNamespace(stamp=SimpleNamespace(sec=sec, nanosec=ns), frame_id='odom'),
-        child_frame_id='base',
-        pose=SimpleNamespace(pose=SimpleNamespace(
-            position=SimpleNamespace(x=xyz[0], y=xyz[1], z=xyz[2]),
-            orientation=SimpleNamespace(x=0.0, y=0.0, z=math.sin(yaw / 2), w=math.cos(yaw / 2))),
-            covariance=covariance))
-
-
 def stream(method, k, seed, length):
     """Return the outcomes of one planar stream of ``length`` estimates, errors ``k`` x claim."""
     params = {name: spec.default for name, spec in PARAMETERS.items()}
@@ -69,12 +53,7 @@ def stream(method, k, seed, length):
     rng = np.random.default_rng(seed)
     errors = k * STD * rng.standard_normal((length, 3))
     yaws = k * STD * rng.standard_normal(length)
-    for i in range(length):
-        stamp = i * DT
-        engine.take_reference(_odometry(stamp, std=0.0))
-        engine.take_estimate(_odometry(stamp, xyz=tuple(errors[i]), yaw=float(yaws[i])))
-        engine.take_reference(_odometry(stamp + DT // 2, std=0.0))
-    engine.flush()
+    feed_errors(engine, errors, yaw_errors=yaws, std=STD)
     return listener.outcomes
 
 

@@ -26,6 +26,7 @@ from ..core.feedback import (
     RunOverconfidence,
     time_origin,
 )
+from ..core.feedback.overconfidence import VEC3_COMPONENTS
 from ..core.feedback import CalibratedSelfAssessment, CalibrationHistory
 from ..core.loop import CONFIGURATION, FeedbackLoop, LoopConfig, LoopEvent, Step
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
@@ -108,7 +109,7 @@ class _Levels:
 
 class _PolicyRun:
     def __init__(self, spec: PolicySpec, injection_ns: int | None, max_history: int,
-                 buffer_size: int, components: tuple[int, int] = (3, 3)) -> None:
+                 buffer_size: int, components: tuple[int, int] = VEC3_COMPONENTS) -> None:
         self.spec = spec
         # The audited configuration stays as given: recorded configuration changes are skipped.
         self.feeder = LoopFeeder(FeedbackLoop(LoopConfig.make(

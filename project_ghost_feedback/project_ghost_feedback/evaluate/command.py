@@ -23,6 +23,7 @@ import shutil
 from typing import Any, TYPE_CHECKING
 
 from ..bridge_inputs import add_input_arguments, BagInputError
+from ..core.feedback.overconfidence import VEC3_COMPONENTS
 
 if TYPE_CHECKING:
     from ..bridge_inputs import BridgeRun
@@ -145,7 +146,8 @@ class _Trace:
 
     def __init__(self, bag_dir: pathlib.Path,
                  calibrated_estimate: tuple[bool, float, float] | None,
-                 pose_errors: bool = True, components: tuple[int, int] = (3, 3)) -> None:
+                 pose_errors: bool = True,
+                 components: tuple[int, int] = VEC3_COMPONENTS) -> None:
         from ..bridge.calibrated_estimate import inflation_factors
         from ..core.feedback import EpisodeTracker, RunOverconfidence
         from ..core.feedback.overconfidence import estimate_from_sum, unmapped_squared_distances
@@ -450,7 +452,7 @@ def run(args: argparse.Namespace, fail: Fail) -> int:
             from ..field_inputs import innovation_parameters
 
             values = innovation_parameters(args.params_file)
-            components = tuple(args.vec3_components or (3, 3))
+            components = tuple(args.vec3_components or VEC3_COMPONENTS)
         else:
             from ..bridge.geometry import vec3_components
 

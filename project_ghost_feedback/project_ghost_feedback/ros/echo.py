@@ -21,6 +21,7 @@ import sys
 from typing import Any
 
 from ..core import NS_PER_S
+from ..core.feedback.overconfidence import VEC3_COMPONENTS
 
 
 def _yaml_lines(message: Any, indent: int = 0) -> list[str]:
@@ -69,7 +70,7 @@ ECHO_NOTE_AFTER_S = 5.0
 
 
 def assessment_line(message: Any, first_stamp_ns: int,
-                    components: tuple[int, int] = (3, 3)) -> str:
+                    components: tuple[int, int] = VEC3_COMPONENTS) -> str:
     """Return one line of a CalibratedSelfAssessment message: what a user reads live.
 
     ``+12.300 s  KNOWN -> UNCERTAIN  significant_overconfidence  k (ratio of stds, 95%):
@@ -125,7 +126,7 @@ class EchoLines:
     """
 
     def __init__(self, period_s: float = SUMMARY_PERIOD_S, every: bool = False,
-                 components: tuple[int, int] = (3, 3)) -> None:
+                 components: tuple[int, int] = VEC3_COMPONENTS) -> None:
         self.period_s = period_s
         self.every = every
         self.components = components
@@ -240,7 +241,7 @@ def run(args: argparse.Namespace, fail: Callable[..., int], prog: str) -> int:
     rclpy.init(context=context)
     node = executor = None
     received = 0
-    lines = EchoLines(every=args.every, components=tuple(args.vec3_components or (3, 3)))
+    lines = EchoLines(every=args.every, components=tuple(args.vec3_components or VEC3_COMPONENTS))
     cause = ['']
     budget = ['']
     frame_step = [(0, '')]

@@ -26,7 +26,7 @@ from typing import Any, cast, NamedTuple
 
 from ..core import PredictionOutcome
 from ..core.feedback import (
-    CalibratedSelfAssessment, coerce_parameters, HISTORY_SCHEMA_SQUARED_DISTANCES)
+    CalibratedSelfAssessment, coerce_parameters, EpisodeTracker, HISTORY_SCHEMA_SQUARED_DISTANCES)
 from ..core.loop import (
     CONFIGURATION, DERIVED_CAUSES, FeedbackLoop, LoopConfig, LoopEvent, Step)
 from .bag_reader import BagMessage
@@ -47,7 +47,8 @@ from .loop_inputs import (
     RecordedOutput,
     select_loop_topics,
 )
-from .report import Difference, first_field_difference, ReplayReport, summary_line
+from .report import (
+    Difference, first_field_difference, LevelSummary, ReplayReport, summary_line)
 
 LOOP_TOPIC_TYPES = INPUT_TYPES + (TYPE_CALIBRATED_SELF_ASSESSMENT,)
 """What replay reads: the loop's inputs and the recorded output it compares with."""
@@ -186,7 +187,10 @@ def _replay(bag: OpenBag, overrides: Overrides, order: str) -> ReplayReport:
     report = ReplayReport(
         bag=info.path, order=order, mode='verify' if config == base else 'compare',
         recorded_config=base, config_source=source, replay_config=config, warnings=warnings,
-        bag_start_ns=info.start_time_ns, bag_end_ns=info.end_time_ns)
+        bag_start_ns=info.start_time_ns, bag_end_ns=info.end_time_ns,
+        # k read with each configuration's vec3 components (a planar source's: unbiased).
+        recorded=LevelSummary(episodes=EpisodeTracker(components=base.vec3_components)),
+        recomputed=LevelSummary(episodes=EpisodeTracker(components=config.vec3_components)))
     # Rebuild the histories in the schema the bag recorded (schema 1 before ADR-0026a).
     history_schema = (HISTORY_SCHEMA_SQUARED_DISTANCES if first is None
                       else first.calibration_history.schema_version)

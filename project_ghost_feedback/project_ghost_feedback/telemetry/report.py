@@ -31,12 +31,8 @@ class LevelSummary:
         default=None, repr=False, compare=False)
     episodes: EpisodeTracker = dataclasses.field(
         default_factory=EpisodeTracker, repr=False, compare=False)
-    components: tuple[int, int] = (3, 3)
-    """The (position, orientation) error components the k estimates are read with."""
-
-    def __post_init__(self) -> None:
-        if self.components != self.episodes.components:
-            self.episodes = EpisodeTracker(components=self.components)
+    """Its ``components`` are the (position, orientation) error components every k is read
+    with (the episodes' and ``final_overconfidence``)."""
 
     def add(self, calibrated: CalibratedSelfAssessment) -> None:
         """Count one calibrated assessment."""
@@ -65,7 +61,7 @@ class LevelSummary:
             'downgrades': self.downgrades,
             'first_downgrade_stamp_sim_ns': self.first_downgrade_stamp_sim_ns,
             'final_overconfidence': None if last is None else overconfidence_as_dict(
-                last, self.components),
+                last, tracker.components),
             'episodes': [episode.as_dict(origin_ns) for episode in tracker.episodes()],
             'downgraded_s': tracker.downgraded_s,
         }
@@ -157,11 +153,6 @@ class ReplayReport:
     resets: dict = dataclasses.field(default_factory=dict)
     bag_start_ns: int | None = None
     bag_end_ns: int | None = None
-
-    def __post_init__(self) -> None:
-        # k read with each configuration's vec3 components (a planar source's: unbiased).
-        self.recorded = LevelSummary(components=self.recorded_config.vec3_components)
-        self.recomputed = LevelSummary(components=self.replay_config.vec3_components)
 
     def time_origin(self) -> tuple[int, str]:
         """Return ``(origin_ns, kind)`` of the episodes' seconds (:func:`time_origin`)."""

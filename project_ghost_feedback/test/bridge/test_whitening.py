@@ -7,7 +7,6 @@ data only.
 """
 
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ from project_ghost_feedback.core.serial_whitening import (
     DEFAULT_ALPHA, DEFAULT_GUARD_ALPHA, SerialWhitener, yule_walker)
 from project_ghost_feedback.core import NS_PER_S
 from project_ghost_feedback.parameter_spec import ParameterError
+from project_ghost_feedback.sim.pose_errors import feed_errors as feed
 
 S = NS_PER_S
 DT = S // 10
@@ -211,38 +211,11 @@ class Listener(EngineListener):
         self.withheld.append(outcome)
 
 
-def odometry(stamp_ns, xyz=(0.0, 0.0, 0.0), yaw=0.0, std=0.1):
-    sec, ns = divmod(stamp_ns, S)
-    cov = [0.0] * 36
-    for i in range(6):
-        cov[i * 7] = std * std
-    return SimpleNamespace(
-        header=SimpleNamespace(stamp=SimpleNamespace(sec=sec, nanosec=ns), frame_id='odom'),
-        child_frame_id='base',
-        pose=SimpleNamespace(
-            pose=SimpleNamespace(
-                position=SimpleNamespace(x=xyz[0], y=xyz[1], z=xyz[2]),
-                orientation=SimpleNamespace(x=0.0, y=0.0, z=math.sin(yaw / 2),
-                                            w=math.cos(yaw / 2))),
-            covariance=cov))
-
-
 def engine(**values):
     params = {name: spec.default for name, spec in PARAMETERS.items()}
     params.update({'use_tf': False, 'use_reference_covariance': False}, **values)
     listener = Listener()
     return PairingEngine(engine_config(params), listener), listener
-
-
-def feed(eng, errors, start=0, yaw_errors=None):
-    """One estimate per 0.1 s with the given position errors (m) against a reference at 0."""
-    for i, e in enumerate(errors):
-        stamp = (start + i) * DT
-        eng.take_reference(odometry(stamp, std=0.0))
-        yaw = 0.0 if yaw_errors is None else yaw_errors[i]
-        eng.take_estimate(odometry(stamp, xyz=tuple(e), yaw=yaw))
-        eng.take_reference(odometry(stamp + DT // 2, std=0.0))
-    eng.flush()
 
 
 def test_the_engine_keeps_every_outcome_after_the_documented_warm_up():

@@ -257,8 +257,6 @@ def chi_to_chi3(distance: float, dof: int) -> float:
     :func:`chi_to_chi` onto 3 degrees: what an outcome source publishes for a vec3 that keeps
     ``dof`` components, so that an honest source's distances have the law the policies assume.
     """
-    if type(dof) is not int or not 1 <= dof <= _MAX_MAPPED_DOF:
-        raise ValueError(f'dof must be an int in 1..{_MAX_MAPPED_DOF}, got {dof!r}')
     return chi_to_chi(distance, dof, _THREE)
 
 

@@ -35,12 +35,12 @@ from dataclasses import dataclass
 import math
 
 from ..contracts import NS_PER_S, PredictionOutcome, SelfAssessmentLevel
-from .chi_square import chi3_to_chi
 from .overconfidence import (
     check_components,
     estimate_from_squared_distances,
     estimate_from_sum,
     OverconfidenceEstimate,
+    unmapped_square,
     unmapped_squared_distances,
     VEC3_COMPONENTS,
 )
@@ -448,12 +448,8 @@ class RunOverconfidence:
         self.outcomes += 1
         position, orientation = outcome.position_mahalanobis, outcome.orientation_mahalanobis
         position_m, orientation_m = self.components
-        if position_m != 3:
-            position = chi3_to_chi(position, position_m)
-        if orientation_m != 3:
-            orientation = chi3_to_chi(orientation, orientation_m)
-        self.position_total += position * position
-        self.orientation_total += orientation * orientation
+        self.position_total += unmapped_square(position * position, position_m)
+        self.orientation_total += unmapped_square(orientation * orientation, orientation_m)
 
     def estimates(self) -> dict[str, OverconfidenceEstimate | None]:
         """Return ``{'position': estimate, 'orientation': estimate}`` (None without outcomes)."""

@@ -92,6 +92,18 @@ def check_components(owner: str, components: object) -> tuple[int, int]:
     return (components[0], components[1])
 
 
+def unmapped_square(square: float, components: int = DOF_PER_VEC3) -> float:
+    """Return one squared distance mapped back from ``chi(3)`` onto ``chi(components)``.
+
+    The identity for ``components`` 3; for fewer, the published (mapped) distance is undone with
+    :func:`.chi_square.chi3_to_chi`, so a ``k``-times overconfident source's value is ``k^2``
+    times a ``chi2(components)`` again. ValueError for NaN or a negative value.
+    """
+    if components == DOF_PER_VEC3:
+        return square
+    return _unmapped_square(square, components)
+
+
 @functools.lru_cache(maxsize=65536)
 def _unmapped_square(square: float, components: int) -> float:
     if square != square or square < 0.0:
@@ -102,12 +114,7 @@ def _unmapped_square(square: float, components: int) -> float:
 
 def unmapped_squared_distances(squared_distances: Iterable[float],
                                components: int = DOF_PER_VEC3) -> tuple[float, ...]:
-    """Return a vec3's squared distances mapped back from ``chi(3)`` onto ``chi(components)``.
-
-    The identity for ``components`` 3; for fewer, each published (mapped) distance is undone
-    with :func:`.chi_square.chi3_to_chi`, so a ``k``-times overconfident source's values are
-    ``k^2 chi2(components)`` again.
-    """
+    """Return a vec3's squared distances, each through :func:`unmapped_square`."""
     values = tuple(squared_distances)
     if components == DOF_PER_VEC3:
         return values
@@ -208,6 +215,7 @@ __all__ = [
     'format_overconfidence',
     'OverconfidenceEstimate',
     'overconfidence_as_dict',
+    'unmapped_square',
     'unmapped_squared_distances',
     'VEC3_COMPONENTS',
 ]
