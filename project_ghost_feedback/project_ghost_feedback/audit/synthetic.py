@@ -38,18 +38,16 @@ def write_bag(path: _Path, *, seed: int, assessments: int = 300,
               **scenario_options: Any) -> _Path:
     """Write a bag at ``path`` (must not exist) as the node would record it; return ``path``."""
     from ..telemetry import TelemetryRecorder
+    from ..telemetry.loop_inputs import LoopFeeder
 
     config = LoopConfig.make(policy, None, max_history, OUTCOME_BUFFER_SIZE)
-    loop = FeedbackLoop(config)
     recorder = TelemetryRecorder(path, config, recorder='synthetic')
+    feeder = LoopFeeder(FeedbackLoop(config), recorder=recorder)
     try:
         for raw, outcomes in scenario(assessments, **scenario_options).steps(seed):
             for outcome in outcomes:
-                loop.outcome(outcome)
-                recorder.record_outcome(outcome)
-            calibrated = loop.assessment(raw).calibrated
-            assert calibrated is not None  # no now_ns: an assessment is never refused
-            recorder.record_assessment(raw, calibrated)
+                feeder.feed(outcome)
+            feeder.feed(raw)
     finally:
         recorder.close()
     if recorder.error is not None:

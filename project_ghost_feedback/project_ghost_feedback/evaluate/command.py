@@ -20,7 +20,7 @@ import math
 import os
 import pathlib
 import shutil
-from typing import Any, TYPE_CHECKING
+from typing import Any, cast, TYPE_CHECKING
 
 from ..bridge_inputs import add_input_arguments, BagInputError
 from ..core.feedback.overconfidence import VEC3_COMPONENTS
@@ -129,14 +129,16 @@ def _evaluate_run(run: Any, loop_config: LoopConfig, output_dir: str | os.PathLi
         raise EvaluateError(f'{path}: cannot read the bag: {type(error).__name__}: '
                             f'{text}'[:500]) from None
     distances, levels, bag_dir = recorded.distances, recorded.levels, recorded.bag_dir
+    origin = _origin(run, recorded)  # where every second of the summary and picture counts from
     summary = _summary(run, loop_config, distances, levels, bag_dir)
-    summary = _verdict(run, recorded) | summary | _episodes_summary(run, recorded)
+    summary = (_verdict(run, recorded, origin[0]) | summary
+               | _episodes_summary(run, recorded, origin))
     (output_dir / 'summary.json').write_text(json.dumps(summary, indent=2) + '\n',
                                              encoding='utf-8')
     (output_dir / 'summary.txt').write_text(summary_text(summary) + '\n', encoding='utf-8')
     if plot and distances:
         picture = output_dir / 'evaluate.png'
-        _picture(picture, run, recorded, title)
+        _picture(picture, recorded, title, origin)
         summary['picture'] = str(picture)
     return summary
 
@@ -225,29 +227,27 @@ def _calibrated_estimate(values: Mapping[str, Any]) -> tuple[bool, float, float]
 def _record(run: BridgeRun | InnovationRun, loop_config: LoopConfig, output_dir: pathlib.Path,
             values: Mapping[str, Any] | None = None) -> _Trace:
     """Run the bridge's outputs through the loop into a telemetry bag; return its _Trace."""
-    from ..core.loop import FeedbackLoop
+    from ..core.loop import FeedbackLoop, Step
     from ..telemetry import TelemetryRecorder
+    from ..telemetry.loop_inputs import LoopFeeder
     from ..bridge_inputs import ASSESSMENT
 
-    loop = FeedbackLoop(loop_config)
     bag_dir = output_dir / 'telemetry'
     recorder = TelemetryRecorder(str(bag_dir), loop_config, recorder='evaluate')
+    feeder = LoopFeeder(FeedbackLoop(loop_config), recorder=recorder)  # replay's and audit's rule
     trace = _Trace(bag_dir, _calibrated_estimate(values or {}),
                    pose_errors=getattr(run, 'has_reference', True),
                    components=loop_config.vec3_components)
     try:
         take_steps = getattr(run, 'take_transform_steps', list)  # innovations: no frames
         for kind, contract in run:
-            for step in take_steps():
-                trace.tracker.transform_step(step)  # frames named in the episodes
+            for transform_step in take_steps():
+                trace.tracker.transform_step(transform_step)  # frames named in the episodes
+            step = cast(Step, feeder.feed(contract))
             if kind == ASSESSMENT:
-                calibrated = loop.assessment(contract).calibrated
-                assert calibrated is not None  # no now_ns: an assessment is never refused
-                recorder.record_assessment(contract, calibrated)
-                trace.assessment(contract, calibrated)
+                assert step.calibrated is not None  # offline: never refused (LoopFeeder)
+                trace.assessment(contract, step.calibrated)
             else:
-                loop.outcome(contract)
-                recorder.record_outcome(contract)
                 trace.outcome(contract)
     finally:
         recorder.close()
@@ -268,18 +268,18 @@ def _origin(run: BridgeRun, trace: _Trace) -> tuple[int, str]:
     return time_origin(run.bag_start_ns, run.bag_end_ns, min(stamps) if stamps else None)
 
 
-def _verdict(run: BridgeRun, trace: _Trace) -> dict[str, Any]:
+def _verdict(run: BridgeRun, trace: _Trace, origin: int) -> dict[str, Any]:
     """Return the summary's leading keys: the verdict in words and the pose error."""
     from ..core.feedback import verdict_line
 
-    origin, _ = _origin(run, trace)
     return {'verdict': verdict_line(trace.tracker, trace.pooled, origin),
             'error_text': run.errors.text()}
 
 
-def _episodes_summary(run: BridgeRun, trace: _Trace) -> dict[str, Any]:
+def _episodes_summary(run: BridgeRun, trace: _Trace,
+                      time_origin: tuple[int, str]) -> dict[str, Any]:
     """Return the episodes, k over the run, the pose error and the time origin (JSON-ready)."""
-    origin, kind = _origin(run, trace)
+    origin, kind = time_origin
     tracker = trace.tracker
     result = {
         'time_origin': {'stamp_ns': origin, 'kind': kind},
@@ -303,13 +303,14 @@ def _finite_or_text(value: float) -> float | str:
     return value if math.isfinite(value) else 'inf'
 
 
-def _picture(path: pathlib.Path, run: BridgeRun, trace: _Trace, title: str) -> None:
-    """Write evaluate.png (:mod:`.plot`) of a _Trace, in seconds from the bag start."""
+def _picture(path: pathlib.Path, trace: _Trace, title: str,
+             time_origin: tuple[int, str]) -> None:
+    """Write evaluate.png (:mod:`..plots`) of a _Trace, in seconds from ``time_origin``."""
     from ..core import NS_PER_S
     from ..core.feedback.episodes import ORIGIN_BAG_START
     from ..plots import write_picture
 
-    origin, kind = _origin(run, trace)
+    origin, kind = time_origin
 
     def s(stamp: int) -> float:
         return (stamp - origin) / NS_PER_S

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A bag's loop inputs and the one rule that feeds them to a feedback loop (replay and audit).
+"""A bag's loop inputs and the one rule that feeds them to a feedback loop (every offline path).
 
 The feedback node takes three kinds of input: prediction outcomes, raw self-assessments and,
 when a run is replayed, its recorded loop events (``/feedback_events``: resets and
@@ -17,10 +17,13 @@ configuration changes). This module is the one place that
   configuration change goes through ``configure`` (replay applies its overrides to it; an
   audit that holds its configuration fixed passes None and the change is skipped); the other
   recorded events go through :meth:`FeedbackLoop.apply`, which does not re-apply the resets the
-  loop derives from its inputs.
+  loop derives from its inputs. With a ``recorder`` (a
+  :class:`~.recorder.TelemetryRecorder`) each input and its calibrated output are recorded as
+  the feedback node records them.
 
 ``ghost-feedback replay`` (:mod:`.replay`) and ``ghost-feedback audit`` (:mod:`..audit.task`)
-both read bags through it.
+read bags through it; ``ghost-feedback evaluate`` (:mod:`..evaluate.command`) and the synthetic
+fleet (:mod:`..audit.synthetic`) feed and record through it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from .codecs import DECODERS
 
 if TYPE_CHECKING:
     from .bag_reader import BagInfo, OpenBag
+    from .recorder import TelemetryRecorder
 
 INPUT_TYPES = (TYPE_PREDICTION_OUTCOME, TYPE_BELIEF_SELF_ASSESSMENT, TYPE_FEEDBACK_EVENT)
 """The loop's input types, in the order :func:`select_loop_topics` reports them."""
@@ -139,16 +143,19 @@ class LoopFeeder:
     ``configure(event)`` returns the LoopConfig a recorded configuration change becomes (replay:
     the recorded one with its overrides), or is None to keep the loop's configuration.
     :meth:`feed` returns the loop's :class:`~..core.loop.Step` for an outcome or an assessment,
-    and for a recorded event whether it changed the loop (``True``/``False``).
+    and for a recorded event whether it changed the loop (``True``/``False``). ``recorder``
+    (optional) records each outcome, and each assessment with its calibrated output.
     """
 
     def __init__(self, loop: FeedbackLoop,
-                 configure: Callable[[LoopEvent], LoopConfig] | None = None) -> None:
+                 configure: Callable[[LoopEvent], LoopConfig] | None = None,
+                 recorder: TelemetryRecorder | None = None) -> None:
         self.loop = loop
         self._configure = configure
+        self._recorder = recorder
         self._handlers: dict[type, Callable[..., Step | bool]] = {
-            PredictionOutcome: loop.outcome,
-            BeliefSelfAssessment: loop.assessment,
+            PredictionOutcome: self._outcome,
+            BeliefSelfAssessment: self._assessment,
             LoopEvent: self._event,
         }
 
@@ -158,6 +165,20 @@ class LoopFeeder:
         if handler is None:
             raise TypeError(f'not a loop input: {type(item).__name__}')
         return handler(item)
+
+    def _outcome(self, outcome: PredictionOutcome) -> Step:
+        step = self.loop.outcome(outcome)
+        if self._recorder is not None:
+            self._recorder.record_outcome(outcome)
+        return step
+
+    def _assessment(self, raw: BeliefSelfAssessment) -> Step:
+        step = self.loop.assessment(raw)
+        # Offline there is no now_ns: an assessment is never refused, so it always has an output.
+        assert step.calibrated is not None
+        if self._recorder is not None:
+            self._recorder.record_assessment(raw, step.calibrated)
+        return step
 
     def _event(self, event: LoopEvent) -> bool:
         if event.kind == CONFIGURATION:

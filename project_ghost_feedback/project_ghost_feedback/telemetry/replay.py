@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Collection, Iterator
+import itertools
 import os
 from typing import Any, cast, NamedTuple
 
@@ -44,6 +45,7 @@ from .loop_inputs import (
     INPUT_TYPES,
     loop_inputs,
     LoopFeeder,
+    LoopInput,
     RecordedOutput,
     select_loop_topics,
 )
@@ -108,20 +110,35 @@ def read_bag(path: str | os.PathLike[str], *, order: str = 'recorded',
             yield BagContract(message.topic, message.msgtype, message.log_time, contract)
 
 
-def _first_recorded_calibrated(bag: OpenBag) -> CalibratedSelfAssessment | None:
-    """Return the first recorded calibrated assessment (log-time order), or None."""
-    topics = {t.name: t.definition for t in bag.info.topics
-              if t.msgtype == TYPE_CALIBRATED_SELF_ASSESSMENT}
-    connections = [c for c in bag.reader.connections if c.topic in topics and c.msgcount]
-    if not connections:
-        return None
-    try:
-        for connection, _, payload in bag.reader.messages(connections=connections):
-            return cast(CalibratedSelfAssessment,
-                        decode(TYPE_CALIBRATED_SELF_ASSESSMENT, payload, topics[connection.topic]))
-    except Exception:  # noqa: BLE001
-        return None  # the full read reports the problem
-    return None
+FIRST_OUTPUT_WITHIN = 10_000
+"""Inputs held while replay looks for the first recorded calibrated assessment (bounded memory)."""
+
+
+def _read_until_first_output(
+        bag: OpenBag, inputs: Iterator[LoopInput], calibrated_topic: str | None,
+) -> tuple[list[LoopInput], CalibratedSelfAssessment | None]:
+    """Return ``(head, first)``: the inputs read up to the first recorded calibrated assessment.
+
+    The bag is read once: ``head`` is replayed before the rest of ``inputs``. ``first`` (None when
+    there is none within :data:`FIRST_OUTPUT_WITHIN` inputs, or it does not decode: the full
+    read reports that) names the recording policy of a bag without a recorded configuration and
+    the history schema its outputs use.
+    """
+    head: list[LoopInput] = []
+    if calibrated_topic is None:
+        return head, None
+    definition = next(t.definition for t in bag.info.topics if t.name == calibrated_topic)
+    for loop_input in inputs:
+        head.append(loop_input)
+        if isinstance(loop_input.item, RecordedOutput):
+            try:
+                return head, cast(CalibratedSelfAssessment, decode(
+                    TYPE_CALIBRATED_SELF_ASSESSMENT, loop_input.item.payload, definition))
+            except Exception:  # noqa: BLE001 - the comparison decodes it again and reports
+                return head, None
+        if len(head) >= FIRST_OUTPUT_WITHIN:
+            break
+    return head, None
 
 
 class Overrides(NamedTuple):
@@ -177,7 +194,10 @@ def _replay(bag: OpenBag, overrides: Overrides, order: str) -> ReplayReport:
         raise BagError(f'{info.path}: no {TYPE_BELIEF_SELF_ASSESSMENT} topic to replay')
     bag.check_definitions(set(topics))
     events_topic = topics.get(TYPE_FEEDBACK_EVENT)
-    first = _first_recorded_calibrated(bag)
+    rejected: dict[str, int] = {}
+    inputs = loop_inputs(bag, topics, order, rejected)
+    head, first = _read_until_first_output(
+        bag, inputs, topics.get(TYPE_CALIBRATED_SELF_ASSESSMENT))
     base, source, config_warnings = recorded_config(
         info, first, events_recorded=events_topic is not None)
     warnings.extend(config_warnings)
@@ -190,17 +210,18 @@ def _replay(bag: OpenBag, overrides: Overrides, order: str) -> ReplayReport:
         bag_start_ns=info.start_time_ns, bag_end_ns=info.end_time_ns,
         # k read with each configuration's vec3 components (a planar source's: unbiased).
         recorded=LevelSummary(episodes=EpisodeTracker(components=base.vec3_components)),
-        recomputed=LevelSummary(episodes=EpisodeTracker(components=config.vec3_components)))
+        recomputed=LevelSummary(episodes=EpisodeTracker(components=config.vec3_components)),
+        rejected=rejected)  # loop_inputs goes on counting refusals into it
     # Rebuild the histories in the schema the bag recorded (schema 1 before ADR-0026a).
     history_schema = (HISTORY_SCHEMA_SQUARED_DISTANCES if first is None
                       else first.calibration_history.schema_version)
     loop = FeedbackLoop(config, history_schema_version=history_schema)
-    _run(bag, topics, loop, overrides, report, order)
+    _run(bag, topics, itertools.chain(head, inputs), loop, overrides, report)
     return report
 
 
-def _run(bag: OpenBag, topics: dict[str, str], loop: FeedbackLoop, overrides: Overrides,
-         report: ReplayReport, order: str) -> None:
+def _run(bag: OpenBag, topics: dict[str, str], inputs: Iterator[LoopInput], loop: FeedbackLoop,
+         overrides: Overrides, report: ReplayReport) -> None:
     """Stream the bag's inputs through ``loop``, comparing outputs into ``report``."""
     calibrated_topic = topics.get(TYPE_CALIBRATED_SELF_ASSESSMENT)
     comparer = _Comparer(report, definition=next(
@@ -211,7 +232,7 @@ def _run(bag: OpenBag, topics: dict[str, str], loop: FeedbackLoop, overrides: Ov
     events_topic = topics.get(TYPE_FEEDBACK_EVENT)
     derived: dict[str, dict[str, int]] = {'recorded': {}, 'replayed': {}}
     feeder = LoopFeeder(loop, configure=lambda event: overrides.apply(event.config))
-    for _, _, _, item in loop_inputs(bag, topics, order, report.rejected):
+    for _, _, _, item in inputs:
         if isinstance(item, RecordedOutput):
             report.recorded_outputs += 1
             recorded_queue.append(item)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""telemetry/loop_inputs.py: the one rule that feeds a bag's inputs to a loop (replay, audit)."""
+"""telemetry/loop_inputs.py: the one rule that feeds inputs to a loop (replay, audit, evaluate)."""
 
 from support.contracts import build_outcome, build_raw
 import pytest
@@ -60,3 +60,22 @@ def test_a_recorded_configuration_goes_through_configure_or_is_skipped():
     assert replayed.feed(event) is True
     assert seen == [event]
     assert replayed.loop.config == recorded
+
+
+def test_with_a_recorder_every_input_and_output_is_recorded_and_replays_identically(tmp_path):
+    from project_ghost_feedback.telemetry import TelemetryRecorder
+    from project_ghost_feedback.telemetry.replay import replay_bag
+
+    config = LoopConfig.make('calibrated_exceedance', max_history=8)
+    recorder = TelemetryRecorder(str(tmp_path / 'bag'), config, recorder='test')
+    feeder = LoopFeeder(FeedbackLoop(config), recorder=recorder)
+    outputs = []
+    for i in range(12):
+        feeder.feed(build_outcome((2 * i + 1) * 10 * MS))
+        outputs.append(feeder.feed(build_raw((2 * i + 2) * 10 * MS)).calibrated)
+    recorder.close()
+    assert recorder.error is None
+    report = replay_bag(tmp_path / 'bag')
+    assert (report.outcomes, report.assessments, report.recorded_outputs) == (12, 12, 12)
+    assert report.identical is True and report.differences == 0
+    assert outputs[-1].calibration_history.outcomes_considered == 8
