@@ -217,7 +217,7 @@ class Vec3ScalePolicy:
                                           'test: a calibrated vec3 passes its threshold with at '
                                           'most this probability at every window size (binds '
                                           'at 1-2 outcomes), in [1e-12, 0.01], or 0 (off: '
-                                          'as recorded before issue 35).'),
+                                          'as configurations recorded before this floor replay).'),
         'gross_reference_overconfidence': ((1.0, 100.0), 'Null of the fast UNKNOWN CUSUM, in '
                                            '[1, 100].'),
         'gross_design_overconfidence': ((1.0, 100.0), 'Alternative of the fast UNKNOWN CUSUM '
