@@ -17,7 +17,7 @@ help:
 	@echo 'make test   set up if needed, then run all tests (what CI runs)'
 	@echo 'make test-fast  the tests that need neither DDS nor a subprocess (about a minute)'
 	@echo 'make setup  create .venv (ROS 2 Jazzy wheels), colcon build into install/'
-	@echo 'make rosbag2  build rosbag2 (ros2 bag, rosbag2_py) from third_party/, cached (cold: see README)'
+	@echo 'make rosbag2  build rosbag2 (ros2 bag, rosbag2_py) from third_party/, cached (cold: see docs/setup.md)'
 	@echo 'make lint   ruff (ruff.toml) + license headers + mypy (mypy.ini)'
 	@echo 'make bench  run the benchmarks in bench/ (figures only, never a gate)'
 	@echo 'make clean  remove build/ install/ log/;  make distclean  also .venv/'

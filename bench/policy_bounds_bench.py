@@ -11,7 +11,7 @@ in a fresh process (no table memoized by an earlier one) and prints, per policy:
 - ``next``: seconds for the one after it (``thresholds(largest - 1)``), what a sliding window
   costs once warm.
 
-Figures only, never a gate (docs/BENCHMARKS.md).
+Figures only, never a gate (docs/benchmarks.md).
 """
 
 import os

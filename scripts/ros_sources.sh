@@ -227,7 +227,7 @@ export CMAKE_PREFIX_PATH="${VIRTUAL_ENV}"
 export COLCON_HOME="${DIR}/colcon_home"
 mkdir -p "${COLCON_HOME}" "${DIR}/log"
 packages="$(find "${DIR}/src" -name package.xml -not -path '*/test/*' | wc -l)"
-log "${SET}: building ${packages} packages into ${DIR} (cold: long, see README; output in"
+log "${SET}: building ${packages} packages into ${DIR} (cold: long, see docs/setup.md; output in"
 log "  ${DIR}/log/build_output.txt)"
 # PyPI's pybind11 (what the pybind11_vendor wheel uses) keeps its CMake config inside
 # site-packages: put that prefix on CMAKE_PREFIX_PATH for find_package(pybind11).

@@ -142,7 +142,7 @@ def levels(policy, xp, xo, window=32, start_previous=None, underconfident=None, 
     return out
 
 
-# -- the issue-20 targets, measured with standard errors -----------------------------------------
+# -- graded policy v3's design targets, measured with standard errors -----------------------------
 
 FLAP_FACTORS = tuple(round(1.0 + 0.1 * i, 1) for i in range(21)) + (4.0, 5.0, 10.0)
 

@@ -26,7 +26,7 @@ Warm-up: while adaptive, nothing is emitted until ``warmup_samples`` candidates 
 estimate (after a start or a :meth:`OutcomePacer.reset`). Before that the autocorrelation is not
 known, and emitting would pass the very first, strongly correlated outcomes on to the feedback
 node: a window full of them breaks the policies' independence assumption and downgraded an honest
-filter within seconds of its start (issue 33). A candidate whose ``x`` is not finite (a distance
+filter within seconds of its start. A candidate whose ``x`` is not finite (a distance
 of ``+inf``: an error along a direction the estimator claims to know exactly, certain evidence,
 never a false alarm) is not held by the warm-up, only by ``min_interval``.
 """

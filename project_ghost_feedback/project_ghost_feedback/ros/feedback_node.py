@@ -22,7 +22,7 @@ stamp as a CalibratedSelfAssessment on ``self_assessment/calibrated``. Topic nam
 - telemetry (``telemetry_bag`` / ``telemetry_dir``) recorded on a writer thread, off the data path.
 
 Run it with ``ros2 run project_ghost_feedback feedback_node`` (ROS install) or ``feedback_node``
-(the project venv; see the README).
+(the project venv; see docs/node.md).
 """
 
 from __future__ import annotations

@@ -121,7 +121,7 @@ REFERENCE_CLASSES = {
 _NO_PUBLISHER_EVENTS = PublisherEventCallbacks(use_default_callbacks=False)
 """The outputs' publishers without rclpy's default event handlers (incompatible QoS, type): each
 handler is a waitable the single-threaded executor rebuilds its wait set with on every wake-up
-(~5% of the bridge's CPU per pair for these six, issue 32). The outputs are RELIABLE and VOLATILE,
+(~5% of the bridge's CPU per pair for these six). The outputs are RELIABLE and VOLATILE,
 which every request but TRANSIENT_LOCAL or a deadline matches, and a subscriber that asks for more
 is warned by its own side (``ros2 topic echo`` prints it)."""
 
@@ -255,7 +255,7 @@ class OutcomeBridge(TimedLogging, Node):
                                 depth=self._param('output_qos_depth'),
                                 reliability=ReliabilityPolicy.RELIABLE)
         # The outputs are published as the CDR bytes of the contracts (.wire): no message
-        # objects to fill and convert (issue 32).
+        # objects to fill and convert.
         self._outcome_publisher = self.create_publisher(
             PredictionOutcomeMsg, 'prediction_outcome', output_qos,
             event_callbacks=_NO_PUBLISHER_EVENTS)
@@ -277,7 +277,7 @@ class OutcomeBridge(TimedLogging, Node):
                        ESTIMATE: self._param('estimate_type')}
         classes = {REFERENCE: REFERENCE_CLASSES[input_types[REFERENCE]],
                    ESTIMATE: ESTIMATE_CLASSES[input_types[ESTIMATE]]}
-        # The inputs are taken as their CDR bytes and read by .pose_wire (issue 32): no message
+        # The inputs are taken as their CDR bytes and read by .pose_wire: no message
         # object is built for the few fields the bridge reads; rclpy reads what it cannot.
         self._readers = {kind: (VIEWS[input_types[kind]], classes[kind])
                          for kind in (REFERENCE, ESTIMATE)}

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The outcome bridge's inputs read from the CDR bytes DDS carries (issue 32).
+"""The outcome bridge's inputs read from the CDR bytes DDS carries.
 
 The bridge subscribes its estimate and reference raw: rclpy would build a nested Odometry object
 for every input (~35 us here: the pose, the twist and two 36-value covariances) only for the

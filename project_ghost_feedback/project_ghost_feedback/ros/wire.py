@@ -3,7 +3,7 @@
 
 The node takes its inputs as serialized bytes (raw subscriptions) and publishes its output as
 bytes, so that no message object is built for a message it only reads or writes once, and the
-bytes it took and published are what it records (issue 32). rclpy's own path would build nested
+bytes it took and published are what it records. rclpy's own path would build nested
 Python message objects for every input (~100 us each here) and convert the output back from
 objects (~130 us): more than the node's own work.
 

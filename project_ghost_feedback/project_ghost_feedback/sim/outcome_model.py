@@ -291,7 +291,7 @@ class Scenario:
 
 def default_scenario(duration_s=45.0, *, assessment_rate_hz=10.0, outcome_rate_hz=10.0,
                      peak_overconfidence=50.0, model=None):
-    """Return the issue-6 scenario: calibrated, overconfident, recovery (equal thirds).
+    """Return the three-phase scenario: calibrated, overconfident, recovery (equal thirds).
 
     In the ``overconfident`` phase the estimator keeps claiming KNOWN with its 1 cm / 0.01 rad
     stds while its real errors grow geometrically from 2x to ``peak_overconfidence`` x the claim;

@@ -152,7 +152,7 @@ class BackgroundRecorder:
         """Queue messages already serialized, ``(channel, log_time, payload)`` each: all or none.
 
         The feedback node records its inputs as the bytes it took and its output as the bytes
-        it published (nothing encoded again, issue 32).
+        it published (nothing encoded again).
         """
         self._put(('records', records, None), len(records),
                   sum(len(payload) for _, _, payload in records))

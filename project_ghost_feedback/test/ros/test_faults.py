@@ -2,7 +2,7 @@
 """Faults around the feedback node: kill, signals mid-stream, a restarting publisher.
 
 - SIGKILL of a recording node process. What is readable afterwards (documented here and in
-  docs/BENCHMARKS.md): the bag directory has no ``metadata.yaml`` (written at close), so
+  docs/benchmarks.md): the bag directory has no ``metadata.yaml`` (written at close), so
   ``ghost-feedback replay``/``info`` refuse it with one line and exit 2; its MCAP file has no
   summary or footer, but every *chunk* written before the kill is intact. The telemetry writer
   (rosbags) puts the schemas and channels in the first chunk and closes a chunk once it holds

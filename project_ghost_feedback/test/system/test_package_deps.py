@@ -68,7 +68,7 @@ NO_ROSDEP_KEY = {
     'mcap': 'mcap',
     'ruff': 'ruff',
 }
-"""Top-level module -> PyPI name, for modules rosdep has no key for (the README says how)."""
+"""Top-level module -> PyPI name, for modules rosdep has no key for (docs/node.md says how)."""
 
 
 def _imports(paths):

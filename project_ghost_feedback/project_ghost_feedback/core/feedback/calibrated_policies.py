@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Adjustment policies whose thresholds are derived from a false-alarm probability (issue 6).
+"""Adjustment policies whose thresholds are derived from a false-alarm probability.
 
 This module holds ``calibrated_exceedance`` and what both share; ``bucket_likelihood_ratio`` is
 :mod:`.likelihood_ratio_policy`.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A policy graded by *how* overconfident the estimator is (issue 12).
+"""A policy graded by *how* overconfident the estimator is.
 
 :class:`OverconfidenceScalePolicy` models the true errors as ``k`` times the claimed ones (``k``:
 the overconfidence factor; ``k = 1`` calibrated) and answers two questions about ``k`` from the

@@ -45,7 +45,7 @@ POLICIES: dict[str, type[RegisteredPolicy]] = {
 """Policy name -> policy class. The name equals the class's ``policy_id``."""
 
 DEFAULT_POLICY = 'vec3_scale'
-"""The default of the node, replay, evaluate, the audit and the demos (issue 28): graded policy v3.
+"""The default of the node, replay, evaluate, the audit and the demos: graded policy v3.
 
 ``vec3_scale`` grades each vec3 on the squared distances of a schema-2 history (a window CUSUM
 for one step, per-vec3 bounds, a fast CUSUM and a 10-sigma outcome for UNKNOWN), with hysteresis

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Graded policy v3 (issue 20): each vec3 graded on its squared distances, with hysteresis.
+"""Graded policy v3: each vec3 graded on its squared distances, with hysteresis.
 
 :class:`Vec3ScalePolicy` reads the window's squared (unsquared-Mahalanobis) distances per vec3
 that a CalibrationHistory of schema 2 carries (``position_squared_distances``,
@@ -46,9 +46,9 @@ capped at it before squaring, and the two-step and exit sums are compared with `
 Capping can only lower the CUSUM, so the Gaussian false-alarm rate can only fall; it costs
 detection speed and, at a low cap, the two-step grade (``docs/policies.md``).
 
-The default thresholds were set numerically against the issue-20 targets with the bench's
-vectorised mirror of this policy (``analysis/vec3_sim.py``, how: ``docs/policies.md``); the figures
-``bench/honesty_bench.py`` measures for them are in ``docs/policies.md``. Assumptions:
+The default thresholds were set numerically against graded policy v3's design targets with the
+bench's vectorised mirror of this policy (``analysis/vec3_sim.py``, how: ``docs/policies.md``); the
+figures ``bench/honesty_bench.py`` measures for them are in ``docs/policies.md``. Assumptions:
 independent outcomes, Gaussian errors, ``degrees_of_freedom`` per vec3, two vec3 per outcome.
 """
 
@@ -217,7 +217,7 @@ class Vec3ScalePolicy:
                                           'test: a calibrated vec3 passes its threshold with at '
                                           'most this probability at every window size (binds '
                                           'at 1-2 outcomes), in [1e-12, 0.01], or 0 (off: '
-                                          'as recorded before issue 35).'),
+                                          'as configurations recorded before this floor replay).'),
         'gross_reference_overconfidence': ((1.0, 100.0), 'Null of the fast UNKNOWN CUSUM, in '
                                            '[1, 100].'),
         'gross_design_overconfidence': ((1.0, 100.0), 'Alternative of the fast UNKNOWN CUSUM '
