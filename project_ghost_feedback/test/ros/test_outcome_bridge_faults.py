@@ -2,7 +2,9 @@
 """The outcome bridge against bad inputs, time resets, losses, several publishers and QoS.
 
 Real rclpy pub/sub in a private context per test (the Harness of test_outcome_bridge_node.py).
-Waits are on progress (messages seen), with generous ceilings; nothing asserts on time.
+Waits are on progress (messages seen), with generous ceilings; nothing asserts on time. The
+engine's rules for the same inputs (refusals by reason, future stamps, restarts, resets in either
+order) are asserted without DDS in test/bridge/test_pairing_resets.py.
 """
 
 import math
@@ -25,9 +27,7 @@ from support.bridge_node import (
     SECOND_NS,
     UNPACED,
 )
-from support.bad_estimates import (
-    BAD_ESTIMATES,
-)
+from support.bad_estimates import BAD_ESTIMATES, EXPECTED_REASON
 
 BEST_EFFORT = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                          reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -51,17 +51,6 @@ def _pairs(h, first_s, count, period_ns=SECOND_NS // 10):
         stamp = start + index * period_ns
         h.reference(stamp)
         h.estimate(stamp, x=0.1)
-
-
-EXPECTED_REASON = {
-    'quaternion_zero': 'quaternion_zero', 'quaternion_denormal': 'quaternion_zero',
-    'quaternion_nan': 'quaternion_not_finite', 'quaternion_inf': 'quaternion_not_finite',
-    'quaternion_tiny': 'quaternion_not_unit', 'quaternion_huge': 'quaternion_not_unit',
-    'quaternion_not_unit': 'quaternion_not_unit', 'covariance_nan': 'covariance_not_finite',
-    'covariance_inf': 'covariance_not_finite',
-    'covariance_negative_variance': 'covariance_negative_variance',
-    'covariance_not_psd': 'covariance_not_psd', 'covariance_all_zero': 'covariance_all_zero',
-}
 
 
 def test_bad_estimates_are_refused_with_a_reason_and_publish_nothing(harness):
@@ -100,18 +89,6 @@ def test_future_estimate_stamp_is_refused_and_never_becomes_newest(harness):
     _pairs(h, now_s - 9, 20)
     h.spin_until(lambda: h.node.engine.paired >= 19, '19 pairs')
     assert dict(h.node.engine.dropped) == {'future_stamp': 1}
-
-
-def test_estimator_restart_resets_and_pairing_resumes(harness):
-    """Estimate stamps go back by 4,900 s (a restarted estimator): reset, pairs resume."""
-    h = harness(**UNPACED)
-    _pairs(h, 5000, 5)
-    paired = h.node.engine.paired
-    _pairs(h, 100, 10)
-    h.spin_until(lambda: h.node.engine.paired >= paired + 9, 'pairs after the restart')
-    assert h.node.engine.resets['reference_stamp_jump'] == 1
-    assert h.node.engine.dropped['estimate_not_newer'] == 0
-    assert h.node.accounting() == {'estimate': 0, 'reference': 0}
 
 
 @pytest.mark.parametrize('order', ['clock_first', 'inputs_first'])

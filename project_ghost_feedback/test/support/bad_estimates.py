@@ -1,10 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Estimates the bridge must refuse, one per reason."""
+"""Estimates the bridge must refuse, one per reason, and the reason each is refused with."""
 
 import math
-from support.bridge_node import (
-    COVARIANCE,
-)
+from support.pose_inputs import COVARIANCE
 
 
 def _negative_variance():
@@ -33,3 +31,15 @@ BAD_ESTIMATES = {
     'covariance_not_psd': {'covariance': _not_psd()},
     'covariance_all_zero': {'covariance': [0.0] * 36},
 }
+
+
+EXPECTED_REASON = {
+    'quaternion_zero': 'quaternion_zero', 'quaternion_denormal': 'quaternion_zero',
+    'quaternion_nan': 'quaternion_not_finite', 'quaternion_inf': 'quaternion_not_finite',
+    'quaternion_tiny': 'quaternion_not_unit', 'quaternion_huge': 'quaternion_not_unit',
+    'quaternion_not_unit': 'quaternion_not_unit', 'covariance_nan': 'covariance_not_finite',
+    'covariance_inf': 'covariance_not_finite',
+    'covariance_negative_variance': 'covariance_negative_variance',
+    'covariance_not_psd': 'covariance_not_psd', 'covariance_all_zero': 'covariance_all_zero',
+}
+"""Name in :data:`BAD_ESTIMATES` -> the drop reason the bridge counts it under."""

@@ -12,6 +12,7 @@ from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
+from support.pose_inputs import COVARIANCE, SECOND_NS, UNPACED  # noqa: F401 - re-exported
 from support.ros_context import new_rclpy_context, publish_clock_until
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -25,20 +26,8 @@ DEADLINE_S = 15.0
 """Upper bound for any wait; a healthy run needs a small fraction of it."""
 
 
-SECOND_NS = 1_000_000_000
-
-
 QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                  reliability=ReliabilityPolicy.RELIABLE)
-
-
-COVARIANCE = [0.01 if row == column else 0.0 for row in range(6) for column in range(6)]
-"""Estimate covariance: std 0.1 m on x y z, 0.1 rad on roll pitch yaw."""
-
-
-UNPACED = {'decorrelation.method': 'none', 'decorrelation.adaptive': False,
-           'decorrelation.min_interval_s': 0.0, 'max_reference_gap_s': 5.0}
-"""Every paired estimate gives an outcome with its raw distance (no whitening, no pacing)."""
 
 
 def set_pose(msg, stamp_ns, frame_id, x=0.0, y=0.0, yaw=0.0, covariance=None):
