@@ -693,7 +693,7 @@ def handler_cost(window, cycles, repeats=5):
                 on_outcome(outcome)
                 on_assessment(belief)
             samples.append((time.perf_counter_ns() - start) / cycles / 1000.0)
-        assert node.published == cycles * repeats and not node.rejected
+        assert node.published == cycles * repeats and not node.health.rejected
         assert node.last_calibrated.calibration_history.outcomes_considered == window
     finally:
         node.destroy_node()

@@ -188,17 +188,16 @@ def main(argv=None):
     def rosbags_serialize():
         # The public encoder alone, on message objects built beforehand: what any writer that
         # encodes with rosbags pays per message, whatever it does around it.
-        from project_ghost_feedback.core.feedback import CalibratedSelfAssessment
-        from project_ghost_feedback.telemetry.adapters import _get_codec
+        import numpy
 
-        codec = _get_codec()
-        builders = {PredictionOutcome: (codec.outcome, codec.outcome_encoder),
-                    BeliefSelfAssessment: (codec.belief, codec.belief_encoder),
-                    CalibratedSelfAssessment: (codec.calibrated, codec.calibrated_encoder)}
+        from project_ghost_feedback.msg_encoding import build, CONTRACT_MESSAGE
+
+        classes = typestore().types
         built = []
         for contract in contracts:
-            build, encoder = builders[type(contract)]
-            built.append((build(contract), encoder.msgtype))
+            msgtype = CONTRACT_MESSAGE[type(contract)]
+            built.append((build(msgtype, contract, classes,
+                                lambda v: numpy.array(v, dtype=numpy.float64)), msgtype))
         serialize = typestore().serialize_cdr
         with _Timer() as timer:
             for message, msgtype in built:

@@ -71,7 +71,7 @@ def _other_types_offered(node: OutcomeBridge, subscription: Any) -> str:
 
 def check_inputs(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
     """Check publishers matched and silence per input; add gaps, losses, incompatible QoS."""
-    period = node.period
+    period = node.health.period
     for kind, subscription in node.input_subscriptions.items():
         count = subscription.get_publisher_count()
         values[f'{kind}_publishers'] = count
@@ -99,16 +99,16 @@ def check_inputs(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
     values['estimates_received'] = node.received[ESTIMATE]
     values['references_received'] = node.received[REFERENCE]
     for kind in (ESTIMATE, REFERENCE):
-        values[f'{kind}_messages_missed'] = node.gaps[kind].missed
-        values[f'{kind}_messages_lost'] = node.messages_lost[kind]
-        values[f'{kind}_sequence_restarts'] = node.gaps[kind].restarts
+        values[f'{kind}_messages_missed'] = node.health.sequences[kind].missed
+        values[f'{kind}_messages_lost'] = node.health.messages_lost[kind]
+        values[f'{kind}_sequence_restarts'] = node.health.sequences[kind].restarts
         values[f'{kind}_incompatible_qos'] = node.incompatible_qos[kind]
     values['message_info'] = node.message_info
     for topic in node.tf_subscriptions:
         name = topic.strip('/')
         values[f'{name}_messages_received'] = node.tf_received[topic]
-        values[f'{name}_messages_missed'] = node.gaps[topic].missed
-        values[f'{name}_messages_lost'] = node.messages_lost[topic]
+        values[f'{name}_messages_missed'] = node.health.sequences[topic].missed
+        values[f'{name}_messages_lost'] = node.health.messages_lost[topic]
 
 
 def check_tf(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
@@ -131,7 +131,7 @@ def check_tf(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
 def check_pairing(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
     """Check what paired this period (ERROR when frames forbid it); add the engine's counts."""
     engine = node.engine
-    period = node.period
+    period = node.health.period
     engine.retry_transforms()  # tf data may have come since the last input
     counts, node.period_counts = node.period_counts, collections.Counter()
     counts['paired'] = engine.paired - node.paired_at_last_status
@@ -177,9 +177,10 @@ def check_decorrelation(node: OutcomeBridge, steady_ns: int, values: Values) -> 
     if method == WHITEN:
         whitening = engine.whitening
         if not whitening.warm:
-            node.period.note(OK, f'warming up: no outcome until {whitening.position.warmup_samples}'
-                                 ' consecutive pairs fed the serial-correlation estimate '
-                                 f'({whitening.pairs} so far)')
+            node.health.period.note(
+                OK, f'warming up: no outcome until {whitening.position.warmup_samples} '
+                'consecutive pairs fed the serial-correlation estimate '
+                f'({whitening.pairs} so far)')
         for name, whitener in (('position', whitening.position),
                                ('orientation', whitening.orientation)):
             phi, s2 = whitener.coefficients()
@@ -193,9 +194,9 @@ def check_decorrelation(node: OutcomeBridge, steady_ns: int, values: Values) -> 
     elif method == PACE:
         pacer = engine.pacer
         if not pacer.warm:
-            node.period.note(OK, f'warming up: no outcome until {pacer.warmup_samples} paired '
-                                 f'estimates fed the autocorrelation estimate ({pacer.samples} '
-                                 'so far)')
+            node.health.period.note(
+                OK, f'warming up: no outcome until {pacer.warmup_samples} paired estimates fed '
+                f'the autocorrelation estimate ({pacer.samples} so far)')
         values.update({
             'decorrelation_interval_s': f'{pacer.interval_ns / NS_PER_S:.3f}',
             'd2_lag1_autocorrelation': f'{pacer.autocorrelation:.3f}',
@@ -213,12 +214,12 @@ def check_faults(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
         'resets_total': sum(resets.values()),
         'clock_resets': resets[RESET_CLOCK_JUMP],
         'last_reset_reason': node.last_reset_reason,
-        'clock_rejected': node.clock_rejected,
-        'callback_errors_total': sum(node.callback_errors.values()),
-        'last_callback_error': node.last_callback_error,
+        'clock_rejected': node.health.clock_rejected,
+        'callback_errors_total': sum(node.health.callback_errors.values()),
+        'last_callback_error': node.health.last_callback_error,
     })
     _counts(values, 'resets', resets)
-    _counts(values, 'callback_errors', node.callback_errors)
+    _counts(values, 'callback_errors', node.health.callback_errors)
 
 
 def check_calibrated_estimate(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
@@ -247,6 +248,6 @@ def bridge_status(node: OutcomeBridge, steady_ns: int) -> DiagnosticStatus:
     values: Values = {}
     for check in CHECKS:
         check(node, steady_ns, values)
-    node.period.note(OK, 'pairing estimates with references')
-    level, message = node.period.take()
+    node.health.period.note(OK, 'pairing estimates with references')
+    level, message = node.health.period.take()
     return diagnostic_status(node, DIAGNOSTIC_TASK, level, message, values)

@@ -13,7 +13,6 @@ ADR-0026's (``schema_version`` 1), CalibrationHistory schema 1 or 2. Stamps map 
 ``ns = sec * 10**9 + nanosec``.
 """
 
-from array import array
 from collections.abc import Sequence
 import math
 from typing import Any
@@ -34,6 +33,8 @@ from ..core import BeliefSelfAssessment, NamedLevel, PredictionOutcome, SelfAsse
 from ..core.feedback import CalibratedSelfAssessment, CalibrationHistory
 from ..core.feedback.overconfidence import estimate_overconfidence, VEC3_COMPONENTS
 from ..core.loop import LoopEvent
+from ..msg_encoding import (
+    BELIEF, CALIBRATED, EVENT, fill, HISTORY, LEVEL, NAMED_LEVEL, OUTCOME)
 from ..msg_decoding import (  # noqa: F401 - re-exported: the ROS layer's one conversion module
     belief_from_msg,
     calibrated_from_msg,
@@ -51,6 +52,12 @@ from ..msg_decoding import (  # noqa: F401 - re-exported: the ROS layer's one co
 )
 
 
+CLASSES: dict[str, type] = {
+    NAMED_LEVEL: NamedLevelMsg,  # the one sub-message the table builds per item (a sequence)
+}
+"""The rclpy classes :func:`~..msg_encoding.fill` builds; every other sub-message is filled."""
+
+
 def fill_stamp(stamp: TimeMsg, ns: int) -> TimeMsg:
     """Set a builtin_interfaces/Time to ``ns`` nanoseconds (a contract stamp); return it."""
     stamp.sec, stamp.nanosec = divmod(ns, NS_PER_S)
@@ -64,12 +71,12 @@ def ns_to_stamp(ns: int) -> TimeMsg:
 
 def level_to_msg(level: SelfAssessmentLevel) -> SelfAssessmentLevelMsg:
     """Return a SelfAssessmentLevel message for a SelfAssessmentLevel."""
-    return SelfAssessmentLevelMsg(value=level.value)
+    return fill(SelfAssessmentLevelMsg(), LEVEL, level, CLASSES)
 
 
 def named_level_to_msg(named: NamedLevel) -> NamedLevelMsg:
     """Return a NamedLevel message for a NamedLevel."""
-    return NamedLevelMsg(name=named.name, level=level_to_msg(named.level))
+    return fill(NamedLevelMsg(), NAMED_LEVEL, named, CLASSES)
 
 
 def belief_to_msg(belief: BeliefSelfAssessment) -> BeliefSelfAssessmentMsg:
@@ -79,13 +86,7 @@ def belief_to_msg(belief: BeliefSelfAssessment) -> BeliefSelfAssessmentMsg:
 
 def fill_belief_msg(msg: Any, belief: BeliefSelfAssessment) -> Any:
     """Set every field of the BeliefSelfAssessment message ``msg`` from ``belief``; return it."""
-    msg.overall_level = level_to_msg(belief.overall_level)
-    msg.axis_levels = [named_level_to_msg(n) for n in belief.axis_levels]
-    msg.block_levels = [named_level_to_msg(n) for n in belief.block_levels]
-    msg.schema_version = MSG_SCHEMA_VERSION
-    fill_stamp(msg.header.stamp, belief.belief_stamp_sim_ns)
-    msg.header.frame_id = belief.frame_id
-    return msg
+    return fill(msg, BELIEF, belief, CLASSES)
 
 
 def outcome_to_msg(outcome: PredictionOutcome) -> PredictionOutcomeMsg:
@@ -95,15 +96,7 @@ def outcome_to_msg(outcome: PredictionOutcome) -> PredictionOutcomeMsg:
 
 def fill_outcome_msg(msg: PredictionOutcomeMsg, outcome: PredictionOutcome) -> PredictionOutcomeMsg:
     """Set every field of the PredictionOutcome message ``msg`` from ``outcome``; return it."""
-    fill_stamp(msg.prediction_stamp, outcome.prediction_stamp_sim_ns)
-    msg.position_error_m = outcome.position_error_m
-    msg.orientation_error_rad = outcome.orientation_error_rad
-    msg.position_mahalanobis = outcome.position_mahalanobis
-    msg.orientation_mahalanobis = outcome.orientation_mahalanobis
-    msg.schema_version = MSG_SCHEMA_VERSION
-    fill_stamp(msg.header.stamp, outcome.observed_stamp_sim_ns)
-    msg.header.frame_id = outcome.frame_id
-    return msg
+    return fill(msg, OUTCOME, outcome, CLASSES)
 
 
 def history_to_msg(history: CalibrationHistory) -> CalibrationHistoryMsg:
@@ -120,20 +113,7 @@ def fill_history_msg(msg: CalibrationHistoryMsg, history: CalibrationHistory,
     than ``MAX_SQUARED_DISTANCES`` (100000, the node's largest max_history) outcomes does not fit
     the message (rclpy raises AssertionError).
     """
-    stamp = history.most_recent_observed_stamp_sim_ns
-    msg.outcomes_considered = history.outcomes_considered
-    msg.count_within_1_std = history.count_within_1_std
-    msg.count_beyond_1_std = history.count_beyond_1_std
-    msg.count_beyond_3_std = history.count_beyond_3_std
-    msg.count_beyond_5_std = history.count_beyond_5_std
-    msg.worst_position_mahalanobis = history.worst_position_mahalanobis
-    msg.worst_orientation_mahalanobis = history.worst_orientation_mahalanobis
-    msg.position_squared_distances = array('d', history.position_squared_distances)
-    msg.orientation_squared_distances = array('d', history.orientation_squared_distances)
-    fill_stamp(msg.most_recent_observed_stamp, 0 if stamp is None else stamp)
-    msg.history_schema_version = history.schema_version
-    msg.schema_version = HISTORY_MSG_SCHEMA_VERSION
-    return msg
+    return fill(msg, HISTORY, history, CLASSES)
 
 
 def calibrated_to_msg(calibrated: CalibratedSelfAssessment) -> CalibratedSelfAssessmentMsg:
@@ -150,31 +130,18 @@ def fill_calibrated_msg(msg: CalibratedSelfAssessmentMsg, calibrated: Calibrated
     instead of building a message and its default sub-messages per assessment. ``raw_msg``, when
     given, must be the BeliefSelfAssessment message that ``calibrated.raw_assessment`` was
     converted from (:func:`belief_from_msg`): it is used as is instead of being rebuilt (the
-    conversion is lossless, so both are equal).
+    conversion is lossless, so both are equal), and its header is the output's.
     """
-    raw = belief_to_msg(calibrated.raw_assessment) if raw_msg is None else raw_msg
-    msg.raw_assessment = raw
-    msg.header = raw.header
-    fill_history_msg(msg.calibration_history, calibrated.calibration_history)
-    msg.adjusted_overall_level.value = calibrated.adjusted_overall_level.value
-    msg.adjustment_policy_id = calibrated.adjustment_policy_id
-    msg.adjustment_reason = calibrated.adjustment_reason
-    msg.schema_version = MSG_SCHEMA_VERSION
-    return msg
+    if raw_msg is None:
+        return fill(msg, CALIBRATED, calibrated, CLASSES)
+    msg.raw_assessment = raw_msg
+    msg.header = raw_msg.header
+    return fill(msg, CALIBRATED, calibrated, CLASSES, skip=('header', 'raw_assessment'))
 
 
 def event_to_msg(event: LoopEvent) -> FeedbackEventMsg:
     """Return a FeedbackEvent message for a core LoopEvent (detail cut to the message bound)."""
-    config = event.config
-    names, values = config.parameter_texts()
-    msg = FeedbackEventMsg(
-        kind=EVENT_KIND_WIRE[event.kind], cause=event.cause, detail=event.detail[:1024],
-        policy=config.policy, parameter_names=list(names), parameter_values=list(values),
-        max_history=config.max_history, outcome_buffer_size=config.outcome_buffer_size,
-        time_jump_tolerance_ns=config.time_jump_tolerance_ns,
-        schema_version=EVENT_SCHEMA_VERSION)
-    fill_stamp(msg.header.stamp, event.stamp_ns)
-    return msg
+    return fill(FeedbackEventMsg(), EVENT, event, CLASSES)
 
 
 def overconfidence_to_msg(calibrated: CalibratedSelfAssessment,

@@ -78,7 +78,7 @@ def check_outcomes_fresh(node: FeedbackNode, steady_ns: int) -> None:
     last = node.last_outcome_steady_ns or node.start_steady_ns
     starved_s = (steady_ns - last) / NS_PER_S
     if starved_s > node.config.stale_after_s:
-        node.period.note(STALE, f'no outcome received for {starved_s:.1f} s')
+        node.health.period.note(STALE, f'no outcome received for {starved_s:.1f} s')
 
 
 def check_telemetry_losses(node: FeedbackNode, steady_ns: int) -> None:
@@ -88,8 +88,9 @@ def check_telemetry_losses(node: FeedbackNode, steady_ns: int) -> None:
         return
     not_recorded = telemetry.not_recorded
     if not_recorded > node.not_recorded_at_status:
-        node.period.note(WARN, f'telemetry: {not_recorded - node.not_recorded_at_status} '
-                               f'records not recorded ({", ".join(telemetry.losses)})')
+        node.health.period.note(
+            WARN, f'telemetry: {not_recorded - node.not_recorded_at_status} records not '
+            f'recorded ({", ".join(telemetry.losses)})')
     node.not_recorded_at_status = not_recorded
 
 
@@ -100,8 +101,8 @@ def check_clock(node: FeedbackNode, steady_ns: int, status: Status) -> None:
         status.append(note)
     status.values.update({
         'node_clock_ns': node.last_clock_ns,
-        'clock_rejected': node.clock_rejected,
-        'last_clock_rejection': node.last_clock_rejection,
+        'clock_rejected': node.health.clock_rejected,
+        'last_clock_rejection': node.health.last_clock_rejection,
         'clock_stalled': bool(note),
     })
 
@@ -178,22 +179,22 @@ def check_inputs(node: FeedbackNode, steady_ns: int, status: Status) -> None:
     status.values.update({
         'outcomes_received': node.received['outcome'],
         'assessments_received': node.received['assessment'],
-        'rejected_total': sum(node.rejected.values()),
+        'rejected_total': sum(node.health.rejected.values()),
         'published': node.published,
         'duplicates_dropped': node.duplicates,
         'too_old_outcomes_dropped': node.too_old_outcomes,
         'late_outcomes': node.late_outcomes,
-        'messages_lost': node.lost_messages,
-        'messages_missed': node.outcome_gaps.missed + node.assessment_gaps.missed,
+        'messages_lost': sum(node.health.messages_lost.values()),
+        'messages_missed': node.health.messages_missed,
         'outcome_publishers': node.outcome_subscription.get_publisher_count(),
         'assessment_publishers': node.assessment_subscription.get_publisher_count(),
         'resets_total': sum(node.resets.values()),
         'last_reset_reason': node.last_reset_reason,
-        'last_reject_reason': node.last_reject_reason,
+        'last_reject_reason': node.health.last_reject_reason,
     })
-    status.counts('callback_errors', node.callback_errors)
+    status.counts('callback_errors', node.health.callback_errors)
     status.counts('resets', node.resets)
-    status.counts('rejected', node.rejected)
+    status.counts('rejected', node.health.rejected)
 
 
 def check_telemetry(node: FeedbackNode, steady_ns: int, status: Status) -> None:
@@ -247,7 +248,7 @@ def feedback_status(node: FeedbackNode, steady_ns: int) -> DiagnosticStatus:
     """Run the checks; return the period's merged DiagnosticStatus and start a new period."""
     for period_check in PERIOD_CHECKS:
         period_check(node, steady_ns)
-    level, message = node.period.take(carry=node.last_severity)
+    level, message = node.health.period.take(carry=node.last_severity)
     status = Status(level, message)
     for status_check in STATUS_CHECKS:
         status_check(node, steady_ns, status)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Mapping
+from functools import partial
 import sys
 from typing import Any, TYPE_CHECKING
 
@@ -59,10 +60,10 @@ from ..core.loop import (
     Step,
 )
 from ..core.window import DUPLICATE, TOO_OLD
+from ..msg_encoding import calibrated_bytes
 from .calibration_status import (
     assessment_severity,
     is_underconfident,
-    PeriodStatus,
     WARN,
 )
 from .conversions import (
@@ -73,7 +74,7 @@ from .conversions import (
     overconfidence_to_msg,
 )
 from .feedback_diagnostics import feedback_status, level_change
-from .feedback_faults import FeedbackFaults
+from .health import HealthLedger
 from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for main()'s users
     EXECUTORS,
     FeedbackConfig,
@@ -81,8 +82,7 @@ from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for mai
     policy_parameter_specs,
     validate,
 )
-from .input_accounting import LogGate, SequenceGaps
-from .wire import belief_view, calibrated_bytes, outcome_view, StringRefused, WireError
+from .wire import belief_view, outcome_view, StringRefused, WireError
 from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s users
     cap_text,
     diagnostic_array,
@@ -112,7 +112,7 @@ EVENTS_TOPIC = 'feedback_events'
 OVERCONFIDENCE_TOPIC = 'self_assessment/overconfidence'
 
 
-class FeedbackNode(FeedbackFaults, TimedLogging, Node):
+class FeedbackNode(TimedLogging, Node):
     """Closed-loop feedback: calibrate raw self-assessments with recent prediction outcomes."""
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
@@ -128,30 +128,22 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
             raise
         config = self._parameter_set.config
 
+        # Faults (callback errors, rejected clocks and inputs, losses, gaps) and the period.
+        self.health = HealthLedger(self.get_logger(), lambda: self.config.reject_log_throttle_s)
         self.received: collections.Counter[str] = collections.Counter()
-        self.rejected: collections.Counter[str] = collections.Counter()
         self.published = 0
         self.underconfident_assessments = 0
         self.duplicates = 0
         self.too_old_outcomes = 0
         self.late_outcomes = 0
-        self.lost_messages = 0
         self.resets: collections.Counter[str] = collections.Counter()
-        self.callback_errors: collections.Counter[str] = collections.Counter()
-        self.clock_rejected = 0
-        self.last_clock_rejection = ''
-        self._clock_log_gate = LogGate()
-        self._callback_error_log_gate = LogGate()
-        self.last_reject_reason = ''
         self.last_reset_reason = ''
         self.last_calibrated: CalibratedSelfAssessment | None = None
         self.last_judged: Sequence[PredictionOutcome] = ()
         """The outcomes the last calibrated assessment was judged on."""
-        self._reject_log_gate = LogGate()
         # (raw level, calibrated level) of the last output: the log says when it changes.
         self._logged_levels: Levels | None = None
         self.loop = FeedbackLoop(config.loop, hold_ns=config.assessment_hold_ns)
-        self.period = PeriodStatus()
         self.last_severity: tuple[bytes, str] | None = None
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.start_steady_ns = self._steady.now().nanoseconds
@@ -192,21 +184,23 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
         # Raw: the node reads the serialized bytes itself (.wire), no message objects built.
         self.outcome_subscription = self.create_subscription(
             PredictionOutcomeMsg, OUTCOME_TOPIC, on_outcome, input_qos,
-            event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_message_lost),
+            event_callbacks=SubscriptionEventCallbacks(
+                message_lost=partial(self.health.message_lost, 'outcome')),
             raw=True)
         self.assessment_subscription = self.create_subscription(
             BeliefSelfAssessmentMsg, ASSESSMENT_TOPIC, on_assessment, input_qos,
-            event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_message_lost),
+            event_callbacks=SubscriptionEventCallbacks(
+                message_lost=partial(self.health.message_lost, 'assessment')),
             raw=True)
-        self.outcome_gaps = SequenceGaps(self.outcome_subscription.get_publisher_count)
-        self.assessment_gaps = SequenceGaps(self.assessment_subscription.get_publisher_count)
+        self.health.watch_sequence('outcome', self.outcome_subscription.get_publisher_count)
+        self.health.watch_sequence('assessment', self.assessment_subscription.get_publisher_count)
         self._reset_service = self.create_service(Trigger, '~/reset', self._on_reset_request)
         self.not_recorded_at_status = 0
         self.topic_recorder = None
         if self.telemetry is not None:
             # Any topic asked for (e.g. the bridge's inputs) and /diagnostics, as received.
             self.topic_recorder = TopicRecorder(
-                self, self.telemetry, self._recorded_topics, self._clock_ns, self.period,
+                self, self.telemetry, self._recorded_topics, self._clock_ns, self.health.period,
                 self._message_info, self._param('record_diagnostics'))
         # Releases the assessments the loop holds for assessment_hold_s.
         self._hold_timer = self.create_timer(0.01, self._release_held, clock=self._steady)
@@ -289,7 +283,7 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
         self._emit(event)
         self.resets[event.cause] += 1
         self.last_reset_reason = f'{event.cause}: {event.detail}'
-        self.period.note(WARN, f'window reset ({event.cause}: {event.detail})')
+        self.health.period.note(WARN, f'window reset ({event.cause}: {event.detail})')
         self.get_logger().warning(f'window reset ({event.cause}): {event.detail}')
 
     def reset(self, cause: str, detail: str) -> LoopEvent:
@@ -341,9 +335,7 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
         return outcome_handler, assessment_handler
 
     def _on_outcome_with_info(self, data: bytes, info: Mapping[str, Any]) -> None:
-        missed = self.outcome_gaps.note(info)
-        if missed:
-            self._note_missed('outcome', missed)
+        self.health.sequence('outcome', info)
         self._on_outcome_data(data)
 
     def _on_outcome_data(self, data: bytes) -> None:
@@ -352,7 +344,7 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
         except StringRefused as error:
             # A string rclpy and rosbags read differently: refused, never recorded.
             self.received['outcome'] += 1
-            self._count_rejection('outcome', StringRefused.reason, str(error))
+            self.health.rejection('outcome', StringRefused.reason, str(error))
             return
         except WireError:
             # Another encapsulation (big endian, ...) or unreadable: rclpy reads what it can
@@ -367,11 +359,11 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
         try:
             outcome = outcome_from_msg(msg)
         except (TypeError, ValueError) as error:
-            self._reject('outcome', error)
+            self.health.reject('outcome', error)
             return
         step = self.loop.outcome(outcome, self.get_clock().now().nanoseconds)
         if step.refusal is not None:
-            self._count_rejection('outcome', *step.refusal)
+            self.health.rejection('outcome', *step.refusal)
             return
         for event in step.events:  # resets the input caused: recorded before it
             self._note_reset(event)
@@ -394,9 +386,7 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
             self.late_outcomes += 1
 
     def _on_assessment_with_info(self, data: bytes, info: Mapping[str, Any]) -> None:
-        missed = self.assessment_gaps.note(info)
-        if missed:
-            self._note_missed('assessment', missed)
+        self.health.sequence('assessment', info)
         self._on_assessment_data(data)
 
     def _on_assessment_data(self, data: bytes) -> None:
@@ -404,7 +394,7 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
             msg, header_end = belief_view(data)
         except StringRefused as error:  # as for outcomes
             self.received['assessment'] += 1
-            self._count_rejection('assessment', StringRefused.reason, str(error))
+            self.health.rejection('assessment', StringRefused.reason, str(error))
             return
         except WireError:
             msg = deserialize_message(data, BeliefSelfAssessmentMsg)  # as for outcomes
@@ -417,7 +407,7 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
         try:
             raw = belief_from_msg(msg)
         except (TypeError, ValueError) as error:
-            self._reject('assessment', error)
+            self.health.reject('assessment', error)
             return
         if not self.loop.hold(raw, self._steady.now().nanoseconds):
             self._after_judging(
@@ -441,7 +431,7 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
         is), or None (the output message built from the contract).
         """
         if step.refusal is not None:
-            self._count_rejection('assessment', *step.refusal)
+            self.health.rejection('assessment', *step.refusal)
             return
         for event in step.events:  # resets the input caused: recorded before it
             self._note_reset(event)
@@ -466,7 +456,7 @@ class FeedbackNode(FeedbackFaults, TimedLogging, Node):
         self.last_calibrated = calibrated
         self.last_judged = step.judged  # its error in m and deg on /diagnostics
         self.last_severity = assessment_severity(calibrated)
-        self.period.note(*self.last_severity)
+        self.health.period.note(*self.last_severity)
         self._log_level_change(calibrated)
 
     def _log_level_change(self, calibrated: CalibratedSelfAssessment) -> None:
@@ -539,7 +529,7 @@ def main(args: list[str] | None = None) -> int:
     return run_node(
         FeedbackNode, NODE_NAME, args=args,
         make_executor=lambda node: make_executor(node.get_parameter('executor').value),
-        on_error=lambda node, error: node.note_callback_error(error))
+        on_error=lambda node, error: node.health.callback_error(error))
 
 
 if __name__ == '__main__':

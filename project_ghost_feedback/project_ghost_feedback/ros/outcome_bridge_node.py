@@ -92,12 +92,13 @@ from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes
     RESET_ESTIMATE_STAMPS,
     RESET_REFERENCE_STAMPS,
 )
+from ..msg_encoding import belief_bytes, outcome_bytes
 from .bridge_diagnostics import bridge_status
 from .calibrated_estimate_publisher import CalibratedEstimatePublisher
-from .calibration_status import ERROR, PeriodStatus, WARN
+from .calibration_status import ERROR, WARN
+from .health import HealthLedger
 from .pose_wire import VIEWS
-from .wire import belief_bytes, outcome_bytes, WireError
-from .input_accounting import is_negative_time_error, LogGate, SequenceGaps
+from .wire import WireError
 from .node_kit import (
     cap_text,
     diagnostic_array,
@@ -127,24 +128,27 @@ is warned by its own side (``ros2 topic echo`` prints it)."""
 
 
 class _NodeListener(EngineListener):
-    """Publish what the pairing engine hands over; count, log and note it on /diagnostics."""
+    """Publish what the pairing engine hands over; count, log and note it on /diagnostics.
 
-    def __init__(self, node: 'OutcomeBridge') -> None:
+    The three output publishers are handed over (``outputs``: outcome, unwhitened outcome,
+    assessment); the node's public counters and its health ledger take the rest.
+    """
+
+    def __init__(self, node: 'OutcomeBridge', outputs: tuple[Any, Any, Any]) -> None:
         self._node = node
+        self._outcomes, self._unwhitened, self._assessments = outputs
 
     def outcome_ready(self, outcome: 'PredictionOutcome', estimate: Estimate) -> None:
-        node = self._node
-        node._outcome_publisher.publish(outcome_bytes(outcome))
-        node.outcomes_published += 1
+        self._outcomes.publish(outcome_bytes(outcome))
+        self._node.outcomes_published += 1
 
     def raw_outcome(self, outcome: 'PredictionOutcome', estimate: Estimate) -> None:
-        node = self._node
-        if node.config['decorrelation_method'] == WHITEN:
-            node._unwhitened_publisher.publish(outcome_bytes(outcome))
+        if self._node.config['decorrelation_method'] == WHITEN:
+            self._unwhitened.publish(outcome_bytes(outcome))
 
     def assessment_ready(self, belief: 'BeliefSelfAssessment', estimate: Estimate) -> None:
         node = self._node
-        node._assessment_publisher.publish(belief_bytes(belief))
+        self._assessments.publish(belief_bytes(belief))
         node.assessments_published += 1
         if node.calibrated_estimate is not None:
             node.calibrated_estimate.publish(estimate.message)
@@ -153,37 +157,37 @@ class _NodeListener(EngineListener):
         node = self._node
         node.last_drop_reason = cap_text(f'{reason}: {detail}' if detail else reason)
         node.period_counts[reason] += 1
-        node.period.note(WARN, f'estimates dropped ({reason})')
-        node._log('drop', 'warning',
-                  f'dropped an estimate ({node.last_drop_reason}); '
-                  f'{sum(node.engine.dropped.values())} dropped so far, by reason on /diagnostics')
+        node.health.period.note(WARN, f'estimates dropped ({reason})')
+        node.health.log(
+            'drop', 'warning', f'dropped an estimate ({node.last_drop_reason}); '
+            f'{sum(node.engine.dropped.values())} dropped so far, by reason on /diagnostics')
 
     def reference_dropped(self, reason: str, detail: str) -> None:
         node = self._node
         node.last_drop_reason = cap_text(f'reference {reason}: {detail}' if detail else reason)
         if reason in TF_REASONS:
             node.period_counts['reference_tf'] += 1
-        node.period.note(WARN, f'references dropped ({reason})')
-        node._log('drop_reference', 'warning',
-                  f'dropped a reference ({node.last_drop_reason}); '
-                  f'{sum(node.engine.references_dropped.values())} dropped so far')
+        node.health.period.note(WARN, f'references dropped ({reason})')
+        node.health.log(
+            'drop_reference', 'warning', f'dropped a reference ({node.last_drop_reason}); '
+            f'{sum(node.engine.references_dropped.values())} dropped so far')
 
     def timeline_reset(self, cause: str, detail: str) -> None:
         node = self._node
         node.last_reset_reason = f'{cause}: {detail}'
-        node.period.note(WARN, f'time-ordered state reset ({cause}: {detail})')
-        node._log('reset', 'warning', f'reset ({cause}): {detail}; pending estimates and '
-                                      'reference samples beyond it dropped')
+        node.health.period.note(WARN, f'time-ordered state reset ({cause}: {detail})')
+        node.health.log('reset', 'warning', f'reset ({cause}): {detail}; pending estimates '
+                        'and reference samples beyond it dropped')
 
     def transform_refused(self, reason: str, detail: str) -> None:
         node = self._node
-        node.period.note(WARN, f'/tf transforms refused ({reason})')
+        node.health.period.note(WARN, f'/tf transforms refused ({reason})')
         # One line per reason and throttle period, with the count: a bad /tf publisher repeats
         # its error on every message.
-        node._log(f'tf_{reason}', 'warning',
-                  f'refused a /tf transform ({reason}: {detail}); '
-                  f'{node.engine.transforms_refused[reason]} refused as {reason} so far, by '
-                  'reason on /diagnostics')
+        node.health.log(
+            f'tf_{reason}', 'warning', f'refused a /tf transform ({reason}: {detail}); '
+            f'{node.engine.transforms_refused[reason]} refused as {reason} so far, by reason on '
+            '/diagnostics')
 
     def transform_step(self, step: 'TransformStep') -> None:
         # Frames named: the distances crossed at a /tf change (bridge/frame_steps.py).
@@ -191,16 +195,17 @@ class _NodeListener(EngineListener):
         node.transform_steps += 1
         node.last_transform_step = cap_text(step.describe())
         verb = 'jumped' if step.kind == 'jump' else 'fell back'
-        node.period.note(WARN, f'{step.vec3} distance {verb} at a /tf change of '
-                               f'{step.target_frame} <- {step.source_frame} ({step.step_m:.3f} m, '
-                               f'{step.step_deg:.2f} deg; last_frame_step)')
-        node._log('transform_step', 'warning', node.last_transform_step)
+        node.health.period.note(
+            WARN, f'{step.vec3} distance {verb} at a /tf change of {step.target_frame} <- '
+            f'{step.source_frame} ({step.step_m:.3f} m, {step.step_deg:.2f} deg; '
+            'last_frame_step)')
+        node.health.log('transform_step', 'warning', node.last_transform_step)
 
     def invalid_assessment(self, error: Exception) -> None:
-        node = self._node
-        node.callback_errors['invalid_assessment'] += 1
-        node.last_callback_error = cap_text(f'invalid_assessment: {error}')
-        node.period.note(ERROR, 'an assessment failed its contract')
+        health = self._node.health
+        health.callback_errors['invalid_assessment'] += 1
+        health.last_callback_error = cap_text(f'invalid_assessment: {error}')
+        health.period.note(ERROR, 'an assessment failed its contract')
 
 
 class OutcomeBridge(TimedLogging, Node):
@@ -214,47 +219,25 @@ class OutcomeBridge(TimedLogging, Node):
             self.destroy_node()
             raise
         config = self._parameter_set.config
+        # Faults (callback errors, rejected clocks, losses, gaps) and the diagnostics period.
+        self.health = HealthLedger(self.get_logger(),
+                                   lambda: self.config['reject_log_throttle_s'],
+                                   runs_on='the bridge runs on')
         self._tf_buffer = None
         self.tf_state = 'off (use_tf false)'
         self.transform_steps = 0        # distances that crossed at a /tf change
         self.last_transform_step = ''
         # rclpy 7.1's EventsExecutor cannot call a callback taking the message info.
         self.message_info = self._param('executor') != 'events'
-        self.gaps: dict[str, SequenceGaps] = {}
         self.tf_subscriptions: dict[str, Any] = {}
         self.tf_received: collections.Counter[str] = collections.Counter()  # messages per topic
-        self.messages_lost: collections.Counter[str] = collections.Counter()  # message_lost events
-        transforms = None
-        if self._param('use_tf'):
-            transforms = self._start_tf()
-        self.engine = PairingEngine(
-            config, _NodeListener(self),
-            reference_buffer_size=self._param('reference_buffer_size'),
-            pending_capacity=self._param('pending_capacity'),
-            keep_messages=self._param('calibrated_estimate.enabled'),
-            transforms=transforms)
-
-        self.received: collections.Counter[str] = collections.Counter()
-        self.outcomes_published = 0
-        self.assessments_published = 0
-        self.callback_errors: collections.Counter[str] = collections.Counter()
-        self.incompatible_qos: collections.Counter[str] = collections.Counter()
-        self.clock_rejected = 0
-        self.last_drop_reason = ''
-        self.last_reset_reason = ''
-        self.last_callback_error = ''
-        self._log_gates: collections.defaultdict[str, LogGate] = collections.defaultdict(LogGate)
-        self.period = PeriodStatus()
-        self.period_counts: collections.Counter[str] = collections.Counter()
-        """Drops by reason this diagnostics period (bridge_diagnostics.check_pairing)."""
-
         depth = self._param('input_qos_depth')
         input_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
                                reliability=ReliabilityPolicy.BEST_EFFORT)
         output_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST,
                                 depth=self._param('output_qos_depth'),
                                 reliability=ReliabilityPolicy.RELIABLE)
-        # The outputs are published as the CDR bytes of the contracts (.wire): no message
+        # The outputs are published as the CDR bytes of the contracts (msg_encoding): no message
         # objects to fill and convert.
         self._outcome_publisher = self.create_publisher(
             PredictionOutcomeMsg, 'prediction_outcome', output_qos,
@@ -266,13 +249,33 @@ class OutcomeBridge(TimedLogging, Node):
         self._assessment_publisher = self.create_publisher(
             BeliefSelfAssessmentMsg, 'self_assessment/raw', output_qos,
             event_callbacks=_NO_PUBLISHER_EVENTS)
+        transforms = None
+        if self._param('use_tf'):
+            transforms = self._start_tf()
+        self.engine = PairingEngine(
+            config, _NodeListener(self, (self._outcome_publisher, self._unwhitened_publisher,
+                                         self._assessment_publisher)),
+            reference_buffer_size=self._param('reference_buffer_size'),
+            pending_capacity=self._param('pending_capacity'),
+            keep_messages=self._param('calibrated_estimate.enabled'),
+            transforms=transforms)
+
+        self.received: collections.Counter[str] = collections.Counter()
+        self.outcomes_published = 0
+        self.assessments_published = 0
+        self.incompatible_qos: collections.Counter[str] = collections.Counter()
+        self.last_drop_reason = ''
+        self.last_reset_reason = ''
+        self.period_counts: collections.Counter[str] = collections.Counter()
+        """Drops by reason this diagnostics period (bridge_diagnostics.check_pairing)."""
+
         self._diagnostics_publisher = self.create_publisher(
             DiagnosticArray, '/diagnostics', 10, event_callbacks=_NO_PUBLISHER_EVENTS)
         self.calibrated_estimate = None
         if self._param('calibrated_estimate.enabled'):
             self.calibrated_estimate = CalibratedEstimatePublisher(
-                self, ESTIMATE_CLASSES[self._param('estimate_type')], output_qos, self.period,
-                lambda: self.config, self.note_callback_error)
+                self, ESTIMATE_CLASSES[self._param('estimate_type')], output_qos,
+                self.health.period, lambda: self.config, self.health.callback_error)
         input_types = {REFERENCE: self._param('reference_type'),
                        ESTIMATE: self._param('estimate_type')}
         classes = {REFERENCE: REFERENCE_CLASSES[input_types[REFERENCE]],
@@ -288,11 +291,11 @@ class OutcomeBridge(TimedLogging, Node):
                 partial(self._on_input_with_info if self.message_info else self._on_input, kind),
                 input_qos,
                 event_callbacks=SubscriptionEventCallbacks(
-                    message_lost=partial(self._on_message_lost, kind),
+                    message_lost=partial(self.health.message_lost, kind),
                     incompatible_qos=partial(self._on_incompatible_qos, kind)),
                 qos_overriding_options=QoSOverridingOptions.with_default_policies(),
                 raw=True)
-            self.gaps[kind] = SequenceGaps(self.input_subscriptions[kind].get_publisher_count)
+            self.health.watch_sequence(kind, self.input_subscriptions[kind].get_publisher_count)
         self._reference_subscription = self.input_subscriptions[REFERENCE]
         self._estimate_subscription = self.input_subscriptions[ESTIMATE]
         self._steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
@@ -365,8 +368,8 @@ class OutcomeBridge(TimedLogging, Node):
             self.tf_subscriptions[topic] = self.create_subscription(
                 TFMessage, topic, callback, qos[topic],
                 event_callbacks=SubscriptionEventCallbacks(
-                    message_lost=partial(self._on_message_lost, topic)))
-            self.gaps[topic] = SequenceGaps(self.tf_subscriptions[topic].get_publisher_count)
+                    message_lost=partial(self.health.message_lost, topic)))
+            self.health.watch_sequence(topic, self.tf_subscriptions[topic].get_publisher_count)
         self.tf_state = 'on'
         return Tf2Transforms(self._tf_buffer)
 
@@ -393,52 +396,16 @@ class OutcomeBridge(TimedLogging, Node):
 
     # -- faults, losses, resets ---------------------------------------------------------------
 
-    def _log(self, kind: str, level: str, text: str) -> None:
-        """Log ``text`` (capped) at most once per ``reject_log_throttle_s`` for each ``kind``."""
-        if self._log_gates[kind].open(self.config['reject_log_throttle_s']):
-            getattr(self.get_logger(), level)(cap_text(text, 400))
-
-    def note_callback_error(self, error: BaseException) -> None:
-        """Count and log (throttled) an exception a callback or a take raised; run on.
-
-        run_node() hands it what the executor raises (e.g. a message whose CDR does not
-        deserialize); the bridge's own callbacks call it for anything they raise. A /clock
-        message with a negative time (rclpy's TimeSource raises) counts as a rejected clock.
-        """
-        if is_negative_time_error(error):
-            self.clock_rejected += 1
-            self.period.note(WARN, 'rejecting /clock messages with a negative time')
-            self._log('clock', 'warning', f'/clock message with a negative time rejected '
-                                          f'({self.clock_rejected} so far): {error}')
-            return
-        key = type(error).__name__
-        self.callback_errors[key] += 1
-        self.last_callback_error = cap_text(f'{key}: {error}')
-        self.period.note(ERROR, f'a callback raised {self.last_callback_error}')
-        self._log('callback_error', 'error',
-                  f'callback raised {key} ({sum(self.callback_errors.values())} so far), the '
-                  f'bridge runs on: {error}')
-
-    def _on_message_lost(self, kind: str, status: Any) -> None:
-        self.messages_lost[kind] += status.total_count_change
-        self.period.note(WARN, f'{kind} messages lost in the middleware')
-
     def _on_incompatible_qos(self, kind: str, status: Any) -> None:
         first = not self.incompatible_qos[kind]
         self.incompatible_qos[kind] += status.total_count_change
-        self.period.note(WARN, f'a publisher on {kind} offers an incompatible QoS')
+        self.health.period.note(WARN, f'a publisher on {kind} offers an incompatible QoS')
         if first:
             self.get_logger().warning(
                 f'{self.input_subscriptions[kind].topic_name}: a publisher offers a QoS '
                 f'incompatible with this subscription (policy {status.last_policy_kind}); its '
                 'messages never arrive. Match it, or set qos_overrides.<topic>.subscription.* '
                 '(logged once; counted as incompatible_qos on /diagnostics)')
-
-    def _note_gap(self, kind: str, info: Mapping[str, Any]) -> None:
-        missed = self.gaps[kind].note(info)
-        if missed:
-            self.period.note(WARN, f'{kind} messages missing from the publication sequence '
-                             '(input queue overflow or middleware loss)')
 
     def _on_clock_jump(self, jump: TimeJump) -> None:
         """On a backward jump, reset if the state holds stamps now in the future.
@@ -453,9 +420,7 @@ class OutcomeBridge(TimedLogging, Node):
 
     def _on_tf_with_info(self, topic: str, static: bool, msg: Any,
                          info: Mapping[str, Any]) -> None:
-        if self.gaps[topic].note(info):
-            self.period.note(WARN, f'{topic} messages missing from the publication sequence '
-                             '(queue overflow or middleware loss)')
+        self.health.sequence(topic, info)
         self._on_tf(topic, static, msg)
 
     def _on_tf(self, topic: str, static: bool, msg: Any) -> None:
@@ -464,7 +429,7 @@ class OutcomeBridge(TimedLogging, Node):
         try:
             self.engine.take_transforms(msg, static, self.get_clock().now().nanoseconds)
         except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
-            self.note_callback_error(error)
+            self.health.callback_error(error)
 
     def _read(self, kind: str, data: bytes) -> Any:
         """Return the view of an input's bytes, or the message rclpy reads from them."""
@@ -481,7 +446,7 @@ class OutcomeBridge(TimedLogging, Node):
                 f'{type(error).__name__}: {cap_text(str(error), 200)}')
 
     def _on_input_with_info(self, kind: str, data: bytes, info: Mapping[str, Any]) -> None:
-        self._note_gap(kind, info)
+        self.health.sequence(kind, info)
         self._on_input(kind, data)
 
     def _on_input(self, kind: str, data: bytes) -> None:
@@ -505,7 +470,7 @@ class OutcomeBridge(TimedLogging, Node):
         try:
             engine.take_reference(msg, self.get_clock().now().nanoseconds)
         except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
-            self.note_callback_error(error)
+            self.health.callback_error(error)
             if engine.references_used + sum(engine.references_dropped.values()) == accounted:
                 self.engine.drop_reference(DROP_CALLBACK_ERROR, type(error).__name__)
 
@@ -516,7 +481,7 @@ class OutcomeBridge(TimedLogging, Node):
         try:
             engine.take_estimate(msg, self.get_clock().now().nanoseconds)
         except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
-            self.note_callback_error(error)
+            self.health.callback_error(error)
             if engine.resolved + len(engine.pending) == accounted:
                 engine.drop_estimate(DROP_CALLBACK_ERROR, type(error).__name__)
 
@@ -561,7 +526,7 @@ def main(args: list[str] | None = None) -> int:
     return run_node(
         OutcomeBridge, NODE_NAME, args=args,
         make_executor=lambda node: make_executor(node.get_parameter('executor').value),
-        on_error=lambda node, error: node.note_callback_error(error))
+        on_error=lambda node, error: node.health.callback_error(error))
 
 
 if __name__ == '__main__':

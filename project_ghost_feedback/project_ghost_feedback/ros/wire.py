@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The feedback node's messages as the CDR bytes DDS carries: inputs decoded, the output encoded.
+"""The feedback node's inputs read from the CDR bytes DDS carries, without message objects.
 
 The node takes its inputs as serialized bytes (raw subscriptions) and publishes its output as
 bytes, so that no message object is built for a message it only reads or writes once, and the
@@ -15,11 +15,8 @@ objects (~130 us): more than the node's own work.
   encapsulation, a count beyond its bound) raises :class:`WireError`; the caller then uses
   rclpy's ``deserialize_message``, which reads every encapsulation, or counts the message as
   malformed. So bytes read here are also what rosbags reads back from a bag.
-- :func:`outcome_bytes` and :func:`belief_bytes` encode the contracts the outcome bridge
-  publishes;
-- :func:`calibrated_bytes` encodes a CalibratedSelfAssessment around the raw assessment's own
-  bytes (its header is copied, its body is embedded unchanged): byte for byte what rclpy's
-  ``serialize_message`` gives for the same message (``test_wire.py`` checks it).
+- the outputs are encoded by :mod:`..msg_encoding` (``outcome_bytes``, ``belief_bytes``,
+  ``calibrated_bytes``: the one table of each message, and its fast paths checked against it).
 
 No rclpy here. Alignment: each primitive at a multiple of its size from the start of the body
 (after the 4-byte encapsulation header); a sequence is a uint32 count and its elements.
@@ -28,20 +25,15 @@ No rclpy here. Alignment: each primitive at a multiple of its size from the star
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Sequence
 import struct
 from typing import TYPE_CHECKING
 
-from ..msg_decoding import belief_from_msg, HISTORY_MSG_SCHEMA_VERSION, MSG_SCHEMA_VERSION
-from ..msg_decoding import NS_PER_S, outcome_from_msg
+from ..msg_decoding import belief_from_msg, outcome_from_msg
+from ..msg_encoding import CDR_LE
 
 if TYPE_CHECKING:
     from ..core import BeliefSelfAssessment, PredictionOutcome
-    from ..core import NamedLevel as ContractNamedLevel
-    from ..core.feedback import CalibratedSelfAssessment
 
-CDR_LE = b'\x00\x01\x00\x00'
-"""Encapsulation header of little-endian plain CDR, options 0 (what Fast DDS writes)."""
 
 MAX_LEVELS = 64          # NamedLevel[<=64] axis_levels, block_levels
 MAX_NAME = 64            # string<=64 NamedLevel.name
@@ -59,8 +51,6 @@ BeliefView = namedtuple('BeliefView', 'header overall_level axis_levels block_le
 _TIME = struct.Struct('<iI')
 _U32 = struct.Struct('<I')
 _OUTCOME_TAIL = struct.Struct('<8dI')
-_HISTORY_COUNTS = struct.Struct('<5I')
-_TWO_DOUBLES = struct.Struct('<2d')
 _LEVELS = [Level(value) for value in range(256)]
 
 
@@ -188,108 +178,3 @@ def read_belief(data: bytes | memoryview) -> tuple[BeliefSelfAssessment, int]:
     """
     view, header_end = belief_view(data)
     return belief_from_msg(view), header_end
-
-
-def _pad(parts: list[bytes], size: int, alignment: int) -> int:
-    """Append zero padding so that ``size`` becomes a multiple of ``alignment``."""
-    extra = -size % alignment
-    if extra:
-        parts.append(b'\0' * extra)
-    return size + extra
-
-
-def _doubles(parts: list[bytes], size: int, values: Sequence[float]) -> int:
-    size = _pad(parts, size, 4)
-    parts.append(_U32.pack(len(values)))
-    size += 4
-    if values:
-        size = _pad(parts, size, 8)
-        parts.append(struct.pack(f'<{len(values)}d', *values))
-        size += 8 * len(values)
-    return size
-
-
-def _text(parts: list[bytes], size: int, text: str) -> int:
-    size = _pad(parts, size, 4)
-    raw = text.encode()
-    parts.append(_U32.pack(len(raw) + 1))
-    parts.append(raw + b'\0')
-    return size + 4 + len(raw) + 1
-
-
-def _header_parts(parts: list[bytes], stamp_ns: int, frame_id: str) -> int:
-    """Append a std_msgs/Header at the start of a body; return the size written."""
-    parts.append(_TIME.pack(*divmod(stamp_ns, NS_PER_S)))
-    return _text(parts, 8, frame_id)
-
-
-def outcome_bytes(outcome: PredictionOutcome) -> bytes:
-    """Return the serialized PredictionOutcome of a core PredictionOutcome contract."""
-    parts = [CDR_LE]
-    size = _pad(parts, _header_parts(parts, outcome.observed_stamp_sim_ns, outcome.frame_id), 4)
-    parts.append(_TIME.pack(*divmod(outcome.prediction_stamp_sim_ns, NS_PER_S)))
-    _pad(parts, size + 8, 8)
-    parts.append(_OUTCOME_TAIL.pack(
-        *outcome.position_error_m, *outcome.orientation_error_rad, outcome.position_mahalanobis,
-        outcome.orientation_mahalanobis, MSG_SCHEMA_VERSION))
-    return b''.join(parts)
-
-
-def _level_parts(parts: list[bytes], size: int, levels: Sequence[ContractNamedLevel]) -> int:
-    size = _pad(parts, size, 4)
-    parts.append(_U32.pack(len(levels)))
-    size += 4
-    for named in levels:
-        size = _text(parts, size, named.name)
-        parts.append(bytes((named.level.value,)))
-        size += 1
-    return size
-
-
-def belief_bytes(belief: BeliefSelfAssessment) -> bytes:
-    """Return the serialized BeliefSelfAssessment of a core BeliefSelfAssessment contract."""
-    parts = [CDR_LE]
-    size = _header_parts(parts, belief.belief_stamp_sim_ns, belief.frame_id)
-    parts.append(bytes((belief.overall_level.value,)))
-    size = _level_parts(parts, size + 1, belief.axis_levels)
-    size = _level_parts(parts, size, belief.block_levels)
-    _pad(parts, size, 4)
-    parts.append(_U32.pack(MSG_SCHEMA_VERSION))
-    return b''.join(parts)
-
-
-def calibrated_bytes(raw_data: bytes, header_end: int,
-                     calibrated: CalibratedSelfAssessment) -> bytes:
-    """Return the serialized CalibratedSelfAssessment of ``calibrated`` (a core contract).
-
-    ``raw_data`` is the serialized BeliefSelfAssessment that ``calibrated.raw_assessment`` was
-    read from (:func:`read_belief`, which gave ``header_end``): its header becomes the output's
-    header and its body the output's ``raw_assessment``, unchanged.
-    """
-    body = raw_data[4:]
-    parts = [CDR_LE, body[:header_end]]
-    size = _pad(parts, header_end, 4)
-    parts.append(body)
-    size += len(body)
-    history = calibrated.calibration_history
-    parts.append(_HISTORY_COUNTS.pack(
-        history.outcomes_considered, history.count_within_1_std, history.count_beyond_1_std,
-        history.count_beyond_3_std, history.count_beyond_5_std))
-    size = _pad(parts, size + 20, 8)
-    parts.append(_TWO_DOUBLES.pack(history.worst_position_mahalanobis,
-                                   history.worst_orientation_mahalanobis))
-    size = _doubles(parts, size + 16, history.position_squared_distances)
-    size = _doubles(parts, size, history.orientation_squared_distances)
-    size = _pad(parts, size, 4)
-    stamp = history.most_recent_observed_stamp_sim_ns
-    parts.append(_TIME.pack(*divmod(0 if stamp is None else stamp, NS_PER_S)))
-    parts.append(bytes((history.schema_version,)))
-    size = _pad(parts, size + 9, 4)
-    parts.append(_U32.pack(HISTORY_MSG_SCHEMA_VERSION))
-    parts.append(bytes((calibrated.adjusted_overall_level.value,)))
-    size += 5
-    size = _text(parts, size, calibrated.adjustment_policy_id)
-    size = _text(parts, size, calibrated.adjustment_reason)
-    _pad(parts, size, 4)
-    parts.append(_U32.pack(MSG_SCHEMA_VERSION))
-    return b''.join(parts)

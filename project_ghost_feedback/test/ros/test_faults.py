@@ -254,7 +254,7 @@ def test_node_continues_after_its_publisher_restarts(rclpy_context, executor):
                     client.spin_until(lambda: len(outputs) > index, f'output {index}')
             finally:
                 client.close()   # the publisher goes away (mid-stream for part 0)
-        assert node.rejected == collections.Counter()
+        assert node.health.rejected == collections.Counter()
         assert node.received == {'outcome': len(steps), 'assessment': len(steps)}
         assert [calibrated_from_msg(m) for m in outputs] == expected_outputs(steps)
     finally:

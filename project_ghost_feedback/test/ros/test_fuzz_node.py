@@ -22,8 +22,8 @@ outcomes by observed stamp, the causal last ``max_history`` of them, ``assess_wi
 fed the valid messages only. Most of the stream goes through the node's subscription callbacks
 directly (a FeedbackNode in a private context, no DDS); a smaller mixed batch goes over real
 rclpy publish/subscribe between two private contexts, with each executor. In both, the node stays
-up, every malformed message is counted by reason in ``node.rejected``, and the outputs for the
-good messages equal those of the clean stream (and of the model). A recording node keeps exactly
+up, every malformed message is counted by reason in ``node.health.rejected``, and the outputs for
+the good messages equal those of the clean stream (and of the model). A recording node keeps exactly
 the accepted messages in its telemetry bag, which replays to the same outputs; a multi-megabyte
 bad value is counted without being echoed whole into /diagnostics.
 """
@@ -443,8 +443,8 @@ def test_malformed_messages_are_counted_and_good_outputs_equal_the_clean_stream(
         mixed = feed_handlers(mixed_node, events)
         clean = feed_handlers(clean_node, valid)
 
-        assert mixed_node.rejected == reasons
-        assert clean_node.rejected == collections.Counter()
+        assert mixed_node.health.rejected == reasons
+        assert clean_node.health.rejected == collections.Counter()
         assert len(mixed) == len(clean) == len(model.outputs)
         assert mixed == clean == model.outputs
         counts = collections.Counter(topic for topic, _, _ in events)
@@ -491,7 +491,7 @@ def test_outcome_duplicates_and_disorder_are_handled_not_rejected(rclpy_context)
         for outcome in shuffled:
             on_outcome(outcome_to_msg(outcome))
         on_assessment(belief_to_msg(raw))
-        assert node.rejected == collections.Counter()
+        assert node.health.rejected == collections.Counter()
         assert node.duplicates == 15
         expected = assess_with_feedback(
             raw, outcomes[-MAX_HISTORY:], make_policy('mahalanobis_downgrade'), MAX_HISTORY)
@@ -513,7 +513,7 @@ def test_recorded_fuzz_stream_holds_the_accepted_messages_and_replays_exactly(
             Parameter(k, value=v) for k, v in {**PARAMETERS, 'telemetry_bag': str(bag)}.items()])
     try:
         outputs = feed_handlers(node, events)
-        assert node.rejected == reasons
+        assert node.health.rejected == reasons
     finally:
         node.destroy_node()   # closes the bag
     assert outputs == model.outputs
@@ -537,7 +537,7 @@ def test_oversized_bad_values_stay_out_of_the_diagnostics(rclpy_context):
         on_outcome, on_assessment = _callbacks(node)
         huge = 'Z' * 4_000_000
         on_assessment(_belief_msg(MS, 0, axis_levels=[named_level_msg(huge, 0)]))
-        assert node.rejected == {'assessment:bad_taxonomy:NamedLevel.name': 1}
+        assert node.health.rejected == {'assessment:bad_taxonomy:NamedLevel.name': 1}
         values = {kv.key: kv.value for kv in node.diagnostic_status().values}
         assert values['last_reject_reason'].startswith('assessment: NamedLevel.name ')
         assert sum(len(value) for value in values.values()) < 4000
@@ -621,7 +621,7 @@ def test_mixed_batch_over_dds_counts_rejections_and_matches_the_model(rclpy_cont
                               and len(driver.outputs) >= published, 'the assessment')
         driver.spin_until(lambda: len(driver.outputs) >= len(model.outputs), 'outputs')
         assert node.received == sent
-        assert node.rejected == reasons
+        assert node.health.rejected == reasons
         assert node.duplicates == model.duplicates
         assert node.too_old_outcomes == model.too_old
         assert [calibrated_from_msg(m) for m in driver.outputs] == model.outputs
@@ -745,8 +745,8 @@ def test_strings_readers_disagree_on_are_refused_and_the_bag_replays(rclpy_conte
                 on_assessment(attacked)
                 attacks += 1
             on_assessment(belief)
-        assert node.rejected == {'outcome:malformed': attacks // 2,
-                                 'assessment:malformed': attacks // 2}
+        assert node.health.rejected == {'outcome:malformed': attacks // 2,
+                                        'assessment:malformed': attacks // 2}
         assert node.published == 39
     finally:
         node.destroy_node()   # closes the bag

@@ -74,7 +74,7 @@ def test_bad_estimates_are_refused_with_a_reason_and_publish_nothing(harness):
     h.estimate(60 * SECOND_NS)
     h.spin_until(lambda: h.outcomes, 'an outcome after the bad inputs')
     assert h.node.accounting() == {'estimate': 0, 'reference': 0}
-    assert h.node.callback_errors == {}
+    assert h.node.health.callback_errors == {}
 
 
 def test_future_estimate_stamp_is_refused_and_never_becomes_newest(harness):
@@ -132,7 +132,7 @@ def test_burst_beyond_the_queue_is_accounted_for(harness):
     for index in range(sent):
         h.estimate_publisher.publish(odometry(2 * SECOND_NS + index * 1000))
     time.sleep(1.0)              # let DDS deliver (and overwrite) before the bridge takes any
-    missed = h.node.gaps['estimate']
+    missed = h.node.health.sequences['estimate']
     h.spin_until(lambda: h.node.received['estimate'] + missed.missed >= sent + 1,
                  'every estimate received or counted missing')
     assert h.node.received['estimate'] < sent
@@ -277,7 +277,7 @@ def test_an_exception_in_a_callback_is_counted_and_the_estimate_accounted(harnes
     pacer = h.node.engine.pacer
     h.node.engine.pacer = None            # the next pairing raises AttributeError
     h.estimate(SECOND_NS // 2)
-    assert dict(h.node.callback_errors) == {'AttributeError': 1}
+    assert dict(h.node.health.callback_errors) == {'AttributeError': 1}
     assert h.node.accounting() == {'estimate': 0, 'reference': 0}
     assert h.node.engine.paired == 1 and not h.outcomes   # paired, then the pacer failed
     h.node.engine.pacer = pacer

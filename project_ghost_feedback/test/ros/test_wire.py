@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The node's CDR reading and writing (ros/wire.py) against rclpy's and rosbags' own codecs.
+"""CDR read (ros/wire.py) and written (msg_encoding.py) against rclpy's and rosbags' codecs.
 
 Seeded random messages: what rclpy serializes, wire reads to the same contracts as rclpy's
 deserialization + conversion; what wire encodes, rclpy and rosbags both read back to the message
@@ -8,13 +8,13 @@ rclpy would have published. Malformed payloads raise WireError, never anything e
 
 import random
 
+from project_ghost_feedback import msg_encoding
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     NamedLevel,
     PredictionOutcome,
     SelfAssessmentLevel,
 )
-from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
 from project_ghost_feedback.ros import wire
 from project_ghost_feedback.ros.conversions import (
     belief_from_msg,
@@ -32,42 +32,12 @@ from project_ghost_feedback_msgs.msg import (
 )
 import pytest
 from rclpy.serialization import deserialize_message, serialize_message
-
-MS = 1_000_000
-LEVELS = list(SelfAssessmentLevel)
-POLICIES = ('overconfidence_scale', 'mahalanobis_downgrade', 'calibrated_exceedance')
-
-
-def _named(rng, prefix, count):
-    return tuple(NamedLevel(f'{prefix}{"n" * rng.randrange(0, 9)}{k}', rng.choice(LEVELS))
-                 for k in range(count))
-
-
-def _streams(seed, trials):
-    """Yield (outcomes, belief, calibrated) of seeded random loops (frames, names, windows)."""
-    rng = random.Random(seed)
-    for _ in range(trials):
-        loop = FeedbackLoop(LoopConfig.make(rng.choice(POLICIES), None,
-                                            rng.choice((1, 2, 5, 32)), 1024))
-        count = rng.randrange(0, 40)
-        outcomes = []
-        for i in range(1, count + 1):
-            outcome = PredictionOutcome(
-                i * MS - MS // 2, i * MS, (rng.gauss(0, 1), -0.0, 1e308),
-                (rng.random(), 0.0, -rng.random()), rng.random() * 4,
-                rng.choice((rng.random() * 3, float('inf'))),
-                frame_id='o' * rng.randrange(0, 6))
-            outcomes.append(outcome)
-            loop.outcome(outcome)
-        belief = BeliefSelfAssessment(
-            (count + 1) * MS, rng.choice(LEVELS), _named(rng, 'axis', rng.randrange(0, 5)),
-            _named(rng, 'block', rng.randrange(0, 3)), frame_id='f' * rng.randrange(0, 9))
-        yield outcomes, belief, loop.assessment(belief).calibrated
+from support.random_contracts import LEVELS, MS, named_levels, streams
 
 
 def test_reading_equals_rclpy_deserialization():
     """Outcomes and beliefs read from rclpy's bytes equal their contracts."""
-    for outcomes, belief, _ in _streams(1, 150):
+    for outcomes, belief, _ in streams(1, 150):
         for outcome in outcomes:
             assert wire.read_outcome(serialize_message(outcome_to_msg(outcome))) == outcome
         data = serialize_message(belief_to_msg(belief))
@@ -81,13 +51,13 @@ def test_encoded_output_reads_back_as_rclpy_and_rosbags_read_it():
     """The encoded CalibratedSelfAssessment is the message rclpy would publish, to both readers."""
     store = typestore()
     checked = 0
-    for _, belief, calibrated in _streams(2, 200):
+    for _, belief, calibrated in streams(2, 200):
         if calibrated is None:
             continue
         belief_msg = belief_to_msg(belief)
         data = serialize_message(belief_msg)
         _, header_end = wire.read_belief(data)
-        payload = wire.calibrated_bytes(data, header_end, calibrated)
+        payload = msg_encoding.calibrated_bytes(data, header_end, calibrated)
         expected = fill_calibrated_msg(CalibratedMsg(), calibrated, raw_msg=belief_msg)
         assert deserialize_message(payload, CalibratedMsg) == expected
         assert calibrated_from_msg(store.deserialize_cdr(
@@ -122,14 +92,14 @@ def test_malformed_payloads_raise_wire_error():
 def test_encoded_inputs_read_back_as_rclpy_reads_them():
     """outcome_bytes and belief_bytes (the bridge's outputs) give rclpy's messages, both readers."""
     store = typestore()
-    for outcomes, belief, _ in _streams(3, 100):
+    for outcomes, belief, _ in streams(3, 100):
         for outcome in outcomes:
-            payload = wire.outcome_bytes(outcome)
+            payload = msg_encoding.outcome_bytes(outcome)
             assert deserialize_message(payload, OutcomeMsg) == outcome_to_msg(outcome)
             assert wire.read_outcome(payload) == outcome
             assert outcome_from_msg(store.deserialize_cdr(
                 payload, 'project_ghost_feedback_msgs/msg/PredictionOutcome')) == outcome
-        payload = wire.belief_bytes(belief)
+        payload = msg_encoding.belief_bytes(belief)
         assert deserialize_message(payload, BeliefMsg) == belief_to_msg(belief)
         assert wire.read_belief(payload)[0] == belief
         assert belief_from_msg(store.deserialize_cdr(
@@ -171,7 +141,7 @@ def test_node_records_the_bytes_it_took_and_published(rclpy_context, tmp_path):
             contracts.append(outcome)
             if i % 3 == 0:
                 belief = BeliefSelfAssessment(i * MS, rng.choice(LEVELS),
-                                              _named(rng, 'axis', rng.randrange(0, 4)))
+                                              named_levels(rng, 'axis', rng.randrange(0, 4)))
                 data = serialize_message(belief_to_msg(belief))
                 on_assessment(data)
                 sent['/self_assessment/raw'].append(data)
@@ -189,6 +159,7 @@ def test_node_records_the_bytes_it_took_and_published(rclpy_context, tmp_path):
     assert len(outcomes) == len(sent['/prediction_outcome']) == 60
     for (data, msg), taken, outcome in zip(outcomes, sent['/prediction_outcome'], contracts):
         assert outcome_from_msg(msg) == outcome
-        assert data == taken if taken[:4] == wire.CDR_LE else data[:4] == wire.CDR_LE
+        cdr_le = msg_encoding.CDR_LE
+        assert data == taken if taken[:4] == cdr_le else data[:4] == cdr_le
     assert [calibrated_from_msg(msg) for _, msg in recorded['/self_assessment/calibrated']] == (
         outputs)

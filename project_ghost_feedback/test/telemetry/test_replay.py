@@ -101,7 +101,7 @@ def node_bag(tmp_path_factory):
                 accepted_outcomes += 1
         assert harness.node.duplicates == 1
         assert harness.node.late_outcomes == 1
-        assert sum(harness.node.rejected.values()) == 1
+        assert sum(harness.node.health.rejected.values()) == 1
         published = [calibrated_from_msg(m) for m in harness.received]
     finally:
         harness.close()

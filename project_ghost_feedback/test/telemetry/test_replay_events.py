@@ -82,8 +82,8 @@ def _future_stamps(harness):
     harness.send_refused(outcome_to_msg(build_outcome(500 * S, 1.0, 0.5)), 'outcome')
     harness.send_refused(belief_to_msg(raw_assessment(600 * S)), 'assessment')
     _cycles(harness, 8, 20)
-    assert harness.node.rejected['outcome:future_stamp'] == 1
-    assert harness.node.rejected['assessment:future_stamp'] == 1
+    assert harness.node.health.rejected['outcome:future_stamp'] == 1
+    assert harness.node.health.rejected['assessment:future_stamp'] == 1
     return {}
 
 
