@@ -6,6 +6,8 @@ started playing too early loses its first messages (under load, the nodes' disco
 seconds). Both demos wait with :func:`wait_for_nodes`.
 """
 
+from __future__ import annotations
+
 import subprocess
 import sys
 import time

@@ -12,6 +12,8 @@
    received, and writes ``summary.txt``, ``summary.json`` and ``demo.png`` to the output dir.
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import math

@@ -18,6 +18,8 @@
 ``ghost-feedback demo --scenario synthetic`` runs the earlier synthetic-outcome demo instead.
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import os
@@ -56,7 +58,7 @@ BRIDGE_NODE = 'outcome_bridge'
 BRIDGE_STATUS = f'/{BRIDGE_NODE}: outcome_bridge'
 
 
-def demo_phases() -> tuple['StackPhase', ...]:
+def demo_phases() -> tuple[StackPhase, ...]:
     """Return the simulator's default phases with a mistuned phase of 240 s instead of 120 s.
 
     Outcomes come about 4 s apart while mistuned (their errors decorrelate slowly), so the node's
