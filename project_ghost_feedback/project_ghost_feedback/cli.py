@@ -10,7 +10,12 @@ import argparse
 import json
 import math
 import sys
+from typing import cast, NoReturn, TextIO, TYPE_CHECKING
+
 from .core import NS_PER_S
+
+if TYPE_CHECKING:
+    from .telemetry.report import ReplayReport
 
 PROG = 'ghost-feedback'
 
@@ -58,12 +63,12 @@ would have got another level.
 class _ArgumentParser(argparse.ArgumentParser):
     """argparse with a one-line error (exit 2), as for every other error of this tool."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(2, f'{self.prog}: error: {message}\n')
 
 
-def _fail(message, status=2):
+def _fail(message: object, status: int = 2) -> int:
     """Print ``ghost-feedback: error: <message>`` (one line, escaped) on stderr; return status."""
     from .safe_io import print_error
 
@@ -71,7 +76,7 @@ def _fail(message, status=2):
     return status
 
 
-def _parse_setting(text):
+def _parse_setting(text: str) -> tuple[str, str]:
     from .core.feedback import parse_setting
 
     try:
@@ -80,7 +85,7 @@ def _parse_setting(text):
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _positive_int(text):
+def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -90,7 +95,7 @@ def _positive_int(text):
     return value
 
 
-def _positive_float(text):
+def _positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -100,7 +105,7 @@ def _positive_float(text):
     return value
 
 
-def _format_stamp(stamp):
+def _format_stamp(stamp: int | None) -> str:
     if stamp is None:
         return '-'
     return f'{stamp} ns ({stamp / NS_PER_S:.9f} s)'
@@ -108,7 +113,7 @@ def _format_stamp(stamp):
 
 # -- info -----------------------------------------------------------------------------------------
 
-def _command_info(args):
+def _command_info(args: argparse.Namespace) -> int:
     import pathlib
 
     from .safe_io import cut_text
@@ -178,11 +183,11 @@ def _command_info(args):
 
 # -- replay ---------------------------------------------------------------------------------------
 
-def _print_level_table(report):
+def _print_level_table(report: 'ReplayReport') -> None:
     """Print levels, downgrades and first downgrade, recorded vs recomputed, in apart columns."""
     has_recorded = report.recorded_outputs > 0
 
-    def stamp(value):
+    def stamp(value: int | None) -> str:
         return '-' if value is None else str(value)
 
     rows = [(level, report.recorded.levels[level], report.recomputed.levels[level])
@@ -199,7 +204,7 @@ def _print_level_table(report):
         print(f'{row[0]:<22}' + ''.join(f'{row[c]!s:>{width}}' for c in columns))
 
 
-def _command_replay(args):
+def _command_replay(args: argparse.Namespace) -> int:
     from .telemetry import BagError
     from .telemetry.replay import replay_bag
 
@@ -221,7 +226,7 @@ def _command_replay(args):
     return 0
 
 
-def _value_text(value):
+def _value_text(value: object) -> str:
     """Return a field value of a recorded message as printed: cut, as every text from a bag."""
     from .safe_io import cut_text
 
@@ -232,7 +237,7 @@ def _value_text(value):
     return cut_text(repr(value) if isinstance(value, str) else str(value))
 
 
-def _print_replay(report):
+def _print_replay(report: 'ReplayReport') -> None:
     from .core.feedback import format_overconfidence
     from .safe_io import cut_text
 
@@ -297,7 +302,7 @@ def _print_replay(report):
 
 # -- echo -----------------------------------------------------------------------------------------
 
-def _command_echo(args):
+def _command_echo(args: argparse.Namespace) -> int:
     from .ros.echo import run
 
     return run(args, _fail, PROG)
@@ -305,7 +310,7 @@ def _command_echo(args):
 
 # -- demo -----------------------------------------------------------------------------------------
 
-def _command_demo(args):
+def _command_demo(args: argparse.Namespace) -> int:
     from . import demo
 
     result = demo.main(list(args.demo_args))
@@ -314,7 +319,7 @@ def _command_demo(args):
 
 # -- parser ---------------------------------------------------------------------------------------
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     """Return the argparse parser of ``ghost-feedback``."""
     from .core.feedback import DEFAULT_MAX_HISTORY, policy_names
     from .core.window import DEFAULT_OUTCOME_BUFFER_SIZE
@@ -407,7 +412,7 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """Entry point of ``ghost-feedback``; return the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
@@ -420,7 +425,8 @@ def main(argv=None):
     if args.handler is not _command_demo and args.handler is not _command_echo:
         from .safe_io import TerminalStream
 
-        sys.stdout = TerminalStream(stdout)  # text from bags: no control characters
+        # text from bags: no control characters (a TerminalStream passes the rest to stdout)
+        sys.stdout = cast(TextIO, TerminalStream(stdout))
     try:
         return args.handler(args)
     except KeyboardInterrupt:

@@ -12,18 +12,19 @@ Standard library only.
 import os
 import sys
 import unicodedata
+from typing import Any, TextIO
 
 _UNSAFE_CATEGORIES = ('Cc', 'Cf', 'Cs', 'Zl', 'Zp')
 
 
-def _escape(char):
+def _escape(char: str) -> str:
     code = ord(char)
     if code < 0x100:
         return f'\\x{code:02x}'
     return f'\\u{code:04x}' if code < 0x10000 else f'\\U{code:08x}'
 
 
-def terminal_text(text, keep='\n'):
+def terminal_text(text: object, keep: str = '\n') -> str:
     """Return ``text`` with every unsafe character but those in ``keep`` as a visible escape."""
     text = str(text)
     if text.isprintable():
@@ -37,7 +38,7 @@ PRINT_LIMIT = 200
 """Characters of one value from a bag that ``info`` prints; the rest is counted."""
 
 
-def cut_text(text, limit=PRINT_LIMIT):
+def cut_text(text: object, limit: int = PRINT_LIMIT) -> str:
     """Return ``text`` cut to ``limit`` characters and the count of the rest, if longer.
 
     ``'abc...'`` -> ``'ab... (401,234 more characters)'``: a bag's custom data may hold
@@ -52,18 +53,18 @@ def cut_text(text, limit=PRINT_LIMIT):
 class TerminalStream:
     """A text stream that writes through :func:`terminal_text` (newlines and tabs kept)."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
-    def write(self, text):
+    def write(self, text: str) -> int:
         """Write ``text``, escaped."""
         return self.stream.write(terminal_text(text, keep='\n\t'))
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
 
 
-def check_output_file(path, option):
+def check_output_file(path: str, option: str) -> None:
     """Raise ValueError unless ``path`` can be created or overwritten as a file."""
     if path == '-':
         return
@@ -80,7 +81,7 @@ def check_output_file(path, option):
         raise ValueError(f'{option} {path}: directory {parent} is not writable')
 
 
-def check_output_dir(path, option):
+def check_output_dir(path: str, option: str) -> None:
     """Raise ValueError unless ``path`` is a writable directory or can be created as one."""
     path = os.path.abspath(path)
     if os.path.exists(path):
@@ -98,7 +99,7 @@ def check_output_dir(path, option):
         raise ValueError(f'{option} {path}: directory {parent} is not writable')
 
 
-def print_error(prog, message, stream=None):
+def print_error(prog: str, message: object, stream: TextIO | None = None) -> None:
     """Print ``<prog>: error: <message>`` on one line (escaped) on ``stream`` (stderr)."""
     text = ' '.join(terminal_text(message).split())
     print(f'{prog}: error: {text}', file=stream or sys.stderr, flush=True)

@@ -26,16 +26,23 @@ independent streams advanced together in numpy; returns mean and standard error 
 downgrade time.
 """
 
+from collections.abc import Callable, Iterator, Sequence
 import math
+from typing import Any, Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 
 
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
     SelfAssessmentLevel,
 )
-from project_ghost_feedback.core.feedback import CalibrationHistory
+from project_ghost_feedback.core.feedback import (
+    CalibratedSelfAssessment,
+    CalibrationAdjustmentPolicy,
+    CalibrationHistory,
+)
 from project_ghost_feedback.core.feedback.calibration_math import (
     bucket_probabilities,
 )
@@ -45,15 +52,42 @@ EXCEEDANCE_FORM = ('calibrated_exceedance', 'overconfidence_scale')
 
 RAW = BeliefSelfAssessment(belief_stamp_sim_ns=0, overall_level=SelfAssessmentLevel.KNOWN)
 
+_FloatArray = NDArray[np.float64]
+_IntArray = NDArray[np.int64]
+_Probabilities = tuple[float, float, float]
 
-def _outcome_probabilities(policy, overconfidence):
+
+class ExceedancePolicy(Protocol):
+    """What the exact chain reads of a policy of :data:`EXCEEDANCE_FORM`."""
+
+    @property
+    def degrees_of_freedom(self) -> int:
+        """Return the degrees of freedom of one vec3's squared distance."""
+        ...
+
+    @property
+    def vectors_per_outcome(self) -> int:
+        """Return the vec3 distances per outcome."""
+        ...
+
+    @property
+    def min_outcomes(self) -> int:
+        """Return the number of outcomes below which no count test applies."""
+        ...
+
+    def thresholds(self, n: int) -> tuple[int, int]:
+        """Return ``(k_s, k_o)`` of a window of ``n`` outcomes."""
+        ...
+
+
+def _outcome_probabilities(policy: ExceedancePolicy, overconfidence: float) -> _Probabilities:
     """Return (p not beyond 3, p in (3, 5], p beyond 5) for ``policy``'s distance model."""
     b = bucket_probabilities(policy.degrees_of_freedom, policy.vectors_per_outcome,
                              overconfidence)
     return b[0] + b[1], b[2], b[3]
 
 
-def _exceedance_rule(policy, window):
+def _exceedance_rule(policy: ExceedancePolicy, window: int) -> list[int]:
     """Return ``k_s[n]`` (n = 0..window) after checking that ``k_o(n) = 1`` where it applies."""
     if window < policy.min_outcomes:
         raise ValueError('the chain needs window >= min_outcomes')
@@ -64,12 +98,13 @@ def _exceedance_rule(policy, window):
     return k_s
 
 
-def _masks(bits, below):
+def _masks(bits: int, below: int) -> _IntArray:
     """Return the sorted int64 masks of ``bits`` bits with fewer than ``below`` bits set."""
     levels = [np.zeros(1, dtype=np.int64)]
     highest = [np.full(1, -1, dtype=np.int64)]
     for _ in range(1, below):
-        masks, tops = [], []
+        masks: list[_IntArray] = []
+        tops: list[_IntArray] = []
         for b in range(bits):
             keep = highest[-1] < b
             masks.append(levels[-1][keep] | (1 << b))
@@ -79,7 +114,7 @@ def _masks(bits, below):
     return np.sort(np.concatenate(levels))
 
 
-def _successors(masks, bits, k):
+def _successors(masks: _IntArray, bits: int, k: int) -> list[_IntArray]:
     """Return index arrays of the successors on a non-B3 and on a (3, 5] outcome (-1: absorbed)."""
     full = (1 << bits) - 1
     out = []
@@ -92,7 +127,8 @@ def _successors(masks, bits, k):
     return out
 
 
-def _warm_up(policy, window, k_s, probabilities, masks):
+def _warm_up(policy: ExceedancePolicy, window: int, k_s: Sequence[int],
+             probabilities: _Probabilities, masks: _IntArray) -> tuple[float, _FloatArray]:
     """Propagate the empty window ``window`` steps; return (sum_{t<window} S(t), distribution)."""
     p_low, p_mid, _ = probabilities
     minimum = policy.min_outcomes
@@ -118,7 +154,8 @@ def _warm_up(policy, window, k_s, probabilities, masks):
     return total, dist
 
 
-def _full_window_start(policy, window, overconfidence):
+def _full_window_start(policy: ExceedancePolicy, window: int, overconfidence: float
+                       ) -> tuple[_Probabilities, int, _IntArray, float, _FloatArray]:
     """Return (probabilities, k_full, full-window masks, sum_{t<window} S(t), their mass)."""
     k_s = _exceedance_rule(policy, window)
     k_full = k_s[window]
@@ -130,8 +167,9 @@ def _full_window_start(policy, window, overconfidence):
     return probabilities, k_full, masks[keep], head, dist[keep]
 
 
-def exceedance_arl(policy, window=32, overconfidence=1.0, max_iterations=20000,
-                   ratio_tolerance=1e-13):
+def exceedance_arl(policy: ExceedancePolicy, window: int = 32, overconfidence: float = 1.0,
+                   max_iterations: int = 20000, ratio_tolerance: float = 1e-13
+                   ) -> dict[str, Any]:
     """Return a dict with the exact ARL from an empty window (see the module docstring).
 
     Keys: ``arl``, ``states``, ``iterations``, ``eigenvalue`` (of the full-window chain),
@@ -142,7 +180,7 @@ def exceedance_arl(policy, window=32, overconfidence=1.0, max_iterations=20000,
     p_low, p_mid, _ = probabilities
     s0, s1 = _successors(full, window, k_full)
 
-    def apply_q(x):
+    def apply_q(x: _FloatArray) -> _FloatArray:
         padded = np.append(x, 0.0)
         return p_low * padded[s0] + p_mid * padded[s1]
 
@@ -169,7 +207,8 @@ def exceedance_arl(policy, window=32, overconfidence=1.0, max_iterations=20000,
     }
 
 
-def dense_exceedance_arl(policy, window, overconfidence=1.0):
+def dense_exceedance_arl(policy: ExceedancePolicy, window: int,
+                         overconfidence: float = 1.0) -> float:
     """Return the same ARL by a dense ``numpy.linalg.solve`` (small windows only)."""
     probabilities, k_full, full, head, dist = _full_window_start(policy, window, overconfidence)
     if len(full) > 5000:
@@ -182,7 +221,7 @@ def dense_exceedance_arl(policy, window, overconfidence=1.0):
     return head + float(dist @ h)
 
 
-def window_histories(n):
+def window_histories(n: int) -> Iterator[tuple[tuple[int, int, int], CalibrationHistory]]:
     """Yield ``((c1, c2, c3), history)`` for every bucket-count vector of a window of ``n``.
 
     The worst distances are representative of the highest non-empty bucket (policies use them
@@ -196,7 +235,9 @@ def window_histories(n):
                     n, n - c1 - c2 - c3, c1, c2, c3, worst, worst, 1)
 
 
-def decision_table(policy, window, judge=None):
+def decision_table(policy: CalibrationAdjustmentPolicy, window: int,
+                   judge: Callable[[CalibratedSelfAssessment], bool] | None = None
+                   ) -> NDArray[np.bool_]:
     """Return ``table[n, c1, c2, c3]``: ``judge(policy.adjust(...))`` of that window (bool).
 
     ``judge`` defaults to "was downgraded".
@@ -210,8 +251,10 @@ def decision_table(policy, window, judge=None):
     return table
 
 
-def first_passage_monte_carlo(policies, runs, window=32, overconfidence=1.0, seed=1,
-                              max_steps=10_000_000):
+def first_passage_monte_carlo(policies: Sequence[CalibrationAdjustmentPolicy], runs: int,
+                              window: int = 32, overconfidence: float = 1.0, seed: int = 1,
+                              max_steps: int = 10_000_000
+                              ) -> dict[str, tuple[float, float, int]]:
     """Return ``{policy_id: (mean, standard_error, runs)}`` of the first-downgrade time.
 
     All policies see the same ``runs`` independent streams (common random numbers), each from an
@@ -254,7 +297,7 @@ def first_passage_monte_carlo(policies, runs, window=32, overconfidence=1.0, see
                 run_ids, ring, counts = run_ids[keep], ring[keep], counts[keep]
     else:
         raise ValueError('some runs never downgraded within max_steps')
-    result = {}
+    result: dict[str, tuple[float, float, int]] = {}
     for policy, times in zip(policies, first):
         result[policy.policy_id] = (float(times.mean()),
                                     float(times.std(ddof=1) / math.sqrt(runs)), runs)

@@ -21,22 +21,26 @@ the continuous CUSUM checks the in-control ARL (:func:`monte_carlo_arl`).
 """
 
 import math
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 
 from project_ghost_feedback.core.feedback.calibration_math import (
     bucket_probabilities,
 )
 
+_FloatArray = NDArray[np.float64]
+
 DOF = 3
 VECTORS = 2
 
 
-def _chi2_cdf_even(x, dof):
+def _chi2_cdf_even(x: ArrayLike, dof: int) -> _FloatArray:
     """Return the chi-square CDF with an even ``dof`` at ``x`` (array), closed form."""
-    x = np.maximum(np.asarray(x, dtype=float), 0.0)
-    half = x / 2.0
+    values = np.maximum(np.asarray(x, dtype=float), 0.0)
+    half = values / 2.0
     term = np.ones_like(half)
     total = np.ones_like(half)
     for i in range(1, dof // 2):
@@ -45,7 +49,8 @@ def _chi2_cdf_even(x, dof):
     return 1.0 - np.exp(-half) * total
 
 
-def _full_increment_pmf(k, truth, delta, top):
+def _full_increment_pmf(k: float, truth: float, delta: float, top: int
+                        ) -> tuple[int, _FloatArray]:
     """Return (offset, pmf) of round(l / delta) for the full-information LLR, ``k > 1``."""
     dof = DOF * VECTORS
     a = -dof * math.log(k)
@@ -60,7 +65,8 @@ def _full_increment_pmf(k, truth, delta, top):
     return low, pmf
 
 
-def _bucket_increment_pmf(k, truth, delta, top):
+def _bucket_increment_pmf(k: float, truth: float, delta: float, top: int
+                          ) -> tuple[int, _FloatArray]:
     """Return (offset, pmf) of round(l_b / delta) for the bucket-information LLR."""
     alternative = bucket_probabilities(DOF, VECTORS, k)
     calibrated = bucket_probabilities(DOF, VECTORS)
@@ -73,13 +79,13 @@ def _bucket_increment_pmf(k, truth, delta, top):
     return low, pmf
 
 
-def bucket_llr(k):
+def bucket_llr(k: float) -> tuple[float, ...]:
     """Return the per-bucket log-likelihood ratios ``ln(P_b(k) / P_b(1))`` (nats)."""
     return tuple(math.log(a / c) for a, c in zip(
         bucket_probabilities(DOF, VECTORS, k), bucket_probabilities(DOF, VECTORS)))
 
 
-def _transition(kind, k, truth, h, states):
+def _transition(kind: str, k: float, truth: float, h: float, states: int) -> _FloatArray:
     delta = h / states
     low, pmf = (_full_increment_pmf if kind == 'full' else _bucket_increment_pmf)(
         k, truth, delta, states)
@@ -94,13 +100,14 @@ def _transition(kind, k, truth, h, states):
     return q
 
 
-def arl(kind, k, truth, h, states=1500):
+def arl(kind: str, k: float, truth: float, h: float, states: int = 1500) -> float:
     """Return the ARL from ``W = 0`` of the CUSUM (``kind`` 'full' or 'bucket') at threshold h."""
     q = _transition(kind, k, truth, h, states)
     return float(np.linalg.solve(np.eye(states) - q, np.ones(states))[0])
 
 
-def run_length_quantile(kind, k, truth, h, quantile=0.5, states=1500, max_steps=100000):
+def run_length_quantile(kind: str, k: float, truth: float, h: float, quantile: float = 0.5,
+                        states: int = 1500, max_steps: int = 100000) -> int:
     """Return the smallest ``t`` with ``P(T <= t) >= quantile`` from ``W = 0``."""
     q = _transition(kind, k, truth, h, states)
     p = np.zeros(states)
@@ -112,7 +119,7 @@ def run_length_quantile(kind, k, truth, h, quantile=0.5, states=1500, max_steps=
     raise RuntimeError('run length beyond max_steps')
 
 
-def threshold_for_arl(kind, k, target, states=1500):
+def threshold_for_arl(kind: str, k: float, target: float, states: int = 1500) -> float:
     """Return the smallest ``h`` whose in-control ARL from 0 is ``>= target`` (bisection).
 
     The bucket CUSUM's ARL is a step function of ``h`` (four increments), so it may land above
@@ -135,7 +142,8 @@ def threshold_for_arl(kind, k, target, states=1500):
     return high
 
 
-def monte_carlo_arl(kind, k, truth, h, runs, seed=1, max_steps=2_000_000):
+def monte_carlo_arl(kind: str, k: float, truth: float, h: float, runs: int, seed: int = 1,
+                    max_steps: int = 2_000_000) -> tuple[float, float]:
     """Return (mean, standard error) of the continuous CUSUM's run length from 0 (numpy)."""
     rng = np.random.default_rng(seed)
     scores = np.array(bucket_llr(k))
@@ -162,9 +170,9 @@ def monte_carlo_arl(kind, k, truth, h, runs, seed=1, max_steps=2_000_000):
     return float(times.mean()), float(times.std(ddof=1) / math.sqrt(runs))
 
 
-def limits(k, target_arl, states=1500):
+def limits(k: float, target_arl: float, states: int = 1500) -> dict[str, dict[str, Any]]:
     """Return per kind: threshold, in-control ARL (and at 2x states), ARL1 and median delay."""
-    result = {}
+    result: dict[str, dict[str, Any]] = {}
     for kind in ('full', 'bucket'):
         h = threshold_for_arl(kind, k, target_arl, states)
         result[kind] = {

@@ -8,6 +8,7 @@ constructor, from given squared distances. Each square is re-squared from its ro
 the input).
 """
 
+from collections.abc import Sequence
 import math
 
 
@@ -18,7 +19,8 @@ from project_ghost_feedback.core.feedback import (
 )
 
 
-def schema2_history(position_squared, orientation_squared, stamp=0):
+def schema2_history(position_squared: Sequence[float], orientation_squared: Sequence[float],
+                    stamp: int = 0) -> CalibrationHistory:
     """Return the schema-2 history of a window given both vec3's squared distances, oldest first."""
     position = [math.sqrt(float(x)) for x in position_squared]
     orientation = [math.sqrt(float(x)) for x in orientation_squared]
@@ -30,8 +32,9 @@ def schema2_history(position_squared, orientation_squared, stamp=0):
     counts = [0, 0, 0, 0]
     for p, o in zip(position, orientation):
         counts[bucket_of_distance(max(p, o))] += 1
+    within_1, beyond_1, beyond_3, beyond_5 = counts
     return CalibrationHistory(
-        n, *counts, max(position), max(orientation), stamp,
+        n, within_1, beyond_1, beyond_3, beyond_5, max(position), max(orientation), stamp,
         schema_version=HISTORY_SCHEMA_SQUARED_DISTANCES,
         position_squared_distances=tuple(d * d for d in position),
         orientation_squared_distances=tuple(d * d for d in orientation))

@@ -14,17 +14,31 @@ vec3 (a constant, or one value per time step for a drift), one axis scaled insid
 AR(1) errors, multivariate Student-t, planar (2-D) errors.
 """
 
+from collections.abc import Callable, Iterable
 import math
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
+from ..core.contracts import BeliefSelfAssessment
+from ..core.feedback import CalibrationAdjustmentPolicy, CalibrationHistory
+from ..core.feedback.vec3_scale_policy import Vec3ScalePolicy
 from ..core.loop import RATE_MIN_OUTCOMES
+
+_FloatArray = NDArray[np.float64]
+_Levels = NDArray[np.int8]
+"""Level values per stream and time step (0 UNKNOWN, 1 UNCERTAIN, 2 KNOWN)."""
+_Estimate = tuple[float, float]
+"""A mean (or share) and its standard error."""
 
 UNKNOWN, UNCERTAIN, KNOWN = 0, 1, 2
 
 
-def squared_distances(rng, streams, length, *, scale=1.0, position_scale=None, dim=3,
-                      axis_scale=None, ar1=None, student_nu=None):
+def squared_distances(rng: np.random.Generator, streams: int, length: int, *,
+                      scale: ArrayLike = 1.0, position_scale: ArrayLike | None = None,
+                      dim: int = 3, axis_scale: float | None = None, ar1: float | None = None,
+                      student_nu: float | None = None) -> tuple[_FloatArray, _FloatArray]:
     """Return ``(xp, xo)``, each ``(streams, length)``: squared distances of both vec3.
 
     ``scale`` is a float or an array of ``length`` (a drift); ``position_scale`` overrides it for
@@ -51,7 +65,7 @@ def squared_distances(rng, streams, length, *, scale=1.0, position_scale=None, d
     return xp, xo
 
 
-def _window_sum(a, window):
+def _window_sum(a: NDArray[Any], window: int) -> NDArray[Any]:
     """Return the sum of the last ``window`` values (fewer at the start) at every time step."""
     c = np.cumsum(a, axis=1)
     out = c.copy()
@@ -59,7 +73,7 @@ def _window_sum(a, window):
     return out
 
 
-def _suffix_max(increments, window):
+def _suffix_max(increments: _FloatArray, window: int) -> _FloatArray:
     """Return max(0, max over suffixes of at most ``window`` increments) at every time step."""
     prefix = np.cumsum(increments, axis=1)
     padded = np.concatenate([np.zeros((prefix.shape[0], 1)), prefix], axis=1)
@@ -69,7 +83,8 @@ def _suffix_max(increments, window):
     return prefix - low
 
 
-def statistics(policy, xp, xo, window):
+def statistics(policy: Vec3ScalePolicy, xp: _FloatArray, xo: _FloatArray, window: int
+               ) -> dict[str, NDArray[Any]]:
     """Return the per-time-step window statistics of ``policy`` for the streams ``xp, xo``."""
     worst = np.maximum(xp, xo)
     gross_d = policy.gross_distance
@@ -98,7 +113,8 @@ def statistics(policy, xp, xo, window):
     }
 
 
-def thresholds_in_use(policy, length, window, rate_hz=None, start=0):
+def thresholds_in_use(policy: Vec3ScalePolicy, length: int, window: int,
+                      rate_hz: float | None = None, start: int = 0) -> _FloatArray:
     """Return the one-step threshold at each of ``length`` steps after a reset (``start`` in).
 
     A policy with a false-alarm budget in time and a measured rate spends it as
@@ -113,8 +129,10 @@ def thresholds_in_use(policy, length, window, rate_hz=None, start=0):
     return np.where(n < RATE_MIN_OUTCOMES, early, late)
 
 
-def levels(policy, xp, xo, window=32, start_previous=None, underconfident=None, rate_hz=None,
-           start=0):
+def levels(policy: Vec3ScalePolicy, xp: _FloatArray, xo: _FloatArray, window: int = 32,
+           start_previous: _Levels | None = None,
+           underconfident: list[NDArray[np.bool_]] | None = None, rate_hz: float | None = None,
+           start: int = 0) -> _Levels:
     """Return the ``(streams, length)`` levels (0 UNKNOWN, 1 UNCERTAIN, 2 KNOWN) of the stream.
 
     ``underconfident``, a list, receives the boolean array "reason underconfident_calibration".
@@ -147,24 +165,26 @@ def levels(policy, xp, xo, window=32, start_previous=None, underconfident=None, 
 FLAP_FACTORS = tuple(round(1.0 + 0.1 * i, 1) for i in range(21)) + (4.0, 5.0, 10.0)
 
 
-def binomial_se(p, n):
+def binomial_se(p: float, n: int) -> float:
     """Return the binomial standard error of a share ``p`` of ``n``."""
     return math.sqrt(max(p * (1.0 - p), 0.0) / max(n, 1))
 
 
-def _median_se(values, rng):
+def _median_se(values: ArrayLike, rng: np.random.Generator) -> tuple[float, float]:
     """Return (median, bootstrap s.e.) of ``values`` (inf allowed)."""
     values = np.asarray(values, dtype=float)
     boots = [np.median(rng.choice(values, len(values))) for _ in range(200)]
     return float(np.median(values)), float(np.std(boots))
 
 
-def calibrated_stream_figures(policy, rng, streams, length, window=32, **model):
+def calibrated_stream_figures(policy: Vec3ScalePolicy, rng: np.random.Generator, streams: int,
+                              length: int, window: int = 32, **model: Any
+                              ) -> dict[str, _Estimate]:
     """Return false downgrade / UNKNOWN fractions per full window and the entry rate, with s.e."""
     xp, xo = squared_distances(rng, streams, length, **model)
-    under = []
-    lv = levels(policy, xp, xo, window, underconfident=under)[:, window - 1:]
-    under = under[0][:, window - 1:].mean(axis=1)
+    flags: list[NDArray[np.bool_]] = []
+    lv = levels(policy, xp, xo, window, underconfident=flags)[:, window - 1:]
+    under = flags[0][:, window - 1:].mean(axis=1)
     down = (lv != KNOWN).mean(axis=1)
     unknown = (lv == UNKNOWN).mean(axis=1)
     changes = (np.diff(lv, axis=1) != 0).sum(axis=1) / (lv.shape[1] - 1) * 1000
@@ -176,7 +196,9 @@ def calibrated_stream_figures(policy, rng, streams, length, window=32, **model):
     }
 
 
-def first_passage(policy, rng, streams, window=32, chunk=4096, max_length=200_000):
+def first_passage(policy: Vec3ScalePolicy, rng: np.random.Generator, streams: int,
+                  window: int = 32, chunk: int = 4096, max_length: int = 200_000
+                  ) -> tuple[float, float, int]:
     """Return (mean, s.e.) of outcomes to the first downgrade from an empty window, calibrated.
 
     Each stream runs until its first downgrade; streams are advanced in blocks of ``chunk``
@@ -212,7 +234,8 @@ def first_passage(policy, rng, streams, window=32, chunk=4096, max_length=200_00
     return mean, times.std(ddof=1) / math.sqrt(streams), int(censored.sum())
 
 
-def reset_starts(policy, rng, starts, window=32, chunk=200_000, **model):
+def reset_starts(policy: Vec3ScalePolicy, rng: np.random.Generator, starts: int,
+                 window: int = 32, chunk: int = 200_000, **model: Any) -> dict[str, Any]:
     """Return what the first ``window`` outcomes after a reset (an empty window) do.
 
     ``{'unknown': (p, s.e.), 'downgrade': (p, s.e.), 'starts': starts}``: the share of starts
@@ -233,7 +256,9 @@ def reset_starts(policy, rng, starts, window=32, chunk=200_000, **model):
             'starts': starts, 'unknown_count': unknown}
 
 
-def from_reset(policy, rng, streams, factor_model, window=32, cap=128):
+def from_reset(policy: Vec3ScalePolicy, rng: np.random.Generator, streams: int,
+               factor_model: dict[str, Any], window: int = 32, cap: int = 128
+               ) -> tuple[_FloatArray, _FloatArray]:
     """Return arrays (to first downgrade, to UNKNOWN) of streams overconfident from a reset."""
     xp, xo = squared_distances(rng, streams, cap, **factor_model)
     lv = levels(policy, xp, xo, window)
@@ -243,13 +268,16 @@ def from_reset(policy, rng, streams, factor_model, window=32, cap=128):
             np.where(unk.any(1), unk.argmax(1) + 1, np.inf))
 
 
-def detection(policy, rng, streams, factor_model, window=32, cap=128, burn=96):
+def detection(policy: Vec3ScalePolicy, rng: np.random.Generator, streams: int,
+              factor_model: dict[str, Any], window: int = 32, cap: int = 128, burn: int = 96
+              ) -> tuple[_FloatArray, _FloatArray]:
     """Return arrays (to first downgrade, to UNKNOWN) after a switch at a KNOWN calibrated state.
 
     ``factor_model`` is the keyword arguments of :func:`squared_distances` after the switch.
     Runs whose level is not KNOWN at the switch are dropped (and redrawn).
     """
-    firsts, unknowns = [], []
+    firsts: list[float] = []
+    unknowns: list[float] = []
     while len(firsts) < streams:
         bp, bo = squared_distances(rng, streams, burn)
         ap, ao = squared_distances(rng, streams, cap, **factor_model)
@@ -265,21 +293,24 @@ def detection(policy, rng, streams, factor_model, window=32, cap=128, burn=96):
     return np.array(firsts[:streams]), np.array(unknowns[:streams])
 
 
-def _levels_of(policy, xp, xo, window):
+def _levels_of(policy: Vec3ScalePolicy | _Levels, xp: _FloatArray, xo: _FloatArray,
+               window: int) -> _Levels:
     """Return the levels of ``policy``: a stateful mirrored policy, or a level table (array)."""
     if isinstance(policy, np.ndarray):
         return count_policy_levels(policy, xp, xo, window)
     return levels(policy, xp, xo, window)
 
 
-def steady_state(policy, rng, streams, length, window=32, burn=256, **model):
+def steady_state(policy: Vec3ScalePolicy | _Levels, rng: np.random.Generator, streams: int,
+                 length: int, window: int = 32, burn: int = 256, **model: Any
+                 ) -> dict[str, _Estimate]:
     """Return per-level fractions and level changes per 1000 outcomes, each (mean, s.e.).
 
     ``policy`` is a mirrored policy or the level table of a count-based one (:func:`level_table`).
     """
     xp, xo = squared_distances(rng, streams, burn + length, **model)
     lv = _levels_of(policy, xp, xo, window)[:, burn:]
-    out = {}
+    out: dict[str, _Estimate] = {}
     for name, code in (('known', KNOWN), ('uncertain', UNCERTAIN), ('unknown', UNKNOWN)):
         f = (lv == code).mean(axis=1)
         out[name] = (f.mean(), f.std(ddof=1) / math.sqrt(streams))
@@ -288,7 +319,9 @@ def steady_state(policy, rng, streams, length, window=32, burn=256, **model):
     return out
 
 
-def drift(policy, rng, streams, length=2000, window=32, burn=64):
+def drift(policy: Vec3ScalePolicy | _Levels, rng: np.random.Generator, streams: int,
+          length: int = 2000, window: int = 32, burn: int = 64
+          ) -> tuple[NDArray[np.int64], _FloatArray, _FloatArray]:
     """Return per-run (level changes, k at first downgrade, k at first UNKNOWN), k 1 -> 3."""
     k = np.concatenate([np.ones(burn), 1.0 + 2.0 * np.arange(1, length + 1) / length])
     xp, xo = squared_distances(rng, streams, burn + length, scale=k)
@@ -308,7 +341,9 @@ def drift(policy, rng, streams, length=2000, window=32, burn=64):
 _EDGES = np.array([1.0, 9.0, 25.0])
 
 
-def level_table(policy, window, raw, histories):
+def level_table(policy: CalibrationAdjustmentPolicy, window: int, raw: BeliefSelfAssessment,
+                histories: Callable[[int], Iterable[tuple[tuple[int, int, int],
+                                                          CalibrationHistory]]]) -> _Levels:
     """Return ``table[n, c1, c2, c3]``: the level value ``policy.adjust`` gives that window."""
     size = window + 1
     table = np.full((size, size, size, size), KNOWN, dtype=np.int8)
@@ -318,7 +353,8 @@ def level_table(policy, window, raw, histories):
     return table
 
 
-def count_policy_levels(table, xp, xo, window=32):
+def count_policy_levels(table: _Levels, xp: _FloatArray, xo: _FloatArray,
+                        window: int = 32) -> _Levels:
     """Return the levels of a stateless count-based policy (``table``) on the streams."""
     buckets = np.searchsorted(_EDGES, np.maximum(xp, xo), side='left')
     streams, length = buckets.shape

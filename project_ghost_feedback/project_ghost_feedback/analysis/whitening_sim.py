@@ -10,15 +10,22 @@ sample.
 """
 
 import math
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..core.serial_whitening import (
     DEFAULT_ALPHA, DEFAULT_GUARD_ALPHA, gross_limit, GUARD_RATIO, MAX_PHI, MIN_INNOVATION_RATIO,
     SerialWhitener)
 
+_FloatArray = NDArray[np.float64]
+_Fit = tuple[_FloatArray, _FloatArray, _FloatArray]
+"""``(phi1, phi2, s2)`` per stream and vec3."""
 
-def ar1(rng, streams, length, rho, dim=3, vectors=2):
+
+def ar1(rng: np.random.Generator, streams: int, length: int, rho: float, dim: int = 3,
+        vectors: int = 2) -> _FloatArray:
     """Return unit-variance AR(1) errors, shape ``(streams, length, vectors, dim)``."""
     w = rng.standard_normal((streams, length, vectors, dim))
     if rho == 0.0:
@@ -31,7 +38,8 @@ def ar1(rng, streams, length, rho, dim=3, vectors=2):
     return e
 
 
-def errors(rng, streams, length, model, dim=3, vectors=2):
+def errors(rng: np.random.Generator, streams: int, length: int, model: tuple[Any, ...],
+           dim: int = 3, vectors: int = 2) -> _FloatArray:
     """Return unit-variance errors of ``model``: ``('ar1', rho)`` or ``('mix', r1, r2)``.
 
     The mix is the sum of two independent AR(1) of equal variance (two time constants).
@@ -44,7 +52,7 @@ def errors(rng, streams, length, model, dim=3, vectors=2):
     raise ValueError(f'unknown model {model!r}')
 
 
-def _yule_walker(r1, r2, order):
+def _yule_walker(r1: _FloatArray, r2: _FloatArray, order: int) -> _Fit:
     """Vectorised :func:`~..core.serial_whitening.yule_walker` (arrays of autocorrelations)."""
     r1 = np.clip(r1, -MAX_PHI, MAX_PHI)
     phi1_ar1, s2_ar1 = r1, 1.0 - r1 * r1
@@ -63,14 +71,14 @@ def _yule_walker(r1, r2, order):
 class _Autocovariance:
     """Vectorised mirror of ``core/serial_whitening._Autocovariance``."""
 
-    def __init__(self, streams, vectors, dim, alpha):
+    def __init__(self, streams: int, vectors: int, dim: int, alpha: float) -> None:
         self.alpha = alpha
         self.mean = np.zeros((streams, vectors, dim))
         self.g0 = np.zeros((streams, vectors))
         self.g1 = np.zeros((streams, vectors))
         self.g2 = np.zeros((streams, vectors))
 
-    def fit(self, order):
+    def fit(self, order: int) -> _Fit:
         """Return ``(phi1, phi2, s2)`` of the Yule-Walker fit of ``order`` (phi2 0 below 2)."""
         with np.errstate(invalid='ignore', divide='ignore'):
             safe = np.where(self.g0 > 0.0, self.g0, 1.0)
@@ -79,7 +87,7 @@ class _Autocovariance:
         p1, p2, s2 = _yule_walker(r1, r2, order)
         return p1, (p2 if order >= 2 else np.zeros_like(p1)), s2
 
-    def chain_fit(self, used, order):
+    def chain_fit(self, used: NDArray[Any], order: int) -> _Fit:
         """Return the fit each stream's chain can use (``used`` lags: 0, 1 or 2, an array)."""
         p1, p2, s2 = self.fit(1)
         p2 = np.zeros_like(p1)
@@ -89,7 +97,8 @@ class _Autocovariance:
             p1, p2, s2 = np.where(two, q1, p1), np.where(two, q2, p2), np.where(two, t2, s2)
         return p1, p2, s2
 
-    def update(self, keep, zt, lag1, lag2, chain, samples, pairs):
+    def update(self, keep: NDArray[np.bool_], zt: _FloatArray, lag1: _FloatArray, lag2: _FloatArray,
+               chain: NDArray[Any], samples: _FloatArray, pairs: _FloatArray) -> None:
         """Fold ``zt`` in where ``keep`` (per stream and vec3: counts and chain lengths)."""
         dim = zt.shape[-1]
         a = np.maximum(self.alpha, 1.0 / (samples + 1))
@@ -106,7 +115,9 @@ class _Autocovariance:
                            self.g2)
 
 
-def whiten(z, order=2, alpha=DEFAULT_ALPHA, guard_alpha=DEFAULT_GUARD_ALPHA, gross=None):
+def whiten(z: _FloatArray, order: int = 2, alpha: float = DEFAULT_ALPHA,
+           guard_alpha: float = DEFAULT_GUARD_ALPHA,
+           gross: NDArray[Any] | None = None) -> _FloatArray:
     """Return ``v`` (same shape as ``z``: streams, length, vectors, dim) whitened in time.
 
     Every sample is returned (the warm-up is the caller's: the first ``warmup_samples``). The
@@ -154,7 +165,7 @@ def whiten(z, order=2, alpha=DEFAULT_ALPHA, guard_alpha=DEFAULT_GUARD_ALPHA, gro
     return v
 
 
-def self_check(seed=7, length=400, order=2):
+def self_check(seed: int = 7, length: int = 400, order: int = 2) -> float:
     """Return the largest |difference| between :func:`whiten` and SerialWhitener (one stream).
 
     The stream has a burst of 4x from 40% to 45% of its length and one 8-sigma outlier at 75%
@@ -167,7 +178,7 @@ def self_check(seed=7, length=400, order=2):
     gross = np.zeros((1, z.shape[2]), dtype=int)
     mirror = whiten(z, order=order, gross=gross)
     assert gross.min() > 0, 'the check must cover gross samples'
-    engines = []
+    engines: list[SerialWhitener] = []
     worst = 0.0
     for vec in range(z.shape[2]):
         engine = SerialWhitener(order=order)

@@ -7,7 +7,7 @@ feedback node -> telemetry bag demo (``stack_demo``); ``--scenario synthetic`` t
 """
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """Run the demo (see ``ghost-feedback demo --help``); return the exit code."""
     from .stack_demo import main as stack_main
     return stack_main(argv)

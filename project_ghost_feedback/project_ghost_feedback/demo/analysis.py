@@ -7,18 +7,26 @@ estimator was calibrated (overconfidence 1). A downgrade in the recovery phase w
 holds overconfident outcomes is a correct, lingering one, not a false one.
 """
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..core.contracts import PredictionOutcome, SelfAssessmentLevel
+from ..core.feedback import CalibratedSelfAssessment
 from ..core.loop import FeedbackLoop, LoopConfig
 from ..core import NS_PER_S
+from ..sim import Scenario, ScenarioStep
 
 
-def _level_counts(levels):
+def _level_counts(levels: Iterable[SelfAssessmentLevel]) -> dict[str, int]:
     counts = {'KNOWN': 0, 'UNCERTAIN': 0, 'UNKNOWN': 0}
     for level in levels:
         counts[level.name] += 1
     return counts
 
 
-def summarize(scenario, steps, calibrated_by_stamp, max_history):
+def summarize(scenario: Scenario, steps: Iterable[ScenarioStep],
+              calibrated_by_stamp: Mapping[int, CalibratedSelfAssessment],
+              max_history: int) -> dict[str, Any]:
     """Return a JSON-ready summary of a run.
 
     ``steps`` are the scenario's ScenarioSteps as played; ``calibrated_by_stamp`` maps each belief
@@ -28,10 +36,10 @@ def summarize(scenario, steps, calibrated_by_stamp, max_history):
     """
     loop = FeedbackLoop(LoopConfig.make(max_history=max(max_history, 1),
                                         outcome_buffer_size=max(max_history, 1) * 4))
-    honest_prediction = {}
-    phases = []
+    honest_prediction: dict[PredictionOutcome, bool] = {}
+    phases: list[dict[str, Any]] = []
     spans = scenario.spans
-    per_phase = {span.phase.name: {
+    per_phase: dict[str, dict[str, Any]] = {span.phase.name: {
         'name': span.phase.name,
         'start_s': span.start_ns / NS_PER_S,
         'end_s': span.end_ns / NS_PER_S,
@@ -99,13 +107,13 @@ def summarize(scenario, steps, calibrated_by_stamp, max_history):
     }
 
 
-def _when(event):
+def _when(event: Mapping[str, Any] | None) -> str:
     if event is None:
         return '-'
     return f'{event["after_s"]:.1f} s, {event["after_outcomes"]} outcomes'
 
 
-def format_summary(summary, policy_id):
+def format_summary(summary: Mapping[str, Any], policy_id: str) -> str:
     """Return the summary as a short table a person can read at a glance."""
     lines = [
         f'policy: {policy_id}',

@@ -6,11 +6,16 @@ started playing too early loses its first messages (under load, the nodes' disco
 seconds). Both demos wait with :func:`wait_for_nodes`.
 """
 
+from __future__ import annotations
+
+import subprocess
 import sys
 import time
+from typing import Any
 
 
-def wait_for_nodes(endpoint, processes, timeout_s=30.0, poll_s=0.05):
+def wait_for_nodes(endpoint: Any, processes: dict[str, subprocess.Popen[Any]],
+                   timeout_s: float = 30.0, poll_s: float = 0.05) -> bool:
     """Spin ``endpoint`` until ``endpoint.connected()``; return True, or False with a reason.
 
     ``endpoint`` has ``connected()`` and ``spin_for(seconds)``; ``processes`` maps a name to

@@ -14,7 +14,11 @@ the number is its mean over the phase's *settled* part: from the outcome after w
 node's window (``max_history`` outcomes, at most half the phase) holds mistuned outcomes only.
 """
 
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..bridge.geometry import pose_error
 from ..core.feedback import DEFAULT_MAX_HISTORY
@@ -25,7 +29,7 @@ from ..core import NS_PER_S
 PHASE = 'mistuned'
 
 
-def position_nees(sample, covariance):
+def position_nees(sample: Any, covariance: ArrayLike) -> float:
     """Return the position NEES of a StackSample's estimate under a 6x6 ``covariance``."""
     error = pose_error(sample.estimate_position, sample.estimate_quaternion,
                        np.reshape(np.asarray(covariance, dtype=float), (6, 6)),
@@ -33,7 +37,9 @@ def position_nees(sample, covariance):
     return error.position_mahalanobis ** 2
 
 
-def nees_series(spans, outcome_stamps, samples, calibrated_covariances, phase=PHASE):
+def nees_series(spans: Iterable[tuple[str, int, int]], outcome_stamps: Iterable[int],
+                samples: Mapping[int, Any], calibrated_covariances: Mapping[int, Sequence[float]],
+                phase: str = PHASE) -> list[tuple[int, float, float]]:
     """Return ``[(stamp_ns, raw NEES, calibrated NEES), ...]`` for the outcomes of ``phase``.
 
     ``samples``: StackSample by stamp; ``calibrated_covariances``: the 36 floats of each
@@ -42,7 +48,7 @@ def nees_series(spans, outcome_stamps, samples, calibrated_covariances, phase=PH
     bounds = next(((start, end) for name, start, end in spans if name == phase), None)
     if bounds is None:
         return []
-    series = []
+    series: list[tuple[int, float, float]] = []
     for stamp in sorted(outcome_stamps):
         if not bounds[0] <= stamp < bounds[1]:
             continue
@@ -54,12 +60,13 @@ def nees_series(spans, outcome_stamps, samples, calibrated_covariances, phase=PH
     return series
 
 
-def chi_square_band(n, dof=DOF_PER_VEC3):
+def chi_square_band(n: int, dof: int = DOF_PER_VEC3) -> tuple[float, float]:
     """Return the 95% band ``(low, high)`` of the mean of ``n`` chi-square(dof) values."""
     return chi_square_quantile(0.025, dof * n) / n, chi_square_quantile(0.975, dof * n) / n
 
 
-def summarize_nees(series, max_history=DEFAULT_MAX_HISTORY):
+def summarize_nees(series: Sequence[tuple[int, float, float]],
+                   max_history: int = DEFAULT_MAX_HISTORY) -> dict[str, Any] | None:
     """Return the settled part's means against the band, as a JSON-ready dict (None if empty)."""
     skip = min(max_history, len(series) // 2)
     settled = series[skip:]
@@ -76,7 +83,7 @@ def summarize_nees(series, max_history=DEFAULT_MAX_HISTORY):
             'calibrated_within_band': low <= calibrated <= high}
 
 
-def format_nees(summary, confidence):
+def format_nees(summary: Mapping[str, Any] | None, confidence: float) -> str:
     """Return one line: the settled means of the raw and calibrated NEES against the band.
 
     ``confidence``: the bridge's ``calibrated_estimate.confidence`` the run used.

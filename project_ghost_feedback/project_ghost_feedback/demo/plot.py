@@ -1,11 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """The demo's PNG: distances and raw vs calibrated level over sim time (panels of ..plots)."""
 
+from collections.abc import Iterable, Mapping
+import os
+
 from ..core import NS_PER_S
+from ..core.feedback import CalibratedSelfAssessment
 from ..plots import distance_panel, figure, level_panel, save, shade_phases
+from ..sim import Scenario, ScenarioStep
 
 
-def write_plot(path, scenario, steps, calibrated_by_stamp, title):
+def write_plot(path: str | os.PathLike[str], scenario: Scenario, steps: Iterable[ScenarioStep],
+               calibrated_by_stamp: Mapping[int, CalibratedSelfAssessment], title: str) -> None:
     """Write the two-panel figure (the scenario's phases shaded) to ``path`` (PNG)."""
     distances = [(o.observed_stamp_sim_ns / NS_PER_S, o.position_mahalanobis,
                   o.orientation_mahalanobis) for step in steps for o in step.outcomes]

@@ -12,6 +12,8 @@
    received, and writes ``summary.txt``, ``summary.json`` and ``demo.png`` to the output dir.
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import math
@@ -21,8 +23,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
+from typing import Any
 
 from ..core.feedback import (
+    CalibratedSelfAssessment,
     coerce_parameters,
     DEFAULT_POLICY,
     make_policy,
@@ -37,12 +42,12 @@ from .plot import write_plot
 from ..core import NS_PER_S
 
 
-def _parse_set(policy, values):
+def _parse_set(policy: str, values: Iterable[str]) -> dict[str, Any]:
     """Return the ``--set key=value`` parameters of ``policy``, typed like their defaults."""
     return coerce_parameters(policy, dict(parse_setting(item) for item in values))
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     """Return the demo's argument parser."""
     parser = argparse.ArgumentParser(
         prog='ghost-feedback demo',
@@ -72,7 +77,8 @@ def build_parser():
     return parser
 
 
-def _node_command(args, policy_parameters, bag_dir):
+def _node_command(args: argparse.Namespace, policy_parameters: dict[str, Any],
+                  bag_dir: pathlib.Path) -> list[str]:
     command = [
         sys.executable, '-m', 'project_ghost_feedback.ros.feedback_node', '--ros-args',
         '-r', '__node:=ghost_feedback_demo_node',
@@ -90,7 +96,7 @@ def _node_command(args, policy_parameters, bag_dir):
 class _Estimator:
     """The synthetic estimator's ROS side: publishers, the output subscription, a context."""
 
-    def __init__(self, calibrated_by_stamp):
+    def __init__(self, calibrated_by_stamp: dict[int, CalibratedSelfAssessment]) -> None:
         import rclpy
         from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
         from rosgraph_msgs.msg import Clock
@@ -109,7 +115,7 @@ class _Estimator:
         self.assessments = self.node.create_publisher(
             BeliefSelfAssessment, '/self_assessment/raw', qos)
 
-        def on_calibrated(msg):
+        def on_calibrated(msg: Any) -> None:
             calibrated = calibrated_from_msg(msg)
             calibrated_by_stamp[calibrated.raw_assessment.belief_stamp_sim_ns] = calibrated
 
@@ -118,7 +124,7 @@ class _Estimator:
         self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
 
-    def spin_for(self, seconds):
+    def spin_for(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
         while True:
             remaining = deadline - time.monotonic()
@@ -126,24 +132,24 @@ class _Estimator:
                 return
             self.executor.spin_once(timeout_sec=min(remaining, 0.01))
 
-    def connected(self):
+    def connected(self) -> bool:
         return (self.outcomes.get_subscription_count() > 0
                 and self.assessments.get_subscription_count() > 0
                 and self.subscription.get_publisher_count() > 0)
 
-    def publish_clock(self, stamp_ns):
+    def publish_clock(self, stamp_ns: int) -> None:
         from rosgraph_msgs.msg import Clock
         msg = Clock()
         msg.clock.sec, msg.clock.nanosec = divmod(stamp_ns, NS_PER_S)
         self.clock.publish(msg)
 
-    def close(self):
+    def close(self) -> None:
         self.executor.shutdown()
         self.node.destroy_node()
         self._rclpy.try_shutdown(context=self.context)
 
 
-def _stop_node(process, timeout=15.0):
+def _stop_node(process: subprocess.Popen[Any], timeout: float = 15.0) -> int:
     if process.poll() is None:
         process.send_signal(signal.SIGINT)
         try:
@@ -154,7 +160,7 @@ def _stop_node(process, timeout=15.0):
     return process.returncode
 
 
-def _replay_check(bag_dir):
+def _replay_check(bag_dir: str | os.PathLike[str]) -> tuple[bool, str]:
     """Return (ok, text) from ``ghost-feedback replay`` of the bag the node wrote."""
     try:
         from ..telemetry.replay import verify_bag
@@ -163,7 +169,7 @@ def _replay_check(bag_dir):
     return verify_bag(bag_dir)
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     """Run the demo with parsed ``args``; return the exit code."""
     ensure_loopback()
     if args.quick:
@@ -188,7 +194,7 @@ def run(args):
     print(f'[demo] policy {policy.policy_id} {policy}; ROS_DOMAIN_ID='
           f'{os.environ.get("ROS_DOMAIN_ID", "0")}, discovery '
           f'{os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"]}')
-    calibrated_by_stamp = {}
+    calibrated_by_stamp: dict[int, CalibratedSelfAssessment] = {}
     node = subprocess.Popen(_node_command(args, policy_parameters, bag_dir))
     estimator = _Estimator(calibrated_by_stamp)
     try:
@@ -213,7 +219,8 @@ def run(args):
             due = wall_start + (stamp - sim_start) / NS_PER_S / args.speed
             estimator.spin_for(max(0.0, due - time.monotonic()))
             if (index + 1) % max(1, len(steps) // 10) == 0:
-                latest = calibrated_by_stamp.get(max(calibrated_by_stamp, default=None))
+                latest = (calibrated_by_stamp[max(calibrated_by_stamp)] if calibrated_by_stamp
+                          else None)
                 level = latest.adjusted_overall_level.name if latest else '-'
                 print(f'[demo] {100 * (index + 1) // len(steps):3d}%  t={stamp / NS_PER_S:6.1f} s  '
                       f'received {len(calibrated_by_stamp)}/{index + 1}  calibrated {level}')
@@ -250,7 +257,7 @@ def run(args):
     return 0 if ok else 1
 
 
-def check_positive(args, *names):
+def check_positive(args: argparse.Namespace, *names: str) -> None:
     """Raise ValueError (one line naming the option) unless each option is finite and > 0."""
     for name in names:
         value = getattr(args, name.lstrip('-').replace('-', '_'))
@@ -258,7 +265,7 @@ def check_positive(args, *names):
             raise ValueError(f'{name} must be a number > 0, got {value:g}')
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """Entry point of ``ghost-feedback demo``."""
     args = build_parser().parse_args(argv)
     from ..safe_io import check_output_dir, print_error

@@ -18,13 +18,18 @@
 ``ghost-feedback demo --scenario synthetic`` runs the earlier synthetic-outcome demo instead.
 """
 
+from __future__ import annotations
+
 import argparse
 import json
+import os
 import pathlib
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TYPE_CHECKING
 
 from ..bridge.calibrated_estimate import CONFIDENCE_RANGE, DEFAULT_CONFIDENCE
 from ..core.feedback import DEFAULT_POLICY
@@ -34,6 +39,13 @@ from ..ros.dds import ensure_loopback
 from .connection import wait_for_nodes
 from .nees import format_nees, nees_series, summarize_nees
 from .run import _replay_check, _stop_node, check_positive
+
+if TYPE_CHECKING:
+    from ..sim.localization_stack import StackPhase
+
+_Spans = Sequence[tuple[str, int, int]]
+_Calibrated = tuple[int, int, str, str]
+"""A calibrated output as the player keeps it: raw and adjusted level values, reason, policy."""
 
 ESTIMATE_TOPIC = '/odometry/filtered'
 REFERENCE_TOPIC = '/ground_truth/odom'
@@ -46,7 +58,7 @@ BRIDGE_NODE = 'outcome_bridge'
 BRIDGE_STATUS = f'/{BRIDGE_NODE}: outcome_bridge'
 
 
-def demo_phases():
+def demo_phases() -> tuple[StackPhase, ...]:
     """Return the simulator's default phases with a mistuned phase of 240 s instead of 120 s.
 
     Outcomes come about 4 s apart while mistuned (their errors decorrelate slowly), so the node's
@@ -58,7 +70,7 @@ def demo_phases():
                  if p.name == 'mistuned' else p for p in DEFAULT_PHASES)
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     """Return the stack demo's argument parser."""
     parser = argparse.ArgumentParser(
         prog='ghost-feedback demo',
@@ -89,7 +101,7 @@ def build_parser():
     return parser
 
 
-def _process(module, *ros_args):
+def _process(module: str, *ros_args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, '-m', module, '--ros-args', *ros_args,
                              '--log-level', 'warn'])
 
@@ -97,7 +109,7 @@ def _process(module, *ros_args):
 class _Player:
     """The simulator's ROS side plus the listeners, in a private context."""
 
-    def __init__(self, tf=False):
+    def __init__(self, tf: bool = False) -> None:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from nav_msgs.msg import Odometry
@@ -121,10 +133,10 @@ class _Player:
             # As deep as the inputs: a KEEP_LAST writer overwrites what a lagging bridge has not
             # taken yet, and tf2 would interpolate across the lost sample.
             self.tf = self.node.create_publisher(TFMessage, '/tf', qos)
-        self.outcomes = {}
-        self.calibrated = {}
-        self.samples = {}  # the estimates published, by stamp (for the NEES)
-        self.calibrated_covariances = {}
+        self.outcomes: dict[int, tuple[float, float]] = {}
+        self.calibrated: dict[int, _Calibrated] = {}
+        self.samples: dict[int, Any] = {}  # the estimates published, by stamp (for the NEES)
+        self.calibrated_covariances: dict[int, tuple[float, ...]] = {}
         self._subscriptions = [
             self.node.create_subscription(PredictionOutcome, '/prediction_outcome',
                                           self._on_outcome, qos),
@@ -133,35 +145,35 @@ class _Player:
                                           qos),
             self.node.create_subscription(Odometry, CALIBRATED_TOPIC,
                                           self._on_calibrated_estimate, qos)]
-        self.feedback_status = {}
-        self.bridge_status = {}
+        self.feedback_status: dict[str, str] = {}
+        self.bridge_status: dict[str, str] = {}
         self._diagnostics = self.node.create_subscription(
             DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
         self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
 
-    def _on_outcome(self, msg):
+    def _on_outcome(self, msg: Any) -> None:
         stamp = msg.header.stamp.sec * NS_PER_S + msg.header.stamp.nanosec
         self.outcomes[stamp] = (msg.position_mahalanobis, msg.orientation_mahalanobis)
 
-    def _on_calibrated(self, msg):
+    def _on_calibrated(self, msg: Any) -> None:
         stamp = msg.header.stamp.sec * NS_PER_S + msg.header.stamp.nanosec
         self.calibrated[stamp] = (msg.raw_assessment.overall_level.value,
                                   msg.adjusted_overall_level.value, msg.adjustment_reason,
                                   msg.adjustment_policy_id)
 
-    def _on_calibrated_estimate(self, msg):
+    def _on_calibrated_estimate(self, msg: Any) -> None:
         stamp = msg.header.stamp.sec * NS_PER_S + msg.header.stamp.nanosec
         self.calibrated_covariances[stamp] = tuple(msg.pose.covariance)
 
-    def _on_diagnostics(self, msg):
+    def _on_diagnostics(self, msg: Any) -> None:
         for status in msg.status:
             if status.name == FEEDBACK_STATUS:
                 self.feedback_status = {kv.key: kv.value for kv in status.values}
             elif status.name == BRIDGE_STATUS:
                 self.bridge_status = {kv.key: kv.value for kv in status.values}
 
-    def connected(self):
+    def connected(self) -> bool:
         """Return True once every link of the chain is matched, from both ends.
 
         The player sees its own links matched from its side; the two nodes' /diagnostics say how
@@ -178,29 +190,31 @@ class _Player:
                 and all(int(self.feedback_status.get(key, 0)) > 0 for key in feedback)
                 and all(int(self.bridge_status.get(key, 0)) > 0 for key in bridge))
 
-    def spin_for(self, seconds):
+    def spin_for(self, seconds: float) -> None:
         """Handle what arrived for ``seconds``; at least one pass, even when behind schedule."""
         deadline = time.monotonic() + seconds
         self.executor.spin_once(timeout_sec=0.0)
         while (remaining := deadline - time.monotonic()) > 0:
             self.executor.spin_once(timeout_sec=min(remaining, 0.005))
 
-    def close(self):
+    def close(self) -> None:
         self.executor.shutdown()
         self.node.destroy_node()
         self._rclpy.try_shutdown(context=self.context)
 
 
-def summarize(spans, calibrated, outcomes=()):
+def summarize(spans: _Spans, calibrated: Mapping[int, Sequence[Any]],
+              outcomes: Iterable[int] = ()) -> dict[str, Any]:
     """Return per-phase downgrade counts, detection delay and time back to raw (sim s).
 
     Per phase also the assessments published UNKNOWN; with ``outcomes`` (stamps), the number of
     mistuned-phase outcomes observed up to the first downgrade (``detection_outcomes``). And the
     policy ids the calibrated outputs carried (``policies``).
     """
-    summary = {'phases': {}, 'detection_delay_s': None, 'back_to_raw_s': None,
-               'detection_outcomes': None,
-               'policies': sorted({value[3] for value in calibrated.values() if len(value) > 3})}
+    summary: dict[str, Any] = {
+        'phases': {}, 'detection_delay_s': None, 'back_to_raw_s': None,
+        'detection_outcomes': None,
+        'policies': sorted({value[3] for value in calibrated.values() if len(value) > 3})}
     starts = {name: start for name, start, _ in spans}
     for name, start, end in spans:
         stamps = [s for s in sorted(calibrated) if start <= s < end]
@@ -217,7 +231,7 @@ def summarize(spans, calibrated, outcomes=()):
     return summary
 
 
-def format_summary(summary):
+def format_summary(summary: Mapping[str, Any]) -> str:
     """Return the summary as a markdown table plus two lines."""
     lines = ['| phase | assessments | downgraded | of which UNKNOWN |', '|---|---|---|---|']
     for name, row in summary['phases'].items():
@@ -234,7 +248,10 @@ def format_summary(summary):
     return '\n'.join(lines)
 
 
-def write_plot(path, spans, outcomes, calibrated, title, summary=None, nees=()):
+def write_plot(path: str | os.PathLike[str], spans: _Spans,
+               outcomes: Mapping[int, tuple[float, float]], calibrated: Mapping[int, Sequence[Any]],
+               title: str, summary: Mapping[str, Any] | None = None,
+               nees: Sequence[tuple[int, float, float]] = ()) -> None:
     """Write distances, raw vs calibrated levels and NEES over sim time to ``path``.
 
     The panels are :mod:`..plots`'. With ``summary`` (:func:`summarize`), the detection delay
@@ -273,7 +290,7 @@ def write_plot(path, spans, outcomes, calibrated, title, summary=None, nees=()):
     save(result, path)
 
 
-def _settled_nees(axis, settled, end):
+def _settled_nees(axis: Any, settled: Mapping[str, Any] | None, end: float) -> None:
     """Mark the settled NEES means against the 95% band of such a mean (``summary['nees']``)."""
     if settled is None:
         return
@@ -289,7 +306,8 @@ def _settled_nees(axis, settled, end):
     axis.legend(loc='upper left', fontsize=7)
 
 
-def _wait_for_chain(player, estimates, processes):
+def _wait_for_chain(player: _Player, estimates: int,
+                    processes: Iterable[subprocess.Popen[Any]]) -> str | None:
     """Hold the playback while more than MAX_IN_FLIGHT estimates await their output.
 
     ``--speed`` is then a maximum: on a loaded machine the demo slows down instead of running
@@ -313,19 +331,19 @@ def _wait_for_chain(player, estimates, processes):
 class _Progress:
     """Print sim time, phase and an estimate of the time left, every PROGRESS_S and per phase."""
 
-    def __init__(self, spans, every_s=5.0):
+    def __init__(self, spans: _Spans, every_s: float = 5.0) -> None:
         self.spans = spans
         self.end_ns = spans[-1][2] if spans else 0
         self.every_s = every_s
         self.start = time.monotonic()
         self.next = self.start + every_s
-        self.phase = None
+        self.phase: str | None = None
 
-    def phase_at(self, stamp_ns):
+    def phase_at(self, stamp_ns: int) -> str:
         return next((name for name, start, end in self.spans if start <= stamp_ns < end),
                     self.spans[-1][0] if self.spans else '-')
 
-    def note(self, stamp_ns, calibrated):
+    def note(self, stamp_ns: int, calibrated: int) -> None:
         phase = self.phase_at(stamp_ns)
         now = time.monotonic()
         if phase == self.phase and now < self.next:
@@ -338,7 +356,7 @@ class _Progress:
               + ('' if left is None else f', about {left:.0f} s left'), flush=True)
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     """Run the stack demo with parsed ``args``; return the exit code."""
     from ..ros.sim_stack_node import scaled_phases, StackFrames
     from ..sim.localization_stack import LocalizationStack
@@ -397,6 +415,7 @@ def run(args):
             player.clock.publish(tick)
             tf_message, truth_message, estimate_message = frames.messages(sample)
             if tf_message is not None:
+                assert player.tf is not None  # tf messages come only with a drift, so tf=True
                 player.tf.publish(tf_message)
             player.truth.publish(truth_message)
             if estimate_message is not None:
@@ -446,7 +465,7 @@ def run(args):
     return 0 if ok else 1
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """Entry point: the stack demo, or ``--scenario synthetic`` for the synthetic one."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if '--scenario' in argv:

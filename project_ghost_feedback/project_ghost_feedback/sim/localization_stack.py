@@ -23,12 +23,19 @@ filter keeps its nominal q: process noise too small, the filter is overconfident
 (the filter is retuned to the new q and is consistent again).
 """
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 import math
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..core.contracts import NS_PER_S
+
+_FloatArray = NDArray[np.float64]
+_Vec3 = tuple[float, float, float]
+_Quaternion = tuple[float, float, float, float]
 # State indices.
 _X, _VX, _Y, _VY, _YAW, _VYAW, _Z, _ROLL, _PITCH = range(9)
 # Pose covariance order x y z roll pitch yaw -> state indices.
@@ -76,13 +83,23 @@ class StackSample:
     __slots__ = ('stamp_ns', 'phase', 'is_estimate', 'truth_position', 'truth_quaternion',
                  'truth_velocity', 'estimate_position', 'estimate_quaternion',
                  'estimate_velocity', 'pose_covariance')
+    stamp_ns: int
+    phase: str
+    is_estimate: bool
+    truth_position: _Vec3
+    truth_quaternion: _Quaternion
+    truth_velocity: _Vec3
+    estimate_position: _Vec3
+    estimate_quaternion: _Quaternion
+    estimate_velocity: _Vec3
+    pose_covariance: _FloatArray
 
-    def __init__(self, **fields):
+    def __init__(self, **fields: Any) -> None:
         for name in self.__slots__:
             setattr(self, name, fields.get(name))
 
 
-def yaw_roll_pitch_quaternion(roll, pitch, yaw):
+def yaw_roll_pitch_quaternion(roll: float, pitch: float, yaw: float) -> _Quaternion:
     """Return the quaternion (x, y, z, w) of fixed-axis roll, pitch, yaw (R = Rz Ry Rx)."""
     cr, sr = math.cos(roll / 2), math.sin(roll / 2)
     cp, sp = math.cos(pitch / 2), math.sin(pitch / 2)
@@ -91,7 +108,7 @@ def yaw_roll_pitch_quaternion(roll, pitch, yaw):
             cr * cp * sy - sr * sp * cy, cr * cp * cy + sr * sp * sy)
 
 
-def transition_matrix(dt, config):
+def transition_matrix(dt: float, config: StackConfig) -> tuple[_FloatArray, float]:
     """Return ``(F, decay)``: the 9-state transition over ``dt`` seconds and the OU decay."""
     f = np.eye(9)
     for p, v in ((_X, _VX), (_Y, _VY), (_YAW, _VYAW)):
@@ -102,7 +119,7 @@ def transition_matrix(dt, config):
     return f, decay
 
 
-def process_noise(dt, config, accel_factor):
+def process_noise(dt: float, config: StackConfig, accel_factor: float) -> _FloatArray:
     """Discrete white-acceleration noise for CV axes, exact OU noise for z, roll, pitch."""
     q = np.zeros((9, 9))
     for (p, v), std in (((_X, _VX), config.accel_std), ((_Y, _VY), config.accel_std),
@@ -118,7 +135,7 @@ def process_noise(dt, config, accel_factor):
     return q
 
 
-def _cholesky(q):
+def _cholesky(q: _FloatArray) -> _FloatArray:
     """Return L with L L^T = q for a PSD q (eigen-based: the OU-free rows may be zero)."""
     values, vectors = np.linalg.eigh(q)
     return vectors * np.sqrt(np.clip(values, 0.0, None))
@@ -127,11 +144,12 @@ def _cholesky(q):
 class LocalizationStack:
     """Truth and Kalman estimate, stepped at ``rate_hz * truth_rate_multiple`` (truth rate)."""
 
-    def __init__(self, config=StackConfig(), phases=DEFAULT_PHASES, seed=0):
+    def __init__(self, config: StackConfig = StackConfig(),
+                 phases: Iterable[StackPhase] = DEFAULT_PHASES, seed: int | None = 0) -> None:
         self.config = config
         self.phases = tuple(phases)
         self.rng = np.random.default_rng(seed)
-        self._models = {}
+        self._models: dict[tuple[float, float], tuple[_FloatArray, _FloatArray, _FloatArray]] = {}
         self.dt_truth = 1.0 / (config.rate_hz * config.truth_rate_multiple)
         self.dt = 1.0 / config.rate_hz
         self.h = np.zeros((6, 9))
@@ -145,7 +163,7 @@ class LocalizationStack:
         self.estimate = self.truth + self.rng.multivariate_normal(np.zeros(9), self.r_initial())
         self.covariance = self.r_initial()
 
-    def r_initial(self):
+    def r_initial(self) -> _FloatArray:
         """Return the initial estimate covariance (also the initial estimate error's)."""
         c = self.config
         return np.diag([c.position_noise_m ** 2, 0.01, c.position_noise_m ** 2, 0.01,
@@ -153,20 +171,22 @@ class LocalizationStack:
                         c.tilt_std_rad ** 2])
 
     @property
-    def duration_s(self):
+    def duration_s(self) -> float:
         """Total duration of the phases, seconds."""
         return sum(phase.duration_s for phase in self.phases)
 
-    def phase_spans_ns(self):
+    def phase_spans_ns(self) -> list[tuple[str, int, int]]:
         """Return [(name, start_ns, end_ns)] of the phases."""
-        spans, start = [], 0
+        spans: list[tuple[str, int, int]] = []
+        start = 0
         for phase in self.phases:
             end = start + int(round(phase.duration_s * NS_PER_S))
             spans.append((phase.name, start, end))
             start = end
         return spans
 
-    def _model(self, dt, accel_factor):
+    def _model(self, dt: float, accel_factor: float
+               ) -> tuple[_FloatArray, _FloatArray, _FloatArray]:
         """Return ``(F, Q, chol(Q))`` for a step of ``dt`` seconds (cached)."""
         key = (dt, accel_factor)
         if key not in self._models:
@@ -175,11 +195,11 @@ class LocalizationStack:
             self._models[key] = (f, q, _cholesky(q))
         return self._models[key]
 
-    def _step_truth(self, dt, accel_factor):
+    def _step_truth(self, dt: float, accel_factor: float) -> None:
         f, _, chol = self._model(dt, accel_factor)
         self.truth = f @ self.truth + chol @ self.rng.standard_normal(9)
 
-    def _step_filter(self, accel_factor):
+    def _step_filter(self, accel_factor: float) -> None:
         f, q, _ = self._model(self.dt, accel_factor)
         x = f @ self.estimate
         p = f @ self.covariance @ f.T + q
@@ -190,7 +210,7 @@ class LocalizationStack:
         joseph = np.eye(9) - gain @ self.h
         self.covariance = joseph @ p @ joseph.T + gain @ self.r @ gain.T
 
-    def _sample(self, stamp_ns, phase, is_estimate):
+    def _sample(self, stamp_ns: int, phase: str, is_estimate: bool) -> StackSample:
         t, e = self.truth, self.estimate
         index = list(POSE_STATE_INDEX)
         return StackSample(
@@ -203,7 +223,7 @@ class LocalizationStack:
             estimate_velocity=(e[_VX], e[_VY], e[_VYAW]),
             pose_covariance=self.covariance[np.ix_(index, index)].copy())
 
-    def run(self):
+    def run(self) -> Iterator[StackSample]:
         """Yield a StackSample per truth step; every ``truth_rate_multiple``-th has an estimate.
 
         The estimate of an estimate step is the filter's after the measurement at that stamp;

@@ -15,8 +15,9 @@ seeded random step (translation in the plane, yaw), deterministic for a seed.
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ..bridge.geometry import FixedTransform, quaternion_conjugate
+from ..bridge.geometry import FixedTransform, FloatArray, quaternion_conjugate
 from ..core.contracts import NS_PER_S
 
 MAP_FRAME = 'map'
@@ -26,7 +27,8 @@ ODOM_FRAME = 'odom'
 class OdomDrift:
     """``map -> odom`` constant over ``step_period_s``, then corrected by a random step."""
 
-    def __init__(self, step_period_s=2.0, step_translation_m=0.3, step_yaw_rad=0.05, seed=0):
+    def __init__(self, step_period_s: float = 2.0, step_translation_m: float = 0.3,
+                 step_yaw_rad: float = 0.05, seed: int | None = 0) -> None:
         if not step_period_s > 0:
             raise ValueError(f'step_period_s must be > 0, got {step_period_s!r}')
         self.step_period_ns = int(step_period_s * NS_PER_S)
@@ -34,9 +36,9 @@ class OdomDrift:
         self.step_yaw_rad = float(step_yaw_rad)
         self._rng = np.random.default_rng(seed)
         # (x, y, yaw) of odom in map after each correction; the first is already off the origin.
-        self._steps = [(1.0, -0.5, 0.2)]
+        self._steps: list[tuple[float, float, float]] = [(1.0, -0.5, 0.2)]
 
-    def _state(self, stamp_ns):
+    def _state(self, stamp_ns: int) -> tuple[float, float, float]:
         index = max(int(stamp_ns), 0) // self.step_period_ns
         while len(self._steps) <= index:
             x, y, yaw = self._steps[-1]
@@ -45,18 +47,21 @@ class OdomDrift:
                                 yaw + self._rng.normal(0.0, self.step_yaw_rad)))
         return self._steps[index]
 
-    def map_to_odom(self, stamp_ns):
+    def map_to_odom(self, stamp_ns: int
+                    ) -> tuple[tuple[float, float, float], tuple[float, float, float, float]]:
         """Return ``(translation (3,), quaternion xyzw (4,))``: the pose of odom in map."""
         x, y, yaw = self._state(stamp_ns)
         return (x, y, 0.0), (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
 
-    def odom_from_map(self, stamp_ns):
+    def odom_from_map(self, stamp_ns: int) -> FixedTransform:
         """Return the FixedTransform ``odom <- map`` at ``stamp_ns`` (``p_odom = R p_map + t``)."""
         translation, rotation = self.map_to_odom(stamp_ns)
         inverse = quaternion_conjugate(rotation)
         r_inverse = FixedTransform((0.0, 0.0, 0.0), inverse).matrix
         return FixedTransform(-(r_inverse @ np.asarray(translation)), inverse)
 
-    def to_odom(self, stamp_ns, position, quaternion, covariance=None):
+    def to_odom(self, stamp_ns: int, position: ArrayLike, quaternion: ArrayLike,
+                covariance: FloatArray | None = None
+                ) -> tuple[FloatArray, FloatArray, FloatArray | None]:
         """Return ``(position, quaternion, covariance)`` of a map-frame pose expressed in odom."""
         return self.odom_from_map(stamp_ns).apply(position, quaternion, covariance)

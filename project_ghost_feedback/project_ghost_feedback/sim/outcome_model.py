@@ -13,7 +13,8 @@ BeliefSelfAssessment with the outcomes observed since the previous one: what the
 and what the honesty bench feeds to the policies.
 """
 
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 import math
 import random
 from typing import NamedTuple
@@ -22,8 +23,10 @@ from ..core.validation import require_int, require_taxonomy, type_error, value_e
 from ..core.contracts import BeliefSelfAssessment, PredictionOutcome, SelfAssessmentLevel
 from ..core import NS_PER_S
 
+_Vec3 = tuple[float, float, float]
 
-def _require_positive(owner, field, value, maximum=math.inf):
+
+def _require_positive(owner: str, field: str, value: object, maximum: float = math.inf) -> float:
     """Return ``value`` as a float if it is a finite real number in ``(0, maximum]``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise type_error(owner, field, 'a positive float', value)
@@ -34,7 +37,7 @@ def _require_positive(owner, field, value, maximum=math.inf):
     return value
 
 
-def _seconds_to_ns(seconds):
+def _seconds_to_ns(seconds: float) -> int:
     return int(round(seconds * NS_PER_S))
 
 
@@ -50,7 +53,7 @@ class OutcomeModel:
     orientation_std_rad: float = 0.01
     prediction_horizon_ns: int = 100_000_000
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         owner = 'OutcomeModel'
         object.__setattr__(self, 'position_std_m',
                            _require_positive(owner, 'position_std_m', self.position_std_m))
@@ -59,7 +62,8 @@ class OutcomeModel:
                                              self.orientation_std_rad))
         require_int(owner, 'prediction_horizon_ns', self.prediction_horizon_ns)
 
-    def draw_errors(self, rng, overconfidence=1.0):
+    def draw_errors(self, rng: random.Random, overconfidence: float = 1.0
+                    ) -> tuple[_Vec3, _Vec3]:
         """Draw ``(position_error_m, orientation_error_rad)``, each a 3-tuple, from ``rng``.
 
         Each axis is ``N(0, (overconfidence * claimed_std)**2)``; six ``rng.gauss`` draws, position
@@ -72,16 +76,19 @@ class OutcomeModel:
         orientation = (gauss(0.0, so), gauss(0.0, so), gauss(0.0, so))
         return position, orientation
 
-    def mahalanobis(self, position_error_m, orientation_error_rad):
+    def mahalanobis(self, position_error_m: Sequence[float],
+                    orientation_error_rad: Sequence[float]) -> tuple[float, float]:
         """Return the unsquared distances ``(|e_p| / std_p, |e_o| / std_o)`` under the claim."""
         return (math.hypot(*position_error_m) / self.position_std_m,
                 math.hypot(*orientation_error_rad) / self.orientation_std_rad)
 
-    def draw_distances(self, rng, overconfidence=1.0):
+    def draw_distances(self, rng: random.Random, overconfidence: float = 1.0
+                       ) -> tuple[float, float]:
         """Draw one outcome's ``(position_mahalanobis, orientation_mahalanobis)`` (no object)."""
         return self.mahalanobis(*self.draw_errors(rng, overconfidence))
 
-    def outcome(self, rng, observed_stamp_sim_ns, overconfidence=1.0):
+    def outcome(self, rng: random.Random, observed_stamp_sim_ns: int,
+                overconfidence: float = 1.0) -> PredictionOutcome:
         """Draw one PredictionOutcome observed at ``observed_stamp_sim_ns``.
 
         Its prediction stamp is ``prediction_horizon_ns`` earlier (clamped at 0).
@@ -97,8 +104,8 @@ class OutcomeModel:
             orientation_mahalanobis=d_orientation,
         )
 
-    def outcomes(self, count, *, seed, overconfidence=1.0, rate_hz=10.0,
-                 start_stamp_sim_ns=0):
+    def outcomes(self, count: int, *, seed: int | None, overconfidence: float = 1.0,
+                 rate_hz: float = 10.0, start_stamp_sim_ns: int = 0) -> list[PredictionOutcome]:
         """Return ``count`` outcomes from ``random.Random(seed)``, observed at ``rate_hz``.
 
         The ``i``-th is observed at ``start_stamp_sim_ns + round(i * NS_PER_S / rate_hz)``.
@@ -129,7 +136,7 @@ class Phase:
     overconfidence_end: float | None = None
     claimed_level: SelfAssessmentLevel = SelfAssessmentLevel.KNOWN
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         owner = 'Phase'
         require_taxonomy(owner, 'name', self.name)
         object.__setattr__(self, 'duration_s',
@@ -142,7 +149,7 @@ class Phase:
         if not isinstance(self.claimed_level, SelfAssessmentLevel):
             raise type_error(owner, 'claimed_level', 'a SelfAssessmentLevel', self.claimed_level)
 
-    def overconfidence_at(self, fraction):
+    def overconfidence_at(self, fraction: float) -> float:
         """Return the factor at ``fraction`` (0 at the start, 1 at the end) of the phase."""
         if self.overconfidence_end is None:
             return self.overconfidence
@@ -154,7 +161,7 @@ class ScenarioStep(NamedTuple):
     """One step of a scenario: a raw assessment and the outcomes observed since the last one."""
 
     assessment: BeliefSelfAssessment
-    outcomes: tuple
+    outcomes: tuple[PredictionOutcome, ...]
 
 
 class PhaseSpan(NamedTuple):
@@ -179,13 +186,14 @@ class Scenario:
     ``random.Random(seed)`` in prediction order, so a seed fixes the whole run.
     """
 
-    phases: tuple
+    phases: tuple[Phase, ...]
     assessment_rate_hz: float = 10.0
     outcome_rate_hz: float = 10.0
     model: OutcomeModel = OutcomeModel()
     start_stamp_sim_ns: int = 0
+    _spans: tuple[PhaseSpan, ...] = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         owner = 'Scenario'
         if isinstance(self.phases, (str, bytes)) or not hasattr(self.phases, '__iter__'):
             raise type_error(owner, 'phases', 'a sequence of Phase', self.phases)
@@ -213,40 +221,40 @@ class Scenario:
         object.__setattr__(self, '_spans', tuple(spans))
 
     @property
-    def duration_s(self):
+    def duration_s(self) -> float:
         """Return the total duration in seconds."""
         return sum(phase.duration_s for phase in self.phases)
 
     @property
-    def end_stamp_sim_ns(self):
+    def end_stamp_sim_ns(self) -> int:
         """Return the (exclusive) end stamp of the scenario."""
         return self._spans[-1].end_ns
 
     @property
-    def spans(self):
+    def spans(self) -> tuple[PhaseSpan, ...]:
         """Return the phases with their start and end stamps (:class:`PhaseSpan`)."""
         return self._spans
 
-    def span_at(self, stamp_sim_ns):
+    def span_at(self, stamp_sim_ns: int) -> PhaseSpan:
         """Return the PhaseSpan in force at ``stamp_sim_ns`` (the last one past the end)."""
         for span in self._spans:
             if stamp_sim_ns < span.end_ns:
                 return span
         return self._spans[-1]
 
-    def phase_at(self, stamp_sim_ns):
+    def phase_at(self, stamp_sim_ns: int) -> Phase:
         """Return the Phase in force at ``stamp_sim_ns``."""
         return self.span_at(stamp_sim_ns).phase
 
-    def overconfidence_at(self, stamp_sim_ns):
+    def overconfidence_at(self, stamp_sim_ns: int) -> float:
         """Return the overconfidence factor in force at ``stamp_sim_ns``."""
         span = self.span_at(stamp_sim_ns)
         fraction = (stamp_sim_ns - span.start_ns) / max(span.end_ns - span.start_ns, 1)
         return span.phase.overconfidence_at(fraction)
 
-    def assessment_stamps(self):
+    def assessment_stamps(self) -> list[int]:
         """Return the assessment stamps, in order."""
-        stamps = []
+        stamps: list[int] = []
         j = 0
         while True:
             stamp = self.start_stamp_sim_ns + _seconds_to_ns(j / self.assessment_rate_hz)
@@ -255,7 +263,7 @@ class Scenario:
             stamps.append(stamp)
             j += 1
 
-    def steps(self, seed):
+    def steps(self, seed: int | None) -> Iterator[ScenarioStep]:
         """Yield :class:`ScenarioStep` ``(assessment, outcomes)`` pairs in stamp order.
 
         ``outcomes`` is a tuple of the PredictionOutcomes observed after the previous assessment
@@ -268,7 +276,7 @@ class Scenario:
         end = self.end_stamp_sim_ns
         i = 0
         for stamp in self.assessment_stamps():
-            delivered = []
+            delivered: list[PredictionOutcome] = []
             while True:
                 predicted = start + _seconds_to_ns(i / self.outcome_rate_hz)
                 if predicted >= end or predicted + horizon > stamp:
@@ -289,8 +297,9 @@ class Scenario:
             yield ScenarioStep(assessment, tuple(delivered))
 
 
-def default_scenario(duration_s=45.0, *, assessment_rate_hz=10.0, outcome_rate_hz=10.0,
-                     peak_overconfidence=50.0, model=None):
+def default_scenario(duration_s: float = 45.0, *, assessment_rate_hz: float = 10.0,
+                     outcome_rate_hz: float = 10.0, peak_overconfidence: float = 50.0,
+                     model: OutcomeModel | None = None) -> Scenario:
     """Return the three-phase scenario: calibrated, overconfident, recovery (equal thirds).
 
     In the ``overconfident`` phase the estimator keeps claiming KNOWN with its 1 cm / 0.01 rad
