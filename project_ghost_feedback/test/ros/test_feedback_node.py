@@ -204,7 +204,7 @@ class Harness:
             if time.monotonic() > deadline:
                 raise AssertionError(
                     f'timed out waiting for {what}: received {dict(self.node.received)}, '
-                    f'rejected {dict(self.node.rejected)}, published {self.node.published}, '
+                    f'rejected {dict(self.node.health.rejected)}, published {self.node.published}, '
                     f'{len(self.outputs)} outputs received')
             self.node_executor.spin_once(timeout_sec=0.005)
             self.client_executor.spin_once(timeout_sec=0.005)
@@ -506,7 +506,7 @@ def test_every_bad_message_is_rejected_and_counted_while_good_traffic_continues(
     assert len(bad_outcomes) <= len(stream) and len(bad_assessments) <= len(stream)
 
     assert [calibrated_from_msg(m) for m in h.outputs] == expected_outputs(stream)
-    assert h.node.rejected == expected_rejections
+    assert h.node.health.rejected == expected_rejections
     assert h.node.published == len(stream)
     total = sum(expected_rejections.values())
 

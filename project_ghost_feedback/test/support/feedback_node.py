@@ -120,9 +120,9 @@ class FeedbackNodeHarness:
 
     def send_refused(self, message, kind):
         """Publish an input the node must refuse; wait until it counted the refusal."""
-        before = sum(self.node.rejected.values())
+        before = sum(self.node.health.rejected.values())
         (self.outcomes if kind == 'outcome' else self.assessments).publish(message)
-        self.spin_until(lambda: sum(self.node.rejected.values()) > before, f'a refused {kind}')
+        self.spin_until(lambda: sum(self.node.health.rejected.values()) > before, f'a refused {kind}')
 
     def set_clock(self, stamp_ns):
         """Publish /clock = ``stamp_ns`` until the node's clock reads it."""
