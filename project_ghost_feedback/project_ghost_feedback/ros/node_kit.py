@@ -19,7 +19,7 @@
 from collections.abc import Callable, Collection, Iterable, Mapping
 import importlib
 import time
-from typing import Any, cast
+from typing import Any, cast, Protocol
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.exceptions import ParameterException
@@ -254,7 +254,14 @@ def status_name(level: bytes | int) -> str:
     return STATUS_NAMES[value] if 0 <= value < len(STATUS_NAMES) else str(value)
 
 
-def diagnostic_status(node: Node, task: str, level: bytes, message: object,
+class NamedNode(Protocol):
+    """Anything named like a node (a node, or a diagnostics task's view of one)."""
+
+    def get_fully_qualified_name(self) -> str:
+        """Return the node's fully qualified name."""
+
+
+def diagnostic_status(node: NamedNode, task: str, level: bytes, message: object,
                       values: Mapping[str, object]) -> DiagnosticStatus:
     """Return the DiagnosticStatus ``<node fully qualified name>: <task>`` (text capped).
 
