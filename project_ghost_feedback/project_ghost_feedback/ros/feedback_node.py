@@ -90,6 +90,7 @@ from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s u
     make_executor,
     message_class,
     ParameterSet,
+    PeriodicTimer,
     TimedLogging,
 )
 from .feedback_telemetry import open_telemetry, StartupError, TopicRecorder
@@ -203,8 +204,8 @@ class FeedbackNode(TimedLogging, Node):
         # Releases the assessments the loop holds for assessment_hold_s.
         self._hold_timer = self.create_timer(0.01, self._release_held, clock=self._steady)
         self.diagnostics = FeedbackDiagnostics(self)  # the /diagnostics task, its own state
-        self._diagnostics_timer = self.create_timer(
-            config.diagnostics_period_s, self.publish_diagnostics, clock=self._steady)
+        self._diagnostics_timer = PeriodicTimer(
+            self, config.diagnostics_period_s, self.publish_diagnostics, self._steady)
         self._jump_handle = self.get_clock().create_jump_callback(
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
                           on_clock_change=False),
@@ -252,10 +253,7 @@ class FeedbackNode(TimedLogging, Node):
     def _apply_config(self, old: FeedbackConfig, config: FeedbackConfig,
                       parameters: list[Parameter]) -> None:
         """Post-set: apply the configuration the parameter set validated (it logs the change)."""
-        if old.diagnostics_period_s != config.diagnostics_period_s:
-            self.destroy_timer(self._diagnostics_timer)
-            self._diagnostics_timer = self.create_timer(
-                config.diagnostics_period_s, self.publish_diagnostics, clock=self._steady)
+        self._diagnostics_timer.set_period(config.diagnostics_period_s)
         self.loop.hold_ns = config.assessment_hold_ns
         event = self.loop.configure(config.loop, self._clock_ns())
         if event is not None:

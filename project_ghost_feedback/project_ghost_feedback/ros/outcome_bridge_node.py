@@ -105,6 +105,7 @@ from .node_kit import (
     make_executor,
     NS_PER_S,
     ParameterSet,
+    PeriodicTimer,
     TimedLogging,
 )
 from .node_main import run_node
@@ -308,8 +309,8 @@ class OutcomeBridge(TimedLogging, Node):
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
                           on_clock_change=False),
             post_callback=self._on_clock_jump)
-        self._diagnostics_timer = self.create_timer(
-            config['diagnostics_period_s'], self.publish_diagnostics, clock=self._steady_clock)
+        self._diagnostics_timer = PeriodicTimer(
+            self, config['diagnostics_period_s'], self.publish_diagnostics, self._steady_clock)
         self._parameter_set.watch()
         self.get_logger().info(
             f'outcome bridge ready: {self._estimate_subscription.topic_name} '
@@ -385,11 +386,7 @@ class OutcomeBridge(TimedLogging, Node):
         self.engine.apply_config(config)
         if self.calibrated_estimate is not None:
             self.calibrated_estimate.update_factors()
-        if previous['diagnostics_period_s'] != config['diagnostics_period_s']:
-            self.destroy_timer(self._diagnostics_timer)
-            self._diagnostics_timer = self.create_timer(
-                config['diagnostics_period_s'], self.publish_diagnostics,
-                clock=self._steady_clock)
+        self._diagnostics_timer.set_period(config['diagnostics_period_s'])
 
     # -- faults, losses, resets ---------------------------------------------------------------
 
