@@ -15,7 +15,7 @@ from typing import cast, NoReturn, TextIO, TYPE_CHECKING
 from .core import NS_PER_S
 
 if TYPE_CHECKING:
-    from .telemetry.report import ReplayReport
+    from .telemetry.replay_report import ReplayReport
 
 PROG = 'ghost-feedback'
 

@@ -2,11 +2,12 @@
 """The outcome bridge's /diagnostics status: small named checks merged into one status.
 
 As diagnostic_updater composes tasks, each check below looks at one concern of the running
-bridge (:class:`~.outcome_bridge_node.OutcomeBridge`), notes a level on the node's period
+bridge, read through :class:`BridgeState` (public state only; this module does not import the
+node), notes a level on the period of the node's health ledger
 (:class:`~.calibration_status.PeriodStatus`: the worst of the period wins, the first at equal
-severity) and adds its values; :func:`bridge_status` runs them in order and returns the one
-``DiagnosticStatus`` named ``<node>: outcome_bridge``. The checks read the node's and the
-pairing engine's public state only.
+severity) and adds its values; :class:`BridgeDiagnostics` runs them in order, keeps what the
+last period saw (its own state) and returns the one ``DiagnosticStatus`` named
+``<node>: outcome_bridge``.
 
 - :func:`check_inputs`: publishers matched and silence per input, sequence gaps, losses, QoS;
 - :func:`check_tf`: the /tf gate's counts (transforms accepted, refused by reason, frames) and
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Mapping
-from typing import Any, TYPE_CHECKING
+from typing import Any, Protocol, TYPE_CHECKING
 
 from diagnostic_msgs.msg import DiagnosticStatus
 
@@ -39,12 +40,49 @@ from .calibration_status import ERROR, OK, STALE, WARN
 from .node_kit import diagnostic_status
 
 if TYPE_CHECKING:
-    from .outcome_bridge_node import OutcomeBridge
+    from ..bridge.pairing import PairingEngine
+    from .calibrated_estimate_publisher import CalibratedEstimatePublisher
+    from .health import HealthLedger
+
+
+class BridgeState(Protocol):
+    """What the diagnostics read of the outcome bridge: its public state, nothing private."""
+
+    health: HealthLedger
+    engine: PairingEngine
+    input_subscriptions: dict[str, Any]
+    tf_subscriptions: dict[str, Any]
+    tf_received: collections.Counter[str]
+    received: collections.Counter[str]
+    period_counts: collections.Counter[str]  # drops by reason this period (check_pairing takes)
+    incompatible_qos: collections.Counter[str]
+    outcomes_published: int
+    assessments_published: int
+    message_info: bool
+    transform_steps: int
+    last_transform_step: str
+    tf_state: str
+    last_drop_reason: str
+    last_reset_reason: str
+    calibrated_estimate: CalibratedEstimatePublisher | None
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """Return the configuration in effect."""
+
+    def accounting(self) -> dict[str, int]:
+        """Return the inputs received but in no bucket (0 unless a bug)."""
+
+    def get_publishers_info_by_topic(self, topic_name: str) -> list[Any]:
+        """Return the graph's publishers of a topic (rclpy)."""
+
+    def get_fully_qualified_name(self) -> str:
+        """Return the node's name (the status's name)."""
 
 DIAGNOSTIC_TASK = 'outcome_bridge'
 
 Values = dict[str, Any]
-Check = Callable[['OutcomeBridge', int, Values], None]
+Check = Callable[['BridgeState', 'BridgeDiagnostics', int, Values], None]
 
 
 def _counts(values: Values, prefix: str, counter: Mapping[str, int]) -> None:
@@ -58,7 +96,7 @@ def _type_name(message_class: Any) -> str:
     return f'{message_class.__module__.split(".")[0]}/msg/{message_class.__name__}'
 
 
-def _other_types_offered(node: OutcomeBridge, subscription: Any) -> str:
+def _other_types_offered(node: BridgeState, subscription: Any) -> str:
     """Return the other types the graph says are published on the subscription's topic.
 
     From ``get_publishers_info_by_topic``, comma-separated; ``''`` when none.
@@ -69,16 +107,17 @@ def _other_types_offered(node: OutcomeBridge, subscription: Any) -> str:
     return ', '.join(sorted(offered - {expected}))
 
 
-def check_inputs(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
+def check_inputs(node: BridgeState, task: BridgeDiagnostics, steady_ns: int,
+                 values: Values) -> None:
     """Check publishers matched and silence per input; add gaps, losses, incompatible QoS."""
     period = node.health.period
     for kind, subscription in node.input_subscriptions.items():
         count = subscription.get_publisher_count()
         values[f'{kind}_publishers'] = count
-        if node.received[kind] != node.received_at_tick[kind]:
-            node.received_at_tick[kind] = node.received[kind]
-            node.last_input_steady_ns[kind] = steady_ns
-        silent_s = (steady_ns - node.last_input_steady_ns[kind]) / NS_PER_S
+        if node.received[kind] != task.received_at_tick[kind]:
+            task.received_at_tick[kind] = node.received[kind]
+            task.last_input_steady_ns[kind] = steady_ns
+        silent_s = (steady_ns - task.last_input_steady_ns[kind]) / NS_PER_S
         offered = _other_types_offered(node, subscription) if count == 0 else ''
         values[f'{kind}_type_offered'] = offered
         if offered:
@@ -111,7 +150,8 @@ def check_inputs(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
         values[f'{name}_messages_lost'] = node.health.messages_lost[topic]
 
 
-def check_tf(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
+def check_tf(node: BridgeState, task: BridgeDiagnostics, steady_ns: int,
+             values: Values) -> None:
     """Add what the tf gate took and refused, by reason (WARN noted when refused)."""
     if not node.tf_subscriptions:
         return
@@ -128,14 +168,15 @@ def check_tf(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
     _counts(values, 'tf_transforms_refused', engine.transforms_refused)
 
 
-def check_pairing(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
+def check_pairing(node: BridgeState, task: BridgeDiagnostics, steady_ns: int,
+                  values: Values) -> None:
     """Check what paired this period (ERROR when frames forbid it); add the engine's counts."""
     engine = node.engine
     period = node.health.period
     engine.retry_transforms()  # tf data may have come since the last input
     counts, node.period_counts = node.period_counts, collections.Counter()
-    counts['paired'] = engine.paired - node.paired_at_last_status
-    node.paired_at_last_status = engine.paired
+    counts['paired'] = engine.paired - task.paired_at_last_status
+    task.paired_at_last_status = engine.paired
     if counts[DROP_FRAME_MISMATCH] and not counts['paired']:
         period.note(ERROR, 'estimate and reference frames differ')
     if counts[DROP_CHILD_FRAME_MISMATCH] and not counts['paired']:
@@ -143,8 +184,8 @@ def check_pairing(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
     if counts['reference_tf'] and not counts['paired']:
         period.note(ERROR, 'references cannot be transformed into the estimate frame '
                            '(tf; references_dropped[tf_*])')
-    received = node.received[ESTIMATE] - node.estimates_at_last_status
-    node.estimates_at_last_status = node.received[ESTIMATE]
+    received = node.received[ESTIMATE] - task.estimates_at_last_status
+    task.estimates_at_last_status = node.received[ESTIMATE]
     if received and not counts['paired']:
         period.note(WARN, 'no estimate paired with a reference this period')
     unaccounted = node.accounting()
@@ -169,7 +210,8 @@ def check_pairing(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
     _counts(values, 'references_dropped', engine.references_dropped)
 
 
-def check_decorrelation(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
+def check_decorrelation(node: BridgeState, task: BridgeDiagnostics, steady_ns: int,
+                        values: Values) -> None:
     """Say how outcomes are made independent (method, warm-up at OK); add its figures."""
     engine = node.engine
     method = engine.config['decorrelation_method']
@@ -207,7 +249,8 @@ def check_decorrelation(node: OutcomeBridge, steady_ns: int, values: Values) -> 
     values['outcomes_withheld_warming_up'] = engine.warming_up
 
 
-def check_faults(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
+def check_faults(node: BridgeState, task: BridgeDiagnostics, steady_ns: int,
+                 values: Values) -> None:
     """Add resets, clock rejections and callback errors (noted at their level when they came)."""
     resets = node.engine.resets
     values.update({
@@ -222,7 +265,8 @@ def check_faults(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
     _counts(values, 'callback_errors', node.health.callback_errors)
 
 
-def check_calibrated_estimate(node: OutcomeBridge, steady_ns: int, values: Values) -> None:
+def check_calibrated_estimate(node: BridgeState, task: BridgeDiagnostics, steady_ns: int,
+                              values: Values) -> None:
     """Add the calibrated estimate's counts and factors (nothing when it is not enabled)."""
     republisher = node.calibrated_estimate
     if republisher is None:
@@ -243,11 +287,26 @@ CHECKS: tuple[Check, ...] = (
 """The bridge's checks, in the order they note their levels."""
 
 
-def bridge_status(node: OutcomeBridge, steady_ns: int) -> DiagnosticStatus:
-    """Run :data:`CHECKS`; return the period's merged DiagnosticStatus and start a new period."""
-    values: Values = {}
-    for check in CHECKS:
-        check(node, steady_ns, values)
-    node.health.period.note(OK, 'pairing estimates with references')
-    level, message = node.health.period.take()
-    return diagnostic_status(node, DIAGNOSTIC_TASK, level, message, values)
+class BridgeDiagnostics:
+    """The outcome bridge's /diagnostics task: its checks and what the last period saw.
+
+    ``node`` is read through :class:`BridgeState`; ``start_steady_ns`` is when the inputs'
+    silence starts counting.
+    """
+
+    def __init__(self, node: BridgeState, start_steady_ns: int) -> None:
+        self._node = node
+        self.last_input_steady_ns = {REFERENCE: start_steady_ns, ESTIMATE: start_steady_ns}
+        self.received_at_tick: collections.Counter[str] = collections.Counter()
+        self.estimates_at_last_status = 0
+        self.paired_at_last_status = 0
+
+    def status(self, steady_ns: int) -> DiagnosticStatus:
+        """Run :data:`CHECKS`; return the period's merged status and start a new period."""
+        node = self._node
+        values: Values = {}
+        for check in CHECKS:
+            check(node, self, steady_ns, values)
+        node.health.period.note(OK, 'pairing estimates with references')
+        level, message = node.health.period.take()
+        return diagnostic_status(node, DIAGNOSTIC_TASK, level, message, values)

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The feedback node's /diagnostics status: small named checks merged into one status.
 
-As diagnostic_updater composes tasks, each check looks at one concern of the running node
-(:class:`~.feedback_node.FeedbackNode`) and reads its public state only. Two kinds, run in order
-by :func:`feedback_status`:
+As diagnostic_updater composes tasks, each check looks at one concern of the running node and
+reads its public state only, through :class:`FeedbackState` (this module does not import the
+node). Two kinds, run in order by :meth:`FeedbackDiagnostics.status`:
 
 - *period checks* note a level on the node's period (the worst of the period wins):
   :func:`check_outcomes_fresh` (STALE without outcomes), :func:`check_telemetry_losses`;
@@ -18,9 +18,10 @@ The result is the one ``DiagnosticStatus`` named ``<node>: calibration``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import collections
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TYPE_CHECKING
+from typing import Any, Protocol, TYPE_CHECKING
 
 from diagnostic_msgs.msg import DiagnosticStatus
 
@@ -42,7 +43,51 @@ from .calibration_status import (
 from .node_kit import diagnostic_status
 
 if TYPE_CHECKING:
-    from .feedback_node import FeedbackNode, Levels
+    from ..core.loop import FeedbackLoop
+    from ..core import PredictionOutcome
+    from ..telemetry.background import BackgroundRecorder
+    from .feedback_parameters import FeedbackConfig
+    from .feedback_telemetry import TopicRecorder
+    from .health import HealthLedger
+
+
+class FeedbackState(Protocol):
+    """What the diagnostics read of the feedback node: its public state, nothing private.
+
+    The checks take this view (not the node class, which imports them): its health ledger, its
+    loop, its counters and the last output.
+    """
+
+    health: HealthLedger
+    loop: FeedbackLoop
+    telemetry: BackgroundRecorder | None
+    topic_recorder: TopicRecorder | None
+    received: collections.Counter[str]
+    resets: collections.Counter[str]
+    published: int
+    duplicates: int
+    too_old_outcomes: int
+    late_outcomes: int
+    underconfident_assessments: int
+    last_reset_reason: str
+    last_calibrated: CalibratedSelfAssessment | None
+    last_judged: Sequence[PredictionOutcome]
+    last_severity: tuple[bytes, str] | None
+    start_steady_ns: int
+    last_outcome_steady_ns: int | None
+    last_clock_ns: int
+    outcome_subscription: Any
+    assessment_subscription: Any
+
+    @property
+    def config(self) -> FeedbackConfig:
+        """Return the configuration in effect."""
+
+    def clock_note(self, steady_ns: int) -> str:
+        """Return a note when the node clock has not advanced for a period, else ''."""
+
+    def get_fully_qualified_name(self) -> str:
+        """Return the node's name (the status's name)."""
 
 DIAGNOSTIC_TASK = 'calibration'
 OVERCONFIDENCE_MEANING = ('k [95% interval] per vec3: the real error std over the claimed std '
@@ -69,11 +114,11 @@ class Status:
             self.values[f'{prefix}[{key}]'] = count
 
 
-PeriodCheck = Callable[['FeedbackNode', int], None]
-StatusCheck = Callable[['FeedbackNode', int, Status], None]
+PeriodCheck = Callable[['FeedbackState', 'FeedbackDiagnostics', int], None]
+StatusCheck = Callable[['FeedbackState', int, Status], None]
 
 
-def check_outcomes_fresh(node: FeedbackNode, steady_ns: int) -> None:
+def check_outcomes_fresh(node: FeedbackState, task: FeedbackDiagnostics, steady_ns: int) -> None:
     """Note STALE when no outcome came for ``stale_after_s`` (steady time)."""
     last = node.last_outcome_steady_ns or node.start_steady_ns
     starved_s = (steady_ns - last) / NS_PER_S
@@ -81,20 +126,21 @@ def check_outcomes_fresh(node: FeedbackNode, steady_ns: int) -> None:
         node.health.period.note(STALE, f'no outcome received for {starved_s:.1f} s')
 
 
-def check_telemetry_losses(node: FeedbackNode, steady_ns: int) -> None:
+def check_telemetry_losses(node: FeedbackState, task: FeedbackDiagnostics,
+                           steady_ns: int) -> None:
     """Note WARN when records were not recorded this period (with the causes)."""
     telemetry = node.telemetry
     if telemetry is None:
         return
     not_recorded = telemetry.not_recorded
-    if not_recorded > node.not_recorded_at_status:
+    if not_recorded > task.not_recorded_at_status:
         node.health.period.note(
-            WARN, f'telemetry: {not_recorded - node.not_recorded_at_status} records not '
+            WARN, f'telemetry: {not_recorded - task.not_recorded_at_status} records not '
             f'recorded ({", ".join(telemetry.losses)})')
-    node.not_recorded_at_status = not_recorded
+    task.not_recorded_at_status = not_recorded
 
 
-def check_clock(node: FeedbackNode, steady_ns: int, status: Status) -> None:
+def check_clock(node: FeedbackState, steady_ns: int, status: Status) -> None:
     """Say when the node clock has not advanced for a diagnostics period (sim time paused)."""
     note = node.clock_note(steady_ns)
     if note:
@@ -127,7 +173,7 @@ def unverified_message(calibrated: CalibratedSelfAssessment, loop: LoopConfig) -
             '/diagnostics) says why (no reference, no tf, wrong type, refused estimates)')
 
 
-def check_calibration(node: FeedbackNode, steady_ns: int, status: Status) -> None:
+def check_calibration(node: FeedbackState, steady_ns: int, status: Status) -> None:
     """Add the verdict: levels, reason, window, policy, underconfidence, overconfidence k."""
     calibrated = node.last_calibrated
     config = node.config
@@ -174,7 +220,7 @@ def check_calibration(node: FeedbackNode, steady_ns: int, status: Status) -> Non
     })
 
 
-def check_inputs(node: FeedbackNode, steady_ns: int, status: Status) -> None:
+def check_inputs(node: FeedbackState, steady_ns: int, status: Status) -> None:
     """Add the inputs' counts: received, published, dropped, lost, publishers, rejections."""
     status.values.update({
         'outcomes_received': node.received['outcome'],
@@ -197,7 +243,7 @@ def check_inputs(node: FeedbackNode, steady_ns: int, status: Status) -> None:
     status.counts('rejected', node.health.rejected)
 
 
-def check_telemetry(node: FeedbackNode, steady_ns: int, status: Status) -> None:
+def check_telemetry(node: FeedbackState, steady_ns: int, status: Status) -> None:
     """Add the recorder's counts; ERROR (over OK or WARN) when recording stopped."""
     telemetry = node.telemetry
     if telemetry is None:
@@ -219,37 +265,30 @@ def check_telemetry(node: FeedbackNode, steady_ns: int, status: Status) -> None:
         status.message = f'{status.message}; telemetry stopped: {telemetry.error}'
 
 
-def level_change(previous: Levels | None, calibrated: CalibratedSelfAssessment,
-                 ) -> tuple[Levels, tuple[bytes, str] | None]:
-    """Return ``(levels, change)``: the (raw, calibrated) levels now, and what to log, if any.
-
-    ``change`` is None while the levels stay as they were (and for a first output that is not
-    downgraded); otherwise ``(WARN, text)`` for a calibrated level below the raw one and
-    ``(OK, text)`` for the return to the raw level. Times in seconds of the belief stamp.
-    """
-    raw = calibrated.raw_assessment
-    levels = (raw.overall_level, calibrated.adjusted_overall_level)
-    if levels == previous or (previous is None and not calibrated.was_downgraded):
-        return levels, None
-    at = f'at t={raw.belief_stamp_sim_ns / NS_PER_S:.3f} s'
-    if calibrated.was_downgraded:
-        return levels, (WARN, f'calibrated level {levels[1].name} (raw {levels[0].name}) {at}: '
-                              f'{calibrated.adjustment_reason}')
-    return levels, (OK, f'back to the raw level {levels[0].name} {at}: '
-                        f'{calibrated.adjustment_reason}')
-
-
 PERIOD_CHECKS: tuple[PeriodCheck, ...] = (check_outcomes_fresh, check_telemetry_losses)
 STATUS_CHECKS: tuple[StatusCheck, ...] = (
     check_clock, check_calibration, check_inputs, check_telemetry)
 
 
-def feedback_status(node: FeedbackNode, steady_ns: int) -> DiagnosticStatus:
-    """Run the checks; return the period's merged DiagnosticStatus and start a new period."""
-    for period_check in PERIOD_CHECKS:
-        period_check(node, steady_ns)
-    level, message = node.health.period.take(carry=node.last_severity)
-    status = Status(level, message)
-    for status_check in STATUS_CHECKS:
-        status_check(node, steady_ns, status)
-    return diagnostic_status(node, DIAGNOSTIC_TASK, status.level, status.message, status.values)
+class FeedbackDiagnostics:
+    """The feedback node's /diagnostics task: its checks, and the state it keeps between periods.
+
+    ``node`` is read through :class:`FeedbackState` (public state only); the task's own state
+    is what the last period saw (``not_recorded_at_status``).
+    """
+
+    def __init__(self, node: FeedbackState) -> None:
+        self._node = node
+        self.not_recorded_at_status = 0
+
+    def status(self, steady_ns: int) -> DiagnosticStatus:
+        """Run the checks; return the period's merged DiagnosticStatus and start a new period."""
+        node = self._node
+        for period_check in PERIOD_CHECKS:
+            period_check(node, self, steady_ns)
+        level, message = node.health.period.take(carry=node.last_severity)
+        status = Status(level, message)
+        for status_check in STATUS_CHECKS:
+            status_check(node, steady_ns, status)
+        return diagnostic_status(node, DIAGNOSTIC_TASK, status.level, status.message,
+                                 status.values)

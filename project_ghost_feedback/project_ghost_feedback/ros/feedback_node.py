@@ -50,7 +50,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.serialization import deserialize_message, serialize_message
 from std_srvs.srv import Trigger
 
-from ..core import NS_PER_S, SelfAssessmentLevel
+from ..core import NS_PER_S
 from ..core.loop import (
     CAUSE_SERVICE,
     CAUSE_START,
@@ -73,8 +73,9 @@ from .conversions import (
     outcome_from_msg,
     overconfidence_to_msg,
 )
-from .feedback_diagnostics import feedback_status, level_change
+from .feedback_diagnostics import FeedbackDiagnostics
 from .health import HealthLedger
+from .level_log import level_change, Levels
 from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for main()'s users
     EXECUTORS,
     FeedbackConfig,
@@ -89,6 +90,7 @@ from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s u
     make_executor,
     message_class,
     ParameterSet,
+    PeriodicTimer,
     TimedLogging,
 )
 from .feedback_telemetry import open_telemetry, StartupError, TopicRecorder
@@ -100,8 +102,6 @@ if TYPE_CHECKING:
     from ..core.feedback import CalibratedSelfAssessment
     from ..telemetry.background import BackgroundRecorder
 
-Levels = tuple[SelfAssessmentLevel, SelfAssessmentLevel]
-"""``(raw level, calibrated level)`` of an output."""
 
 NODE_NAME = 'feedback_node'
 DIAGNOSTIC_TASK = 'calibration'
@@ -195,7 +195,6 @@ class FeedbackNode(TimedLogging, Node):
         self.health.watch_sequence('outcome', self.outcome_subscription.get_publisher_count)
         self.health.watch_sequence('assessment', self.assessment_subscription.get_publisher_count)
         self._reset_service = self.create_service(Trigger, '~/reset', self._on_reset_request)
-        self.not_recorded_at_status = 0
         self.topic_recorder = None
         if self.telemetry is not None:
             # Any topic asked for (e.g. the bridge's inputs) and /diagnostics, as received.
@@ -204,8 +203,9 @@ class FeedbackNode(TimedLogging, Node):
                 self._message_info, self._param('record_diagnostics'))
         # Releases the assessments the loop holds for assessment_hold_s.
         self._hold_timer = self.create_timer(0.01, self._release_held, clock=self._steady)
-        self._diagnostics_timer = self.create_timer(
-            config.diagnostics_period_s, self.publish_diagnostics, clock=self._steady)
+        self.diagnostics = FeedbackDiagnostics(self)  # the /diagnostics task, its own state
+        self._diagnostics_timer = PeriodicTimer(
+            self, config.diagnostics_period_s, self.publish_diagnostics, self._steady)
         self._jump_handle = self.get_clock().create_jump_callback(
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
                           on_clock_change=False),
@@ -253,10 +253,7 @@ class FeedbackNode(TimedLogging, Node):
     def _apply_config(self, old: FeedbackConfig, config: FeedbackConfig,
                       parameters: list[Parameter]) -> None:
         """Post-set: apply the configuration the parameter set validated (it logs the change)."""
-        if old.diagnostics_period_s != config.diagnostics_period_s:
-            self.destroy_timer(self._diagnostics_timer)
-            self._diagnostics_timer = self.create_timer(
-                config.diagnostics_period_s, self.publish_diagnostics, clock=self._steady)
+        self._diagnostics_timer.set_period(config.diagnostics_period_s)
         self.loop.hold_ns = config.assessment_hold_ns
         event = self.loop.configure(config.loop, self._clock_ns())
         if event is not None:
@@ -489,7 +486,7 @@ class FeedbackNode(TimedLogging, Node):
 
         The checks of :mod:`.feedback_diagnostics`, merged.
         """
-        return feedback_status(self, self._steady.now().nanoseconds)
+        return self.diagnostics.status(self._steady.now().nanoseconds)
 
     def publish_diagnostics(self) -> None:
         """Publish one DiagnosticArray on /diagnostics, and the overconfidence estimate if new."""

@@ -19,7 +19,7 @@
 from collections.abc import Callable, Collection, Iterable, Mapping
 import importlib
 import time
-from typing import Any, cast
+from typing import Any, cast, Protocol
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.exceptions import ParameterException
@@ -254,7 +254,14 @@ def status_name(level: bytes | int) -> str:
     return STATUS_NAMES[value] if 0 <= value < len(STATUS_NAMES) else str(value)
 
 
-def diagnostic_status(node: Node, task: str, level: bytes, message: object,
+class NamedNode(Protocol):
+    """Anything named like a node (a node, or a diagnostics task's view of one)."""
+
+    def get_fully_qualified_name(self) -> str:
+        """Return the node's fully qualified name."""
+
+
+def diagnostic_status(node: NamedNode, task: str, level: bytes, message: object,
                       values: Mapping[str, object]) -> DiagnosticStatus:
     """Return the DiagnosticStatus ``<node fully qualified name>: <task>`` (text capped).
 
@@ -272,6 +279,28 @@ def diagnostic_array(node: Node, *statuses: DiagnosticStatus) -> DiagnosticArray
     array = DiagnosticArray(status=list(statuses))
     array.header.stamp = node.get_clock().now().to_msg()
     return array
+
+
+class PeriodicTimer:
+    """A node's timer whose period a parameter can change (both nodes' /diagnostics timer).
+
+    :meth:`set_period` replaces the rclpy timer when the period differs (rclpy timers cannot
+    change their period); the callback and the clock stay.
+    """
+
+    def __init__(self, node: Node, period_s: float, callback: Callable[[], None],
+                 clock: Any) -> None:
+        self._node, self._callback, self._clock = node, callback, clock
+        self.period_s = period_s
+        self._timer = node.create_timer(period_s, callback, clock=clock)
+
+    def set_period(self, period_s: float) -> None:
+        """Fire every ``period_s`` seconds from now on (nothing happens when it is unchanged)."""
+        if period_s == self.period_s:
+            return
+        self._node.destroy_timer(self._timer)
+        self.period_s = period_s
+        self._timer = self._node.create_timer(period_s, self._callback, clock=self._clock)
 
 
 def make_executor(name: str, context: Context | None = None) -> Executor:
@@ -303,5 +332,6 @@ def message_class(msgtype: object) -> Any:
 __all__ = [
     'cap_text', 'descriptor', 'diagnostic_array', 'diagnostic_status', 'EXECUTORS',
     'fill_stamp', 'make_executor', 'MAX_TEXT', 'message_class', 'NS_PER_S', 'ns_to_stamp',
-    'ParameterSet', 'ParameterSpec', 'refusal', 'stamp_to_ns', 'TimedLogger', 'TimedLogging',
+    'NamedNode', 'ParameterSet', 'ParameterSpec', 'PeriodicTimer', 'refusal', 'stamp_to_ns',
+    'TimedLogger', 'TimedLogging',
 ]

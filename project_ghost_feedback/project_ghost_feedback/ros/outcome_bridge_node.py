@@ -93,7 +93,7 @@ from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes
     RESET_REFERENCE_STAMPS,
 )
 from ..msg_encoding import belief_bytes, outcome_bytes
-from .bridge_diagnostics import bridge_status
+from .bridge_diagnostics import BridgeDiagnostics
 from .calibrated_estimate_publisher import CalibratedEstimatePublisher
 from .calibration_status import ERROR, WARN
 from .health import HealthLedger
@@ -105,6 +105,7 @@ from .node_kit import (
     make_executor,
     NS_PER_S,
     ParameterSet,
+    PeriodicTimer,
     TimedLogging,
 )
 from .node_main import run_node
@@ -267,7 +268,7 @@ class OutcomeBridge(TimedLogging, Node):
         self.last_drop_reason = ''
         self.last_reset_reason = ''
         self.period_counts: collections.Counter[str] = collections.Counter()
-        """Drops by reason this diagnostics period (bridge_diagnostics.check_pairing)."""
+        """Drops by reason this diagnostics period (the diagnostics' check_pairing takes them)."""
 
         self._diagnostics_publisher = self.create_publisher(
             DiagnosticArray, '/diagnostics', 10, event_callbacks=_NO_PUBLISHER_EVENTS)
@@ -300,19 +301,16 @@ class OutcomeBridge(TimedLogging, Node):
         self._estimate_subscription = self.input_subscriptions[ESTIMATE]
         self._steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         start = self._steady_clock.now().nanoseconds
-        # What the last diagnostics period saw (bridge_diagnostics' checks keep them).
-        self.last_input_steady_ns = {REFERENCE: start, ESTIMATE: start}
-        self.received_at_tick: collections.Counter[str] = collections.Counter()
-        self.estimates_at_last_status = 0
-        self.paired_at_last_status = 0
+        # The /diagnostics task: its checks, and what the last period saw (its own state).
+        self.diagnostics = BridgeDiagnostics(self, start)
         # A backward jump of the node clock (a simulator reset, a bag replayed again) restarts
         # the stamps: forget what is time-ordered and now lies in the future.
         self._jump_handle = self.get_clock().create_jump_callback(
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
                           on_clock_change=False),
             post_callback=self._on_clock_jump)
-        self._diagnostics_timer = self.create_timer(
-            config['diagnostics_period_s'], self.publish_diagnostics, clock=self._steady_clock)
+        self._diagnostics_timer = PeriodicTimer(
+            self, config['diagnostics_period_s'], self.publish_diagnostics, self._steady_clock)
         self._parameter_set.watch()
         self.get_logger().info(
             f'outcome bridge ready: {self._estimate_subscription.topic_name} '
@@ -388,11 +386,7 @@ class OutcomeBridge(TimedLogging, Node):
         self.engine.apply_config(config)
         if self.calibrated_estimate is not None:
             self.calibrated_estimate.update_factors()
-        if previous['diagnostics_period_s'] != config['diagnostics_period_s']:
-            self.destroy_timer(self._diagnostics_timer)
-            self._diagnostics_timer = self.create_timer(
-                config['diagnostics_period_s'], self.publish_diagnostics,
-                clock=self._steady_clock)
+        self._diagnostics_timer.set_period(config['diagnostics_period_s'])
 
     # -- faults, losses, resets ---------------------------------------------------------------
 
@@ -510,7 +504,7 @@ class OutcomeBridge(TimedLogging, Node):
         was paired; WARN on drops, resets, losses, incompatible QoS, no publisher or several on
         an input, or estimates received but none paired; else OK.
         """
-        return bridge_status(self, self._steady_clock.now().nanoseconds)
+        return self.diagnostics.status(self._steady_clock.now().nanoseconds)
 
     def publish_diagnostics(self) -> None:
         """Publish one DiagnosticArray on /diagnostics."""

@@ -9,7 +9,7 @@ from the package's .msg files. See ``docs/telemetry.md``.
 - :mod:`.writer`: :class:`TelemetryWriter` (a rosbag2 bag directory, MCAP storage).
 - :mod:`.bag_reader`: open and validate a bag (:class:`BagError`), :func:`bag_info`.
 - :mod:`.codecs`: ``DECODERS`` (CDR -> contract); :mod:`.config`: the recorded
-  configuration (:func:`recorded_config`, a core ``LoopConfig``); :mod:`.report`:
+  configuration (:func:`recorded_config`, a core ``LoopConfig``); :mod:`.replay_report`:
   :class:`ReplayReport`.
 - :mod:`.replay`: the engine, :func:`replay_bag`, :func:`verify_bag`, :func:`read_bag`: the
   recorded run through the core's one feedback loop (``core.loop.FeedbackLoop``).
@@ -43,7 +43,7 @@ from .codecs import decode, register_decoder
 from .config import recorded_config
 from .recorder import TelemetryRecorder
 from .replay import iter_bag, read_bag, replay_bag, verify_bag
-from .report import ReplayReport, summary_line
+from .replay_report import ReplayReport, summary_line
 from .writer import TelemetryWriter, TelemetryWriterError
 
 __all__ = [

@@ -49,7 +49,7 @@ from .loop_inputs import (
     RecordedOutput,
     select_loop_topics,
 )
-from .report import (
+from .replay_report import (
     Difference, first_field_difference, LevelSummary, ReplayReport, summary_line)
 
 LOOP_TOPIC_TYPES = INPUT_TYPES + (TYPE_CALIBRATED_SELF_ASSESSMENT,)

@@ -4,7 +4,7 @@
 from project_ghost_feedback.core import BeliefSelfAssessment, SelfAssessmentLevel
 from project_ghost_feedback.core.feedback import CalibratedSelfAssessment, CalibrationHistory
 from project_ghost_feedback.ros.calibration_status import OK, WARN
-from project_ghost_feedback.ros.feedback_diagnostics import level_change
+from project_ghost_feedback.ros.level_log import level_change
 
 KNOWN = SelfAssessmentLevel.KNOWN
 UNCERTAIN = SelfAssessmentLevel.UNCERTAIN

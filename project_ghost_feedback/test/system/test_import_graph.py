@@ -2,8 +2,10 @@
 """The package's import graph: no cycle, no arrow back up a layer, no leaning sideways.
 
 Every ``import`` of the package is read with :mod:`ast`, function-level imports included (a lazy
-import hides a dependency from start-up time, not from the design); imports under ``if
-TYPE_CHECKING:`` are left out (they name a type for annotations and are never executed). The
+import hides a dependency from start-up time, not from the design), and so are imports under
+``if TYPE_CHECKING:`` (a type named for annotations is a dependency of the design too: a
+diagnostics module that names its node's class is in a cycle with it, whether or not Python
+executes the import). The
 modules are grouped by their first name under the package (``core``, ``bridge``, ``telemetry``,
 ...) and the groups stand in :data:`LAYERS`, lowest first. A module may import its own group and
 any group of a lower layer; an import of a higher layer is an arrow back up, and an import of
@@ -61,11 +63,7 @@ def module_graph(package_dir):
         base = here if is_package else here[:-1]
         targets = set()
         tree = ast.parse(path.read_text(), str(path))
-        type_only = {id(inner) for node in ast.walk(tree) if _is_type_checking(node)
-                     for inner in ast.walk(node)}
         for node in ast.walk(tree):
-            if id(node) in type_only:
-                continue
             if isinstance(node, ast.ImportFrom):
                 if node.level:
                     anchor = base[:len(base) - (node.level - 1)] if node.level > 1 else base
@@ -87,15 +85,6 @@ def module_graph(package_dir):
         targets.discard(name)
         graph[name] = targets
     return graph
-
-
-def _is_type_checking(node):
-    """Return whether ``node`` is ``if TYPE_CHECKING:`` (imports for annotations only)."""
-    if not isinstance(node, ast.If):
-        return False
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == 'TYPE_CHECKING') or (
-        isinstance(test, ast.Attribute) and test.attr == 'TYPE_CHECKING')
 
 
 def _resolve(parts, modules):
@@ -260,14 +249,14 @@ def toy_package(tmp_path):
 def test_self_test_the_graph_reads_relative_absolute_and_lazy_imports(toy_package):
     graph = module_graph(toy_package)
     assert graph['core.a'] == {'core.b'}  # a function-level import counts
-    assert graph['core.c'] == set()  # an import for annotations only does not
+    assert graph['core.c'] == {'core.d'}  # an import for annotations only counts too
     assert graph['core'] == {'core.a'}
     assert graph['ros.node'] == {'telemetry.reader', 'core.a'}  # absolute import counts
     assert graph['evaluate.run'] == {'ros.node'}
 
 
 def test_self_test_a_cycle_is_found(toy_package):
-    assert cycles(module_graph(toy_package)) == [['core.a', 'core.b']]
+    assert cycles(module_graph(toy_package)) == [['core.a', 'core.b'], ['core.c', 'core.d']]
 
 
 def test_self_test_upward_and_sideways_imports_are_found(toy_package):
