@@ -122,7 +122,8 @@ class FeedbackNodeHarness:
         """Publish an input the node must refuse; wait until it counted the refusal."""
         before = sum(self.node.health.rejected.values())
         (self.outcomes if kind == 'outcome' else self.assessments).publish(message)
-        self.spin_until(lambda: sum(self.node.health.rejected.values()) > before, f'a refused {kind}')
+        rejected = self.node.health.rejected
+        self.spin_until(lambda: sum(rejected.values()) > before, f'a refused {kind}')
 
     def set_clock(self, stamp_ns):
         """Publish /clock = ``stamp_ns`` until the node's clock reads it."""
