@@ -8,7 +8,7 @@ ENV := source scripts/env.sh
 # Outer wall-clock limit of a whole test run (a hung rclpy teardown can hold the GIL, which no
 # per-test timeout can break); pytest-timeout gives each test 900 s: a ceiling for a hung test,
 # never a speed requirement (every wait inside a test is on progress, with its own ceiling).
-PYTEST := timeout -k 10 3000 python -m pytest project_ghost_feedback/test -q --timeout=900 -rfEs
+PYTEST := timeout -k 10 3000 python -m pytest project_ghost_feedback/test -q --timeout=900 -rfEs --durations=25
 
 .PHONY: help setup rosbag2 test test-fast demo lint bench clean distclean
 

@@ -13,6 +13,10 @@ bridge: ``('outcome', PredictionOutcome)`` then ``('assessment', BeliefSelfAsses
 
 So a bag of a live run (``ros2 bag record`` of the filter's innovation topic) re-evaluates to
 the live node's verdict: same outcomes, same claims, same loop. ``docs/field.md``.
+
+:func:`navsat_outputs` does the same for the navsat bridge (a GNSS reference, no ground truth):
+an estimate topic (Odometry in the ENU frame at the datum) and a NavSatFix topic, through the
+node's own data path (:class:`~.bridge.navsat_innovation.NavSatFeed`).
 """
 
 from __future__ import annotations
@@ -162,6 +166,121 @@ class InnovationRun:
             'undecodable_skipped': self.undecodable,
             'oversized_skipped': self.oversized,
         }
+
+
+def navsat_parameters(params_file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Return the navsat bridge's parameters: its defaults, overridden by ``params_file``.
+
+    The datum is required (no default): without a file naming it this is a BagInputError.
+    """
+    from .bridge.navsat_innovation import PARAMETERS, validate
+    from .parameter_spec import ParameterError
+
+    values = {name: spec.default for name, spec in PARAMETERS.items()}
+    if params_file is not None:
+        values.update(read_parameter_file(params_file, 'navsat_bridge', PARAMETERS,
+                                          'navsat bridge parameter'))
+    try:
+        return validate(values)
+    except ParameterError as error:
+        raise BagInputError(f'{params_file or "navsat parameters (no --params-file)"}: '
+                            f'{error}') from None
+
+
+NAVSAT_TYPES = {'estimate': 'nav_msgs/msg/Odometry', 'fix': 'sensor_msgs/msg/NavSatFix'}
+"""The navsat bridge's input types (``--estimate`` and ``--navsat-fix``)."""
+
+
+class NavSatRun(InnovationRun):
+    """One offline navsat-bridge run: estimates and GNSS fixes of a bag, no ground truth.
+
+    Every message goes, in the bag's order, through the live node's data path
+    (:class:`~.bridge.navsat_innovation.NavSatFeed`); the run yields what the node would have
+    published, as :class:`InnovationRun` does for the innovation bridge.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], estimate_topic: str, fix_topic: str,
+                 values: Mapping[str, Any]) -> None:
+        from .bridge.navsat_innovation import NavSatFeed
+
+        super().__init__(path, [estimate_topic, fix_topic], values)
+        self.feed = NavSatFeed(dict(values))
+        self.engine = self.feed.engine
+        self.estimate_topic, self.fix_topic = estimate_topic, fix_topic
+
+    def __iter__(self) -> Iterator[Output]:
+        from .bridge.innovation_engine import InnovationOutputs
+        from .telemetry.bag_limits import DEFAULT_LIMITS
+
+        reader = open_reader(self.path)
+        try:
+            connections = []
+            kinds = {}
+            for kind, topic in (('estimate', self.estimate_topic), ('fix', self.fix_topic)):
+                found = [c for c in reader.connections if c.topic == topic]
+                if not found:
+                    names = ', '.join(sorted({c.topic for c in reader.connections})) or 'none'
+                    raise BagInputError(f'{self.path}: no {kind} topic {topic} in the bag '
+                                        f'(topics: {names})')
+                wrong = {c.msgtype for c in found} - {NAVSAT_TYPES[kind]}
+                if wrong:
+                    raise BagInputError(f'{self.path}: {kind} topic {topic} has type '
+                                        f'{", ".join(sorted(wrong))}; expected '
+                                        f'{NAVSAT_TYPES[kind]}')
+                self.types[topic] = found[0].msgtype
+                kinds[topic] = kind
+                connections += found
+            self.bag_start_ns, self.bag_end_ns = reader.start_time, reader.end_time
+            feed = self.feed
+            for connection, _, rawdata in reader.messages(connections=connections):
+                if len(rawdata) > DEFAULT_LIMITS.message_bytes:
+                    self.oversized += 1
+                    continue
+                try:
+                    msg = reader.deserialize(rawdata, connection.msgtype)
+                except Exception:  # noqa: BLE001 - any decoder error: counted, skipped
+                    self.undecodable += 1
+                    continue
+                if kinds[connection.topic] == 'estimate':
+                    feed.take_estimate(msg)
+                    continue
+                result = feed.take_fix(msg)
+                if isinstance(result, InnovationOutputs):
+                    self.stamps.add(result.outcome.observed_stamp_sim_ns)
+                    yield OUTCOME, result.outcome
+                    yield ASSESSMENT, result.claim
+        finally:
+            reader.close()
+
+    def why_nothing_paired(self) -> str | None:
+        """Return why no outcome came out (fixes, estimates and refusals), or None."""
+        if self.engine.outcomes_published:
+            return None
+        fixes = self.feed.fixes
+        refused = {**fixes.refused, **{f'innovation_{k}': v
+                                       for k, v in self.engine.pairing.refused.items()}}
+        ordered = sorted(refused.items(), key=lambda item: (-item[1], item[0]))
+        reasons = ', '.join(f'{k} {v}' for k, v in ordered)
+        return (f'{self.path}: 0 outcomes from {fixes.fixes} fixes on {self.fix_topic} and '
+                f'{fixes.estimates} estimates on {self.estimate_topic}; refused: '
+                f'{reasons or "none"}')
+
+    def counts(self) -> dict[str, Any]:
+        """Return the engine's counts and the fixes' refusals (the node's /diagnostics values)."""
+        fixes = self.feed.fixes
+        return super().counts() | {
+            'fixes_received': fixes.fixes, 'estimates_received': fixes.estimates,
+            'fixes_refused_by_reason': dict(sorted(fixes.refused.items())),
+        }
+
+
+def navsat_outputs(path: str | os.PathLike[str], estimate_topic: str, fix_topic: str,
+                   values: Mapping[str, Any]) -> NavSatRun:
+    """Return a :class:`NavSatRun` over the two topics; iterate it for ``(kind, contract)``."""
+    if not estimate_topic or not fix_topic or estimate_topic == fix_topic:
+        raise BagInputError('a GNSS evaluation needs two different topics: --estimate (Odometry '
+                            'in the ENU frame at the datum) and --navsat-fix (NavSatFix)')
+    return NavSatRun(path, estimate_topic, fix_topic, values)
 
 
 def innovation_outputs(path: str | os.PathLike[str], topics: Sequence[str],

@@ -202,6 +202,59 @@ class NavSatInnovations:
                              self.estimate_frame)
 
 
+def stamp_ns(stamp: Any) -> int | None:
+    """Return a builtin_interfaces/Time's ns, or None when it is not a normalised ROS time."""
+    if not 0 <= stamp.nanosec < NS_PER_S or stamp.sec < 0:
+        return None
+    return int(stamp.sec) * NS_PER_S + int(stamp.nanosec)
+
+
+class NavSatFeed:
+    """The navsat bridge's data path from its messages: the node's and ``evaluate``'s.
+
+    ``take_estimate(msg)`` reads a ``nav_msgs/Odometry`` and ``take_fix(msg)`` a
+    ``sensor_msgs/NavSatFix`` by attribute (rclpy or rosbags messages alike); a fix not refused
+    goes to the innovation engine and the result is returned: its outputs (outcome and claim),
+    the refusal reason, or None (the engine holds it, waiting for its pair).
+    """
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        from ..core import SelfAssessmentLevel
+        from .innovation_engine import InnovationEngine
+
+        self.fixes = from_parameters(values)
+        self.source = values['source']
+        self.engine = InnovationEngine(self.source, SelfAssessmentLevel[values['claimed_level']])
+
+    def _bad_stamp(self) -> str:
+        self.fixes.refused['bad_stamp'] = self.fixes.refused.get('bad_stamp', 0) + 1
+        return 'bad_stamp'
+
+    def take_estimate(self, msg: Any) -> str | None:
+        """Keep one estimate (Odometry); return the refusal reason, or None."""
+        stamp = stamp_ns(msg.header.stamp)
+        if stamp is None:
+            self.fixes.estimates += 1
+            return self._bad_stamp()
+        p = msg.pose.pose.position
+        return self.fixes.take_estimate(stamp, msg.header.frame_id, (p.x, p.y, p.z),
+                                        list(msg.pose.covariance))
+
+    def take_fix(self, msg: Any) -> Any:
+        """Take one NavSatFix: the engine's InnovationOutputs, a refusal reason, or None."""
+        stamp = stamp_ns(msg.header.stamp)
+        if stamp is None:
+            self.fixes.fixes += 1
+            return self._bad_stamp()
+        result = self.fixes.take_fix(
+            stamp, msg.status.status, msg.latitude, msg.longitude, msg.altitude,
+            msg.position_covariance_type, list(msg.position_covariance))
+        if not isinstance(result, FixInnovation):
+            return result
+        return self.engine.take(self.source, result.stamp_ns, result.innovation,
+                                result.covariance, result.kinds, frame_id=result.frame_id)
+
+
 def datum_is_valid(point: Sequence[float]) -> bool:
     """Return True for (latitude deg in [-90, 90], longitude deg in [-180, 180], finite alt)."""
     if len(point) != 3 or not all(math.isfinite(v) for v in point):
@@ -209,5 +262,5 @@ def datum_is_valid(point: Sequence[float]) -> bool:
     return -90.0 <= point[0] <= 90.0 and -180.0 <= point[1] <= 180.0 and abs(point[2]) < 1e5
 
 
-__all__ = ['datum_is_valid', 'FixInnovation', 'from_parameters', 'NavSatInnovations',
-           'PARAMETERS', 'REFUSAL_REASONS', 'validate']
+__all__ = ['datum_is_valid', 'FixInnovation', 'from_parameters', 'NavSatFeed',
+           'NavSatInnovations', 'PARAMETERS', 'REFUSAL_REASONS', 'stamp_ns', 'validate']

@@ -50,6 +50,10 @@ second the pose error (RMSE and max: position in m, rotation in deg); every down
 follows, in seconds from the bag start. The picture: distances with their chi(3) quantiles,
 raw vs calibrated level, k over time with its interval, episodes shaded.
 
+A bag with GNSS and no ground truth: --navsat-fix TOPIC (sensor_msgs/NavSatFix) with --estimate
+(Odometry in the ENU frame at the datum; --params-file: the navsat bridge's file, which names the
+datum) runs the navsat bridge's data path, the live node's (docs/field.md, "GNSS reference").
+
 A bag without ground truth (field mode, docs/field.md): --innovation TOPIC (repeatable) instead
 of --estimate/--reference reads a filter's innovations (project_ghost_feedback_msgs/Innovation,
 or PX4's px4_msgs/EstimatorAidSource1d/2d/3d, decoded from the definitions kept in the
@@ -105,6 +109,23 @@ def evaluate_innovation_bag(path: str | os.PathLike[str], topics: Sequence[str],
     run = innovation_outputs(path, topics, values)
     return _evaluate_run(run, loop_config, output_dir, values, plot,
                          f'{pathlib.Path(path).name}: innovations {", ".join(topics)} '
+                         f'({loop_config.policy})')
+
+
+def evaluate_navsat_bag(path: str | os.PathLike[str], estimate_topic: str, fix_topic: str,
+                        values: Mapping[str, Any], loop_config: LoopConfig,
+                        output_dir: str | os.PathLike[str], plot: bool = True) -> dict[str, Any]:
+    """Evaluate an estimate against GNSS fixes (NavSatFix) of one bag into ``output_dir``.
+
+    The navsat bridge's data path (``values``: its parameters, the datum among them,
+    :mod:`..field_inputs`) over the two topics, then the same loop, telemetry, summary and
+    picture as :func:`evaluate_bag`. EvaluateError (one line) as for the innovation path.
+    """
+    from ..field_inputs import navsat_outputs
+
+    run = navsat_outputs(path, estimate_topic, fix_topic, values)
+    return _evaluate_run(run, loop_config, output_dir, values, plot,
+                         f'{pathlib.Path(path).name}: {estimate_topic} vs GNSS {fix_topic} '
                          f'({loop_config.policy})')
 
 
@@ -377,6 +398,18 @@ def _input_lines(summary: Mapping[str, Any]) -> list[str]:
     if 'innovation' in summary:
         topics = ', '.join(f'{t} ({k})' for t, k in summary['innovation']['topics'].items())
         refused = ', '.join(f'{k} {v}' for k, v in bridge['refused_by_reason'].items())
+        if 'fixes_received' in bridge:  # a GNSS reference (the navsat bridge's path)
+            fixes_refused = ', '.join(
+                f'{k} {v}' for k, v in bridge['fixes_refused_by_reason'].items())
+            return [
+                'no ground truth: each GNSS fix minus the estimate, judged against '
+                'P_est + P_fix (the navsat bridge)',
+                f'bag {summary["bag"]}: {topics}',
+                f'navsat bridge: {bridge["fixes_received"]} fixes, {bridge["estimates_received"]}'
+                f' estimates; fixes refused: {fixes_refused or "none"}; '
+                f'{bridge["outcomes_published"]} outcomes emitted; skipped: did not decode '
+                f'{bridge["undecodable_skipped"]}, over 1 MiB {bridge["oversized_skipped"]}',
+            ]
         return [
             "no reference: outcomes are the filter's innovations (measurement minus "
             'prediction), judged against their own covariance S',
@@ -449,7 +482,14 @@ def run(args: argparse.Namespace, fail: Fail) -> int:
     try:
         spec = parse_policy(args.policy or DEFAULT_POLICY)
         max_history = args.max_history or DEFAULT_MAX_HISTORY
-        if args.innovation:
+        if args.navsat_fix:
+            from ..field_inputs import navsat_parameters
+
+            values = navsat_parameters(args.params_file)
+            # Both slots of an outcome hold a fix's innovation: 3 components, or 2 (no altitude).
+            planar = (2, 2) if not values['use_altitude'] else VEC3_COMPONENTS
+            components = tuple(args.vec3_components or planar)
+        elif args.innovation:
             from ..field_inputs import innovation_parameters
 
             values = innovation_parameters(args.params_file)
@@ -472,7 +512,10 @@ def run(args: argparse.Namespace, fail: Fail) -> int:
     for bag in args.bags:
         target = output_dir / pathlib.Path(bag).resolve().name if several else output_dir
         try:
-            if args.innovation:
+            if args.navsat_fix:
+                summary = evaluate_navsat_bag(bag, args.estimate, args.navsat_fix, values,
+                                              loop_config, target, plot=not args.no_plot)
+            elif args.innovation:
                 summary = evaluate_innovation_bag(bag, args.innovation, values, loop_config,
                                                   target, plot=not args.no_plot)
             else:
@@ -503,6 +546,11 @@ def build(commands: Any, positive_int: Callable[[str], int],
                         "EstimatorAidSource1d/2d/3d), repeatable; the innovation bridge's "
                         'engine makes the outcomes (--params-file: its parameter file, '
                         'source and claimed_level); instead of --estimate/--reference')
+    parser.add_argument('--navsat-fix', metavar='TOPIC',
+                        help='a bag without ground truth but with GNSS: a sensor_msgs/NavSatFix '
+                        'topic held against --estimate (Odometry in the ENU frame at the datum) '
+                        "by the navsat bridge's data path (--params-file: its parameter file, "
+                        'the datum required); instead of --reference')
     parser.add_argument('--policy', metavar='NAME[:k=v,...]',
                         help=f'feedback policy and parameters (default {DEFAULT_POLICY})')
     parser.add_argument('--max-history', metavar='N', type=positive_int,
@@ -518,6 +566,14 @@ def build(commands: Any, positive_int: Callable[[str], int],
                         'planar position only, whose two slots both hold 2-component distances)')
 
     def handler(args: argparse.Namespace) -> int:
+        if args.navsat_fix:
+            if args.reference or args.innovation:
+                return fail('--navsat-fix goes with --estimate, without --reference and '
+                            '--innovation', 2)
+            if not args.estimate or args.estimate == args.navsat_fix:
+                return fail('--navsat-fix TOPIC needs --estimate TOPIC (Odometry in the ENU '
+                            'frame at the datum), another topic', 2)
+            return run(args, fail)
         if args.innovation:
             if args.estimate or args.reference:
                 return fail('--innovation goes without --estimate and --reference', 2)

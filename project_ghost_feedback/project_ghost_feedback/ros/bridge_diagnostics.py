@@ -79,6 +79,7 @@ class BridgeState(Protocol):
     def get_fully_qualified_name(self) -> str:
         """Return the node's name (the status's name)."""
 
+
 DIAGNOSTIC_TASK = 'outcome_bridge'
 
 Values = dict[str, Any]

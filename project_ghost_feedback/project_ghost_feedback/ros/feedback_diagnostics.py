@@ -89,6 +89,7 @@ class FeedbackState(Protocol):
     def get_fully_qualified_name(self) -> str:
         """Return the node's name (the status's name)."""
 
+
 DIAGNOSTIC_TASK = 'calibration'
 OVERCONFIDENCE_MEANING = ('k [95% interval] per vec3: the real error std over the claimed std '
                           '(1 honest, 2 errors twice the claim)')

@@ -29,14 +29,8 @@ from project_ghost_feedback_msgs.msg import (
     PredictionOutcome as PredictionOutcomeMsg,
 )
 
-from ..bridge.innovation_engine import InnovationEngine, InnovationOutputs
-from ..bridge.navsat_innovation import (
-    FixInnovation,
-    from_parameters,
-    PARAMETERS,
-    REFUSAL_REASONS,
-    validate,
-)
+from ..bridge.innovation_engine import InnovationOutputs
+from ..bridge.navsat_innovation import NavSatFeed, PARAMETERS, REFUSAL_REASONS, validate
 from ..core import NS_PER_S, SelfAssessmentLevel
 from .conversions import belief_to_msg, outcome_to_msg
 from .node_kit import diagnostic_array, diagnostic_status, ParameterSet
@@ -50,12 +44,6 @@ FUSED_MESSAGE = (
     'innovation_bridge, docs/field.md)')
 
 
-def _stamp_ns(stamp: Any) -> int | None:
-    if not 0 <= stamp.nanosec < NS_PER_S or stamp.sec < 0:
-        return None
-    return int(stamp.sec) * NS_PER_S + int(stamp.nanosec)
-
-
 class NavSatBridgeNode(Node):
     """Estimates and NavSatFix in, outcomes and raw claims out (``docs/field.md``)."""
 
@@ -64,10 +52,9 @@ class NavSatBridgeNode(Node):
         self._settings = ParameterSet(self, PARAMETERS, validate, self._apply)
         self._settings.watch()
         config = self._settings.config
-        self.fixes = from_parameters(config)
-        self.engine = InnovationEngine(config['source'],
-                                       SelfAssessmentLevel[config['claimed_level']])
-        self._source = config['source']
+        # The data path, as evaluate runs it offline (bridge/navsat_innovation.NavSatFeed).
+        self.feed = NavSatFeed(config)
+        self.fixes, self.engine = self.feed.fixes, self.feed.engine
         self._fused = config['reference_fused']
         self._last_refused_total = 0
         qos = QoSProfile(depth=config['qos_depth'], reliability=ReliabilityPolicy.RELIABLE)
@@ -84,33 +71,14 @@ class NavSatBridgeNode(Node):
         self.fixes.max_estimate_age_ns = round(new['max_estimate_age_s'] * NS_PER_S)
         self.fixes.ignore_variance_m2 = new['ignore_variance_m2']
 
-    def _bad_stamp(self) -> None:
-        self.fixes.refused['bad_stamp'] = self.fixes.refused.get('bad_stamp', 0) + 1
-
     def _on_estimate(self, msg: Odometry) -> None:
-        stamp = _stamp_ns(msg.header.stamp)
-        if stamp is None:
-            self.fixes.estimates += 1
-            self._bad_stamp()
-            return
-        p = msg.pose.pose.position
-        self.fixes.take_estimate(stamp, msg.header.frame_id, (p.x, p.y, p.z),
-                                 list(msg.pose.covariance))
+        self.feed.take_estimate(msg)
 
     def _on_fix(self, msg: NavSatFix) -> None:
-        stamp = _stamp_ns(msg.header.stamp)
-        if stamp is None:
-            self.fixes.fixes += 1
-            self._bad_stamp()
+        outputs = self.feed.take_fix(msg)
+        if isinstance(outputs, str) and outputs in (*REFUSAL_REASONS, 'bad_stamp'):
+            self.get_logger().warning(f'fix refused: {outputs}', throttle_duration_sec=5.0)
             return
-        result = self.fixes.take_fix(
-            stamp, msg.status.status, msg.latitude, msg.longitude, msg.altitude,
-            msg.position_covariance_type, list(msg.position_covariance))
-        if not isinstance(result, FixInnovation):
-            self.get_logger().warning(f'fix refused: {result}', throttle_duration_sec=5.0)
-            return
-        outputs = self.engine.take(self._source, result.stamp_ns, result.innovation,
-                                   result.covariance, result.kinds, frame_id=result.frame_id)
         if isinstance(outputs, InnovationOutputs):
             self._outcomes.publish(outcome_to_msg(outputs.outcome))
             self._claims.publish(belief_to_msg(outputs.claim))

@@ -55,6 +55,8 @@ class GnssRig:
         self.driver = Node('gnss_filter', context=context)
         self.estimates = self.driver.create_publisher(Odometry, 'estimate', QOS)
         self.fixes = self.driver.create_publisher(NavSatFix, 'fix', QOS)
+        self.published = None
+        """``[(topic, stamp_ns, CDR bytes)]`` of every published input, when recording."""
         listen(self, QOS)
         self.spin_until(lambda: self.fixes.get_subscription_count() >= 1
                         and self.estimates.get_subscription_count() >= 1
@@ -85,7 +87,14 @@ class GnssRig:
             covariance[i * 7] = variance[i]
             covariance[(i + 3) * 7] = 1e-3
         msg.pose.covariance = covariance
-        self.estimates.publish(msg)
+        self._publish(self.estimates, msg, stamp_ns)
+
+    def _publish(self, publisher, msg, stamp_ns):
+        publisher.publish(msg)
+        if self.published is not None:
+            from rclpy.serialization import serialize_message
+
+            self.published.append((publisher.topic_name, stamp_ns, serialize_message(msg)))
 
     def publish_fix(self, stamp_ns, enu, claimed_variance, status=NavSatStatus.STATUS_FIX,
                     covariance_type=NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN,
@@ -98,7 +107,7 @@ class GnssRig:
         msg.position_covariance_type = covariance_type
         msg.position_covariance = covariance if covariance is not None else [
             claimed_variance if i == j else 0.0 for i in range(3) for j in range(3)]
-        self.fixes.publish(msg)
+        self._publish(self.fixes, msg, stamp_ns)
 
     def run(self, seed, seconds, claimed_gnss_r=GNSS_R, batch=20, stop=None):
         """Publish ``seconds`` of estimates and fixes (in batches), waiting for every answer."""
@@ -213,3 +222,46 @@ def test_parameters_are_validated(rclpy_context, overrides, words):
     with pytest.raises(ValueError, match=words):
         NavSatBridgeNode(context=rclpy_context, parameter_overrides=[
             Parameter(n, value=v) for n, v in values.items()])
+
+
+def test_a_recording_of_the_inputs_re_evaluates_to_the_live_levels(rclpy_context, tmp_path):
+    """An evaluate --navsat-fix of what the rig published gives the live node's levels.
+
+    The live bridge and evaluate run one data path (bridge/navsat_innovation.NavSatFeed); the
+    GNSS claims its noise 3x too small, so the levels go from KNOWN to UNKNOWN.
+    """
+    import json
+
+    from project_ghost_feedback.cli import main
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import get_typestore, Stores
+
+    rig = GnssRig(rclpy_context)
+    try:
+        rig.published = []
+        rig.run(7, 20, claimed_gnss_r=GNSS_R / 9.0)
+        live = list(rig.levels)
+    finally:
+        rig.close()
+    store = get_typestore(Stores.ROS2_JAZZY)
+    bag = tmp_path / 'inputs'
+    with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        connections = {
+            '/estimate': writer.add_connection('/estimate', 'nav_msgs/msg/Odometry',
+                                               typestore=store),
+            '/fix': writer.add_connection('/fix', 'sensor_msgs/msg/NavSatFix', typestore=store)}
+        for index, (topic, _, data) in enumerate(rig.published):
+            writer.write(connections[topic], index, data)  # log time: the publication order
+    params = tmp_path / 'navsat.yaml'
+    params.write_text(
+        'navsat_bridge:\n  ros__parameters:\n'
+        f'    datum.latitude_deg: {DATUM[0]}\n    datum.longitude_deg: {DATUM[1]}\n'
+        f'    datum.altitude_m: {DATUM[2]}\n    estimate_frame: map\n', encoding='utf-8')
+    out = tmp_path / 'out'
+    assert main(['evaluate', str(bag), '--estimate', '/estimate', '--navsat-fix', '/fix',
+                 '--params-file', str(params), '--output-dir', str(out), '--no-plot']) == 0
+    summary = json.loads((out / 'summary.json').read_text(encoding='utf-8'))
+    names = ('UNKNOWN', 'UNCERTAIN', 'KNOWN')
+    assert summary['assessments'] == len(live) == 100
+    assert summary['calibrated_levels'] == {name: live.count(i) for i, name in enumerate(names)}
+    assert 0 in live and 2 in live, live  # KNOWN before the evidence, UNKNOWN after it
