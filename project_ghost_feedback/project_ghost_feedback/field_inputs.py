@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 from .bridge_inputs import ASSESSMENT, BagInputError, open_reader, OUTCOME, read_parameter_file
 from .bridge_inputs import Output, StampRange
@@ -272,6 +272,14 @@ class NavSatRun(InnovationRun):
             'fixes_received': fixes.fixes, 'estimates_received': fixes.estimates,
             'fixes_refused_by_reason': dict(sorted(fixes.refused.items())),
         }
+
+
+class NavSatSource(NamedTuple):
+    """A bag's GNSS evaluation: what ``audit`` hands each bag's task (it pickles)."""
+
+    estimate_topic: str
+    fix_topic: str
+    values: Mapping[str, Any]
 
 
 def navsat_outputs(path: str | os.PathLike[str], estimate_topic: str, fix_topic: str,

@@ -83,6 +83,10 @@ def add_arguments(parser: argparse.ArgumentParser, positive_int: Callable[[str],
     add_input_arguments(parser, " (required for ordinary bags, with --reference: their "
                                 "outcomes come from the bridge's engine, as with evaluate; "
                                 'telemetry bags need neither)')
+    parser.add_argument('--navsat-fix', metavar='TOPIC',
+                        help='bags with GNSS and no ground truth: a sensor_msgs/NavSatFix topic '
+                        "held against --estimate by the navsat bridge's data path "
+                        '(--params-file: its parameter file, the datum required)')
     parser.add_argument('--innovation', metavar='TOPIC', action='append', default=[],
                         help='bags without ground truth: an innovation topic (Innovation or PX4 '
                         'EstimatorAidSource1d/2d/3d), repeatable, through the innovation '
@@ -130,7 +134,20 @@ def run(args: argparse.Namespace, fail: Callable[[object, int], int]) -> int:
     except (TypeError, ValueError) as error:
         return fail(error, 2)
     bridge: Any = None
-    if args.innovation:
+    if args.navsat_fix:
+        from ..bridge_inputs import BagInputError
+        from ..field_inputs import navsat_parameters, NavSatSource
+
+        if args.reference or args.innovation or not args.estimate \
+                or args.estimate == args.navsat_fix:
+            return fail('--navsat-fix TOPIC goes with --estimate TOPIC (another topic), without '
+                        '--reference and --innovation', 2)
+        try:
+            bridge = NavSatSource(args.estimate, args.navsat_fix,
+                                  navsat_parameters(args.params_file))
+        except BagInputError as error:
+            return fail(error, 2)
+    elif args.innovation:
         from ..bridge_inputs import BagInputError
         from ..field_inputs import innovation_parameters
 

@@ -30,6 +30,7 @@ from ..core.feedback.overconfidence import VEC3_COMPONENTS
 from ..core.feedback import CalibratedSelfAssessment, CalibrationHistory
 from ..core.loop import CONFIGURATION, FeedbackLoop, LoopConfig, LoopEvent, Step
 from ..core.window import DEFAULT_OUTCOME_BUFFER_SIZE
+from ..field_inputs import NavSatSource
 from ..telemetry.bag_reader import BagInfo
 from ..telemetry.config import recorded_components
 from ..telemetry.loop_inputs import LoopFeeder
@@ -45,10 +46,11 @@ HISTOGRAM_BINS = 80
 """Distances in [0, 8) in bins of 0.1; beyond in ``over``, +inf in ``inf``."""
 LEVEL_NAMES = tuple(level.name for level in sorted(SelfAssessmentLevel))
 Bridge = (tuple[str, str, Mapping[str, Any], Mapping[str, bool] | None]
-          | tuple[tuple[str, ...], Mapping[str, Any]])
+          | tuple[tuple[str, ...], Mapping[str, Any]] | NavSatSource)
 """``(estimate_topic, reference_topic, bridge parameter values, tf topics)`` of an ordinary bag
-(tf topics: each with True for static; None: /tf and /tf_static), or ``(innovation topics,
-innovation bridge parameter values)`` of a bag without ground truth."""
+(tf topics: each with True for static; None: /tf and /tf_static), ``(innovation topics,
+innovation bridge parameter values)`` of a bag without ground truth, or a
+:class:`~..field_inputs.NavSatSource` (an estimate against GNSS fixes)."""
 
 
 class _Histogram:
@@ -233,6 +235,11 @@ def audit_bag(path: str, policies: Sequence[PolicySpec], *,
         if bridge is None:
             _require_telemetry(path, info)
             contracts = _recorded_inputs(path)
+        elif isinstance(bridge, NavSatSource):  # GNSS: the navsat bridge's data path
+            from ..field_inputs import navsat_outputs
+
+            contracts = (contract for _, contract in navsat_outputs(
+                path, bridge.estimate_topic, bridge.fix_topic, bridge.values))
         elif len(bridge) == 2:  # innovations (field mode): the innovation bridge's engine
             from ..field_inputs import innovation_outputs
 

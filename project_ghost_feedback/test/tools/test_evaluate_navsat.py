@@ -161,3 +161,45 @@ def test_usage_errors_are_one_line_with_exit_2(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert status == 2, (extra, err)
         assert words in err and len(err.splitlines()) == 1, (extra, err)
+
+
+def test_audit_runs_the_navsat_path_as_evaluate_does(tmp_path):
+    from project_ghost_feedback.audit.task import audit_bag
+    from project_ghost_feedback.core.feedback import parse_policy
+    from project_ghost_feedback.field_inputs import navsat_parameters, NavSatSource
+
+    bag = _write_bag(tmp_path / 'overconfident', 30, claimed_r=GNSS_R / 9)
+    params = _params(tmp_path)
+    status, summary = _evaluate(bag, tmp_path / 'out', params)
+    assert status == 0
+    spec = parse_policy('vec3_scale')
+    result = audit_bag(str(bag), [spec], bridge=NavSatSource(ESTIMATE, FIX,
+                                                             navsat_parameters(params)))
+    assert result['ok'], result
+    assert result['outcomes'] == summary['bridge']['outcomes_published'] == 150
+    assert result['assessments'] == summary['assessments']
+    episodes = result['policies'][spec.label]['episodes']
+    assert [e['start_s'] for e in episodes] == [e['start_s'] for e in summary['episodes']]
+
+
+def test_audit_command_line_takes_a_navsat_fix_topic(tmp_path):
+    """ghost-feedback audit --estimate --navsat-fix over a folder of GNSS bags (one worker)."""
+    import subprocess
+    import sys
+
+    _write_bag(tmp_path / 'bags' / 'honest', 20)
+    params = _params(tmp_path)
+    result = subprocess.run(
+        [sys.executable, '-m', 'project_ghost_feedback.cli', 'audit', str(tmp_path / 'bags'),
+         '--estimate', ESTIMATE, '--navsat-fix', FIX, '--params-file', str(params),
+         '--workers', '1', '--no-progress', '--policy', 'vec3_scale',
+         '--json', str(tmp_path / 'audit.json')],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    [bag] = json.loads((tmp_path / 'audit.json').read_text(encoding='utf-8'))['bags']
+    assert bag['outcomes'] == 100 and bag['assessments'] == 100
+    bad = subprocess.run(
+        [sys.executable, '-m', 'project_ghost_feedback.cli', 'audit', str(tmp_path / 'bags'),
+         '--navsat-fix', FIX, '--workers', '1', '--no-progress'],
+        capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and '--estimate' in bad.stderr, bad.stderr
