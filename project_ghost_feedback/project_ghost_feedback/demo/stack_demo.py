@@ -79,8 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--scenario', choices=('stack', 'synthetic'), default='stack',
                         help='stack (default): simulator + bridge; synthetic: the synthetic '
                              'outcome demo (its own options follow)')
-    parser.add_argument('--speed', type=float, default=10.0,
-                        help='sim seconds per wall second (default 10)')
+    parser.add_argument('--speed', type=float, default=15.0,
+                        help='sim seconds per wall second, at most (default 15)')
     parser.add_argument('--policy', default=DEFAULT_POLICY,
                         help=f"the feedback node's policy (default {DEFAULT_POLICY})")
     parser.add_argument('--scale', type=float, default=1.0,
