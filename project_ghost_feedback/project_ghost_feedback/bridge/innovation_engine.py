@@ -26,6 +26,7 @@ from typing import Any
 
 from ..core import BeliefSelfAssessment, NS_PER_S, PredictionOutcome, SelfAssessmentLevel
 from ..core.innovation import InnovationOutcome, InnovationPairing, is_source_name
+from ..core.innovation import vec3_components_of
 from ..core.innovation import REFUSAL_REASONS as PAIRING_REFUSAL_REASONS
 from ..parameter_spec import ParameterError, ParameterSpec
 from ..px4_aid_source import innovation_of
@@ -94,6 +95,8 @@ class InnovationEngine:
         self.other_source = 0
         self.not_fused = 0
         self.outcomes_published = 0
+        self.components: dict[str, tuple[int, int]] = {}
+        """Per source, the (position, orientation) components its outcomes hold (its layout)."""
 
     def _refuse(self, reason: str) -> str:
         refused = self.pairing.refused
@@ -149,6 +152,9 @@ class InnovationEngine:
               rejected: bool, frame_id: str) -> InnovationOutputs | str | None:
         result = self.pairing.push(source, stamp_ns, innovation, covariance, kinds, rejected,
                                    frame_id)
+        layout = self.pairing.layout(source)
+        if layout is not None:
+            self.components[source] = vec3_components_of(layout)
         if not isinstance(result, InnovationOutcome):
             return result
         frame = result.frame_id[:MAX_FRAME_ID]
@@ -179,6 +185,8 @@ class InnovationEngine:
         }
         for reason in (*REFUSAL_REASONS, *sorted(set(refused) - set(REFUSAL_REASONS))):
             values[f'innovations_refused[{reason}]'] = refused.get(reason, 0)
+        for source, (position, orientation) in sorted(self.components.items()):
+            values[f'vec3_components[{source}]'] = f'{position},{orientation}'
         return values
 
 

@@ -198,6 +198,21 @@ class _SourceState:
     pending: tuple[int, float, tuple[float, float, float]] | None = None
 
 
+def vec3_components_of(kinds: Sequence[int]) -> tuple[int, int]:
+    """Return the (position, orientation) components an outcome's two slots hold for a layout.
+
+    A two-block source fills each slot with its block; a one-block source of ``m`` components
+    fills both slots with that block (two innovations per outcome): ``(m, m)``. These are the
+    feedback node's ``position_components`` / ``orientation_components`` for an unbiased k.
+    """
+    position = sum(1 for k in kinds if k == KIND_POSITION)
+    orientation = sum(1 for k in kinds if k == KIND_ORIENTATION)
+    if position and orientation:
+        return position, orientation
+    block = position or orientation
+    return block, block
+
+
 def is_source_name(name: str) -> bool:
     """Return True for a valid source name: taxonomy, ``[a-z][a-z0-9_]*``, 1-64 characters."""
     return 0 < len(name) <= TAXONOMY_MAX_LEN and TAXONOMY_PATTERN.fullmatch(name) is not None
@@ -227,6 +242,11 @@ class InnovationPairing:
     def reset(self) -> None:
         """Forget every source's layout, last stamp and pending innovation."""
         self._sources.clear()
+
+    def layout(self, source: str) -> tuple[int, ...] | None:
+        """Return the component kinds ``source`` reports (None before its first innovation)."""
+        state = self._sources.get(source)
+        return None if state is None else state.layout
 
     def _refuse(self, reason: str) -> str:
         self.refused[reason] = self.refused.get(reason, 0) + 1
@@ -283,6 +303,6 @@ class InnovationPairing:
 __all__ = [
     'block_distances', 'check_layout', 'chi_to_chi3', 'cholesky',
     'InnovationOutcome', 'InnovationPairing', 'InnovationRefused', 'is_source_name',
-    'KIND_ORIENTATION', 'KIND_POSITION', 'MAX_COMPONENTS', 'REFUSAL_REASONS', 'whiten',
-    'whitened_distance',
+    'KIND_ORIENTATION', 'KIND_POSITION', 'MAX_COMPONENTS', 'REFUSAL_REASONS',
+    'vec3_components_of', 'whiten', 'whitened_distance',
 ]

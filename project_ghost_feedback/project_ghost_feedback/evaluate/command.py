@@ -366,7 +366,12 @@ def _summary(run: Any, loop_config: LoopConfig, distances: dict[int, tuple[float
                 first_downgrade = stamp
     finite = [p for p in position if math.isfinite(p)]
     if hasattr(run, 'topics'):  # an InnovationRun: innovations, no reference
-        inputs: dict[str, Any] = {'innovation': {'topics': dict(run.types)}}
+        inputs: dict[str, Any] = {'innovation': {
+            'topics': dict(run.types),
+            # What each source's outcomes hold, against what k was read with.
+            'vec3_components': {source: list(components)
+                                for source, components in sorted(run.engine.components.items())},
+        }}
     else:
         inputs = {'estimate': {'topic': run.estimate_topic, 'type': run.estimate_type},
                   'reference': {'topic': run.reference_topic, 'type': run.reference_type}}
@@ -377,6 +382,7 @@ def _summary(run: Any, loop_config: LoopConfig, distances: dict[int, tuple[float
         'policy': loop_config.policy,
         'parameters': dict(loop_config.parameters),
         'max_history': loop_config.max_history,
+        'vec3_components': list(loop_config.vec3_components),
         'assessments': len(levels),
         'raw_levels': raw_counts,
         'calibrated_levels': calibrated_counts,
@@ -448,13 +454,23 @@ def _input_lines(summary: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _components_hint(summary: Mapping[str, Any]) -> list[str]:
+    """Return a line when a source's outcomes hold other components than k was read with."""
+    used = summary['vec3_components']
+    reported = summary.get('innovation', {}).get('vec3_components', {})
+    return [f'source {source}: its outcomes hold {a} and {b} components but k was read with '
+            f'{used[0]} and {used[1]}; for an unbiased k re-run with --vec3-components {a} {b} '
+            '(the levels do not depend on it)'
+            for source, (a, b) in reported.items() if [a, b] != list(used)]
+
+
 def summary_text(summary: Mapping[str, Any]) -> str:
     """Return the summary as a few lines of text."""
     def fmt(value: float | None) -> str:
         return '-' if value is None else f'{value:.2f}'
 
     lines = [
-        summary['verdict'], *_input_lines(summary),
+        summary['verdict'], *_input_lines(summary), *_components_hint(summary),
         f'distances (unsquared Mahalanobis): position median {fmt(summary["position_d_median"])}'
         f', p95 {fmt(summary["position_d_p95"])}; orientation median '
         f'{fmt(summary["orientation_d_median"])}, p95 {fmt(summary["orientation_d_p95"])}; '

@@ -43,6 +43,7 @@ class InnovationBridgeNode(Node):
         self.engine = InnovationEngine(config['source'],
                                        SelfAssessmentLevel[config['claimed_level']])
         self._last_refused_total = 0
+        self._components_logged: dict[str, tuple[int, int]] = {}
         qos = QoSProfile(depth=config['qos_depth'], reliability=ReliabilityPolicy.RELIABLE)
         self._outcomes = self.create_publisher(PredictionOutcomeMsg, 'prediction_outcome', qos)
         self._claims = self.create_publisher(BeliefSelfAssessmentMsg, 'self_assessment/raw', qos)
@@ -60,12 +61,31 @@ class InnovationBridgeNode(Node):
 
     def _on_innovation(self, msg: InnovationMsg) -> None:
         result = self.engine.take_innovation(msg)
+        self._log_components()
         if isinstance(result, InnovationOutputs):
             self._outcomes.publish(outcome_to_msg(result.outcome))
             self._claims.publish(belief_to_msg(result.claim))
         elif isinstance(result, str):
             self.get_logger().warning(
                 f'innovation of {msg.source[:64]!r} refused: {result}', throttle_duration_sec=5.0)
+
+    def _log_components(self) -> None:
+        """Say once per source and layout which components its outcomes hold, when not 3 and 3.
+
+        The feedback node reads k with its position_components / orientation_components: a
+        source of fewer components needs them set for an unbiased k (the levels are right
+        either way). Also on /diagnostics (``vec3_components[<source>]``).
+        """
+        for source, components in self.engine.components.items():
+            if self._components_logged.get(source) == components:
+                continue
+            self._components_logged[source] = components
+            if components != (3, 3):
+                self.get_logger().info(
+                    f'source {source!r}: its outcomes hold {components[0]} and {components[1]} '
+                    "components; for an unbiased k set the feedback node's "
+                    f'position_components:={components[0]} '
+                    f'orientation_components:={components[1]} (the levels do not depend on it)')
 
     def status(self) -> DiagnosticStatus:
         """Return the ``innovations`` status: counts, refusals by reason; WARN while they grow."""
