@@ -26,39 +26,19 @@ import math
 import random
 import statistics
 import time
-from types import SimpleNamespace
 
 from project_ghost_feedback.bridge.engine_interface import EngineListener
 from project_ghost_feedback.bridge.pairing import PairingEngine
 from project_ghost_feedback.bridge.parameters import engine_config, PARAMETERS
 from project_ghost_feedback.core import NS_PER_S, SelfAssessmentLevel
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
+from project_ghost_feedback.sim.pose_errors import pose_like
 
 RATE_HZ = 10
 PERIOD_NS = NS_PER_S // RATE_HZ
 STD = (0.1, 0.1, 0.1, 0.02, 0.02, 0.02)   # per axis: x, y, z (m), roll, pitch, yaw (rad)
 KNOWN = SelfAssessmentLevel.KNOWN
 UNKNOWN = SelfAssessmentLevel.UNKNOWN
-
-
-def _pose(stamp_ns, error, claimed_std):
-    """Return an Odometry-shaped object (odom, child base) at ``error`` with a diagonal claim."""
-    sec, nanosec = divmod(stamp_ns, NS_PER_S)
-    rx, ry, rz = error[3:]
-    angle = math.sqrt(rx * rx + ry * ry + rz * rz)
-    scale = math.sin(angle / 2) / angle if angle > 0 else 0.5
-    covariance = [0.0] * 36
-    for i in range(6):
-        covariance[i * 7] = claimed_std[i] ** 2
-    return SimpleNamespace(
-        header=SimpleNamespace(stamp=SimpleNamespace(sec=sec, nanosec=nanosec), frame_id='odom'),
-        child_frame_id='base',
-        pose=SimpleNamespace(
-            pose=SimpleNamespace(
-                position=SimpleNamespace(x=error[0], y=error[1], z=error[2]),
-                orientation=SimpleNamespace(x=rx * scale, y=ry * scale, z=rz * scale,
-                                            w=math.cos(angle / 2))),
-            covariance=covariance))
 
 
 class _Ar1:
@@ -106,8 +86,8 @@ def stream(seed, rho, seconds, fault_at_s=None, k=1.0):
     for n in range(1, seconds * RATE_HZ + 1):
         stamp = n * PERIOD_NS
         factor = k if fault_at_s is not None and stamp >= fault_at_s * NS_PER_S else 1.0
-        engine.take_reference(_pose(stamp, b.step(), STD))
-        engine.take_estimate(_pose(stamp, a.step(factor), STD))
+        engine.take_reference(pose_like(stamp, b.step(), STD))
+        engine.take_estimate(pose_like(stamp, a.step(factor), STD))
     engine.flush()
     return judge.levels
 

@@ -97,7 +97,18 @@ class InnovationRun:
         self.oversized = 0
         self.bag_start_ns = self.bag_end_ns = None
 
+    def _inputs(self) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """Return ``{topic: (what it is, its accepted types)}`` of the topics read."""
+        return {topic: ('innovation topic', INNOVATION_TYPES) for topic in self.topics}
+
+    def _take(self, topic: str, msgtype: str, msg: Any) -> Any:
+        """Give one decoded message to the engine; return its result."""
+        if msgtype == INNOVATION_TYPE:
+            return self.engine.take_innovation(msg)
+        return self.engine.take_aid_source(topic, msg)
+
     def __iter__(self) -> Iterator[Output]:
+        """Read the topics in recorded order (over 1 MiB or undecodable: counted, skipped)."""
         from .bridge.innovation_engine import InnovationOutputs
         from .telemetry.bag_limits import DEFAULT_LIMITS
 
@@ -105,22 +116,21 @@ class InnovationRun:
         try:
             _register_types(reader)
             connections = []
-            for topic in self.topics:
+            for topic, (what, accepted) in self._inputs().items():
                 found = [c for c in reader.connections if c.topic == topic]
                 if not found:
                     names = ', '.join(sorted({c.topic for c in reader.connections})) or 'none'
-                    raise BagInputError(f'{self.path}: no innovation topic {topic} in the bag '
+                    raise BagInputError(f'{self.path}: no {what} {topic} in the bag '
                                         f'(topics: {names})')
-                wrong = {c.msgtype for c in found} - set(INNOVATION_TYPES)
+                wrong = {c.msgtype for c in found} - set(accepted)
                 if wrong:
                     raise BagInputError(
-                        f'{self.path}: innovation topic {topic} has type '
-                        f'{", ".join(sorted(wrong))}; expected one of '
-                        f'{", ".join(INNOVATION_TYPES)}')
+                        f'{self.path}: {what} {topic} has type {", ".join(sorted(wrong))}; '
+                        f'expected {"one of " if len(accepted) > 1 else ""}'
+                        f'{", ".join(accepted)}')
                 self.types[topic] = found[0].msgtype
                 connections += found
             self.bag_start_ns, self.bag_end_ns = reader.start_time, reader.end_time
-            engine = self.engine
             for connection, _, rawdata in reader.messages(connections=connections):
                 if len(rawdata) > DEFAULT_LIMITS.message_bytes:
                     self.oversized += 1
@@ -130,10 +140,7 @@ class InnovationRun:
                 except Exception:  # noqa: BLE001 - any decoder error: counted, skipped
                     self.undecodable += 1
                     continue
-                if connection.msgtype == INNOVATION_TYPE:
-                    result = engine.take_innovation(msg)
-                else:
-                    result = engine.take_aid_source(connection.topic, msg)
+                result = self._take(connection.topic, connection.msgtype, msg)
                 if isinstance(result, InnovationOutputs):
                     self.stamps.add(result.outcome.observed_stamp_sim_ns)
                     yield OUTCOME, result.outcome
@@ -208,49 +215,14 @@ class NavSatRun(InnovationRun):
         self.engine = self.feed.engine
         self.estimate_topic, self.fix_topic = estimate_topic, fix_topic
 
-    def __iter__(self) -> Iterator[Output]:
-        from .bridge.innovation_engine import InnovationOutputs
-        from .telemetry.bag_limits import DEFAULT_LIMITS
+    def _inputs(self) -> dict[str, tuple[str, tuple[str, ...]]]:
+        return {self.estimate_topic: ('estimate topic', (NAVSAT_TYPES['estimate'],)),
+                self.fix_topic: ('fix topic', (NAVSAT_TYPES['fix'],))}
 
-        reader = open_reader(self.path)
-        try:
-            connections = []
-            kinds = {}
-            for kind, topic in (('estimate', self.estimate_topic), ('fix', self.fix_topic)):
-                found = [c for c in reader.connections if c.topic == topic]
-                if not found:
-                    names = ', '.join(sorted({c.topic for c in reader.connections})) or 'none'
-                    raise BagInputError(f'{self.path}: no {kind} topic {topic} in the bag '
-                                        f'(topics: {names})')
-                wrong = {c.msgtype for c in found} - {NAVSAT_TYPES[kind]}
-                if wrong:
-                    raise BagInputError(f'{self.path}: {kind} topic {topic} has type '
-                                        f'{", ".join(sorted(wrong))}; expected '
-                                        f'{NAVSAT_TYPES[kind]}')
-                self.types[topic] = found[0].msgtype
-                kinds[topic] = kind
-                connections += found
-            self.bag_start_ns, self.bag_end_ns = reader.start_time, reader.end_time
-            feed = self.feed
-            for connection, _, rawdata in reader.messages(connections=connections):
-                if len(rawdata) > DEFAULT_LIMITS.message_bytes:
-                    self.oversized += 1
-                    continue
-                try:
-                    msg = reader.deserialize(rawdata, connection.msgtype)
-                except Exception:  # noqa: BLE001 - any decoder error: counted, skipped
-                    self.undecodable += 1
-                    continue
-                if kinds[connection.topic] == 'estimate':
-                    feed.take_estimate(msg)
-                    continue
-                result = feed.take_fix(msg)
-                if isinstance(result, InnovationOutputs):
-                    self.stamps.add(result.outcome.observed_stamp_sim_ns)
-                    yield OUTCOME, result.outcome
-                    yield ASSESSMENT, result.claim
-        finally:
-            reader.close()
+    def _take(self, topic: str, msgtype: str, msg: Any) -> Any:
+        if topic == self.estimate_topic:
+            return self.feed.take_estimate(msg)
+        return self.feed.take_fix(msg)
 
     def why_nothing_paired(self) -> str | None:
         """Return why no outcome came out (fixes, estimates and refusals), or None."""

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Known pose errors fed straight to the bridge's pairing engine (tests and benches, no ROS).
 
-:func:`odometry_like` is an object with the fields of a ``nav_msgs/msg/Odometry`` the engine
+:func:`pose_like` is an object with the fields of a ``nav_msgs/msg/Odometry`` the engine
 reads (``header``, ``child_frame_id``, ``pose.pose``, ``pose.covariance``), at the origin plus a
-given position error and yaw, with a diagonal covariance of standard deviation ``std`` on all six
-axes. :func:`feed_errors` gives the engine one estimate per period with given errors against a
+given 6-D error, with a diagonal covariance of given standard deviations; :func:`odometry_like`
+the same for a position error and a yaw, one standard deviation on all six axes.
+:func:`feed_errors` gives the engine one estimate per period with given errors against a
 reference at the origin (a reference sample half a period before and after each estimate, so
 every estimate is interpolated, never extrapolated), then flushes it. Stdlib only.
 """
@@ -20,18 +21,30 @@ from ..core import NS_PER_S
 def odometry_like(stamp_ns: int, xyz: Sequence[float] = (0.0, 0.0, 0.0), yaw: float = 0.0,
                   std: float = 0.1) -> SimpleNamespace:
     """Return an Odometry-shaped object in ``odom`` (child ``base``) at ``xyz`` with ``yaw``."""
+    return pose_like(stamp_ns, (*xyz, 0.0, 0.0, yaw), (std,) * 6)
+
+
+def pose_like(stamp_ns: int, error: Sequence[float],
+              stds: Sequence[float]) -> SimpleNamespace:
+    """Return an Odometry-shaped object at a 6-D error (x, y, z m; rotation vector rad).
+
+    ``stds``: the claimed standard deviation of each of the six axes (a diagonal covariance).
+    """
     sec, nanosec = divmod(stamp_ns, NS_PER_S)
+    rx, ry, rz = error[3], error[4], error[5]
+    angle = math.sqrt(rx * rx + ry * ry + rz * rz)
+    scale = math.sin(angle / 2) / angle if angle > 0 else 0.5
     covariance = [0.0] * 36
     for i in range(6):
-        covariance[i * 7] = std * std
+        covariance[i * 7] = stds[i] * stds[i]
     return SimpleNamespace(
         header=SimpleNamespace(stamp=SimpleNamespace(sec=sec, nanosec=nanosec), frame_id='odom'),
         child_frame_id='base',
         pose=SimpleNamespace(
             pose=SimpleNamespace(
-                position=SimpleNamespace(x=xyz[0], y=xyz[1], z=xyz[2]),
-                orientation=SimpleNamespace(x=0.0, y=0.0, z=math.sin(yaw / 2),
-                                            w=math.cos(yaw / 2))),
+                position=SimpleNamespace(x=error[0], y=error[1], z=error[2]),
+                orientation=SimpleNamespace(x=rx * scale, y=ry * scale, z=rz * scale,
+                                            w=math.cos(angle / 2))),
             covariance=covariance))
 
 
