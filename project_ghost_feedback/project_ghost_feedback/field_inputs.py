@@ -34,24 +34,32 @@ INNOVATION_TYPES = (INNOVATION_TYPE, *PX4_AID_SOURCE_TYPES)
 """Types an ``--innovation`` topic may have."""
 
 
-def innovation_parameters(params_file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """Return the innovation bridge's parameters: its defaults, overridden by ``params_file``.
+def node_parameters(params_file: str | os.PathLike[str] | None, node: str,
+                    specs: Mapping[str, Any], validate: Any) -> dict[str, Any]:
+    """Return a field node's parameters: its defaults, overridden by ``params_file``, validated.
 
-    ``params_file`` is the ROS 2 parameter file the innovation launch uses (``/**:`` or
-    ``innovation_bridge:``, then ``ros__parameters``); an unknown key or a refused value is a
-    BagInputError naming it. Keys of other nodes' sections are not read.
+    ``params_file`` is the ROS 2 parameter file the node's launch uses (``/**:`` or ``<node>:``,
+    then ``ros__parameters``); an unknown key or a refused value is a BagInputError naming it.
+    Keys of other nodes' sections are not read.
     """
-    from .bridge.innovation_engine import PARAMETERS, validate
     from .parameter_spec import ParameterError
 
-    values = {name: spec.default for name, spec in PARAMETERS.items()}
+    what = node.replace('_', ' ')
+    values = {name: spec.default for name, spec in specs.items()}
     if params_file is not None:
-        values.update(read_parameter_file(params_file, 'innovation_bridge', PARAMETERS,
-                                          'innovation bridge parameter'))
+        values.update(read_parameter_file(params_file, node, specs, f'{what} parameter'))
     try:
-        return validate(values)
+        return dict(validate(values))
     except ParameterError as error:
-        raise BagInputError(f'{params_file or "innovation parameters"}: {error}') from None
+        raise BagInputError(f'{params_file or f"{what} parameters (no --params-file)"}: '
+                            f'{error}') from None
+
+
+def innovation_parameters(params_file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Return the innovation bridge's parameters (:func:`node_parameters`)."""
+    from .bridge.innovation_engine import PARAMETERS, validate
+
+    return node_parameters(params_file, 'innovation_bridge', PARAMETERS, validate)
 
 
 def _register_types(reader: Any) -> None:
@@ -176,22 +184,10 @@ class InnovationRun:
 
 
 def navsat_parameters(params_file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """Return the navsat bridge's parameters: its defaults, overridden by ``params_file``.
-
-    The datum is required (no default): without a file naming it this is a BagInputError.
-    """
+    """Return the navsat bridge's parameters (:func:`node_parameters`; the datum is required)."""
     from .bridge.navsat_innovation import PARAMETERS, validate
-    from .parameter_spec import ParameterError
 
-    values = {name: spec.default for name, spec in PARAMETERS.items()}
-    if params_file is not None:
-        values.update(read_parameter_file(params_file, 'navsat_bridge', PARAMETERS,
-                                          'navsat bridge parameter'))
-    try:
-        return validate(values)
-    except ParameterError as error:
-        raise BagInputError(f'{params_file or "navsat parameters (no --params-file)"}: '
-                            f'{error}') from None
+    return node_parameters(params_file, 'navsat_bridge', PARAMETERS, validate)
 
 
 NAVSAT_TYPES = {'estimate': 'nav_msgs/msg/Odometry', 'fix': 'sensor_msgs/msg/NavSatFix'}
