@@ -12,14 +12,15 @@ import json
 from project_ghost_feedback.bridge.innovation_engine import InnovationEngine
 from project_ghost_feedback.cli import main
 from project_ghost_feedback.core.innovation import (
-    KIND_ORIENTATION as O, KIND_POSITION as P, vec3_components_of)
+    KIND_ORIENTATION as ORI, KIND_POSITION as POS, vec3_components_of)
 import pytest
 from support.innovation_bags import filter_stream, INNOVATION_TOPIC, write_innovation_bag
 
 
 @pytest.mark.parametrize('kinds, components', [
-    ((P, P, P), (3, 3)), ((P, P), (2, 2)), ((P,), (1, 1)), ((O, O, O), (3, 3)),
-    ((P, P, P, O, O, O), (3, 3)), ((P, P, O), (2, 1)), ((P, O), (1, 1))])
+    ((POS, POS, POS), (3, 3)), ((POS, POS), (2, 2)), ((POS,), (1, 1)),
+    ((ORI, ORI, ORI), (3, 3)), ((POS, POS, POS, ORI, ORI, ORI), (3, 3)),
+    ((POS, POS, ORI), (2, 1)), ((POS, ORI), (1, 1))])
 def test_the_components_follow_the_layout(kinds, components):
     assert vec3_components_of(kinds) == components
 
@@ -27,15 +28,15 @@ def test_the_components_follow_the_layout(kinds, components):
 def test_the_engine_learns_each_sources_components_and_reports_them():
     engine = InnovationEngine()
     assert engine.components == {}
-    engine.take('gnss', 1_000, [0.1, -0.2], [1.0, 0.0, 0.0, 1.0], [P, P])
+    engine.take('gnss', 1_000, [0.1, -0.2], [1.0, 0.0, 0.0, 1.0], [POS, POS])
     engine.take('lidar', 1_000, [0.1] * 6, [1.0 if i == j else 0.0
                                             for i in range(6) for j in range(6)],
-                [P, P, P, O, O, O])
+                [POS, POS, POS, ORI, ORI, ORI])
     assert engine.components == {'gnss': (2, 2), 'lidar': (3, 3)}
     values = engine.values()
     assert values['vec3_components[gnss]'] == '2,2'
     assert values['vec3_components[lidar]'] == '3,3'
-    engine.take('bad', 1_000, [0.1], [-1.0], [P])  # refused: no layout learnt
+    engine.take('bad', 1_000, [0.1], [-1.0], [POS])  # refused: no layout learnt
     assert 'bad' not in engine.components
 
 
