@@ -89,14 +89,11 @@ class InnovationRun:
 
     def __init__(self, path: str | os.PathLike[str], topics: Sequence[str],
                  values: Mapping[str, Any]) -> None:
-        from .bridge.innovation_engine import InnovationEngine
-        from .core import SelfAssessmentLevel
         from .core.feedback import PoseErrorStatistics
 
         self.path = str(path)
         self.topics = list(topics)
-        self.engine = InnovationEngine(values['source'],
-                                       SelfAssessmentLevel[values['claimed_level']])
+        self.engine = self._engine(values)
         self.errors = PoseErrorStatistics()
         """Empty: with innovations there is no reference to measure an error against."""
         self.types: dict[str, str] = {}
@@ -104,6 +101,13 @@ class InnovationRun:
         self.undecodable = 0
         self.oversized = 0
         self.bag_start_ns = self.bag_end_ns = None
+
+    def _engine(self, values: Mapping[str, Any]) -> Any:
+        """Return the innovation engine the run drives (the node's, from its parameters)."""
+        from .bridge.innovation_engine import InnovationEngine
+        from .core import SelfAssessmentLevel
+
+        return InnovationEngine(values['source'], SelfAssessmentLevel[values['claimed_level']])
 
     def _inputs(self) -> dict[str, tuple[str, tuple[str, ...]]]:
         """Return ``{topic: (what it is, its accepted types)}`` of the topics read."""
@@ -204,12 +208,15 @@ class NavSatRun(InnovationRun):
 
     def __init__(self, path: str | os.PathLike[str], estimate_topic: str, fix_topic: str,
                  values: Mapping[str, Any]) -> None:
+        self.estimate_topic, self.fix_topic = estimate_topic, fix_topic
+        super().__init__(path, [estimate_topic, fix_topic], values)
+
+    def _engine(self, values: Mapping[str, Any]) -> Any:
+        """Return the navsat data path's engine (the feed, the node's, holds it)."""
         from .bridge.navsat_innovation import NavSatFeed
 
-        super().__init__(path, [estimate_topic, fix_topic], values)
         self.feed = NavSatFeed(dict(values))
-        self.engine = self.feed.engine
-        self.estimate_topic, self.fix_topic = estimate_topic, fix_topic
+        return self.feed.engine
 
     def _inputs(self) -> dict[str, tuple[str, tuple[str, ...]]]:
         return {self.estimate_topic: ('estimate topic', (NAVSAT_TYPES['estimate'],)),

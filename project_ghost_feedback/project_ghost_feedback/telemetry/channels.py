@@ -7,6 +7,8 @@ and one recorded with ``ros2 bag record`` of the live topics have the same chann
 
 from dataclasses import dataclass
 
+from ..msg_encoding import BELIEF, CALIBRATED, EVENT, OUTCOME
+
 MSGS_PACKAGE = 'project_ghost_feedback_msgs'
 
 CHANNEL_CALIBRATED_SELF_ASSESSMENT = '/self_assessment/calibrated'
@@ -19,13 +21,11 @@ CHANNEL_PREDICTION_OUTCOME = '/prediction_outcome'
 CHANNEL_FEEDBACK_EVENTS = '/feedback_events'
 """The channel of FeedbackEvent: resets and configuration changes (the node's events topic)."""
 
-TYPE_CALIBRATED_SELF_ASSESSMENT = f'{MSGS_PACKAGE}/msg/CalibratedSelfAssessment'
-TYPE_BELIEF_SELF_ASSESSMENT = f'{MSGS_PACKAGE}/msg/BeliefSelfAssessment'
-TYPE_PREDICTION_OUTCOME = f'{MSGS_PACKAGE}/msg/PredictionOutcome'
-TYPE_FEEDBACK_EVENT = f'{MSGS_PACKAGE}/msg/FeedbackEvent'
-TYPE_CALIBRATION_HISTORY = f'{MSGS_PACKAGE}/msg/CalibrationHistory'
-TYPE_NAMED_LEVEL = f'{MSGS_PACKAGE}/msg/NamedLevel'
-TYPE_SELF_ASSESSMENT_LEVEL = f'{MSGS_PACKAGE}/msg/SelfAssessmentLevel'
+# The channels' types, as the one encoding table names them (msg_encoding).
+TYPE_CALIBRATED_SELF_ASSESSMENT = CALIBRATED
+TYPE_BELIEF_SELF_ASSESSMENT = BELIEF
+TYPE_PREDICTION_OUTCOME = OUTCOME
+TYPE_FEEDBACK_EVENT = EVENT
 
 # rmw's "infinite" duration (RMW_DURATION_INFINITE), as rosbag2 records it for a default profile.
 INFINITE_DURATION = (9223372036, 854775807)
