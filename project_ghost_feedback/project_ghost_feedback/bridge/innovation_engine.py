@@ -95,8 +95,6 @@ class InnovationEngine:
         self.other_source = 0
         self.not_fused = 0
         self.outcomes_published = 0
-        self.components: dict[str, tuple[int, int]] = {}
-        """Per source, the (position, orientation) components its outcomes hold (its layout)."""
 
     def _refuse(self, reason: str) -> str:
         refused = self.pairing.refused
@@ -152,9 +150,6 @@ class InnovationEngine:
               rejected: bool, frame_id: str) -> InnovationOutputs | str | None:
         result = self.pairing.push(source, stamp_ns, innovation, covariance, kinds, rejected,
                                    frame_id)
-        layout = self.pairing.layout(source)
-        if layout is not None:
-            self.components[source] = vec3_components_of(layout)
         if not isinstance(result, InnovationOutcome):
             return result
         frame = result.frame_id[:MAX_FRAME_ID]
@@ -166,6 +161,12 @@ class InnovationEngine:
                                      frame_id=frame)
         self.outcomes_published += 1
         return InnovationOutputs(outcome, claim)
+
+    @property
+    def components(self) -> dict[str, tuple[int, int]]:
+        """Per known source, the (position, orientation) components its outcomes hold."""
+        return {source: vec3_components_of(layout)
+                for source, layout in self.pairing.layouts().items()}
 
     def refused_total(self) -> int:
         """Return the number of innovations refused so far (every reason)."""

@@ -248,6 +248,10 @@ class InnovationPairing:
         state = self._sources.get(source)
         return None if state is None else state.layout
 
+    def layouts(self) -> dict[str, tuple[int, ...]]:
+        """Return every known source's component kinds."""
+        return {source: state.layout for source, state in self._sources.items()}
+
     def _refuse(self, reason: str) -> str:
         self.refused[reason] = self.refused.get(reason, 0) + 1
         return reason

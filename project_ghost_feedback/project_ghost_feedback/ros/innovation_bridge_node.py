@@ -25,6 +25,7 @@ from project_ghost_feedback_msgs.msg import (
 
 from ..bridge.innovation_engine import InnovationEngine, InnovationOutputs, PARAMETERS, validate
 from ..core import SelfAssessmentLevel
+from ..core.innovation import vec3_components_of
 from .conversions import belief_to_msg, outcome_to_msg
 from .node_kit import diagnostic_array, diagnostic_status, ParameterSet
 from .node_main import run_node
@@ -43,7 +44,7 @@ class InnovationBridgeNode(Node):
         self.engine = InnovationEngine(config['source'],
                                        SelfAssessmentLevel[config['claimed_level']])
         self._last_refused_total = 0
-        self._components_logged: dict[str, tuple[int, int]] = {}
+        self._logged_layouts: dict[str, tuple[int, ...]] = {}
         qos = QoSProfile(depth=config['qos_depth'], reliability=ReliabilityPolicy.RELIABLE)
         self._outcomes = self.create_publisher(PredictionOutcomeMsg, 'prediction_outcome', qos)
         self._claims = self.create_publisher(BeliefSelfAssessmentMsg, 'self_assessment/raw', qos)
@@ -61,7 +62,7 @@ class InnovationBridgeNode(Node):
 
     def _on_innovation(self, msg: InnovationMsg) -> None:
         result = self.engine.take_innovation(msg)
-        self._log_components()
+        self._log_components(msg.source)
         if isinstance(result, InnovationOutputs):
             self._outcomes.publish(outcome_to_msg(result.outcome))
             self._claims.publish(belief_to_msg(result.claim))
@@ -69,23 +70,24 @@ class InnovationBridgeNode(Node):
             self.get_logger().warning(
                 f'innovation of {msg.source[:64]!r} refused: {result}', throttle_duration_sec=5.0)
 
-    def _log_components(self) -> None:
-        """Say once per source and layout which components its outcomes hold, when not 3 and 3.
+    def _log_components(self, source: str) -> None:
+        """Say once per layout which components ``source``'s outcomes hold, when not 3 and 3.
 
         The feedback node reads k with its position_components / orientation_components: a
         source of fewer components needs them set for an unbiased k (the levels are right
         either way). Also on /diagnostics (``vec3_components[<source>]``).
         """
-        for source, components in self.engine.components.items():
-            if self._components_logged.get(source) == components:
-                continue
-            self._components_logged[source] = components
-            if components != (3, 3):
-                self.get_logger().info(
-                    f'source {source!r}: its outcomes hold {components[0]} and {components[1]} '
-                    "components; for an unbiased k set the feedback node's "
-                    f'position_components:={components[0]} '
-                    f'orientation_components:={components[1]} (the levels do not depend on it)')
+        layout = self.engine.pairing.layout(source)
+        if layout is None or self._logged_layouts.get(source) == layout:
+            return
+        self._logged_layouts[source] = layout
+        components = vec3_components_of(layout)
+        if components != (3, 3):
+            self.get_logger().info(
+                f'source {source!r}: its outcomes hold {components[0]} and {components[1]} '
+                "components; for an unbiased k set the feedback node's "
+                f'position_components:={components[0]} '
+                f'orientation_components:={components[1]} (the levels do not depend on it)')
 
     def status(self) -> DiagnosticStatus:
         """Return the ``innovations`` status: counts, refusals by reason; WARN while they grow."""
