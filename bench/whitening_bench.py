@@ -16,9 +16,11 @@ estimate).
 - detection: honest for ``--lead`` s, then every error scaled by k (1.5, 3): median seconds
   from the switch to the first UNCERTAIN-or-worse / UNKNOWN (bootstrap s.e.), share not found
   within ``--horizon`` s;
-- bias: honest errors plus a constant vector of norm b (whitened standard deviations) after the
-  lead: median time to the first downgrade (the policies test scale, not mean: this row says
-  what the whitening leaves of a bias).
+- bias: honest errors plus a constant vector of norm b (whitened standard deviations, on both
+  vec3) after the lead: median time to the first downgrade, by the scale test's transient or by
+  the bias channel (``core/bias_evidence.py``, mirrored by ``whitening_sim.bias_evidence`` and
+  checked against it here), which spends half the budget; ``--no-bias-channel`` measures the
+  policy without it (``bias_budget_share`` 0: the whole budget to the scale test).
 
 Prints markdown. ``--hours`` per row (default 500 at 10 Hz, 200 at 50 Hz), ``--quick``.
 Figures only, never a gate.
@@ -31,6 +33,7 @@ import time
 import numpy as np
 
 from project_ghost_feedback.analysis import vec3_sim, whitening_sim
+from project_ghost_feedback.core.bias_evidence import WARMUP_OUTCOMES
 from project_ghost_feedback.core.serial_whitening import (
     DEFAULT_ALPHA, DEFAULT_GUARD_ALPHA, DEFAULT_WARMUP_SAMPLES)
 from project_ghost_feedback.core.feedback import Vec3ScalePolicy
@@ -78,7 +81,9 @@ ALPHA = [DEFAULT_ALPHA, DEFAULT_GUARD_ALPHA]
 
 
 def whitened_squared(rng, streams, length, model, scale=None, bias=None, order=2, then=None):
-    """Return ``(xp, xo)`` of whitened errors after the warm-up the bridge withholds.
+    """Return ``(xp, xo, evidence)`` of whitened errors after the warm-up the bridge withholds.
+
+    ``evidence``: the bias evidence each emitted outcome carries (``bias_evidence_nats``).
 
     ``then``: ``(model, start)``: from sample ``start`` on the honest errors follow another
     model (a change of the error's correlation, the claim still honest).
@@ -94,25 +99,30 @@ def whitened_squared(rng, streams, length, model, scale=None, bias=None, order=2
     v = whitening_sim.whiten(z, order=order, alpha=ALPHA[0],
                               guard_alpha=ALPHA[1])[:, DEFAULT_WARMUP_SAMPLES + 1:]
     x = (v * v).sum(axis=3)
-    return x[:, :, 0], x[:, :, 1]
+    evidence, _ = whitening_sim.bias_evidence(v)
+    return x[:, :, 0], x[:, :, 1], evidence
 
 
 def false_episodes(policy, rng, model, hours, rate_hz, stream_hours):
-    """Return (episodes, hours observed) of honest streams at ``rate_hz``."""
+    """Return (episodes, of which started by the bias channel, hours observed) at ``rate_hz``."""
     length = int(stream_hours * 3600 * rate_hz)
     streams_total = max(1, int(round(hours / stream_hours)))
-    episodes, observed = 0, 0.0
-    batch = max(1, min(streams_total, int(4_000_000 // length)))
+    episodes, by_bias, observed = 0, 0, 0.0
+    batch = max(1, min(streams_total, int(2_000_000 // length)))
     done = 0
     while done < streams_total:
         n = min(batch, streams_total - done)
-        xp, xo = whitened_squared(rng, n, length, model)
-        lv = vec3_sim.levels(policy, xp, xo, WINDOW, rate_hz=rate_hz)
+        xp, xo, evidence = whitened_squared(rng, n, length, model)
+        biased = []
+        lv = vec3_sim.levels(policy, xp, xo, WINDOW, rate_hz=rate_hz, bias=evidence,
+                             biased=biased)
         down = lv != KNOWN
-        episodes += int(down[:, 0].sum() + (down[:, 1:] & ~down[:, :-1]).sum())
+        starts = np.concatenate([down[:, :1], down[:, 1:] & ~down[:, :-1]], axis=1)
+        episodes += int(starts.sum())
+        by_bias += int((starts & biased[0]).sum())
         observed += n * xp.shape[1] / rate_hz / 3600.0
         done += n
-    return episodes, observed
+    return episodes, by_bias, observed
 
 
 def detection(policy, rng, model, rate_hz, streams, lead_s, horizon_s, k=None, bias=None,
@@ -127,9 +137,10 @@ def detection(policy, rng, model, rate_hz, streams, lead_s, horizon_s, k=None, b
         scale[switch:] = k
     if bias is not None:
         shift[switch:] = bias
-    xp, xo = whitened_squared(rng, streams, length, model, scale=scale, bias=shift,
-                              then=None if then is None else (MODELS[then], switch))
-    lv = vec3_sim.levels(policy, xp, xo, WINDOW, rate_hz=rate_hz)[:, switch - warm:]
+    xp, xo, evidence = whitened_squared(rng, streams, length, model, scale=scale, bias=shift,
+                                        then=None if then is None else (MODELS[then], switch))
+    lv = vec3_sim.levels(policy, xp, xo, WINDOW, rate_hz=rate_hz,
+                         bias=evidence)[:, switch - warm:]
     out = []
     for hit in (lv != KNOWN, lv == UNKNOWN):
         first = np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
@@ -179,9 +190,10 @@ def regime_rows(policy, rng, args):
         warm = DEFAULT_WARMUP_SAMPLES + 1
         switch = warm + int(lead * rate)
         length = switch + int(horizon * rate)
-        xp, xo = whitened_squared(rng, args.streams, length, MODELS[before],
-                                  then=(MODELS[after], switch))
-        lv = vec3_sim.levels(policy, xp, xo, WINDOW, rate_hz=rate)[:, switch - warm:]
+        xp, xo, evidence = whitened_squared(rng, args.streams, length, MODELS[before],
+                                            then=(MODELS[after], switch))
+        lv = vec3_sim.levels(policy, xp, xo, WINDOW, rate_hz=rate,
+                             bias=evidence)[:, switch - warm:]
         down, unknown = lv != KNOWN, lv == UNKNOWN
         share = float(np.mean(down.any(axis=1)))
         first = np.where(down.any(axis=1), down.argmax(axis=1) + 1, -1) / rate
@@ -208,6 +220,8 @@ def main():
                         help='forgetting factor of the whitening (whitening.alpha)')
     parser.add_argument('--guard-alpha', type=float, default=DEFAULT_GUARD_ALPHA,
                         help='forgetting factor of its guard (whitening.guard_alpha; 0: off)')
+    parser.add_argument('--no-bias-channel', action='store_true',
+                        help='the policy without its bias channel (bias_budget_share 0)')
     parser.add_argument('--regime', action='store_true',
                         help='only the change-of-correlation rows (honest throughout)')
     args = parser.parse_args()
@@ -216,35 +230,42 @@ def main():
         args.hours, args.streams, args.stream_hours = 10.0, 100, 0.5
     rng = np.random.default_rng(args.seed)
     check = whitening_sim.self_check()
-    policy = Vec3ScalePolicy()
-    print(f'mirror vs core/serial_whitening.py: max |dv| = {check:.1e}; alpha {args.alpha:g}, '
-          f'guard {args.guard_alpha:g}; policy budget '
-          f'{policy.false_alarm_budget_per_day:g} per 24 h, window {WINDOW}')
+    bias_check = whitening_sim.bias_self_check()
+    policy = Vec3ScalePolicy(bias_budget_share=0.0) if args.no_bias_channel else Vec3ScalePolicy()
+    print(f'mirror vs core/serial_whitening.py: max |dv| = {check:.1e}; vs core/bias_evidence.py:'
+          f' {bias_check:.1e}; alpha {args.alpha:g}, guard {args.guard_alpha:g}; policy budget '
+          f'{policy.false_alarm_budget_per_day:g} per 24 h, bias share '
+          f'{policy.bias_budget_share:g}, window {WINDOW}')
     if args.regime:
         regime_rows(policy, rng, args)
         return
     for rate in (float(r) for r in args.rates.split(',')):
         hours = args.hours if args.hours is not None else (500.0 if rate <= 10 else 200.0)
         h = policy.at_rate(rate).threshold_in_use
-        print(f'\n### {rate:g} outcomes/s (threshold {h:.2f} nats), {hours:g} h per row\n')
-        print('| errors | false episodes | hours | per 24 h (95% interval) | down at 1.5x, s '
+        hb = policy.at_rate(rate).bias_threshold
+        print(f'\n### {rate:g} outcomes/s (thresholds: one step {h:.2f}, bias {hb:.2f} nats), '
+              f'{hours:g} h per row\n')
+        print('| errors | false episodes (bias) | hours | per 24 h (95% interval) | down at 1.5x, s '
               '| UNKNOWN at 3x, s | bias 1.5: down, s | bias 3.0: down, s | run, s |')
         print('|---|---|---|---|---|---|---|---|---|')
         for name in args.models.split(','):
             model = MODELS[name]
             started = time.monotonic()
-            count, observed = false_episodes(policy, rng, model, hours, rate, args.stream_hours)
+            count, by_bias, observed = false_episodes(policy, rng, model, hours, rate,
+                                                      args.stream_hours)
             low, high = poisson_interval(count, observed / 24.0)
-            row = [name, str(count), f'{observed:.1f}',
+            row = [name, f'{count} ({by_bias})', f'{observed:.1f}',
                    f'{count / observed * 24:.2f} ({low:.2f}-{high:.2f})']
             if rate <= 10:
                 down, _ = detection(policy, rng, model, rate, args.streams, args.lead,
                                     args.horizon, k=1.5)
                 _, unknown = detection(policy, rng, model, rate, args.streams, args.lead,
                                        args.horizon, k=3.0)
-                bias15, _ = detection(policy, rng, model, rate, args.streams, args.lead,
+                # The bias channel reports from WARMUP_OUTCOMES on: the bias comes after it.
+                lead = max(args.lead, WARMUP_OUTCOMES / rate + 30.0)
+                bias15, _ = detection(policy, rng, model, rate, args.streams, lead,
                                       args.horizon, bias=1.5)
-                bias30, _ = detection(policy, rng, model, rate, args.streams, args.lead,
+                bias30, _ = detection(policy, rng, model, rate, args.streams, lead,
                                       args.horizon, bias=3.0)
                 row += [fmt_time(down, rng), fmt_time(unknown, rng), fmt_time(bias15, rng),
                         fmt_time(bias30, rng)]

@@ -8,7 +8,9 @@ level, wrong ``schema_version``, inconsistent counts, a non-normalised stamp, ..
 core's :class:`ContractViolation` naming the field and value.
 
 Messages are interface version 2 (``MSG_SCHEMA_VERSION``) but CalibrationHistory, version 3
-(``HISTORY_MSG_SCHEMA_VERSION``, ADR-0026a; version 2 is still read from old bags); the contracts
+(``HISTORY_MSG_SCHEMA_VERSION``, ADR-0026a; version 2 is still read from old bags), and
+PredictionOutcome, version 3 (``OUTCOME_MSG_SCHEMA_VERSION``: the bias evidence; version 2 is
+still read from old bags, with the evidence 0); the contracts
 are ADR-0026's (``schema_version`` 1), CalibrationHistory schema 1 or 2. Stamps map exactly:
 ``ns = sec * 10**9 + nanosec``.
 """
@@ -28,7 +30,14 @@ from .core.feedback import CalibratedSelfAssessment, CalibrationHistory, HISTORY
 from .core.loop import CONFIGURATION, LoopConfig, LoopEvent, RESET
 
 MSG_SCHEMA_VERSION = 2
-"""Interface version of the messages this build reads and writes, but CalibrationHistory."""
+"""Interface version of the messages this build reads and writes, but CalibrationHistory and
+PredictionOutcome."""
+
+OUTCOME_MSG_SCHEMA_VERSION = 3
+"""Interface version of PredictionOutcome (the bias evidence, docs/contracts.md)."""
+
+LEGACY_OUTCOME_MSG_SCHEMA_VERSION = 2
+"""The previous PredictionOutcome (no bias evidence), still read from bags (the evidence 0)."""
 
 HISTORY_MSG_SCHEMA_VERSION = 3
 """Interface version of CalibrationHistory (ADR-0026a: squared distances, a Time stamp)."""
@@ -104,7 +113,9 @@ def _vec3(values: Any) -> tuple[float, float, float]:
 def outcome_from_msg(msg: Any) -> PredictionOutcome:
     """Return a PredictionOutcome for a PredictionOutcome message."""
     owner = 'PredictionOutcome'
-    check_msg_schema_version(owner, msg)
+    legacy = not hasattr(msg, 'bias_evidence_nats')
+    _check_version(owner, msg, LEGACY_OUTCOME_MSG_SCHEMA_VERSION if legacy
+                   else OUTCOME_MSG_SCHEMA_VERSION)
     return PredictionOutcome(
         prediction_stamp_sim_ns=stamp_to_ns(msg.prediction_stamp, owner, 'prediction_stamp'),
         observed_stamp_sim_ns=stamp_to_ns(msg.header.stamp, owner, 'header.stamp'),
@@ -114,6 +125,8 @@ def outcome_from_msg(msg: Any) -> PredictionOutcome:
         orientation_mahalanobis=msg.orientation_mahalanobis,
         schema_version=CONTRACT_SCHEMA_VERSION,
         frame_id=msg.header.frame_id,
+        bias_evidence_nats=0.0 if legacy else msg.bias_evidence_nats,
+        bias_position_share=0.0 if legacy else msg.bias_position_share,
     )
 
 

@@ -34,7 +34,8 @@ from .core import BeliefSelfAssessment, NamedLevel, NS_PER_S, PredictionOutcome
 from .core.feedback import CalibratedSelfAssessment, CalibrationHistory
 from .core.loop import LoopEvent
 from .msg_decoding import (
-    EVENT_KIND_WIRE, EVENT_SCHEMA_VERSION, HISTORY_MSG_SCHEMA_VERSION, MSG_SCHEMA_VERSION)
+    EVENT_KIND_WIRE, EVENT_SCHEMA_VERSION, HISTORY_MSG_SCHEMA_VERSION, MSG_SCHEMA_VERSION,
+    OUTCOME_MSG_SCHEMA_VERSION)
 
 PACKAGE = 'project_ghost_feedback_msgs/msg/'
 TIME = 'builtin_interfaces/msg/Time'
@@ -92,7 +93,9 @@ MESSAGES: Mapping[str, tuple[Field, ...]] = {
         Field('orientation_error_rad', 'float64[3]', lambda o: o.orientation_error_rad),
         Field('position_mahalanobis', 'float64', lambda o: o.position_mahalanobis),
         Field('orientation_mahalanobis', 'float64', lambda o: o.orientation_mahalanobis),
-        Field('schema_version', 'uint32', _constant(MSG_SCHEMA_VERSION)),
+        Field('bias_evidence_nats', 'float64', lambda o: o.bias_evidence_nats),
+        Field('bias_position_share', 'float64', lambda o: o.bias_position_share),
+        Field('schema_version', 'uint32', _constant(OUTCOME_MSG_SCHEMA_VERSION)),
     ),
     BELIEF: (
         Field('header', HEADER, lambda b: (b.belief_stamp_sim_ns, b.frame_id)),
@@ -295,7 +298,7 @@ def _field_writer(field: Field) -> Writer:  # noqa: C901 - one branch per kind o
 
 # -- fast paths (checked against the table) -------------------------------------------------------
 _TIME = struct.Struct('<iI')
-_OUTCOME_TAIL = struct.Struct('<8dI')
+_OUTCOME_TAIL = struct.Struct('<10dI')
 _HISTORY_COUNTS = struct.Struct('<5I')
 _TWO_DOUBLES = struct.Struct('<2d')
 
@@ -342,7 +345,8 @@ def outcome_bytes(outcome: PredictionOutcome) -> bytes:
     _pad_parts(parts, size + 8, 8)
     parts.append(_OUTCOME_TAIL.pack(
         *outcome.position_error_m, *outcome.orientation_error_rad, outcome.position_mahalanobis,
-        outcome.orientation_mahalanobis, MSG_SCHEMA_VERSION))
+        outcome.orientation_mahalanobis, outcome.bias_evidence_nats, outcome.bias_position_share,
+        OUTCOME_MSG_SCHEMA_VERSION))
     return b''.join(parts)
 
 

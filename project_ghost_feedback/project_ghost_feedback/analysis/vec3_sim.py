@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..core.contracts import BeliefSelfAssessment
 from ..core.feedback import CalibrationAdjustmentPolicy, CalibrationHistory
-from ..core.feedback.vec3_scale_policy import Vec3ScalePolicy
+from ..core.feedback.vec3_scale_policy import BIAS_EXIT_FRACTION, Vec3ScalePolicy
 from ..core.loop import RATE_MIN_OUTCOMES
 
 _FloatArray = NDArray[np.float64]
@@ -129,32 +129,61 @@ def thresholds_in_use(policy: Vec3ScalePolicy, length: int, window: int,
     return np.where(n < RATE_MIN_OUTCOMES, early, late)
 
 
+def bias_thresholds_in_use(policy: Vec3ScalePolicy, length: int, window: int,
+                           rate_hz: float | None = None, start: int = 0) -> _FloatArray:
+    """Return the bias channel's threshold at each step, as :func:`thresholds_in_use`."""
+    if not hasattr(policy, 'bias_threshold'):
+        return np.full(length, np.inf)
+    early = policy.at_rate(None).bias_threshold
+    late = policy.at_rate(rate_hz).bias_threshold
+    n = np.minimum(np.arange(start + 1, start + length + 1), window)
+    return np.where(n < RATE_MIN_OUTCOMES, early, late)
+
+
 def levels(policy: Vec3ScalePolicy, xp: _FloatArray, xo: _FloatArray, window: int = 32,
            start_previous: _Levels | None = None,
            underconfident: list[NDArray[np.bool_]] | None = None, rate_hz: float | None = None,
-           start: int = 0) -> _Levels:
+           start: int = 0, bias: _FloatArray | None = None,
+           biased: list[NDArray[np.bool_]] | None = None) -> _Levels:
     """Return the ``(streams, length)`` levels (0 UNKNOWN, 1 UNCERTAIN, 2 KNOWN) of the stream.
 
     ``underconfident``, a list, receives the boolean array "reason underconfident_calibration".
     ``rate_hz``: the outcome rate a budgeted policy spends its budget at (None: the most
-    conservative); ``start``: outcomes already in the window (a continued stream).
+    conservative); ``start``: outcomes already in the window (a continued stream). ``bias``: the
+    outcomes' ``bias_evidence_nats`` (``(streams, length)``), judged as ``core/loop.py`` does
+    (one step where the scale test took none, held above ``BIAS_EXIT_FRACTION`` of the
+    threshold, and a bias downgrade is no previous step for the scale test's hysteresis);
+    ``biased``, a list, receives the boolean array "reason biased_*".
     """
     st = statistics(policy, xp, xo, window)
     h_in = thresholds_in_use(policy, xp.shape[1], window, rate_hz, start)
     h_out = policy.significant_exit_threshold
     streams, length = xp.shape
+    h_bias = bias_thresholds_in_use(policy, length, window, rate_hz, start)
     out = np.empty((streams, length), dtype=np.int8)
+    by_bias = np.zeros((streams, length), dtype=bool)
     prev = np.full(streams, KNOWN, dtype=np.int8) if start_previous is None else start_previous
+    prev_bias = np.zeros(streams, dtype=bool)
     cusum, block, joint, gross = st['cusum'], st['block'], st['joint'], st['gross']
     gin, gout, jout = st['gross_in'], st['gross_out'], st['joint_out']
     for t in range(length):
-        was_unknown = prev == UNKNOWN
+        scale_prev = np.where(prev_bias, KNOWN, prev)
+        was_unknown = scale_prev == UNKNOWN
         unknown = gross[:, t] | (block[:, t] >= gin[t]) | (was_unknown & (block[:, t] > gout[t]))
-        stay = (prev != KNOWN) & ((cusum[:, t] > h_out) | (joint[:, t] > jout[t]))
+        stay = (scale_prev != KNOWN) & ((cusum[:, t] > h_out) | (joint[:, t] > jout[t]))
         uncertain = (cusum[:, t] >= h_in[t]) | stay
         level = np.where(unknown, UNKNOWN, np.where(uncertain, UNCERTAIN, KNOWN)).astype(np.int8)
+        if bias is not None:
+            e = bias[:, t]
+            fired = (level == KNOWN) & ((e >= h_bias[t]) | (
+                prev_bias & (e > BIAS_EXIT_FRACTION * h_bias[t])))
+            level = np.where(fired, UNCERTAIN, level).astype(np.int8)
+            by_bias[:, t] = fired
+            prev_bias = fired
         out[:, t] = level
         prev = level
+    if biased is not None:
+        biased.append(by_bias)
     if underconfident is not None:
         underconfident.append(st['under'] & (out == KNOWN))
     return out

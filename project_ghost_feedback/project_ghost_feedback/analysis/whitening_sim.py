@@ -6,7 +6,8 @@ spatially whitened errors ``z`` of both vec3 of many streams at once (AR(1), a m
 constants, i.i.d.), :func:`whiten` applies the rules of
 :class:`~..core.serial_whitening.SerialWhitener` to all streams at once (regular sampling: no
 gaps; gross samples break a stream's chain), and :func:`self_check` compares the two sample by
-sample.
+sample; :func:`bias_evidence` mirrors the bias channel (``core/bias_evidence.py``) and
+:func:`bias_self_check` compares it with the engine.
 """
 
 import math
@@ -15,6 +16,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..core.bias_evidence import (
+    BiasEvidence, LRV_ALPHA, LRV_BLOCK, LRV_CUSHION_SE, MAX_SUFFIX, MIXTURE_VARIANCE, suffixes,
+    WARMUP_OUTCOMES)
 from ..core.serial_whitening import (
     DEFAULT_ALPHA, DEFAULT_GUARD_ALPHA, gross_limit, GUARD_RATIO, MAX_PHI, MIN_INNOVATION_RATIO,
     SerialWhitener)
@@ -188,4 +192,80 @@ def self_check(seed: int = 7, length: int = 400, order: int = 2) -> float:
             assert v is not None
             worst = max(worst, float(np.max(np.abs(np.array(v) - mirror[0, t, vec]))))
     assert [e.gross for e in engines] == gross[0].tolist()
+    return worst
+
+
+def bias_evidence(v: _FloatArray, max_suffix: int = MAX_SUFFIX,
+                  mixture_variance: float = MIXTURE_VARIANCE, lrv_block: int = LRV_BLOCK,
+                  lrv_alpha: float = LRV_ALPHA,
+                  warmup: int = WARMUP_OUTCOMES) -> tuple[_FloatArray, _FloatArray]:
+    """Return ``(evidence, position_share)``, shape ``(streams, length)``, of emitted ``v``.
+
+    ``v``: ``(streams, length, 2, m)``, the outcomes the bridge emits (after the warm-up), both
+    vec3. The rules of :class:`~..core.bias_evidence.BiasEvidence` (the long-run variances and
+    the warm-up step by step, every suffix on its grid vectorised over time), but every sample
+    counts: the engine leaves gross samples out, which no honest or biased stream of the benches
+    has (``bias_self_check`` compares the two).
+    """
+    streams, length = v.shape[:2]
+    split = v.shape[3]
+    flat = v.reshape(streams, length, -1)
+    width = flat.shape[2]
+    sums = np.concatenate([np.zeros((streams, 1, width)), np.cumsum(flat, axis=1)], axis=1)
+    scales = np.full((2, streams, length), np.inf)
+    mean = np.zeros((streams, width))
+    lrv = np.zeros((2, streams))
+    parts = ((0, split), (split, width))
+    horizon = (2.0 - lrv_alpha) / lrv_alpha
+    for t in range(length):
+        samples = t + 1
+        mean += max(lrv_alpha, 1.0 / samples) * (flat[:, t] - mean)
+        if samples < lrv_block:
+            continue
+        blocks = samples - lrv_block + 1
+        b = max(lrv_alpha, 1.0 / blocks)
+        d = sums[:, samples] - sums[:, samples - lrv_block] - lrv_block * mean
+        for k, (low, high) in enumerate(parts):
+            lrv[k] += b * ((d[:, low:high] ** 2).sum(axis=1) / (lrv_block * (high - low))
+                           - lrv[k])
+            se = math.sqrt(8.0 * lrv_block / (3.0 * (high - low) * min(blocks, horizon)))
+            scales[k, :, t] = np.maximum(1.0, lrv[k]) * (1.0 + LRV_CUSHION_SE * se)
+    best = np.zeros((streams, length))
+    share = np.zeros((streams, length))
+    half = width / 2.0
+    for j in suffixes(max_suffix):
+        if j > length:
+            break
+        a = mixture_variance / (2.0 * (1.0 + j * mixture_variance))
+        c = half * math.log1p(j * mixture_variance)
+        s = sums[:, j:] - sums[:, :-j]   # the suffix of j ending at each step j-1 .. length-1
+        sp = np.einsum('ntk,ntk->nt', s[..., :split], s[..., :split]) / scales[0, :, j - 1:]
+        so = np.einsum('ntk,ntk->nt', s[..., split:], s[..., split:]) / scales[1, :, j - 1:]
+        total = sp + so
+        value = a * total - c
+        region = best[:, j - 1:]
+        better = value > region
+        best[:, j - 1:] = np.where(better, value, region)
+        with np.errstate(invalid='ignore', divide='ignore'):
+            part = np.where(total > 0.0, sp / total, 0.0)
+        share[:, j - 1:] = np.where(better, part, share[:, j - 1:])
+    cold = np.arange(1, length + 1) < warmup
+    best[:, cold] = 0.0
+    share[:, cold] = 0.0
+    return best, share
+
+
+def bias_self_check(seed: int = 11, length: int = 4500) -> float:
+    """Return the largest |difference| between :func:`bias_evidence` and BiasEvidence."""
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((2, length, 2, 3))
+    v[1, 2 * length // 3:, 0] += 0.3   # a position bias in the last third of the second stream
+    mirror, share = bias_evidence(v)
+    worst = 0.0
+    for stream in range(v.shape[0]):
+        engine = BiasEvidence()
+        for t in range(length):
+            value, part = engine.add(tuple(v[stream, t, 0]), tuple(v[stream, t, 1]))
+            worst = max(worst, abs(value - mirror[stream, t]), abs(part - share[stream, t]))
+    assert mirror[1, -1] > 20.0, 'the check must cover a detected bias'
     return worst

@@ -568,9 +568,12 @@ class PairingEngine:
                 position_mahalanobis=error.position_mahalanobis,
                 orientation_mahalanobis=error.orientation_mahalanobis,
                 frame_id=estimate.frame_id)
-            outcome = raw if distances == (error.position_mahalanobis,
-                                           error.orientation_mahalanobis) else dataclasses.replace(
-                raw, position_mahalanobis=distances[0], orientation_mahalanobis=distances[1])
+            evidence, share = self.whitening.bias.last if method == WHITEN else (0.0, 0.0)
+            outcome = raw if (distances == (error.position_mahalanobis,
+                                            error.orientation_mahalanobis)
+                              and not evidence) else dataclasses.replace(
+                raw, position_mahalanobis=distances[0], orientation_mahalanobis=distances[1],
+                bias_evidence_nats=evidence, bias_position_share=share)
         except (TypeError, ValueError) as invalid:
             self.drop_estimate(DROP_INVALID_OUTCOME, str(invalid))
             return

@@ -34,13 +34,19 @@ Rules (``docs/bridge.md``, "Prewhitening"):
   (``core/serial_whitening.py``).
 
 The cost, measured in ``bench/whitening_bench.py``: a constant bias ``b`` of ``z`` reaches ``v``
-attenuated by ``(1 - sum phi) / s`` (``sqrt((1 - phi) / (1 + phi))`` for AR(1): 0.23 at 0.9).
+attenuated by ``(1 - sum phi) / s`` (``sqrt((1 - phi) / (1 + phi))`` for AR(1): 0.23 at 0.9), as a
+mean the scale test does not see. The bias channel: every emitted outcome's ``v`` of both vec3
+also feeds a :class:`~..core.bias_evidence.BiasEvidence`, whose evidence the outcome carries
+(``bias_evidence_nats``, ``bias_position_share``) for the feedback node to judge. Outcomes
+withheld during the warm-up, unwhitenable, ``+inf`` or gross samples do not feed it; it restarts
+with the whitening.
 """
 
 import math
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.bias_evidence import BiasEvidence
 from ..core.feedback.chi_square import chi_to_chi3
 from ..core.innovation import InnovationRefused, whiten
 from ..core.serial_whitening import (
@@ -102,7 +108,7 @@ class OutcomeWhitening:
     keeps ``m < 3`` components (ignored axes), ``+inf`` kept, a vec3 with no component 0.
     """
 
-    __slots__ = ('position', 'orientation', 'settings')
+    __slots__ = ('position', 'orientation', 'settings', 'bias')
 
     def __init__(self, order: int = DEFAULT_ORDER, alpha: float = DEFAULT_ALPHA,
                  warmup_samples: int = DEFAULT_WARMUP_SAMPLES,
@@ -113,11 +119,15 @@ class OutcomeWhitening:
         self.position = SerialWhitener(order, alpha, warmup_samples, max_gap_factor, guard_alpha)
         self.orientation = SerialWhitener(order, alpha, warmup_samples, max_gap_factor,
                                           guard_alpha)
+        self.bias = BiasEvidence()
+        """The bias channel's evidence over the emitted outcomes (module documentation)."""
 
     def reset(self) -> None:
-        """Forget both estimates (the bridge's resets, a configuration change)."""
+        """Forget both estimates and the bias evidence (the bridge's resets, a configuration
+        change)."""
         self.position.reset()
         self.orientation.reset()
+        self.bias.reset()
 
     @property
     def warm(self) -> bool:
@@ -143,16 +153,25 @@ class OutcomeWhitening:
         ``blocks``: per vec3 ``(error, covariance, raw_distance)`` over the components kept
         (ignored axes removed; ``error`` may be empty). A raw distance of ``+inf`` or a
         covariance that is not positive definite passes the raw distance on (mapped to chi(3))
-        and breaks that vec3's chain.
+        and breaks that vec3's chain. When the whitening was warm before this sample (the outcome
+        is emitted), both ``v`` feed the bias evidence unless one is missing or gross
+        (:attr:`bias` ``.last`` is then the evidence the outcome carries).
         """
+        emitted = self.warm
         result = []
+        vectors: list[tuple[float, ...] | None] = []
         for whitener, (error, covariance, raw) in zip((self.position, self.orientation), blocks):
             m = len(error)
             if m == 0:
                 result.append(0.0)
+                vectors.append(())
                 continue
             z = None if raw == math.inf else cholesky_whiten(error, covariance)
+            gross = whitener.gross
             v = whitener.whiten(stamp_ns, z)
             distance = raw if v is None else norm(v)
             result.append(chi_to_chi3(distance, m))
+            vectors.append(None if whitener.gross != gross else v)
+        if emitted:
+            self.bias.add(vectors[0], vectors[1])
         return result[0], result[1]

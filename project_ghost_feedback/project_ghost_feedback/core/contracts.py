@@ -19,6 +19,7 @@ from .validation import (
     MAX_NAMED_LEVELS,
     STAMP_MAX_NS,
     require_distance,
+    require_finite,
     require_frame_id,
     require_instance,
     require_int,
@@ -188,6 +189,12 @@ class PredictionOutcome(_OutcomeCache):
     ``bucket`` (derived, not a dataclass field) is the calibration bucket of the outcome, decided
     by the worse (larger) of its two distances; see :func:`bucket_of_distance`. ``frame_id`` names
     the frame the error vectors are expressed in (``''`` when unknown).
+
+    ``bias_evidence_nats`` (finite, ``>= 0``; 0 when the producer does not compute it) is the
+    evidence of a constant bias in the producer's prewhitened errors up to this outcome
+    (``core/bias_evidence.py``), ``bias_position_share`` (in ``[0, 1]``) the part of it the
+    position vec3 carries. Not part of ADR-0026: added with interface version 3 of the message
+    (docs/contracts.md).
     """
 
     prediction_stamp_sim_ns: int
@@ -198,10 +205,20 @@ class PredictionOutcome(_OutcomeCache):
     orientation_mahalanobis: float
     schema_version: int = SCHEMA_VERSION
     frame_id: str = ''
+    bias_evidence_nats: float = 0.0
+    bias_position_share: float = 0.0
 
     def __post_init__(self) -> None:
         owner = 'PredictionOutcome'
         require_frame_id(owner, 'frame_id', self.frame_id)
+        evidence = require_finite(owner, 'bias_evidence_nats', self.bias_evidence_nats)
+        if evidence < 0.0:
+            raise value_error(owner, 'bias_evidence_nats', 'negative',
+                              f'must be >= 0, got {evidence!r}')
+        share = require_finite(owner, 'bias_position_share', self.bias_position_share)
+        if not 0.0 <= share <= 1.0:
+            raise value_error(owner, 'bias_position_share', 'out_of_range',
+                              f'must be in [0, 1], got {share!r}')
         require_int(
             owner, 'prediction_stamp_sim_ns', self.prediction_stamp_sim_ns, maximum=STAMP_MAX_NS)
         require_int(
@@ -221,6 +238,8 @@ class PredictionOutcome(_OutcomeCache):
             owner, 'orientation_mahalanobis', self.orientation_mahalanobis)
         setattr_(self, 'position_mahalanobis', position)
         setattr_(self, 'orientation_mahalanobis', orientation)
+        setattr_(self, 'bias_evidence_nats', evidence)
+        setattr_(self, 'bias_position_share', share)
         require_schema_version(owner, self.schema_version, SCHEMA_VERSION)
         # Cached derived value (not a field: absent from repr, eq, hash and fields()).
         setattr_(self, '_bucket', bucket_of_distance(max(position, orientation)))

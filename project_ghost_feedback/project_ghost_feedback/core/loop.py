@@ -420,7 +420,8 @@ class FeedbackLoop:
 
         ``false_alarm_budget_per_day``, the ``outcome_rate_hz`` measured on the last judged
         window (or ``not measured yet``), the rate the budget is spent at and the one-step
-        threshold that follows (:meth:`Vec3ScalePolicy.at_rate`).
+        threshold that follows (:meth:`Vec3ScalePolicy.at_rate`), the bias channel's share of
+        the budget and its threshold (``inf``: off).
         """
         policy = self.policy_in_use
         if not getattr(policy, 'budgeted', False):
@@ -431,6 +432,8 @@ class FeedbackLoop:
             'outcome_rate_hz': f'{rate:.2f}' if rate is not None else 'not measured yet',
             'budget_spent_at_rate_hz': f'{getattr(policy, "outcome_rate_hz"):.3g}',
             'one_step_threshold_nats': f'{getattr(policy, "threshold_in_use"):.2f}',
+            'bias_budget_share': f'{getattr(policy, "bias_budget_share", 0.0):g}',
+            'bias_threshold_nats': f'{getattr(policy, "bias_threshold", float("inf")):.2f}',
         }
 
     @property
@@ -499,6 +502,7 @@ class FeedbackLoop:
         calibrated = assess_with_feedback(
             raw, judged, policy, config.max_history, previous=self.previous,
             history_schema_version=self._history_schema)
+        calibrated = self._bias_rule(policy, calibrated, judged)
         self.previous = calibrated
         if newest is None or stamp > newest:
             self._newest_belief = stamp
@@ -512,6 +516,26 @@ class FeedbackLoop:
                 calibrated, adjustment_reason=unverified,
                 adjusted_overall_level=min(calibrated.adjusted_overall_level, cap))
         return Step(calibrated=calibrated, judged=judged, events=events)
+
+    def _bias_rule(self, policy: CalibrationAdjustmentPolicy, calibrated: CalibratedSelfAssessment,
+                   judged: Sequence[PredictionOutcome]) -> CalibratedSelfAssessment:
+        """Return ``calibrated`` one step down for a bias the policy's scale test left KNOWN.
+
+        The policy's bias channel (``Vec3ScalePolicy.bias_step``) judges the newest judged
+        outcome's ``bias_evidence_nats``; it decides only where the scale test took no step (a
+        scale downgrade keeps its own reason).
+        """
+        bias_step = getattr(policy, 'bias_step', None)
+        if bias_step is None or not judged or (
+                calibrated.adjusted_overall_level != calibrated.raw_assessment.overall_level):
+            return calibrated
+        newest = judged[-1]
+        reason = bias_step(newest.bias_evidence_nats, newest.bias_position_share, self.previous)
+        if reason is None:
+            return calibrated
+        return dataclasses.replace(
+            calibrated, adjustment_reason=reason,
+            adjusted_overall_level=calibrated.raw_assessment.overall_level.downgraded(1))
 
     def hold(self, raw: BeliefSelfAssessment, arrival_ns: int) -> bool:
         """Queue ``raw`` (arrived at steady ``arrival_ns``) to be judged after ``hold_ns``.

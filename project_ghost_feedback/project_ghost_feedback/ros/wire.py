@@ -44,13 +44,13 @@ Level = namedtuple('Level', 'value')
 NamedLevel = namedtuple('NamedLevel', 'name level')
 OutcomeView = namedtuple('OutcomeView', (
     'header prediction_stamp position_error_m orientation_error_rad position_mahalanobis '
-    'orientation_mahalanobis schema_version'))
+    'orientation_mahalanobis bias_evidence_nats bias_position_share schema_version'))
 BeliefView = namedtuple('BeliefView', 'header overall_level axis_levels block_levels '
                                       'schema_version')
 
 _TIME = struct.Struct('<iI')
 _U32 = struct.Struct('<I')
-_OUTCOME_TAIL = struct.Struct('<8dI')
+_OUTCOME_TAIL = struct.Struct('<10dI')
 _LEVELS = [Level(value) for value in range(256)]
 
 
@@ -127,8 +127,7 @@ def outcome_view(data: bytes | memoryview) -> OutcomeView:
     if offset + _OUTCOME_TAIL.size != len(body):
         raise WireError(f'PredictionOutcome payload has {len(body) - offset - _OUTCOME_TAIL.size}'
                         ' bytes after its last field')
-    return OutcomeView(header, prediction, values[0:3], values[3:6], values[6], values[7],
-                       values[8])
+    return OutcomeView(header, prediction, values[0:3], values[3:6], *values[6:])
 
 
 def read_outcome(data: bytes | memoryview) -> PredictionOutcome:

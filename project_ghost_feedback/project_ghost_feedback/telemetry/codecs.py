@@ -57,8 +57,10 @@ DECODERS = {
 _LEGACY_DECODERS = {
     TYPE_CALIBRATED_SELF_ASSESSMENT: Decoder(
         TYPE_CALIBRATED_SELF_ASSESSMENT, calibrated_from_msg, legacy=True),
+    TYPE_PREDICTION_OUTCOME: Decoder(TYPE_PREDICTION_OUTCOME, outcome_from_msg, legacy=True),
 }
-"""Decoders of the interface-version-2 definitions (bags recorded before ADR-0026a)."""
+"""Decoders of the interface-version-2 definitions (bags recorded before ADR-0026a; outcomes
+recorded before the bias evidence)."""
 
 
 def decoder_for(msgtype: str, definition: str = 'same') -> Decoder:

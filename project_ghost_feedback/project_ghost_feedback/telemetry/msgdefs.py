@@ -59,8 +59,39 @@ LEGACY_MSG_TEXTS = {
         'int64 most_recent_observed_stamp_sim_ns\n'
         '# Must equal SCHEMA_VERSION.\n'
         'uint32 schema_version\n'),
+    f'{MSGS_PACKAGE}/msg/PredictionOutcome': (
+        '# A prediction held against what was later observed.\n'
+        '#\n'
+        '# Mahalanobis distances are UNSQUARED: d = sqrt(e^T'
+        ' S^-1 e), with e the 3-vector error and S the\n'
+        '# predicted 3x3 covariance of that vec3. d >= 0; +inf is legal (e.g. a singular or zero\n'
+        '# covariance that was still contradicted); NaN is rejected.\n'
+        '\n'
+        'uint32 SCHEMA_VERSION=2\n'
+        '\n'
+        '# header.stamp: time of the observation the prediction'
+        ' was compared with (>= prediction_stamp).\n'
+        '# header.frame_id: the frame position_error_m'
+        ' and orientation_error_rad are expressed in\n'
+        '# (may be empty, <= 256 characters).\n'
+        'std_msgs/Header header\n'
+        '# Time the prediction was made for / from (>= 0).\n'
+        'builtin_interfaces/Time prediction_stamp\n'
+        '# Observed minus predicted position, metres (finite), in header.frame_id.\n'
+        'float64[3] position_error_m\n'
+        '# Observed minus predicted orientation (rotation'
+        ' vector), radians (finite), in header.frame_id.\n'
+        'float64[3] orientation_error_rad\n'
+        '# Unsquared Mahalanobis distance of position_error_m (dimensionless, >= 0, +inf legal).\n'
+        'float64 position_mahalanobis\n'
+        '# Unsquared Mahalanobis distance of orientation_error_rad'
+        ' (dimensionless, >= 0, +inf legal).\n'
+        'float64 orientation_mahalanobis\n'
+        '# Must equal SCHEMA_VERSION.\n'
+        'uint32 schema_version\n'),
 }
-"""Earlier .msg texts still read from bags: CalibrationHistory interface version 2 (ADR-0026a).
+"""Earlier .msg texts still read from bags: CalibrationHistory interface version 2 (ADR-0026a),
+PredictionOutcome interface version 2 (before the bias evidence).
 
 Verbatim, comments included: the MCAP schema text and the RIHS01 hash of a bag recorded before
 ADR-0026a are those of this text (and, for CalibratedSelfAssessment, of the current texts of its
@@ -68,7 +99,8 @@ other dependencies, which did not change).
 """
 
 LEGACY_TYPES = frozenset((
-    f'{MSGS_PACKAGE}/msg/CalibrationHistory', f'{MSGS_PACKAGE}/msg/CalibratedSelfAssessment'))
+    f'{MSGS_PACKAGE}/msg/CalibrationHistory', f'{MSGS_PACKAGE}/msg/CalibratedSelfAssessment',
+    f'{MSGS_PACKAGE}/msg/PredictionOutcome'))
 """Types whose interface-version-2 definition (:data:`LEGACY_MSG_TEXTS`) is still decoded."""
 
 

@@ -302,7 +302,7 @@ def test_outcome_derived_bucket_is_not_a_field():
     assert [f.name for f in dataclasses.fields(outcome)] == [
         'prediction_stamp_sim_ns', 'observed_stamp_sim_ns', 'position_error_m',
         'orientation_error_rad', 'position_mahalanobis', 'orientation_mahalanobis',
-        'schema_version', 'frame_id']
+        'schema_version', 'frame_id', 'bias_evidence_nats', 'bias_position_share']
     assert 'bucket' not in repr(outcome)
 
 

@@ -137,7 +137,7 @@ def test_position_only_fault_downgrades_naming_the_position_block():
 
 
 def test_mild_position_fault_is_one_step_on_the_position():
-    # The one-step threshold of a 1-per-day budget at 10 outcomes/s (ln 864000 = 13.7 nats).
+    # The one-step threshold of half a 1-per-day budget at 10 outcomes/s (ln 1728000 = 14.4 nats).
     result = POLICY.at_rate(10.0).adjust(RAW, schema2_history([3.0] * 22 + [12.0] * 10, CALM))
     assert result.adjusted_overall_level is UNCERTAIN
     assert result.adjustment_reason == REASON_OVERCONFIDENT_POSITION

@@ -40,7 +40,9 @@ def streams(seed, trials):
                 i * MS - MS // 2, i * MS, (rng.gauss(0, 1), -0.0, 1e308),
                 (rng.random(), 0.0, -rng.random()), rng.random() * 4,
                 rng.choice((rng.random() * 3, float('inf'))),
-                frame_id='o' * rng.randrange(0, 6))
+                frame_id='o' * rng.randrange(0, 6),
+                bias_evidence_nats=rng.choice((0.0, rng.random() * 30.0)),
+                bias_position_share=rng.choice((0.0, 1.0, rng.random())))
             outcomes.append(outcome)
             loop.outcome(outcome)
         belief = BeliefSelfAssessment(

@@ -467,7 +467,10 @@ def test_echo_states_the_false_alarm_budget_and_the_outcome_rate_on_its_summary_
         calibrated = loop.assessment(raw_assessment(stamp)).calibrated
     values = loop.budget()
     assert values['false_alarm_budget_per_day'] == '1' and values['outcome_rate_hz'] == '10.00'
-    assert float(values['one_step_threshold_nats']) == pytest.approx(13.7, abs=0.1)
+    # Half the budget each: ln(86400 * 10.4 / 0.5) (the rate rounded to 1/8 octave).
+    assert float(values['one_step_threshold_nats']) == pytest.approx(14.4, abs=0.05)
+    assert values['bias_budget_share'] == '0.5'
+    assert float(values['bias_threshold_nats']) == pytest.approx(14.4, abs=0.05)
     status = SimpleNamespace(name='/robot1/feedback_node: calibration', values=[
         SimpleNamespace(key=k, value=v) for k, v in values.items()])
     budget = feedback_budget(status, '/robot1')

@@ -62,6 +62,8 @@ REASON_WORDS = {
     'overconfident_orientation': 'overconfident in orientation',
     'grossly_overconfident_position': 'grossly overconfident in position',
     'grossly_overconfident_orientation': 'grossly overconfident in orientation',
+    'biased_position': 'biased in position (a constant error the claim does not cover)',
+    'biased_orientation': 'biased in orientation (a constant error the claim does not cover)',
     'significant_miscalibration': 'miscalibrated',
     'gross_miscalibration': 'grossly miscalibrated',
     'infinite_mahalanobis': 'contradicted (an infinite distance)',

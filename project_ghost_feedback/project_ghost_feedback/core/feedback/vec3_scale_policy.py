@@ -71,6 +71,12 @@ REASON_OVERCONFIDENT_POSITION = 'overconfident_position'
 REASON_OVERCONFIDENT_ORIENTATION = 'overconfident_orientation'
 REASON_GROSSLY_OVERCONFIDENT_POSITION = 'grossly_overconfident_position'
 REASON_GROSSLY_OVERCONFIDENT_ORIENTATION = 'grossly_overconfident_orientation'
+REASON_BIASED_POSITION = 'biased_position'
+REASON_BIASED_ORIENTATION = 'biased_orientation'
+BIAS_REASONS = (REASON_BIASED_POSITION, REASON_BIASED_ORIENTATION)
+BIAS_EXIT_FRACTION = 0.5
+"""After a bias downgrade the level stays down while the evidence is above this fraction of
+the bias threshold."""
 
 _STEPS_OF_REASON = {
     REASON_OVERCONFIDENT_POSITION: 1,
@@ -107,6 +113,9 @@ def _require_float(owner: str, field: str, value: object, low: float, high: floa
 DEFAULT_FALSE_ALARM_BUDGET_PER_DAY = 1.0
 """At most one false downgrade episode per 24 h of honest operation (``docs/policies.md``)."""
 SECONDS_PER_DAY = 86_400
+DEFAULT_BIAS_BUDGET_SHARE = 0.5
+"""Share of the false-alarm budget spent by the bias channel (the one-step test keeps the
+rest): ``docs/policies.md``, "A bias"."""
 MIN_OUTCOME_RATE_HZ = 0.01
 MAX_OUTCOME_RATE_HZ = 1000.0
 
@@ -196,6 +205,7 @@ class Vec3ScalePolicy:
     max_window: int = 64
     false_alarm_budget_per_day: float = DEFAULT_FALSE_ALARM_BUDGET_PER_DAY
     outcome_rate_hz: float = 0.0
+    bias_budget_share: float = DEFAULT_BIAS_BUDGET_SHARE
 
     PARAMETER_RANGES = {
         'design_overconfidence': ((1.0, 10.0), 'Overconfidence factor k1 the one-step CUSUM is '
@@ -244,6 +254,11 @@ class Vec3ScalePolicy:
         'outcome_rate_hz': ((0.0, MAX_OUTCOME_RATE_HZ), 'Outcome rate the budget is spent at: 0 '
                             "(measured by the feedback loop from the window's stamps) or a "
                             'fixed rate in [0.01, 1000] Hz.'),
+        'bias_budget_share': ((0.0, 0.9), 'Share of false_alarm_budget_per_day spent by the bias '
+                              "channel (the outcomes' bias_evidence_nats against ln(ARL0) of "
+                              'that share; the one-step test keeps the rest), in [0.01, 0.9], or '
+                              '0 (off: as configurations recorded before it replay). Needs a '
+                              'budget.'),
     }
     """Field -> ((low, high), description) for the node's parameter descriptors."""
 
@@ -254,6 +269,7 @@ class Vec3ScalePolicy:
         _rows: tuple[_Row, ...] = dataclasses.field(init=False)
         _fallback: OverconfidenceScalePolicy = dataclasses.field(init=False)
         _h: float = dataclasses.field(init=False)
+        _bias_h: float = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         owner = 'Vec3ScalePolicy'
@@ -287,6 +303,8 @@ class Vec3ScalePolicy:
                 owner, 'outcome_rate_hz', self.outcome_rate_hz, MIN_OUTCOME_RATE_HZ,
                 MAX_OUTCOME_RATE_HZ, zero_ok=True),
         }
+        checked['bias_budget_share'] = _require_float(
+            owner, 'bias_budget_share', self.bias_budget_share, 0.01, 0.9, zero_ok=True)
         checked['significant_exit_threshold'] = _require_float(
             owner, 'significant_exit_threshold', self.significant_exit_threshold, 0.0,
             checked['significant_threshold'])
@@ -325,9 +343,13 @@ class Vec3ScalePolicy:
         setattr_(self, '_rows', _threshold_table(self._key, self.max_window))
         setattr_(self, '_fallback', OverconfidenceScalePolicy(
             degrees_of_freedom=self.degrees_of_freedom))
-        setattr_(self, '_h', self.significant_threshold if self.false_alarm_budget_per_day == 0.0
-                 else budget_threshold(self.false_alarm_budget_per_day,
-                                       self.outcome_rate_hz or MAX_OUTCOME_RATE_HZ))
+        budget = self.false_alarm_budget_per_day
+        rate = self.outcome_rate_hz or MAX_OUTCOME_RATE_HZ
+        share = self.bias_budget_share if budget > 0.0 else 0.0
+        setattr_(self, '_h', self.significant_threshold if budget == 0.0
+                 else budget_threshold(budget * (1.0 - share), rate))
+        setattr_(self, '_bias_h', budget_threshold(budget * share, rate) if share > 0.0
+                 else math.inf)
 
     @property
     def budgeted(self) -> bool:
@@ -338,6 +360,28 @@ class Vec3ScalePolicy:
     def threshold_in_use(self) -> float:
         """Return the one-step CUSUM threshold this policy object applies (nats)."""
         return self._h
+
+    @property
+    def bias_threshold(self) -> float:
+        """Return the bias channel's threshold in nats (``inf`` when it is off)."""
+        return self._bias_h
+
+    def bias_step(self, evidence_nats: float, position_share: float,
+                  previous: CalibratedSelfAssessment | None) -> str | None:
+        """Return the bias reason when the newest outcome's bias evidence downgrades, or None.
+
+        The evidence reaches :attr:`bias_threshold`, or, after a bias downgrade (``previous``'s
+        reason, from this policy), stays above ``BIAS_EXIT_FRACTION`` of it. The reason names the
+        vec3 that carries the larger part (``position_share`` >= 0.5: position).
+        """
+        h = self._bias_h
+        if h == math.inf:
+            return None
+        held = (previous is not None and previous.adjustment_policy_id == self.policy_id
+                and previous.adjustment_reason in BIAS_REASONS)
+        if evidence_nats >= h or (held and evidence_nats > BIAS_EXIT_FRACTION * h):
+            return REASON_BIASED_POSITION if position_share >= 0.5 else REASON_BIASED_ORIENTATION
+        return None
 
     def at_rate(self, rate_hz: float | None) -> 'Vec3ScalePolicy':
         """Return this policy with its budget spent at the measured ``rate_hz`` (module doc).

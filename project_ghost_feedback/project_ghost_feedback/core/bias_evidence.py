@@ -1,0 +1,213 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Evidence of a constant bias in prewhitened errors: a mixture CUSUM over suffixes (stdlib only).
+
+The prewhitening (``core/serial_whitening.py``) turns an honest filter's errors into independent
+unit vectors ``v_t``, and the policies test their *scale*. A constant bias ``b`` of the spatially
+whitened error ``z`` reaches ``v`` attenuated, ``b (1 - sum phi) / s`` (0.23x for AR(1) 0.9), as a
+constant *mean*: small per outcome, but it adds up. :class:`BiasEvidence` measures it on the
+concatenation of both vec3's ``v`` (``m`` components, 6 with every axis kept).
+
+For the last ``j`` outcomes with sum ``S_j``, the likelihood ratio of "their mean is ``mu``, drawn
+from N(0, ``tau2`` I)" against "zero mean" is, in nats,
+
+    ``L_j = tau2 |S_j|^2 / (2 (1 + j tau2)) - (m / 2) ln(1 + j tau2)``
+
+(Robbins' mixture: no direction or size of the bias is assumed). The evidence is ``max(0, max_j
+L_j)`` over ``j`` in :data:`SUFFIXES` (a geometric grid up to ``max_suffix``). Under an honest
+filter each ``exp(L_j)`` from a fixed start is a martingale of mean 1, so (Ville) it ever reaches
+``A`` with probability at most ``1 / A``, and (Lorden 1971) the first time the evidence reaches
+``ln A`` comes after at least ``A`` outcomes on average: the threshold for a false-alarm budget is
+``ln(ARL0)``, as for the one-step CUSUM (``Vec3ScalePolicy.bias_threshold``). Checking a grid of
+``j`` instead of every ``j`` only lengthens that run. ``position_share`` is the part of ``|S_j|^2``
+(at the maximising ``j``) that is the position vec3's: which vec3 carries the bias.
+
+**The long-run variance.** The whitening's AR model need not match the error's spectrum at low
+frequency: a mix of two time constants (0.97 and 0.5) whitened by AR(2) leaves ``v`` whose sums
+over long suffixes vary ~4x as much as white noise's, and a mean test that assumed 1 would fire
+hundreds of times a day on an honest filter. So each vec3's ``|S_j|^2`` is divided by its
+long-run variance ratio ``lambda`` (per component; 1 for white ``v``), estimated from past data
+by overlapping batch means: the exponentially forgotten mean (``lrv_alpha``) of ``|S_L - L
+mu|^2 / (L m)`` over the trailing blocks of ``L = lrv_block`` outcomes, ``mu`` the slowly
+forgotten mean of ``v``. In use: ``max(1, lambda)`` times ``1 + LRV_CUSHION_SE`` standard errors
+of that estimate (``sqrt(8 L / (3 m n))`` relative, ``n`` the blocks it rests on: Meketon and
+Schmeiser 1984), so a young estimate errs on the side of fewer alarms. A bias that appears
+enters the estimate at ``lrv_alpha`` per outcome (after 20 s at 10/s, ~5% of ``b^2 L``): it costs
+little power. Warm-up: the evidence is 0 until ``warmup`` outcomes have fed it (a start, a reset).
+
+Samples the scale test owns are left out (a ``+inf`` distance, an unwhitenable sample, a gross
+one: a 2 m frame error is not a bias of 0.3 standard deviations); a change in the number of
+components starts again. Reset with the whitening (the bridge's resets, a configuration change).
+"""
+
+import collections
+from collections.abc import Sequence
+import math
+
+MIXTURE_VARIANCE = 0.05
+"""``tau2``: the mixture's variance of the per-outcome mean (``docs/policies.md``, "A bias")."""
+MAX_SUFFIX = 1200
+"""Longest suffix tested (2 min at 10 outcomes/s): bounds memory and how long a bias is held."""
+SUFFIX_RATIO = 1.5
+"""Ratio of the geometric grid of suffix lengths."""
+LRV_BLOCK = 128
+"""Block length of the long-run variance estimate (outcomes)."""
+LRV_ALPHA = 1e-4
+"""Forgetting factor of the long-run variance estimate and of the mean it centres on (horizon
+~10,000 outcomes: 17 min at 10/s)."""
+WARMUP_OUTCOMES = 3000
+"""Outcomes before the evidence is reported (5 min at 10/s, 1 min at 50/s; 0 until then)."""
+LRV_CUSHION_SE = 2.0
+"""Standard errors of the long-run variance estimate added to it before use."""
+
+
+def suffixes(max_suffix: int, ratio: float = SUFFIX_RATIO) -> tuple[int, ...]:
+    """Return the suffix lengths tested: 1, 2, 3, 5, 8, ... up to ``max_suffix`` (included)."""
+    lengths = {max_suffix}
+    j = 1.0
+    while j < max_suffix:
+        lengths.add(int(round(j)))
+        j *= ratio
+    return tuple(sorted(lengths))
+
+
+SUFFIXES = suffixes(MAX_SUFFIX)
+
+
+class BiasEvidence:
+    """The bias evidence of one stream of prewhitened outcomes (module documentation).
+
+    :meth:`add` takes one outcome's ``v`` of each vec3 (None: left out) and returns ``(evidence
+    in nats, position_share)`` after it.
+    """
+
+    __slots__ = ('max_suffix', 'mixture_variance', 'lrv_block', 'lrv_alpha', 'warmup',
+                 'samples', '_sums', '_terms', '_split', '_last', '_mean', '_lrv', '_blocks')
+
+    def __init__(self, max_suffix: int = MAX_SUFFIX,
+                 mixture_variance: float = MIXTURE_VARIANCE, lrv_block: int = LRV_BLOCK,
+                 lrv_alpha: float = LRV_ALPHA, warmup: int = WARMUP_OUTCOMES) -> None:
+        for name, value, low, high in (('max_suffix', max_suffix, 1, 100_000),
+                                       ('lrv_block', lrv_block, 1, max_suffix),
+                                       ('warmup', warmup, 0, 10_000_000)):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValueError(f'{name} must be an int in {low}..{high}, got {value!r}')
+        if not 0.0 < mixture_variance <= 100.0:
+            raise ValueError(f'mixture_variance must be in (0, 100], got {mixture_variance!r}')
+        if not 0.0 < lrv_alpha <= 1.0:
+            raise ValueError(f'lrv_alpha must be in (0, 1], got {lrv_alpha!r}')
+        self.max_suffix = max_suffix
+        self.mixture_variance = float(mixture_variance)
+        self.lrv_block = lrv_block
+        self.lrv_alpha = float(lrv_alpha)
+        self.warmup = warmup
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every sample (a start, a reset, a configuration change)."""
+        self.samples = 0
+        self._sums: collections.deque[tuple[float, ...]] = collections.deque(
+            maxlen=self.max_suffix + 1)
+        self._terms: tuple[tuple[int, float, float], ...] = ()
+        self._split = -1
+        self._last = (0.0, 0.0)
+        self._mean: list[float] = []
+        self._lrv = [0.0, 0.0]
+        self._blocks = 0
+
+    @property
+    def last(self) -> tuple[float, float]:
+        """Return ``(evidence, position_share)`` after the last sample (zeros before any)."""
+        return self._last
+
+    @property
+    def warm(self) -> bool:
+        """Return True once ``warmup`` outcomes have fed the evidence."""
+        return self.samples >= self.warmup
+
+    def long_run_variances(self) -> tuple[float, float]:
+        """Return the (position, orientation) long-run variance ratios in use (module doc)."""
+        blocks = min(float(self._blocks), (2.0 - self.lrv_alpha) / self.lrv_alpha)
+        result = []
+        for estimate, m in zip(self._lrv, (self._split, len(self._mean) - self._split)):
+            if m <= 0 or blocks <= 0.0:
+                result.append(math.inf)
+                continue
+            se = math.sqrt(8.0 * self.lrv_block / (3.0 * m * blocks))
+            result.append(max(1.0, estimate) * (1.0 + LRV_CUSHION_SE * se))
+        return result[0], result[1]
+
+    def add(self, position: Sequence[float] | None, orientation: Sequence[float] | None
+            ) -> tuple[float, float]:
+        """Fold one outcome's ``v`` in and return ``(evidence, position_share)``.
+
+        Either vec3 None (or non-finite) leaves the outcome out: the evidence stays as it was.
+        """
+        if position is None or orientation is None:
+            return self._last
+        v = (*position, *orientation)
+        if not v or not all(math.isfinite(c) for c in v):
+            return self._last
+        split = len(position)
+        if split != self._split or len(v) != len(self._mean):
+            self.reset()
+            self._split = split
+            self._mean = [0.0] * len(v)
+            tau2 = self.mixture_variance
+            half = len(v) / 2.0
+            self._terms = tuple(
+                (j, tau2 / (2.0 * (1.0 + j * tau2)), half * math.log1p(j * tau2))
+                for j in suffixes(self.max_suffix))
+        sums = self._sums
+        if not sums:
+            sums.append(tuple(0.0 for _ in v))
+        now = tuple(a + b for a, b in zip(sums[-1], v))
+        sums.append(now)
+        self.samples += 1
+        self._update_lrv(v, now, split)
+        if self.samples < self.warmup:
+            return self._last
+        scale_p, scale_o = self.long_run_variances()
+        best, share = 0.0, 0.0
+        count = len(sums) - 1
+        for j, a, c in self._terms:
+            if j > count:
+                break
+            past = sums[-1 - j]
+            sp = 0.0
+            for i in range(split):
+                d = now[i] - past[i]
+                sp += d * d
+            so = 0.0
+            for i in range(split, len(v)):
+                d = now[i] - past[i]
+                so += d * d
+            sp /= scale_p
+            so /= scale_o
+            value = a * (sp + so) - c
+            if value > best:
+                best = value
+                share = sp / (sp + so) if sp + so > 0.0 else 0.0
+        self._last = (best, share)
+        return self._last
+
+    def _update_lrv(self, v: tuple[float, ...], now: tuple[float, ...], split: int) -> None:
+        """Fold ``v`` into the slow mean and the trailing block into the long-run variances."""
+        mean = self._mean
+        a = max(self.lrv_alpha, 1.0 / self.samples)
+        for i, value in enumerate(v):
+            mean[i] += a * (value - mean[i])
+        block = self.lrv_block
+        sums = self._sums
+        if len(sums) <= block:
+            return
+        past = sums[-1 - block]
+        self._blocks += 1
+        b = max(self.lrv_alpha, 1.0 / self._blocks)
+        lrv = self._lrv
+        for k, (low, high) in enumerate(((0, split), (split, len(v)))):
+            if high > low:
+                total = 0.0
+                for i in range(low, high):
+                    d = now[i] - past[i] - block * mean[i]
+                    total += d * d
+                lrv[k] += b * (total / (block * (high - low)) - lrv[k])
