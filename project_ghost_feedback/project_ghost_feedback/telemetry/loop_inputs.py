@@ -43,7 +43,7 @@ from .channels import (
     TYPE_FEEDBACK_EVENT,
     TYPE_PREDICTION_OUTCOME,
 )
-from .codecs import DECODERS
+from .codecs import decoder_for
 
 if TYPE_CHECKING:
     from .bag_reader import BagInfo, OpenBag
@@ -111,7 +111,9 @@ def loop_inputs(bag: OpenBag, topics: dict[str, str], order: str,
     :class:`RecordedOutput`. A contract refusal is counted in ``rejected`` under
     ``'outcome:<reason>'`` / ``'assessment:<reason>'`` and skipped.
     """
-    decoders = {topics[t]: (t, DECODERS[t]) for t in INPUT_TYPES if t in topics}
+    recorded = {info.name: info.definition for info in bag.info.topics}
+    decoders = {topics[t]: (t, decoder_for(t, recorded.get(topics[t], 'same')))
+                for t in INPUT_TYPES if t in topics}
     calibrated = topics.get(TYPE_CALIBRATED_SELF_ASSESSMENT)
     wanted = sorted(set(decoders) | ({calibrated} if calibrated is not None else set()))
     path = bag.info.path

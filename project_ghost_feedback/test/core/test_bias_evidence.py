@@ -43,7 +43,7 @@ def test_honest_streams_take_at_least_a_outcomes_on_average_to_reach_ln_a():
     a, cap, streams = 400.0, 1500, 120
     runs = []
     for _ in range(streams):
-        evidence = BiasEvidence()
+        evidence = BiasEvidence(warmup=0, lrv_block=1)
         run = cap
         for t in range(1, cap + 1):
             if evidence.add(_unit(rng), _unit(rng))[0] >= math.log(a):
@@ -56,7 +56,7 @@ def test_honest_streams_take_at_least_a_outcomes_on_average_to_reach_ln_a():
 
 def test_a_bias_accumulates_and_the_share_names_its_vec3():
     rng = random.Random(7)
-    evidence = BiasEvidence()
+    evidence = BiasEvidence(warmup=0, lrv_block=1)
     for _ in range(400):
         value, share = evidence.add(_unit(rng, mean=0.4), _unit(rng))
     assert value > 20.0 and share > 0.8
@@ -69,7 +69,7 @@ def test_a_bias_accumulates_and_the_share_names_its_vec3():
 
 def test_missing_and_non_finite_samples_leave_the_evidence_as_it_was():
     rng = random.Random(3)
-    evidence = BiasEvidence()
+    evidence = BiasEvidence(warmup=0, lrv_block=1)
     for _ in range(50):
         evidence.add(_unit(rng, mean=1.0), _unit(rng, mean=1.0))
     before = evidence.last
@@ -81,7 +81,7 @@ def test_missing_and_non_finite_samples_leave_the_evidence_as_it_was():
 
 def test_a_change_of_components_starts_again():
     rng = random.Random(4)
-    evidence = BiasEvidence()
+    evidence = BiasEvidence(warmup=0, lrv_block=1)
     for _ in range(100):
         evidence.add(_unit(rng, mean=1.0), _unit(rng, mean=1.0))
     assert evidence.last[0] > 10.0

@@ -160,7 +160,8 @@ def _reference_payload(store, contract):
             header(contract.observed_stamp_sim_ns, contract.frame_id),
             time(contract.prediction_stamp_sim_ns),
             numpy.array(contract.position_error_m), numpy.array(contract.orientation_error_rad),
-            contract.position_mahalanobis, contract.orientation_mahalanobis, 2)
+            contract.position_mahalanobis, contract.orientation_mahalanobis,
+            contract.bias_evidence_nats, contract.bias_position_share, 3)
     elif isinstance(contract, BeliefSelfAssessment):
         message = belief(contract)
     elif isinstance(contract, LoopEvent):
