@@ -245,8 +245,9 @@ def main():
         hb = policy.at_rate(rate).bias_threshold
         print(f'\n### {rate:g} outcomes/s (thresholds: one step {h:.2f}, bias {hb:.2f} nats), '
               f'{hours:g} h per row\n')
-        print('| errors | false episodes (bias) | hours | per 24 h (95% interval) | down at 1.5x, s '
-              '| UNKNOWN at 3x, s | bias 1.5: down, s | bias 3.0: down, s | run, s |')
+        print('| errors | false episodes (bias) | hours | per 24 h (95% interval) '
+              '| down at 1.5x, s | UNKNOWN at 3x, s | bias 1.5: down, s | bias 3.0: down, s '
+              '| run, s |')
         print('|---|---|---|---|---|---|---|---|---|')
         for name in args.models.split(','):
             model = MODELS[name]

@@ -123,8 +123,7 @@ class OutcomeWhitening:
         """The bias channel's evidence over the emitted outcomes (module documentation)."""
 
     def reset(self) -> None:
-        """Forget both estimates and the bias evidence (the bridge's resets, a configuration
-        change)."""
+        """Forget both estimates and the bias evidence (a bridge reset, a new configuration)."""
         self.position.reset()
         self.orientation.reset()
         self.bias.reset()
