@@ -21,7 +21,7 @@ for sub_dir, pattern in (('launch', '*.py'), ('config', '*.yaml')):
 
 setup(
     name=package_name,
-    version='0.5.0',
+    version='0.6.0',
     packages=find_packages(exclude=['test', 'test.*']),
     data_files=data_files,
     install_requires=['setuptools'],

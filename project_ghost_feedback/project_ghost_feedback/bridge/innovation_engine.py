@@ -156,7 +156,9 @@ class InnovationEngine:
         outcome = PredictionOutcome(
             result.prediction_stamp_ns, result.observed_stamp_ns, result.position_error,
             result.orientation_error, result.position_mahalanobis,
-            result.orientation_mahalanobis, frame_id=frame)
+            result.orientation_mahalanobis, frame_id=frame,
+            bias_evidence_nats=result.bias_evidence_nats,
+            bias_position_share=result.bias_position_share)
         claim = BeliefSelfAssessment(result.observed_stamp_ns, self.claimed_level,
                                      frame_id=frame)
         self.outcomes_published += 1

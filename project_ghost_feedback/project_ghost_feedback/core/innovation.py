@@ -19,16 +19,20 @@ innovations into outcome rows, one engine for the live node and offline readers:
   the earlier one's ``d3`` in the position slot, the later one's in the orientation slot. An
   optimal filter's innovations are white, so the two are independent ``chi(3)`` and the row has
   exactly the law the policies assume (two independent calibrated vec3 per outcome); nothing is
-  filled with a made-up value. ``docs/contracts.md``, "Innovations".
+  filled with a made-up value. ``docs/contracts.md``, "Innovations";
+- every row carries the sources' bias evidence (:meth:`InnovationPairing.bias_evidence`): an
+  optimal filter's whitened innovations have mean zero, a biased measurement does not.
 
 Bad input raises nothing: :meth:`InnovationPairing.push` returns the refusal reason (one of
 :data:`REFUSAL_REASONS`) and counts it.
 """
 
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass, field
 import math
 
+from .bias_evidence import BiasEvidence
 from .validation import TAXONOMY_MAX_LEN, TAXONOMY_PATTERN
 from .feedback.chi_square import (  # noqa: F401  (chi_to_chi3 is part of this module's API)
     chi_square_quantile,
@@ -144,18 +148,17 @@ def check_layout(innovation: Sequence[float], covariance: Sequence[float],
                     f'S[{j}][{i}] = {b!r}')
 
 
-def block_distances(innovation: Sequence[float], covariance: Sequence[float],
-                    kinds: Sequence[int]) -> tuple[float | None, float | None]:
-    """Return ``(d3_position, d3_orientation)`` of one innovation (``None``: block not reported).
+def whitened_blocks(innovation: Sequence[float], covariance: Sequence[float],
+                    kinds: Sequence[int]) -> tuple[list[float] | None, list[float] | None]:
+    """Return each block's whitened components ``(z_position, z_orientation)`` (``None``: absent).
 
-    Each block is whitened with its own block of ``S`` (the marginal covariance of its
-    components), its ``chi(m_b)`` distance mapped onto ``chi(3)`` (:func:`chi_to_chi3`).
-    InnovationRefused for malformed input (:func:`check_layout`) or a block that is not positive
-    definite.
+    Each block is whitened with the Cholesky factor of its own block of ``S`` (the marginal
+    covariance of its components). InnovationRefused for malformed input (:func:`check_layout`)
+    or a block that is not positive definite.
     """
     check_layout(innovation, covariance, kinds)
     m = len(innovation)
-    result: list[float | None] = []
+    result: list[list[float] | None] = []
     for kind in KINDS:
         index = [i for i in range(m) if kinds[i] == kind]
         if not index:
@@ -163,8 +166,25 @@ def block_distances(innovation: Sequence[float], covariance: Sequence[float],
             continue
         error = [innovation[i] for i in index]
         block = [covariance[i * m + j] for i in index for j in index]
-        result.append(chi_to_chi3(whitened_distance(error, block), len(index)))
+        result.append(whiten(error, block))
     return result[0], result[1]
+
+
+def _chi3(white: list[float] | None) -> float | None:
+    if white is None:
+        return None
+    return chi_to_chi3(math.sqrt(sum(w * w for w in white)), len(white))
+
+
+def block_distances(innovation: Sequence[float], covariance: Sequence[float],
+                    kinds: Sequence[int]) -> tuple[float | None, float | None]:
+    """Return ``(d3_position, d3_orientation)`` of one innovation (``None``: block not reported).
+
+    Each block's :func:`whitened_blocks` ``chi(m_b)`` distance mapped onto ``chi(3)``
+    (:func:`chi_to_chi3`). InnovationRefused as :func:`whitened_blocks`.
+    """
+    z_position, z_orientation = whitened_blocks(innovation, covariance, kinds)
+    return _chi3(z_position), _chi3(z_orientation)
 
 
 @dataclass(frozen=True)
@@ -184,6 +204,8 @@ class InnovationOutcome:
     position_error: tuple[float, float, float]
     orientation_error: tuple[float, float, float]
     frame_id: str = ''
+    bias_evidence_nats: float = 0.0
+    bias_position_share: float = 0.0
 
 
 def _padded(values: Sequence[float]) -> tuple[float, float, float]:
@@ -195,7 +217,8 @@ def _padded(values: Sequence[float]) -> tuple[float, float, float]:
 class _SourceState:
     layout: tuple[int, ...]
     last_stamp_ns: int
-    pending: tuple[int, float, tuple[float, float, float]] | None = None
+    pending: tuple[int, float, tuple[float, float, float], list[float]] | None = None
+    bias: BiasEvidence = field(default_factory=BiasEvidence)
 
 
 def vec3_components_of(kinds: Sequence[int]) -> tuple[int, int]:
@@ -230,6 +253,11 @@ class InnovationPairing:
     is refused (``stamp_backwards``: out of order); by more, the source restarted (a simulator
     reset, a replayed log): its state (layout, pending innovation) is forgotten, the innovation
     starts it again, and ``source_resets`` counts it.
+
+    The bias channel: each source's whitened blocks (both blocks of one innovation, or the two
+    innovations of a one-block row) feed its own :class:`~.bias_evidence.BiasEvidence`, which
+    restarts with the source. An outcome carries :meth:`bias_evidence`: the largest source's
+    evidence less ``ln(number of sources)`` (a union bound: several sources spend the budget once).
     """
 
     jump_tolerance_ns: int = 5_000_000_000
@@ -263,7 +291,7 @@ class InnovationPairing:
         if not is_source_name(source):
             return self._refuse('bad_source')
         try:
-            d_position, d_orientation = block_distances(innovation, covariance, kinds)
+            z_position, z_orientation = whitened_blocks(innovation, covariance, kinds)
         except InnovationRefused as refused:
             return self._refuse(refused.reason)
         layout = tuple(kinds)
@@ -282,31 +310,70 @@ class InnovationPairing:
             state = self._sources[source] = _SourceState(layout, stamp_ns)
         state.last_stamp_ns = stamp_ns
         self.accepted += 1
-        if d_position is not None and d_orientation is not None:
+        if z_position is not None and z_orientation is not None:
             pos = _padded([v for v, k in zip(innovation, kinds) if k == KIND_POSITION])
             ori = _padded([v for v, k in zip(innovation, kinds) if k == KIND_ORIENTATION])
-            return self._emit(InnovationOutcome(
-                source, stamp_ns, stamp_ns, d_position, d_orientation, pos, ori, frame_id))
-        distance = d_position if d_position is not None else d_orientation
-        assert distance is not None
+            state.bias.add(z_position, z_orientation)
+            return self._emit(source, InnovationOutcome(
+                source, stamp_ns, stamp_ns, _required(_chi3(z_position)),
+                _required(_chi3(z_orientation)), pos, ori, frame_id))
+        white = z_position if z_position is not None else z_orientation
+        assert white is not None
+        distance = _required(_chi3(white))
         components = _padded(innovation)
         if state.pending is None:
-            state.pending = (stamp_ns, distance, components)
+            state.pending = (stamp_ns, distance, components, white)
             return None
-        first_stamp, first_distance, first_components = state.pending
+        first_stamp, first_distance, first_components, first_white = state.pending
         state.pending = None
-        return self._emit(InnovationOutcome(
+        state.bias.add(first_white, white)
+        return self._emit(source, InnovationOutcome(
             source, first_stamp, stamp_ns, first_distance, distance, first_components,
             components, frame_id))
 
-    def _emit(self, outcome: InnovationOutcome) -> InnovationOutcome:
+    def _emit(self, source: str, outcome: InnovationOutcome) -> InnovationOutcome:
+        """Count ``outcome`` and put the sources' bias evidence on it (class documentation)."""
         self.outcomes += 1
-        return outcome
+        evidence, share = self.bias_evidence(source)
+        return dataclasses.replace(outcome, bias_evidence_nats=evidence,
+                                   bias_position_share=share)
+
+    def bias_evidence(self, source: str) -> tuple[float, float]:
+        """Return ``(evidence, position_share)`` for an outcome of ``source`` (class doc).
+
+        The largest of the known sources' evidence less ``ln(number of sources)``, so that the
+        sources together spend the bias channel's budget once; the share of the source it comes
+        from, or, for a one-block source, 1 for a position block and 0 for an orientation block.
+        """
+        best, share = 0.0, 0.0
+        for name, state in self._sources.items():
+            value, position_share = state.bias.last
+            if value > best or (name == source and value == best):
+                best = value
+                share = _share_of(state.layout, position_share)
+        if len(self._sources) > 1:
+            best = max(0.0, best - math.log(len(self._sources)))
+        return best, share
+
+
+def _required(value: float | None) -> float:
+    assert value is not None
+    return value
+
+
+def _share_of(layout: tuple[int, ...], position_share: float) -> float:
+    """Return a source's position share: its evidence's, or its one block's kind (1 / 0)."""
+    kinds = set(layout)
+    if kinds == {KIND_POSITION}:
+        return 1.0
+    if kinds == {KIND_ORIENTATION}:
+        return 0.0
+    return position_share
 
 
 __all__ = [
     'block_distances', 'check_layout', 'chi_to_chi3', 'cholesky',
     'InnovationOutcome', 'InnovationPairing', 'InnovationRefused', 'is_source_name',
     'KIND_ORIENTATION', 'KIND_POSITION', 'MAX_COMPONENTS', 'REFUSAL_REASONS',
-    'vec3_components_of', 'whiten', 'whitened_distance',
+    'vec3_components_of', 'whiten', 'whitened_blocks', 'whitened_distance',
 ]

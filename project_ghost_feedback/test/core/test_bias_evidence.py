@@ -11,11 +11,15 @@ import random
 import pytest
 
 from project_ghost_feedback.core import BeliefSelfAssessment, PredictionOutcome, SelfAssessmentLevel
-from project_ghost_feedback.core.bias_evidence import BiasEvidence, MAX_SUFFIX, suffixes
+from project_ghost_feedback.bridge.innovation_engine import InnovationEngine, InnovationOutputs
+from project_ghost_feedback.core.bias_evidence import (
+    BiasEvidence, MAX_SUFFIX, suffixes, WARMUP_OUTCOMES)
 from project_ghost_feedback.core.feedback import (
     PARAMETERS_ADDED, REASON_BIASED_ORIENTATION, REASON_BIASED_POSITION,
     REASON_OVERCONFIDENT_POSITION, Vec3ScalePolicy)
 from project_ghost_feedback.core.feedback.vec3_scale_policy import budget_threshold
+from project_ghost_feedback.core.innovation import (
+    InnovationOutcome, InnovationPairing, KIND_POSITION)
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig, UNVERIFIED_NO_RECENT_OUTCOMES
 
 MS = 1_000_000
@@ -187,3 +191,52 @@ def test_the_unverified_rule_still_names_a_silent_source():
     calibrated = loop.assessment(BeliefSelfAssessment(later, SelfAssessmentLevel.KNOWN)).calibrated
     assert calibrated.adjustment_reason == UNVERIFIED_NO_RECENT_OUTCOMES
     assert REASON_OVERCONFIDENT_POSITION != calibrated.adjustment_reason
+
+
+def _gnss_like(pairing, rng, source, count, offset=0.0, first_ns=0, step_ns=200 * MS):
+    """Push ``count`` 2-D position innovations (covariance 4 I m^2) with mean ``offset`` m on x."""
+    row = None
+    for i in range(count):
+        innovation = [rng.gauss(offset, 2.0), rng.gauss(0.0, 2.0)]
+        result = pairing.push(source, first_ns + i * step_ns, innovation, [4.0, 0.0, 0.0, 4.0],
+                              [KIND_POSITION] * 2)
+        row = result if isinstance(result, InnovationOutcome) else row
+    return row
+
+
+def test_an_innovation_source_carries_its_bias_evidence_and_several_share_the_budget():
+    """A GNSS-like one-block source, honest, stays below the threshold after its warm-up.
+
+    A bias of 1.5 standard deviations (3 m on 2 m) crosses it, named position; two sources
+    report the larger evidence less ln 2.
+    """
+    threshold = Vec3ScalePolicy().at_rate(2.5).bias_threshold
+    rng = random.Random(3)
+    honest = InnovationPairing()
+    row = _gnss_like(honest, rng, 'gnss', 2 * (WARMUP_OUTCOMES + 2000))
+    assert 0.0 <= row.bias_evidence_nats < threshold and row.bias_position_share == 1.0
+    biased = InnovationPairing()
+    _gnss_like(biased, rng, 'gnss', 2 * WARMUP_OUTCOMES)
+    row = _gnss_like(biased, rng, 'gnss', 200, offset=3.0, first_ns=10**15)
+    assert row.bias_evidence_nats > threshold and row.bias_position_share == 1.0
+    alone = biased.bias_evidence('gnss')[0]
+    _gnss_like(biased, rng, 'wheel', 2)   # a second source, still in its warm-up
+    evidence, share = biased.bias_evidence('wheel')
+    assert evidence == pytest.approx(alone - math.log(2)) and share == 1.0
+
+
+def test_the_innovation_engine_puts_the_evidence_on_the_outcome_and_the_loop_names_it():
+    """A bias of 0.5 standard deviations, which the scale test hardly sees, is named."""
+    rng = random.Random(4)
+    engine = InnovationEngine('gnss', SelfAssessmentLevel.KNOWN)
+    loop = FeedbackLoop(LoopConfig.make())
+    reasons = []
+    for i in range(2 * WARMUP_OUTCOMES + 1200):
+        offset = 1.0 if i >= 2 * WARMUP_OUTCOMES else 0.0
+        out = engine.take('gnss', i * 200 * MS, [rng.gauss(offset, 2.0), rng.gauss(0.0, 2.0)],
+                          [4.0, 0.0, 0.0, 4.0], [KIND_POSITION] * 2)
+        if isinstance(out, InnovationOutputs):
+            loop.outcome(out.outcome)
+            reasons.append(loop.assessment(out.claim).calibrated.adjustment_reason)
+    assert REASON_BIASED_POSITION not in reasons[:WARMUP_OUTCOMES]
+    assert REASON_BIASED_POSITION in reasons[WARMUP_OUTCOMES:]

@@ -103,7 +103,9 @@ def test_one_block_sources_pair_consecutive_innovations_and_never_mix():
     assert pairing.push('a', 1, [1.0, 0.0, 0.0], [1, 0, 0, 0, 1, 0, 0, 0, 1], [P] * 3) is None
     assert pairing.push('b', 2, [2.0, 0.0, 0.0], [1, 0, 0, 0, 1, 0, 0, 0, 1], [P] * 3) is None
     row = pairing.push('a', 3, [0.0, 3.0, 0.0], [1, 0, 0, 0, 1, 0, 0, 0, 1], [P] * 3)
-    assert row == InnovationOutcome('a', 1, 3, 1.0, 3.0, (1.0, 0.0, 0.0), (0.0, 3.0, 0.0))
+    # A one-block position source's bias evidence (0 in its warm-up) is about position: share 1.
+    assert row == InnovationOutcome('a', 1, 3, 1.0, 3.0, (1.0, 0.0, 0.0), (0.0, 3.0, 0.0),
+                                    bias_position_share=1.0)
     both = pairing.push('c', 5, [1.0, 2.0], [1.0, 0.0, 0.0, 4.0], [P, OR])
     assert isinstance(both, InnovationOutcome)
     assert both.prediction_stamp_ns == both.observed_stamp_ns == 5

@@ -5,7 +5,8 @@ A seeded generator builds a stream of PredictionOutcome and BeliefSelfAssessment
 tagged with what the contract says must happen to it:
 
 - malformed (rejected, counted under an exact reason): NaN or negative distances (-inf included),
-  NaN or +-inf in the error vectors, unknown levels (overall and per axis/block), bad
+  NaN or +-inf in the error vectors, NaN, infinite or negative bias evidence, a bias share outside
+  [0, 1], unknown levels (overall and per axis/block), bad
   schema_version (0, 2, uint32 max), negative stamps (int64 min included), observed before
   predicted (e.g. int64 max then 0), NamedLevel lists with bad names (empty, upper case, 65
   characters, non-ASCII, ...) or duplicate names, also buried at the end of huge lists;
@@ -94,7 +95,8 @@ def _time(ns):
 
 
 def _outcome_msg(prediction_ns, observed_ns, **fields):
-    msg = PredictionOutcomeMsg(prediction_stamp=_time(prediction_ns), schema_version=2, **fields)
+    msg = PredictionOutcomeMsg(prediction_stamp=_time(prediction_ns),
+                               schema_version=PredictionOutcomeMsg.SCHEMA_VERSION, **fields)
     msg.header.stamp = _time(observed_ns)
     return msg
 
@@ -217,7 +219,7 @@ class StreamGenerator:
             position_error_m=[0.1, 0.2, 0.3], orientation_error_rad=[0.01, 0.02, 0.03],
             position_mahalanobis=1.0, orientation_mahalanobis=1.0)
         owner = 'PredictionOutcome'
-        kind = rng.randrange(9)
+        kind = rng.randrange(10)
         if kind == 0:
             field = rng.choice(('position_mahalanobis', 'orientation_mahalanobis'))
             setattr(msg, field, math.nan)
@@ -241,7 +243,7 @@ class StreamGenerator:
             setattr(msg, field, values)
             reason = f'not_finite:{owner}.{field}[{index}]'
         elif kind == 4:
-            msg.schema_version = rng.choice((0, 1, 3, 255, UINT32_MAX))
+            msg.schema_version = rng.choice((0, 1, 2, 255, UINT32_MAX))
             reason = f'unsupported_schema_version:{owner}.schema_version'
         elif kind == 5:
             msg.prediction_stamp = _time(
@@ -255,6 +257,15 @@ class StreamGenerator:
             msg.prediction_stamp = _time(rng.choice((STAMP_MAX_NS, self.stamp + 1)))
             msg.header.stamp = _time(rng.choice((0, self.stamp)))
             reason = f'stamp_order:{owner}.observed_stamp_sim_ns'
+        elif kind == 8:
+            value, word = rng.choice(((math.nan, 'nan'), (math.inf, 'not_finite'),
+                                      (-1e-9, 'negative')))
+            msg.bias_evidence_nats = value
+            reason = f'{word}:{owner}.bias_evidence_nats'
+            if rng.random() < 0.5:
+                msg.bias_evidence_nats = 1.0
+                msg.bias_position_share = rng.choice((-1e-9, 1.5, 1e308))
+                reason = f'out_of_range:{owner}.bias_position_share'
         else:
             # A NaN that a careless check (d > 0, not d >= 0) would let through, with +inf in
             # the other distance (legal): only the NaN is reported.

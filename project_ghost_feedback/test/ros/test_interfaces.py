@@ -156,8 +156,9 @@ def test_level_constants_are_one_catalog():
     defining = [p.name for p in sorted((share / 'msg').glob('*.msg'))
                 if 'KNOWN=' in p.read_text()]
     assert defining == ['SelfAssessmentLevel.msg']
-    for cls in (BeliefSelfAssessment, PredictionOutcome, CalibratedSelfAssessment):
+    for cls in (BeliefSelfAssessment, CalibratedSelfAssessment):
         assert cls.SCHEMA_VERSION == 2
+    assert PredictionOutcome.SCHEMA_VERSION == 3  # the bias evidence
     assert CalibrationHistory.SCHEMA_VERSION == 3  # ADR-0026a: squared distances, a Time stamp
     assert (CalibrationHistory.HISTORY_SCHEMA_COUNTS,
             CalibrationHistory.HISTORY_SCHEMA_SQUARED_DISTANCES) == (1, 2)
