@@ -16,6 +16,9 @@ judges them, one claim (KNOWN) per outcome: the node's path without DDS. Per sou
 
 The GNSS row holds an independent NavSatFix against the filter's estimate through
 ``bridge/navsat_innovation.py`` (the navsat_bridge node's rule), as test/ros/test_navsat_bridge.py.
+Its bias channel (``--bias-hours``, default 100 h of honest 1 h streams after the 600 s warm-up,
+``--bias-runs`` per offset): false episodes per hour split by channel, and the time to find a fix
+offset of 0.5 m and 1 m east (noise 1 m per axis).
 
 Prints a markdown table. ``--quick`` for a short run, ``--only WORD`` for some sources. Figures
 only, never a gate.
@@ -29,12 +32,14 @@ import time
 
 from project_ghost_feedback.core import BeliefSelfAssessment, NS_PER_S, PredictionOutcome
 from project_ghost_feedback.core import SelfAssessmentLevel
+from project_ghost_feedback.core.bias_evidence import WARMUP_OUTCOMES
 from project_ghost_feedback.core.innovation import (
     InnovationOutcome,
     InnovationPairing,
     KIND_ORIENTATION,
     KIND_POSITION,
 )
+from project_ghost_feedback.core.feedback.chi_square import chi_square_quantile
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
 from project_ghost_feedback.bridge.navsat_innovation import NavSatInnovations
 from project_ghost_feedback.navsat_reference import enu_to_geodetic
@@ -75,6 +80,7 @@ class GnssSource:
         self.rng = rng
         self.fixes = NavSatInnovations(DATUM)
         self.noise_factor = 1.0
+        self.bias_m = 0.0
 
     def innovation(self, stamp):
         kf = self.kf
@@ -85,6 +91,7 @@ class GnssSource:
         self.fixes.take_estimate(stamp, '', kf.estimate, covariance)
         sigma = self.noise_factor * math.sqrt(GNSS_R)
         enu = [kf.truth[i] + self.rng.gauss(0.0, sigma) for i in range(3)]
+        enu[0] += self.bias_m
         claimed = [GNSS_R if i == j else 0.0 for i in range(3) for j in range(3)]
         fix = self.fixes.take_fix(stamp, 0, *enu_to_geodetic(*enu, DATUM), 2, claimed)
         return fix.innovation, fix.covariance
@@ -111,31 +118,76 @@ class FilterSource:
         return e, [s[i] if i == j else 0.0 for i in range(m) for j in range(m)]
 
 
-def run(kinds, seed, seconds, fault_at_s=None, k=1.0, stop_level=None, gnss=False):
-    """Return [(stamp_s, level)] of every assessment (stops at ``stop_level`` after the fault)."""
+def run(kinds, seed, seconds, fault_at_s=None, k=1.0, stop_level=None, gnss=False, bias_m=0.0,
+        reasons=False):
+    """Return [(stamp_s, level)] of every assessment (stops at ``stop_level`` after the fault).
+
+    The fault at ``fault_at_s``: the measurement noise ``k`` times its claim and, GNSS row, the
+    fix offset by ``bias_m`` metres east. ``reasons``: (stamp_s, level, reason) instead.
+    """
     rng = random.Random(seed)
     source = GnssSource(rng) if gnss else FilterSource(rng, len(kinds))
     pairing = InnovationPairing()
     loop = FeedbackLoop(LoopConfig.make())
     levels = []
-    for n in range(1, seconds * RATE_HZ + 1):
+    for n in range(1, int(seconds * RATE_HZ) + 1):
         stamp = n * PERIOD_NS
         if fault_at_s is not None and stamp >= fault_at_s * NS_PER_S:
             source.noise_factor = k
+            if gnss:
+                source.bias_m = bias_m
         e, cov = source.innovation(stamp)
         row = pairing.push('source', stamp, e, cov, kinds)
         if not isinstance(row, InnovationOutcome):
             continue
         loop.outcome(PredictionOutcome(
             row.prediction_stamp_ns, row.observed_stamp_ns, row.position_error,
-            row.orientation_error, row.position_mahalanobis, row.orientation_mahalanobis))
+            row.orientation_error, row.position_mahalanobis, row.orientation_mahalanobis,
+            bias_evidence_nats=row.bias_evidence_nats,
+            bias_position_share=row.bias_position_share))
         step = loop.assessment(BeliefSelfAssessment(row.observed_stamp_ns, KNOWN))
         level = step.calibrated.adjusted_overall_level
-        levels.append((stamp / NS_PER_S, level))
+        levels.append((stamp / NS_PER_S, level, step.calibrated.adjustment_reason) if reasons
+                      else (stamp / NS_PER_S, level))
         if stop_level is not None and fault_at_s is not None and stamp >= fault_at_s * NS_PER_S \
                 and level.confidence_rank <= stop_level.confidence_rank:
             break
     return levels
+
+
+def bias_channel(hours, runs, biases=(0.5, 1.0), seed0=7000):
+    """The GNSS row over hours: false episodes per hour by channel, time to find a fix bias.
+
+    Honest streams of 1 h after the bias channel's warm-up (3000 outcomes, 600 s at 5/s): every
+    KNOWN -> below transition, split scale / bias by reason. Then ``runs`` streams with the fix
+    offset by ``b`` metres east (its noise 1 m per axis) from 660 s: median seconds to the first
+    downgrade and how many the scale test took.
+    """
+    warm_s = WARMUP_OUTCOMES / (RATE_HZ / 2) + 60
+    episodes = {'scale': 0, 'bias': 0}
+    observed_h = 0.0
+    streams = max(1, round(hours))
+    for i in range(streams):
+        levels = run(SOURCES[GNSS], seed0 + i, warm_s + 3600, gnss=True, reasons=True)
+        previous = KNOWN
+        for t, level, reason in levels:
+            if t >= warm_s and previous == KNOWN and level != KNOWN:
+                episodes['bias' if reason.startswith('biased_') else 'scale'] += 1
+            previous = level
+        observed_h += 1.0
+    rows = []
+    for b in biases:
+        found, by_bias = [], 0
+        for i in range(runs):
+            levels = run(SOURCES[GNSS], seed0 + 10_000 + i, warm_s + 120, fault_at_s=warm_s,
+                         bias_m=b, stop_level=SelfAssessmentLevel.UNCERTAIN, gnss=True,
+                         reasons=True)
+            hit = next(((t, r) for t, lv, r in levels if t >= warm_s and lv != KNOWN), None)
+            found.append(math.inf if hit is None else hit[0] - warm_s)
+            by_bias += hit is not None and hit[1].startswith('biased_')
+        rows.append((b, statistics.median(found), sum(not math.isfinite(v) for v in found),
+                     by_bias))
+    return episodes, observed_h, rows
 
 
 def false_downgrades(kinds, starts, seconds, seed0, gnss=False):
@@ -175,6 +227,9 @@ def main():
     parser.add_argument('--starts', type=int, default=200, help='honest starts per source')
     parser.add_argument('--runs', type=int, default=100, help='detection runs per k')
     parser.add_argument('--only', metavar='WORD', help='only the sources whose name holds WORD')
+    parser.add_argument('--bias-hours', type=float, default=100.0,
+                        help='honest hours of the GNSS row for the bias channel (0: skip)')
+    parser.add_argument('--bias-runs', type=int, default=40, help='runs per fix bias')
     args = parser.parse_args()
     starts = 20 if args.quick else args.starts
     runs = 10 if args.quick else args.runs
@@ -204,6 +259,27 @@ def main():
         print(f'| {name} | {RATE_HZ if both else RATE_HZ / 2:g} | {100 * p:.1f}% +- '
               f'{100 * p_se:.1f} | {rate} | {fmt(d15)} | '
               f'{fmt(d3)} |  <!-- {time.monotonic() - t0:.0f} s -->')
+    bias_hours = 1.0 if args.quick else args.bias_hours
+    if bias_hours > 0 and not args.only:
+        t0 = time.monotonic()
+        bias_runs = 5 if args.quick else args.bias_runs
+        episodes, observed_h, rows = bias_channel(bias_hours, bias_runs)
+        total = episodes['scale'] + episodes['bias']
+        print(f'\nBias channel, {GNSS} (5 outcomes/s), after its warm-up: {total} false '
+              f'episodes in {observed_h:g} h ({episodes["bias"]} by the bias channel, '
+              f'{episodes["scale"]} by the scale test; 95% bound '
+              f'{poisson_upper(total) / observed_h:.2f} per hour)\n')
+        print('| fix offset east (noise 1 m per axis) | median s to the first downgrade | '
+              f'not in 120 s (of {bias_runs}) | by the bias channel |')
+        print('|---|---|---|---|')
+        for b, median, missed, by_bias in rows:
+            print(f'| {b:g} m | {median:.1f} | {missed} | {by_bias} |')
+        print(f'<!-- {time.monotonic() - t0:.0f} s -->')
+
+
+def poisson_upper(count):
+    """Return the exact 95% upper bound (one-sided 97.5%) of a Poisson count."""
+    return chi_square_quantile(0.975, 2 * count + 2) / 2.0
 
 
 if __name__ == '__main__':
