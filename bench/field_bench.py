@@ -156,7 +156,7 @@ def run(kinds, seed, seconds, fault_at_s=None, k=1.0, stop_level=None, gnss=Fals
 
 
 def bias_channel(hours, runs, biases=(0.5, 1.0), seed0=7000):
-    """The GNSS row over hours: false episodes per hour by channel, time to find a fix bias.
+    """Run the GNSS row for hours: false episodes per hour by channel, time to find a fix bias.
 
     Honest streams of 1 h after the bias channel's warm-up (3000 outcomes, 600 s at 5/s): every
     KNOWN -> below transition, split scale / bias by reason. Then ``runs`` streams with the fix
