@@ -114,17 +114,20 @@ def statistics(policy: Vec3ScalePolicy, xp: _FloatArray, xo: _FloatArray, window
 
 
 def thresholds_in_use(policy: Vec3ScalePolicy, length: int, window: int,
-                      rate_hz: float | None = None, start: int = 0) -> _FloatArray:
+                      rate_hz: float | None = None, start: int = 0,
+                      which: str = 'threshold_in_use') -> _FloatArray:
     """Return the one-step threshold at each of ``length`` steps after a reset (``start`` in).
 
     A policy with a false-alarm budget in time and a measured rate spends it as
     ``core/loop.py`` does: at the most conservative rate until the window holds
-    ``RATE_MIN_OUTCOMES`` outcomes, then at ``rate_hz`` (regular sampling).
+    ``RATE_MIN_OUTCOMES`` outcomes, then at ``rate_hz`` (regular sampling). ``which``:
+    ``'bias_threshold'`` for the bias channel's (``inf`` for a policy without one).
     """
     if not hasattr(policy, 'at_rate'):
-        return np.full(length, policy.significant_threshold)
-    early = policy.at_rate(None).threshold_in_use
-    late = policy.at_rate(rate_hz).threshold_in_use
+        fixed = policy.significant_threshold if which == 'threshold_in_use' else np.inf
+        return np.full(length, fixed)
+    early = getattr(policy.at_rate(None), which)
+    late = getattr(policy.at_rate(rate_hz), which)
     n = np.minimum(np.arange(start + 1, start + length + 1), window)
     return np.where(n < RATE_MIN_OUTCOMES, early, late)
 
@@ -132,12 +135,7 @@ def thresholds_in_use(policy: Vec3ScalePolicy, length: int, window: int,
 def bias_thresholds_in_use(policy: Vec3ScalePolicy, length: int, window: int,
                            rate_hz: float | None = None, start: int = 0) -> _FloatArray:
     """Return the bias channel's threshold at each step, as :func:`thresholds_in_use`."""
-    if not hasattr(policy, 'bias_threshold'):
-        return np.full(length, np.inf)
-    early = policy.at_rate(None).bias_threshold
-    late = policy.at_rate(rate_hz).bias_threshold
-    n = np.minimum(np.arange(start + 1, start + length + 1), window)
-    return np.where(n < RATE_MIN_OUTCOMES, early, late)
+    return thresholds_in_use(policy, length, window, rate_hz, start, which='bias_threshold')
 
 
 def levels(policy: Vec3ScalePolicy, xp: _FloatArray, xo: _FloatArray, window: int = 32,
