@@ -7,6 +7,9 @@
 #     bash scripts/ros_sources.sh SET [--skip-if-found PKG] [--apt 'DEB...'] \
 #         TARBALL... [--then TARBALL...]... [-- CMAKE_ARG...]
 #
+# - A TARBALL may also be a FOLDER of unmodified files that is itself one package (a package.xml
+#   at its top, e.g. third_party/px4_msgs): it is copied into src/ under its own name, and the key
+#   takes the sha256 of every file in it (names and contents) in place of a tarball's sha256.
 # - Stages: the tarballs before the first --then are built (colcon build) first, then those up to
 #   the next --then on top of them, and so on: for a package that a later one finds with
 #   find_package but does not name in its package.xml (e.g. yaml-cpp for yaml_cpp_vendor).
@@ -94,7 +97,7 @@ for tool in cmake g++ make; do
   command -v "${tool}" >/dev/null || die "'${tool}' not found: apt-get install -y cmake g++ make"
 done
 for tarball in "${TARBALLS[@]}"; do
-  [[ -f "${tarball}" ]] || die "${tarball}: no such tarball"
+  [[ -f "${tarball}" || -d "${tarball}" ]] || die "${tarball}: no such tarball or folder"
 done
 missing_debs=()
 for deb in "${APT_PACKAGES[@]}"; do
@@ -113,11 +116,19 @@ if ((${#missing_debs[@]})); then
 fi
 
 # --- cache key ----------------------------------------------------------------------------------
+folder_sha256() {  # one sha256 of every file's relative name and content under folder $1
+  (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum) \
+    | sha256sum | cut -d' ' -f1
+}
 key_input() {
   echo "set ${SET}"
   local i
   for i in "${!TARBALLS[@]}"; do
-    echo "tarball ${STAGE_OF[i]} $(basename "${TARBALLS[i]}") $(sha256sum <"${TARBALLS[i]}" | cut -d' ' -f1)"
+    if [[ -d "${TARBALLS[i]}" ]]; then
+      echo "folder ${STAGE_OF[i]} $(basename "${TARBALLS[i]}") $(folder_sha256 "${TARBALLS[i]}")"
+    else
+      echo "tarball ${STAGE_OF[i]} $(basename "${TARBALLS[i]}") $(sha256sum <"${TARBALLS[i]}" | cut -d' ' -f1)"
+    fi
   done
   local arg value
   for arg in "${CMAKE_ARGS_RAW[@]}"; do
@@ -199,9 +210,17 @@ fi
 
 # --- sources ------------------------------------------------------------------------------------
 mkdir -p "${DIR}/src"
-TOPS=()  # the top folder of each tarball, in src/
+TOPS=()  # the top folder of each tarball (or the folder's own name), in src/
 for tarball in "${TARBALLS[@]}"; do
   name="$(basename "${tarball}")"
+  if [[ -d "${tarball}" ]]; then
+    TOPS+=("${name}")
+    [[ -f "${DIR}/src/.unpacked_${name}" ]] && continue
+    rm -rf "${DIR}/src/${name}"
+    cp -R "${tarball}" "${DIR}/src/${name}"
+    touch "${DIR}/src/.unpacked_${name}"
+    continue
+  fi
   top="$(tar -tzf "${tarball}" | sed -n 1p | cut -d/ -f1)"
   [[ -n "${top}" ]] || die "${tarball}: empty tarball"
   TOPS+=("${top}")

@@ -208,6 +208,17 @@ else
   log "tf2 ready ($((SECONDS - tf2_start)) s)"
 fi
 
+# --- 4d. px4_msgs' aid-source types (the innovation bridge's px4_aid_topics) -------------------
+# third_party/px4_msgs: PX4's unmodified package.xml, CMakeLists.txt and the three
+# EstimatorAidSource .msg files (UPSTREAM.md), built as package px4_msgs once per content into the
+# cache outside the clone, like tf2 (seconds when cached). With a ROS 2 workspace that already
+# has px4_msgs sourced (the one matching your PX4), that one is used and nothing is built.
+px4_start=${SECONDS}
+bash "${ROOT}/scripts/ros_sources.sh" px4_msgs --skip-if-found px4_msgs \
+  "${ROOT}/third_party/px4_msgs" >/dev/null \
+  || die 'px4_msgs build failed (above)'
+log "px4_msgs ready ($((SECONDS - px4_start)) s)"
+
 # --- 5. colcon build ----------------------------------------------------------------------------
 # shellcheck disable=SC1091
 source "${VENV}/bin/activate"

@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """PX4 aid sources read from px4_msgs' unmodified .msg text (rosbags) -> innovation outcomes."""
 
+import hashlib
+import json
 import math
 import pathlib
 import random
+
+from ament_index_python.packages import get_package_share_directory, PackageNotFoundError
 
 from project_ghost_feedback.core.innovation import InnovationOutcome, InnovationPairing
 from project_ghost_feedback.px4_aid_source import (
@@ -13,6 +17,7 @@ from project_ghost_feedback.px4_aid_source import (
     register_types,
     source_name,
 )
+import pytest
 from rosbags.typesys import get_typestore, Stores
 from support.innovation_bags import aid_source_msg
 
@@ -35,6 +40,40 @@ def test_the_kept_definitions_are_the_three_aid_sources_with_their_licence():
     assert (directory.parent / 'LICENSE').read_text().startswith('BSD 3-Clause License')
     assert 'a4a9864b3c40f0b7e5176e6543872a251b2e3c70' in (
         directory.parent / 'UPSTREAM.md').read_text()
+
+
+UPSTREAM_BLOBS = {
+    'CMakeLists.txt': 'a1596b0e5dd8d1ad783c43df30571ce1d52aa3c6',
+    'LICENSE': '31f2eb48ff20af49a2c675d8de3947de6a787460',
+    'msg/EstimatorAidSource1d.msg': 'df428000a6e2d2021063fcef56e455abe920b7ba',
+    'msg/EstimatorAidSource2d.msg': '8f3a9f0cda11778cbdcba8c17798288db192a422',
+    'msg/EstimatorAidSource3d.msg': 'b89add28e57ed50acc0415b7844fa05faf7b9b2b',
+    'package.xml': '496060c909c3f432a495353ee28c9200703cd865',
+}
+"""PX4/px4_msgs at a4a9864: ``git ls-tree`` blob ids of the files kept (and built) unmodified."""
+
+
+def test_the_kept_files_are_byte_for_byte_upstream():
+    folder = px4_msg_dir().parent
+    for name, blob in UPSTREAM_BLOBS.items():
+        data = (folder / name).read_bytes()
+        assert hashlib.sha1(b'blob %d\0' % len(data) + data).hexdigest() == blob, name
+    kept = sorted(str(p.relative_to(folder)) for p in folder.rglob('*') if p.is_file())
+    assert kept == sorted([*UPSTREAM_BLOBS, 'UPSTREAM.md'])
+
+
+def test_the_built_types_hash_as_rosbags_computes_from_the_text():
+    """RIHS01 of the px4_msgs setup builds (its share/*.json) == rosbags' from the .msg text."""
+    try:
+        share = pathlib.Path(get_package_share_directory('px4_msgs'))
+    except PackageNotFoundError:
+        pytest.skip('px4_msgs not built (make setup builds it)')
+    store = _store()
+    for name in PX4_TYPES:
+        described = json.loads((share / 'msg' / f'{name}.json').read_text())
+        (built,) = [h['hash_string'] for h in described['type_hashes']
+                    if h['type_name'] == f'px4_msgs/msg/{name}']
+        assert built == store.hash_rihs01(f'px4_msgs/msg/{name}'), name
 
 
 def test_aid_sources_round_trip_through_cdr_and_become_innovations():

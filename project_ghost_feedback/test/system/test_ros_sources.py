@@ -122,6 +122,26 @@ def test_other_sources_get_another_cache_folder(tmp_path):
     assert len(cache_dirs(tmp_path)) == 2
 
 
+def test_a_folder_of_unmodified_files_builds_keyed_by_its_content(tmp_path):
+    """A package folder (third_party/px4_msgs) in place of a tarball: built, then a file change."""
+    unpacked = tmp_path / 'unpacked'
+    with tarfile.open(toy_tarball(tmp_path / 'toy.tar.gz')) as archive:
+        archive.extractall(unpacked, filter='data')
+    folder = unpacked / 'toy'
+    first = run_script(tmp_path, 'toyset', str(folder))
+    assert first.returncode == 0, first.stdout
+    (built,) = cache_dirs(tmp_path)
+    assert (built / 'install' / 'share' / 'toy' / 'toy.txt').read_text() == 'toy\n'
+    again = run_script(tmp_path, 'toyset', str(folder))
+    assert again.returncode == 0 and 'cached build' in again.stdout, again.stdout
+    (folder / 'toy.txt').write_text('changed\n')
+    changed = run_script(tmp_path, 'toyset', str(folder))
+    assert changed.returncode == 0, changed.stdout
+    assert len(cache_dirs(tmp_path)) == 2
+    link = tmp_path / 'links' / 'toyset'
+    assert (link / 'share' / 'toy' / 'toy.txt').read_text() == 'changed\n'
+
+
 def test_a_ros_install_that_has_the_package_is_used(tmp_path):
     prefix = tmp_path / 'opt_ros'
     (prefix / 'share' / 'toy').mkdir(parents=True)
