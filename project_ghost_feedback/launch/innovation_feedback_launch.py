@@ -6,6 +6,8 @@ namespace so that each source has its own window::
 
     ros2 launch project_ghost_feedback innovation_feedback_launch.py \\
         namespace:=field/gnss innovation_topic:=/filter/innovation source:=gnss
+    ros2 launch project_ghost_feedback innovation_feedback_launch.py namespace:=field/px4 \\
+        px4_aid_topics:=/fmu/out/estimator_aid_src_gnss_pos,/fmu/out/estimator_aid_src_baro_hgt
     ros2 launch project_ghost_feedback innovation_feedback_launch.py input:=navsat \\
         namespace:=field/gnss estimate_topic:=/odometry/filtered fix_topic:=/gps/fix \\
         datum_latitude:=47.3769 datum_longitude:=8.5417 datum_altitude:=408.0
@@ -21,6 +23,10 @@ Launch arguments:
 - ``innovation_topic`` (default ``/innovation``): ``project_ghost_feedback_msgs/Innovation``,
   remapped onto the bridge's ``innovation`` input; ``source`` (default ``''``: every source on
   the topic, each paired apart but judged in one window): judge only this source.
+- ``px4_aid_topics`` (default ``''``: none): PX4 ``EstimatorAidSource1d/2d/3d`` topics, separated
+  by commas, that the innovation bridge subscribes to as well (best effort, as PX4's uXRCE-DDS
+  client publishes them); each topic's type comes from its name (the bridge's ``px4_aid_topics``
+  parameter, docs/field.md "PX4").
 - ``claimed_level`` (default ``KNOWN``): the raw claim published with every outcome.
 - ``namespace`` (default ``''``): both nodes' namespace; the bridge's outputs
   (``prediction_outcome``, ``self_assessment/raw``) meet the feedback node's inputs in it.
@@ -33,6 +39,7 @@ absent).
 """
 
 import os
+from typing import List
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
@@ -42,6 +49,9 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
+
+AID_TOPICS_AS_LIST = ("[name for name in '", "'.replace(',', ' ').split()]")
+"""``px4_aid_topics:=a,b`` -> the Python list ``['a', 'b']`` (PythonExpression), a string list."""
 
 PACKAGE = 'project_ghost_feedback'
 BRIDGE_EXECUTABLE = 'innovation_bridge'
@@ -53,6 +63,13 @@ SHARED_ARGUMENTS = ('namespace', 'params_file', 'use_sim_time', 'respawn', 'reco
 
 def _typed(name, value_type):
     return ParameterValue(LaunchConfiguration(name), value_type=value_type)
+
+
+def _aid_topics():
+    """Return the bridge's ``px4_aid_topics`` parameter from the comma-separated argument."""
+    return ParameterValue(PythonExpression(
+        [AID_TOPICS_AS_LIST[0], LaunchConfiguration('px4_aid_topics'), AID_TOPICS_AS_LIST[1]]),
+        value_type=List[str])
 
 
 def _bridge(which, executable, parameters, remappings):
@@ -80,6 +97,9 @@ def generate_launch_description():
                               description='Innovation topic (remapped onto the bridge).'),
         DeclareLaunchArgument('source', default_value='',
                               description="Judge only this source ('' every source)."),
+        DeclareLaunchArgument('px4_aid_topics', default_value='',
+                              description='PX4 EstimatorAidSource topics, comma-separated '
+                              "(e.g. /fmu/out/estimator_aid_src_gnss_pos); '' none."),
         DeclareLaunchArgument('claimed_level', default_value='KNOWN',
                               choices=['KNOWN', 'UNCERTAIN', 'UNKNOWN'],
                               description='Raw claim published with every outcome.'),
@@ -127,7 +147,7 @@ def generate_launch_description():
                               description='input:=navsat: the fix is also fused into the '
                               'estimate (the stated rate does not hold).'),
         _bridge('innovation', BRIDGE_EXECUTABLE, {
-            'source': LaunchConfiguration('source')},
+            'source': LaunchConfiguration('source'), 'px4_aid_topics': _aid_topics()},
             [('innovation', LaunchConfiguration('innovation_topic'))]),
         _bridge('navsat', NAVSAT_EXECUTABLE, {
             'datum.latitude_deg': _typed('datum_latitude', float),

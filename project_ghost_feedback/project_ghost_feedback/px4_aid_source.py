@@ -22,6 +22,11 @@ definitions are kept unmodified in ``third_party/px4_msgs/msg/`` and read by typ
 - ``innovation_rejected`` -> ``rejected_by_filter`` (counted, not judged); a sample neither fused
   nor rejected (the source was not being fused) is reported as ``None`` by :func:`innovation_of`
   and counted by the caller as ``not_fused``.
+
+Live (the innovation bridge's ``px4_aid_topics``), a topic's type is read from its name by
+:func:`aid_topic_type`: the type whose .msg lists the topic's last name segment in one of its
+``# TOPICS`` lines (PX4's own list of the uORB topics of each type, kept in the unmodified
+definitions), e.g. ``/fmu/out/estimator_aid_src_gnss_pos`` -> ``px4_msgs/msg/EstimatorAidSource2d``.
 """
 
 from dataclasses import dataclass
@@ -65,6 +70,34 @@ def register_types(typestore: Any, directory: pathlib.Path | None = None) -> Non
 
     for name, text in px4_msg_texts(directory).items():
         typestore.register(get_types_from_msg(text, name))
+
+
+def aid_topic_types(directory: pathlib.Path | None = None) -> dict[str, str]:
+    """Return ``{uORB topic name: 'px4_msgs/msg/<Name>'}`` from the ``# TOPICS`` lines."""
+    types: dict[str, str] = {}
+    for typename, text in px4_msg_texts(directory).items():
+        for line in text.splitlines():
+            words = line.split()
+            if words[:2] == ['#', 'TOPICS']:
+                types.update((name, typename) for name in words[2:])
+    return types
+
+
+def aid_topic_type(topic: str, directory: pathlib.Path | None = None) -> str:
+    """Return the type name (``px4_msgs/msg/<Name>``) of an aid-source topic, from its name.
+
+    The last segment of ``topic`` must be listed in a ``# TOPICS`` line of one of the three
+    definitions (:func:`aid_topic_types`); ValueError naming the segment if not (one line).
+    """
+    tail = topic.rsplit('/', 1)[-1]
+    types = aid_topic_types(directory)
+    if tail not in types:
+        shown = tail if len(tail) <= 64 else f'{tail[:64]}...'
+        raise ValueError(
+            f'{shown!r} is not a PX4 aid-source topic name (one listed in a "# TOPICS" line of '
+            'px4_msgs/msg/EstimatorAidSource1d/2d/3d.msg, e.g. estimator_aid_src_gnss_pos; '
+            'docs/field.md lists them)')
+    return types[tail]
 
 
 def source_name(topic: str, estimator_instance: int) -> str:

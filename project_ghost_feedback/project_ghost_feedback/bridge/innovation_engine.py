@@ -3,7 +3,8 @@
 
 One engine for every path that turns a filter's innovations into what the feedback loop judges:
 the live ``innovation_bridge`` node (``ros/innovation_bridge_node.py``) hands it each received
-``project_ghost_feedback_msgs/Innovation``, and ``ghost-feedback evaluate`` / ``audit``
+``project_ghost_feedback_msgs/Innovation`` and each PX4 aid-source sample of its
+``px4_aid_topics``, and ``ghost-feedback evaluate`` / ``audit``
 (``field_inputs.py``) hand it the same messages read from a bag, and PX4
 ``EstimatorAidSource1d/2d/3d`` samples (:mod:`..px4_aid_source`). The rules are
 :class:`~..core.innovation.InnovationPairing`'s; this class adds what the node did around it:
@@ -22,19 +23,23 @@ Standard library only. ``docs/field.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import re
 from typing import Any
 
 from ..core import BeliefSelfAssessment, NS_PER_S, PredictionOutcome, SelfAssessmentLevel
 from ..core.innovation import InnovationOutcome, InnovationPairing, is_source_name
 from ..core.innovation import vec3_components_of
 from ..core.innovation import REFUSAL_REASONS as PAIRING_REFUSAL_REASONS
-from ..parameter_spec import ParameterError, ParameterSpec
-from ..px4_aid_source import innovation_of
+from ..parameter_spec import cap_text, ParameterError, ParameterSpec
+from ..px4_aid_source import aid_topic_type, innovation_of
 
 LEVELS = ('KNOWN', 'UNCERTAIN', 'UNKNOWN')
 INNOVATION_SCHEMA_VERSION = 1
 """``Innovation.SCHEMA_VERSION`` of the .msg this engine reads."""
 MAX_FRAME_ID = 256
+MAX_AID_TOPICS = 32
+TOPIC_NAME = re.compile(r'/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*')
+"""An absolute or relative ROS topic name without substitutions (``px4_aid_topics``)."""
 
 REFUSAL_REASONS = (*PAIRING_REFUSAL_REASONS, 'bad_stamp', 'unsupported_schema_version')
 """Every reason the engine refuses an innovation with (the pairing's and the message's)."""
@@ -51,8 +56,15 @@ PARAMETERS = {
         1.0, 'Period of the /diagnostics status, seconds of the node clock.',
         read_only=True, float_range=(0.05, 60.0)),
     'qos_depth': ParameterSpec(
-        100, 'Depth of the reliable innovation subscription and output publishers.',
+        100, 'Depth of the reliable innovation subscription and output publishers (and of the '
+        'best-effort PX4 aid-source subscriptions).',
         read_only=True, integer_range=(1, 10000)),
+    'px4_aid_topics': ParameterSpec(
+        [], 'PX4 EstimatorAidSource1d/2d/3d topics to judge as well (e.g. '
+        '/fmu/out/estimator_aid_src_gnss_pos), subscribed best effort as uXRCE-DDS publishes '
+        "them. Each topic's type is the one whose .msg lists the last segment of its name in a "
+        "'# TOPICS' line; its source is that segment without 'estimator_aid_src_'. Empty: none.",
+        read_only=True),
 }
 """The innovation bridge's parameters (the node declares them; evaluate reads a file of them)."""
 
@@ -64,7 +76,33 @@ def validate(values: dict[str, Any]) -> dict[str, Any]:
         raise ParameterError(f'source {source!r} is not [a-z][a-z0-9_]* (<= 64)')
     if values['claimed_level'] not in LEVELS:
         raise ParameterError(f'claimed_level {values["claimed_level"]!r} is not one of {LEVELS}')
-    return dict(values)
+    return {**values, 'px4_aid_topics': check_aid_topics(values['px4_aid_topics'])}
+
+
+def check_aid_topics(topics: Any) -> list[str]:
+    """Return ``px4_aid_topics`` as a list, or raise ParameterError naming the bad entry.
+
+    ``None`` is none: an empty list in a ROS parameter file (``px4_aid_topics: []``) reads as
+    not set.
+    """
+    if topics is None:
+        return []
+    if not isinstance(topics, (list, tuple)) or not all(isinstance(t, str) for t in topics):
+        raise ParameterError('px4_aid_topics must be a list of topic names, got '
+                             f'{cap_text(repr(topics), 80)}')
+    if len(topics) > MAX_AID_TOPICS:
+        raise ParameterError(f'px4_aid_topics: {len(topics)} topics, at most {MAX_AID_TOPICS}')
+    for topic in topics:
+        if not TOPIC_NAME.fullmatch(topic):
+            raise ParameterError(f'px4_aid_topics: {cap_text(repr(topic), 80)} is not a topic '
+                                 'name (segments of [A-Za-z_][A-Za-z0-9_]* separated by /)')
+        if topics.count(topic) > 1:
+            raise ParameterError(f'px4_aid_topics: {topic!r} is listed twice')
+        try:
+            aid_topic_type(topic)
+        except ValueError as error:
+            raise ParameterError(f'px4_aid_topics: {cap_text(error)}') from None
+    return list(topics)
 
 
 @dataclass(frozen=True)
@@ -193,5 +231,5 @@ class InnovationEngine:
         return values
 
 
-__all__ = ['InnovationEngine', 'InnovationOutputs', 'LEVELS', 'PARAMETERS', 'REFUSAL_REASONS',
-           'validate']
+__all__ = ['check_aid_topics', 'InnovationEngine', 'InnovationOutputs', 'LEVELS', 'PARAMETERS',
+           'REFUSAL_REASONS', 'validate']

@@ -8,14 +8,26 @@ decide what is published are :class:`~..bridge.innovation_engine.InnovationEngin
 same engine ``ghost-feedback evaluate`` runs over a bag); this node is the ROS shell: parameters
 (descriptors, validated on set), QoS, publishing and /diagnostics (one status
 ``<fqn>: innovations``, counts by refusal reason, WARN while refusals grow). ``docs/field.md``.
+
+PX4 live: ``px4_aid_topics`` (read-only, a list of topic names, default none) adds one subscription
+per PX4 ``EstimatorAidSource1d/2d/3d`` topic (e.g. ``/fmu/out/estimator_aid_src_gnss_pos``), its
+type read from its name (:func:`~..px4_aid_source.aid_topic_type`: the ``# TOPICS`` lines of the
+unmodified px4_msgs definitions; px4_msgs is built by ``make setup``). PX4's uXRCE-DDS client
+publishes best effort, so these subscriptions are best effort and volatile (compatible with a
+best-effort or reliable, volatile or transient-local publisher; a reliable subscription would
+match no PX4 publisher and receive nothing). Each sample goes through
+:meth:`~..bridge.innovation_engine.InnovationEngine.take_aid_source`, the same rule
+``ghost-feedback evaluate`` applies to a recorded PX4 bag; its outcomes and claims are published
+as for Innovation messages.
 """
 
+from functools import partial
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from project_ghost_feedback_msgs.msg import (
     BeliefSelfAssessment as BeliefSelfAssessmentMsg,
@@ -26,8 +38,9 @@ from project_ghost_feedback_msgs.msg import (
 from ..bridge.innovation_engine import InnovationEngine, InnovationOutputs, PARAMETERS, validate
 from ..core import SelfAssessmentLevel
 from ..core.innovation import vec3_components_of
+from ..px4_aid_source import aid_topic_type, source_name
 from .conversions import belief_to_msg, outcome_to_msg
-from .node_kit import diagnostic_array, diagnostic_status, ParameterSet
+from .node_kit import diagnostic_array, diagnostic_status, message_class, ParameterSet
 from .node_main import run_node
 
 TASK = 'innovations'
@@ -50,25 +63,39 @@ class InnovationBridgeNode(Node):
         self._claims = self.create_publisher(BeliefSelfAssessmentMsg, 'self_assessment/raw', qos)
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.create_subscription(InnovationMsg, 'innovation', self._on_innovation, qos)
+        px4_qos = QoSProfile(depth=config['qos_depth'], reliability=ReliabilityPolicy.BEST_EFFORT,
+                             durability=DurabilityPolicy.VOLATILE)
+        for topic in config['px4_aid_topics']:
+            typename = aid_topic_type(topic)
+            self.create_subscription(message_class(typename), topic,
+                                     partial(self._on_aid_source, topic), px4_qos)
+            self.get_logger().info(f'PX4 aid source: {topic} ({typename}, best effort)')
         self.create_timer(config['diagnostics_period_s'], self._publish_diagnostics)
 
     @property
     def received(self) -> int:
-        """Innovation messages received (every source)."""
+        """Innovation and PX4 aid-source messages received (every source)."""
         return self.engine.received
 
     def _apply(self, old: Any, new: Any, parameters: list[Parameter]) -> None:
         self.engine.claimed_level = SelfAssessmentLevel[new['claimed_level']]
 
     def _on_innovation(self, msg: InnovationMsg) -> None:
-        result = self.engine.take_innovation(msg)
-        self._log_components(msg.source)
+        self._publish(msg.source, self.engine.take_innovation(msg))
+
+    def _on_aid_source(self, topic: str, msg: Any) -> None:
+        """Take one PX4 aid-source sample of ``topic`` (a px4_msgs EstimatorAidSource message)."""
+        result = self.engine.take_aid_source(topic, msg)
+        self._publish(source_name(topic, int(msg.estimator_instance)), result)
+
+    def _publish(self, source: str, result: InnovationOutputs | str | None) -> None:
+        self._log_components(source)
         if isinstance(result, InnovationOutputs):
             self._outcomes.publish(outcome_to_msg(result.outcome))
             self._claims.publish(belief_to_msg(result.claim))
         elif isinstance(result, str):
             self.get_logger().warning(
-                f'innovation of {msg.source[:64]!r} refused: {result}', throttle_duration_sec=5.0)
+                f'innovation of {source[:64]!r} refused: {result}', throttle_duration_sec=5.0)
 
     def _log_components(self, source: str) -> None:
         """Say once per layout which components ``source``'s outcomes hold, when not 3 and 3.

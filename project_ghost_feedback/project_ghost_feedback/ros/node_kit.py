@@ -85,6 +85,10 @@ def descriptor(name: str, spec: ParameterSpec) -> ParameterDescriptor:
         result.additional_constraints = f'in [{low}, {high}]'
     if spec.choices is not None:
         result.additional_constraints = f'one of: {", ".join(spec.choices)}'
+    if isinstance(spec.default, (list, tuple)) and not spec.default:
+        # rclpy infers an empty list's type as a byte array, and then refuses a list of strings
+        # given at start: such a parameter is dynamically typed and its validator checks the type.
+        result.dynamic_typing = True
     return result
 
 

@@ -9,10 +9,15 @@ import random
 
 from ament_index_python.packages import get_package_share_directory, PackageNotFoundError
 
+from project_ghost_feedback.bridge.innovation_engine import PARAMETERS, validate
 from project_ghost_feedback.core.innovation import InnovationOutcome, InnovationPairing
+from project_ghost_feedback.parameter_spec import ParameterError
 from project_ghost_feedback.px4_aid_source import (
+    aid_topic_type,
+    aid_topic_types,
     innovation_of,
     px4_msg_dir,
+    px4_msg_texts,
     PX4_TYPES,
     register_types,
     source_name,
@@ -123,3 +128,32 @@ def test_honest_gnss_pos_samples_give_chi3_outcomes():
 def test_source_names():
     assert source_name('/fmu/out/estimator_aid_src_ev_pos', 0) == 'ev_pos'
     assert source_name('estimator_aid_src_gnss_vel', 2) == 'gnss_vel_2'
+
+
+def test_a_topic_type_comes_from_the_topics_lines_of_the_definitions():
+    assert aid_topic_type('/fmu/out/estimator_aid_src_gnss_pos') == (
+        'px4_msgs/msg/EstimatorAidSource2d')
+    assert aid_topic_type('estimator_aid_src_baro_hgt') == 'px4_msgs/msg/EstimatorAidSource1d'
+    assert aid_topic_type('/px4_1/fmu/out/estimator_aid_src_mag') == (
+        'px4_msgs/msg/EstimatorAidSource3d')
+    names = [name for text in px4_msg_texts().values() for line in text.splitlines()
+             if line.startswith('# TOPICS') for name in line.split()[2:]]
+    assert len(names) == len(set(names)) == len(aid_topic_types()), 'a name of two types'
+    assert all(name.startswith('estimator_aid_src_') for name in names)
+    with pytest.raises(ValueError, match="'vehicle_odometry' is not a PX4 aid-source topic"):
+        aid_topic_type('/fmu/out/vehicle_odometry')
+
+
+def test_the_bridge_parameter_px4_aid_topics_is_checked():
+    values = {name: spec.default for name, spec in PARAMETERS.items()}
+    assert validate(values)['px4_aid_topics'] == []
+    assert validate({**values, 'px4_aid_topics': None})['px4_aid_topics'] == []  # [] in a file
+    topics = ('/fmu/out/estimator_aid_src_gnss_pos', 'estimator_aid_src_baro_hgt')
+    assert validate({**values, 'px4_aid_topics': topics})['px4_aid_topics'] == list(topics)
+    for bad, match in [(['/fmu/out/sensor_gps'], 'not a PX4 aid-source topic'),
+                       (['/fmu/out/estimator_aid_src_gnss_pos/'], 'not a topic name'),
+                       ('estimator_aid_src_mag', 'must be a list'),
+                       ([topics[0]] * 2, 'listed twice'),
+                       ([topics[0]] * 33, 'at most 32')]:
+        with pytest.raises(ParameterError, match=match):
+            validate({**values, 'px4_aid_topics': bad})
