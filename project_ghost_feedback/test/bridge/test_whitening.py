@@ -354,13 +354,13 @@ def test_whitening_parameters_are_validated():
 
 
 def _bias_evidence_on_the_mix(lrv_block):
-    """Return the largest bias evidence over 25,000 honest outcomes of the two-time-constant mix.
+    """Return the largest bias evidence over 12,000 honest outcomes of the two-time-constant mix.
 
     Both vec3 whitened by the bridge's default whitening (AR(2)), its bias channel with the
     long-run variance estimated in blocks of ``lrv_block`` (1: no correction).
     """
     rng = np.random.default_rng(11)
-    z = whitening_sim.errors(rng, 1, 25000, ('mix', 0.97, 0.5))[0]
+    z = whitening_sim.errors(rng, 1, 12000, ('mix', 0.97, 0.5))[0]
     whitening = OutcomeWhitening()
     whitening.bias = BiasEvidence(lrv_block=lrv_block)
     eye = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
