@@ -25,8 +25,10 @@ printed: for ``overconfidence_scale``, the fraction of full windows with the rea
 
 import argparse
 import math
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from project_ghost_feedback.analysis import arl_chain
 from project_ghost_feedback.core.feedback import (
@@ -40,7 +42,8 @@ POLICIES = ('mahalanobis_downgrade', 'calibrated_exceedance', 'bucket_likelihood
 WINDOW = 32
 
 
-def _distances(rng, scenario, length):
+def _distances(rng: np.random.Generator, scenario: tuple[str, float],
+               length: int) -> NDArray[np.float64]:
     """Return (length, 2) unsquared distances of position and orientation for ``scenario``."""
     kind, value = scenario
     dim = 2 if kind == 'planar' else 3
@@ -60,12 +63,12 @@ def _distances(rng, scenario, length):
     return np.sqrt((z * z).sum(axis=2))
 
 
-def _buckets(distances):
+def _buckets(distances: NDArray[np.float64]) -> NDArray[np.int64]:
     worst = distances.max(axis=1)
     return np.searchsorted(np.array([1.0, 3.0, 5.0]), worst, side='left').astype(np.int64)
 
 
-def _window_counts(buckets):
+def _window_counts(buckets: NDArray[np.int64]) -> NDArray[np.int64]:
     """Return (windows, 4) bucket counts of every full sliding window."""
     onehot = np.zeros((len(buckets) + 1, 4), dtype=np.int64)
     onehot[np.arange(1, len(buckets) + 1), buckets] = 1
@@ -73,11 +76,12 @@ def _window_counts(buckets):
     return cumulative[WINDOW:] - cumulative[:-WINDOW]
 
 
-def _is_underconfident(calibrated):
+def _is_underconfident(calibrated: Any) -> bool:
     return calibrated.adjustment_reason == REASON_UNDERCONFIDENT_CALIBRATION
 
 
-def measure(scenario, streams, length, seed, dof=3, index=0):
+def measure(scenario: tuple[str, float], streams: int, length: int, seed: int, dof: int = 3,
+            index: int = 0) -> tuple[dict[str, tuple[float, float]], float]:
     """Return {policy: (rate, standard error)} and the underconfident fraction for a scenario."""
     policies = [make_policy(name, {'degrees_of_freedom': dof}
                             if 'degrees_of_freedom' in policy_parameters(name) else {})
@@ -98,7 +102,7 @@ def measure(scenario, streams, length, seed, dof=3, index=0):
     return result, float(under_rates.mean())
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     """Run every scenario and print a markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--streams', type=int, default=40, help='independent streams (40)')

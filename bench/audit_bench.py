@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from project_ghost_feedback.audit import run_audit
 from project_ghost_feedback.core.feedback import parse_policy
@@ -39,8 +41,10 @@ from project_ghost_feedback.audit.task import audit_bag
 from project_ghost_feedback.core.feedback import policy_names
 from project_ghost_feedback.telemetry import replay_bag
 
+_T = TypeVar('_T')
 
-def _generate(directory, bags, assessments):
+
+def _generate(directory: str, bags: int, assessments: int) -> list[str]:
     code = ('import sys; from project_ghost_feedback.audit.synthetic import write_fleet; '
             'write_fleet(sys.argv[1], int(sys.argv[2]), assessments=int(sys.argv[3]))')
     subprocess.run([sys.executable, '-c', code, directory, str(bags), str(assessments)],
@@ -48,17 +52,17 @@ def _generate(directory, bags, assessments):
     return sorted(os.path.join(directory, name) for name in os.listdir(directory))
 
 
-def _rss_mib():
+def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _timed(function):
+def _timed(function: Callable[[], _T]) -> tuple[float, _T]:
     start = time.perf_counter()
     result = function()
     return time.perf_counter() - start, result
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--bags', type=int, default=200)
@@ -77,8 +81,8 @@ def main(argv=None):
         print(f'audit bench: {args.bags} bags x {args.assessments} assessments '
               f'({total} assessments, {len(specs)} policies each), {os.cpu_count()} CPUs, '
               f'load {os.getloadavg()[0]:.1f}; generated in {seconds:.1f} s')
-        rates = {}
-        worker_rss = {}
+        rates: dict[str, float] = {}
+        worker_rss: dict[int, Any] = {}
         runs = [(1, True)] + [(2, secure) for _ in range(args.pairs) for secure in (True, False)]
         for workers, secure in runs:
             start, cluster = _timed(lambda: local_cluster(workers, secure=secure))  # noqa: B023

@@ -37,8 +37,11 @@ import math
 import random
 import statistics
 import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, cast
 
 from project_ghost_feedback.bridge.belief_claim import claim_levels, ClaimThresholds
+from project_ghost_feedback.bridge.geometry import PoseError
 from project_ghost_feedback.bridge.decorrelation import OutcomePacer
 from project_ghost_feedback.bridge.geometry import pose_error
 from project_ghost_feedback.core import (
@@ -66,7 +69,7 @@ WARMUP_NS = 30 * NS_PER_S
 CONFIG = StackConfig(truth_rate_multiple=1)
 
 
-def _pairs(stack):
+def _pairs(stack: LocalizationStack) -> Iterator[tuple[Any, PoseError, Any]]:
     """Yield (sample, PoseError, claim) per estimate of ``stack``."""
     thresholds = ClaimThresholds()
     for sample in stack.run():
@@ -78,17 +81,19 @@ def _pairs(stack):
         yield sample, error, claim_levels(sample.pose_covariance, thresholds)
 
 
-def _run(seed, phases, policy, evaluate_assessments, target=0.1):
+def _run(seed: int, phases: Sequence[StackPhase], policy: str, evaluate_assessments: bool,
+         target: float = 0.1) -> dict[str, dict[str, Any]]:
     """Return per-pipeline results for one seeded run of the policy named ``policy``.
 
     ``target``: the pacer's target autocorrelation (the bridge's default 0.1).
     """
-    pipelines = {'decorrelated': OutcomePacer(target_autocorrelation=target),
-                 'every sample': None}
+    pipelines: dict[str, OutcomePacer | None] = {
+        'decorrelated': OutcomePacer(target_autocorrelation=target), 'every sample': None}
     loops = {name: FeedbackLoop(LoopConfig.make(policy, None, MAX_HISTORY, 4096))
              for name in pipelines}
-    results = {name: {'full': 0, 'false': 0, 'detect': None, 'back': None, 'emitted': 0}
-               for name in pipelines}
+    results: dict[str, dict[str, Any]] = {
+        name: {'full': 0, 'false': 0, 'detect': None, 'back': None, 'emitted': 0}
+        for name in pipelines}
     spans = {name: (start, end) for name, start, end in
              LocalizationStack(config=CONFIG, phases=phases).phase_spans_ns()}
     for sample, error, (overall, axes, blocks) in _pairs(
@@ -109,6 +114,7 @@ def _run(seed, phases, policy, evaluate_assessments, target=0.1):
                 result['emitted'] += 1
             step = loops[name].assessment(raw)
             calibrated = step.calibrated
+            assert calibrated is not None  # no now_ns: an assessment is never refused
             in_tuned = sample.phase == 'tuned' and stamp >= WARMUP_NS
             if emitted and in_tuned and len(step.judged) == MAX_HISTORY:
                 result['full'] += 1
@@ -132,11 +138,12 @@ class _NoWarmUpPacer(OutcomePacer):
     """The pacer before issue 33: every sample emitted until the estimate had 50 samples."""
 
     @property
-    def warm(self):
+    def warm(self) -> bool:
         return True
 
 
-def _startup(seed, rate_hz, pacer, policy):
+def _startup(seed: int, rate_hz: float, pacer: OutcomePacer,
+             policy: str) -> tuple[float | None, int]:
     """Return (first false downgrade in s or None, outcomes emitted) of one honest start."""
     config = StackConfig(rate_hz=rate_hz, truth_rate_multiple=1)
     loop = FeedbackLoop(LoopConfig.make(policy, None, MAX_HISTORY, 4096))
@@ -153,12 +160,13 @@ def _startup(seed, rate_hz, pacer, policy):
         step = loop.assessment(BeliefSelfAssessment(
             stamp, overall, tuple(NamedLevel(k, v) for k, v in axes.items()),
             tuple(NamedLevel(k, v) for k, v in blocks.items())))
+        assert step.calibrated is not None  # no now_ns: an assessment is never refused
         if step.calibrated.was_downgraded:
             return stamp / NS_PER_S, emitted
     return None, emitted
 
 
-def _independent_startups(outcomes, runs, policy, seed=1):
+def _independent_startups(outcomes: int, runs: int, policy: str, seed: int = 1) -> float:
     """Return the fraction of starts with independent calibrated outcomes downgraded early."""
     rng = random.Random(seed)
     level = SelfAssessmentLevel.KNOWN
@@ -171,13 +179,14 @@ def _independent_startups(outcomes, runs, policy, seed=1):
             loop.outcome(PredictionOutcome(2 * i, 2 * i, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), p, o))
             step = loop.assessment(BeliefSelfAssessment(
                 2 * i + 1, level, (NamedLevel('x', level),), (NamedLevel('position', level),)))
+            assert step.calibrated is not None  # no now_ns: an assessment is never refused
             if step.calibrated.was_downgraded:
                 downgraded += 1
                 break
     return downgraded / runs
 
 
-def bench_startup(seeds, policy):
+def bench_startup(seeds: int, policy: str) -> None:
     """Print the start-up table (honest starts downgraded in their first 60 s)."""
     print(f'\nstart-up: honest starts downgraded in their first {STARTUP_S:.0f} s, {seeds} seeds, '
           f'policy {policy}, max_history {MAX_HISTORY}\n')
@@ -185,6 +194,7 @@ def bench_startup(seeds, policy):
           '| outcomes per start | independent outcomes, same count |')
     print('|---|---|---|---|---|---|')
     for rate_hz in (10.0, 20.0):
+        make: Callable[[], OutcomePacer]
         for name, make in (('warm-up 50 (default)', OutcomePacer),
                            ('no warm-up (before)', _NoWarmUpPacer)):
             runs = [_startup(seed, rate_hz, make(), policy) for seed in range(seeds)]
@@ -198,7 +208,7 @@ def bench_startup(seeds, policy):
                   f'| {independent:.1%} (2000 runs) |')
 
 
-def bench_pairs(seconds=60.0):
+def bench_pairs(seconds: float = 60.0) -> float:
     stack = LocalizationStack(config=CONFIG, phases=(StackPhase('tuned', seconds),), seed=99)
     samples = [s for s in stack.run() if s.is_estimate]
     pacer, thresholds = OutcomePacer(), ClaimThresholds()
@@ -211,14 +221,15 @@ def bench_pairs(seconds=60.0):
     return len(samples) / (time.perf_counter() - start)
 
 
-def _spread(values):
+def _spread(values: Sequence[float | None]) -> str:
     values = [v for v in values if v is not None]
     if not values:
         return 'never'
-    return f'{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})'
+    known = cast('list[float]', values)   # the Nones are filtered out above
+    return f'{statistics.median(known):.1f} ({min(known):.1f}-{max(known):.1f})'
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     """Run the bench and print a markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--seeds', type=int, default=12,

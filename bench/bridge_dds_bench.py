@@ -39,6 +39,8 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 from harness import (
     cpu_per_message,
@@ -56,7 +58,7 @@ for _i in range(6):
 INPUT_DEPTH = 1000
 
 
-def _odometry(msg_type, stamp_ns, x, yaw):
+def _odometry(msg_type: Callable[[], Any], stamp_ns: int, x: float, yaw: float) -> Any:
     msg = msg_type()
     msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, NS_PER_S)
     msg.header.frame_id = 'odom'
@@ -66,7 +68,7 @@ def _odometry(msg_type, stamp_ns, x, yaw):
     return msg
 
 
-def make_relay(namespace):
+def make_relay(namespace: str) -> Any:
     """Return the bare relay node (``--serve-relay``): the bridge's QoS, none of its work."""
     import rclpy
     from nav_msgs.msg import Odometry
@@ -83,7 +85,7 @@ def make_relay(namespace):
     outcome, assessment = PredictionOutcome(), BeliefSelfAssessment()
     outcome.schema_version = assessment.schema_version = PredictionOutcome.SCHEMA_VERSION
 
-    def on_estimate(msg):
+    def on_estimate(msg: Any) -> None:
         outcome.header = assessment.header = msg.header
         outcomes.publish(outcome)
         assessments.publish(assessment)
@@ -96,7 +98,7 @@ def make_relay(namespace):
 class Process(MeasuredProcess):
     """A node under test as its own process (the relay or the bridge), in ``namespace``."""
 
-    def __init__(self, kind, namespace, executor='single_threaded'):
+    def __init__(self, kind: str, namespace: str, executor: str = 'single_threaded') -> None:
         python = [sys.executable]
         if kind == 'relay':
             command = python + [os.path.abspath(__file__), '--serve-relay', namespace,
@@ -114,7 +116,7 @@ class Process(MeasuredProcess):
 class Driver(DriverNode):
     """This process's side: publishes the two inputs, counts the outputs and /diagnostics."""
 
-    def __init__(self, namespace, target):
+    def __init__(self, namespace: str, target: MeasuredProcess) -> None:
         from nav_msgs.msg import Odometry
         from project_ghost_feedback_msgs.msg import BeliefSelfAssessment, PredictionOutcome
         from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -137,24 +139,25 @@ class Driver(DriverNode):
         self.start()
 
     @property
-    def status(self):
+    def status(self) -> dict[str, str]:
         """Return the bridge's last /diagnostics values (empty before the first)."""
         return self.diagnostics or {}
 
-    def _count(self, key):
+    def _count(self, key: str) -> None:
         self.received[key] += 1
 
-    def spin_until(self, condition, what, timeout=120.0, poll_s=0.0002):
+    def spin_until(self, condition: Callable[[], object], what: str, timeout: float = 120.0,
+                   poll_s: float = 0.0002) -> None:
         self.wait_until(condition, what, self.target, timeout, poll_s)
 
-    def send_pair(self):
+    def send_pair(self) -> None:
         for msg in (self.reference, self.estimate):
             msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(self.stamp_ns, NS_PER_S)
         self.references.publish(self.reference)
         self.estimates.publish(self.estimate)
         self.stamp_ns += NS_PER_S // 1000
 
-    def connect(self):
+    def connect(self) -> None:
         """Wait for the match, then send pairs until one comes back (best-effort inputs)."""
         self.spin_until(lambda: (self.estimates.get_subscription_count() >= 1
                                  and self.references.get_subscription_count() >= 1
@@ -163,7 +166,7 @@ class Driver(DriverNode):
                         'the match', timeout=60.0)
         last = 0.0
 
-        def answered():
+        def answered() -> bool:
             nonlocal last
             if time.monotonic() - last > 0.1:
                 self.send_pair()
@@ -172,14 +175,14 @@ class Driver(DriverNode):
 
         self.spin_until(answered, 'a first answer', timeout=60.0)
 
-    def warm_up(self, pairs=200):
+    def warm_up(self, pairs: int = 200) -> None:
         """Send ``pairs`` pairs one at a time, each after the previous answer."""
         for _ in range(pairs):
             sent = self.received['assessments'] + 1
             self.send_pair()
             self.spin_until(lambda: self.received['assessments'] >= sent, 'a warm-up answer')
 
-    def flow(self, pairs, in_flight):
+    def flow(self, pairs: int, in_flight: int) -> tuple[float, float]:
         """Send ``pairs`` pairs, at most ``in_flight`` ahead; return (pairs/s, CPU us/pair)."""
         base = self.received['assessments']
         cpu0, start = self.target.cpu_s(), time.perf_counter()
@@ -192,7 +195,7 @@ class Driver(DriverNode):
         elapsed, cpu = time.perf_counter() - start, self.target.cpu_s() - cpu0
         return pairs / elapsed, cpu / pairs * 1e6
 
-    def paced(self, rate_hz, pairs):
+    def paced(self, rate_hz: float, pairs: int) -> int:
         """Send ``pairs`` pairs at ``rate_hz``; wait for the answers; return how many came.
 
         Best-effort inputs may lose a few under load: the wait ends when every answer came or
@@ -207,7 +210,7 @@ class Driver(DriverNode):
             time.sleep(0.01)
         return self.received['assessments'] - base
 
-    def fixed_rate(self, rate_hz, duration_s):
+    def fixed_rate(self, rate_hz: float, duration_s: float) -> dict[str, Any]:
         """Send pairs open loop at ``rate_hz`` for ``duration_s``; return the figures."""
         quiet_until = time.monotonic() + 2.0   # > 3 diagnostics periods: a status after the flow
         self.spin_until(lambda: time.monotonic() > quiet_until, 'a quiet status', poll_s=0.05)
@@ -220,7 +223,7 @@ class Driver(DriverNode):
         elapsed = (end_ns - start_ns) / NS_PER_S
         cpu = self.target.cpu_s() - cpu0
 
-        def settled():
+        def settled() -> bool:
             status = self.status
             taken = (int(status.get('estimates_received', 0))
                      + int(status.get('estimate_messages_missed', 0)))
@@ -246,7 +249,8 @@ class Driver(DriverNode):
         }
 
 
-def run(args, executor='single_threaded', fixed_rate=False):
+def run(args: argparse.Namespace, executor: str = 'single_threaded',
+        fixed_rate: bool = False) -> dict[str, dict[str, Any]]:
     """Return {'relay': figures, 'bridge': figures} for one executor.
 
     Relay and bridge run at once, each in its own namespace with its own driver: the CPU figure
@@ -254,8 +258,9 @@ def run(args, executor='single_threaded', fixed_rate=False):
     see the same load; then each flow-controlled run, then the bridge's accounting.
     """
     kinds = ('relay', 'bridge')
-    targets, drivers = {}, {}
-    figures = {kind: {'cpu_runs': [], 'cpu_loads': []} for kind in kinds}
+    targets: dict[str, Process] = {}
+    drivers: dict[str, Driver] = {}
+    figures: dict[str, dict[str, Any]] = {kind: {'cpu_runs': [], 'cpu_loads': []} for kind in kinds}
     try:
         for kind in kinds:
             namespace = f'/bridge_dds_bench_{kind}_{executor}_{os.getpid()}'
@@ -264,10 +269,11 @@ def run(args, executor='single_threaded', fixed_rate=False):
         for kind in kinds:
             drivers[kind].connect()
             drivers[kind].warm_up()
-        ratios = []
+        ratios: list[float] = []
         for round_ in range(args.cpu_repeats):
-            now = {}
+            now: dict[str, float] = {}
             for kind in kinds if round_ % 2 == 0 else kinds[::-1]:
+                answered: list[int]
                 driver, answered = drivers[kind], []
                 cpu_us, _, loads = cpu_per_message(
                     targets[kind],
@@ -300,7 +306,7 @@ def run(args, executor='single_threaded', fixed_rate=False):
     return figures
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """Run the bench and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--pairs', type=int, default=20_000,
@@ -329,7 +335,7 @@ def main(argv=None):
 
     pure = None if args.no_pure else bench_pairs(60.0)
     executors = args.executors.split(',')
-    figures = {}
+    figures: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
     for name in executors:
         both = run(args, name, fixed_rate=(name == executors[0]))
         figures[name] = (both['relay'], both['bridge'])

@@ -14,6 +14,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
@@ -31,7 +32,7 @@ TARGET_US_AT_32 = 10.0
 WINDOWS = (32, 1024)
 
 
-def make_outcomes(count):
+def make_outcomes(count: int) -> list[PredictionOutcome]:
     """Return ``count`` chronologically ordered outcomes spread over all four buckets."""
     distances = (0.3, 0.9, 1.7, 2.8, 3.4, 4.9, 6.5, math.inf)
     return [
@@ -47,9 +48,9 @@ def make_outcomes(count):
     ]
 
 
-def median_us(call, repeats, loops):
+def median_us(call: Callable[[], object], repeats: int, loops: int) -> tuple[float, float]:
     """Return the median over ``repeats`` of the mean microseconds per call of ``loops`` calls."""
-    samples = []
+    samples: list[float] = []
     for _ in range(repeats):
         start = time.perf_counter_ns()
         for _ in range(loops):
@@ -58,7 +59,7 @@ def median_us(call, repeats, loops):
     return statistics.median(samples), min(samples)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--repeats', type=int, default=15, help='timed repeats (default 15)')
@@ -68,8 +69,8 @@ def main(argv=None):
 
     raw = BeliefSelfAssessment(
         123_456_789, SelfAssessmentLevel.KNOWN,
-        [NamedLevel('position_x', SelfAssessmentLevel.KNOWN)],
-        [NamedLevel('pose', SelfAssessmentLevel.KNOWN)])
+        (NamedLevel('position_x', SelfAssessmentLevel.KNOWN),),
+        (NamedLevel('pose', SelfAssessmentLevel.KNOWN),))
     policy = MahalanobisDowngradePolicy()
 
     print('core_bench: pure core of project_ghost_feedback (ADR-0026)')
@@ -79,7 +80,7 @@ def main(argv=None):
     print(f'python: {platform.python_implementation()} {platform.python_version()}')
     print(f'method: time.perf_counter_ns, median of {args.repeats} repeats '
           f'(min in brackets), {args.loops} calls per repeat at 32 outcomes')
-    results = {}
+    results: dict[int, float] = {}
     for window in WINDOWS:
         outcomes = make_outcomes(window)
         loops = max(10, args.loops * 32 // window)

@@ -29,6 +29,8 @@ import math
 import random
 import statistics
 import time
+from collections.abc import Sequence
+from typing import Any, cast
 
 from project_ghost_feedback.core import BeliefSelfAssessment, NS_PER_S, PredictionOutcome
 from project_ghost_feedback.core import SelfAssessmentLevel
@@ -41,7 +43,7 @@ from project_ghost_feedback.core.innovation import (
 )
 from project_ghost_feedback.core.feedback.chi_square import chi_square_quantile
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
-from project_ghost_feedback.bridge.navsat_innovation import NavSatInnovations
+from project_ghost_feedback.bridge.navsat_innovation import FixInnovation, NavSatInnovations
 from project_ghost_feedback.navsat_reference import enu_to_geodetic
 from project_ghost_feedback.sim.random_walk_filter import RandomWalkFilter
 
@@ -75,14 +77,14 @@ class GnssSource:
     ``S = P_est + P_fix``. The fault: the fix's true noise std ``k`` times its claim.
     """
 
-    def __init__(self, rng):
+    def __init__(self, rng: random.Random) -> None:
         self.kf = RandomWalkFilter(rng, 3, q=Q, r=R)
         self.rng = rng
         self.fixes = NavSatInnovations(DATUM)
         self.noise_factor = 1.0
         self.bias_m = 0.0
 
-    def innovation(self, stamp):
+    def innovation(self, stamp: int) -> tuple[Sequence[float], Sequence[float]]:
         kf = self.kf
         kf.step()
         covariance = [0.0] * 36
@@ -93,49 +95,53 @@ class GnssSource:
         enu = [kf.truth[i] + self.rng.gauss(0.0, sigma) for i in range(3)]
         enu[0] += self.bias_m
         claimed = [GNSS_R if i == j else 0.0 for i in range(3) for j in range(3)]
-        fix = self.fixes.take_fix(stamp, 0, *enu_to_geodetic(*enu, DATUM), 2, claimed)
+        fix = self.fixes.take_fix(stamp, 0, *enu_to_geodetic(enu[0], enu[1], enu[2], DATUM), 2,
+                                  claimed)
+        assert isinstance(fix, FixInnovation), fix
         return fix.innovation, fix.covariance
 
 
 class FilterSource:
     """The other rows: the filter's own innovations, diagonal S."""
 
-    def __init__(self, rng, m):
+    def __init__(self, rng: random.Random, m: int) -> None:
         self.kf = RandomWalkFilter(rng, m, q=Q, r=R)
         self.m = m
 
     @property
-    def noise_factor(self):
+    def noise_factor(self) -> float:
         return self.kf.noise_factor
 
     @noise_factor.setter
-    def noise_factor(self, value):
+    def noise_factor(self, value: float) -> None:
         self.kf.noise_factor = value
 
-    def innovation(self, stamp):
+    def innovation(self, stamp: int) -> tuple[Sequence[float], Sequence[float]]:
         e, s = self.kf.step()
         m = self.m
         return e, [s[i] if i == j else 0.0 for i in range(m) for j in range(m)]
 
 
-def run(kinds, seed, seconds, fault_at_s=None, k=1.0, stop_level=None, gnss=False, bias_m=0.0,
-        reasons=False):
+def run(kinds: Sequence[int], seed: int, seconds: float, fault_at_s: float | None = None,
+        k: float = 1.0, stop_level: SelfAssessmentLevel | None = None, gnss: bool = False,
+        bias_m: float = 0.0, reasons: bool = False) -> list[tuple[Any, ...]]:
     """Return [(stamp_s, level)] of every assessment (stops at ``stop_level`` after the fault).
 
     The fault at ``fault_at_s``: the measurement noise ``k`` times its claim and, GNSS row, the
     fix offset by ``bias_m`` metres east. ``reasons``: (stamp_s, level, reason) instead.
     """
     rng = random.Random(seed)
-    source = GnssSource(rng) if gnss else FilterSource(rng, len(kinds))
+    source: GnssSource | FilterSource = (GnssSource(rng) if gnss
+                                         else FilterSource(rng, len(kinds)))
     pairing = InnovationPairing()
     loop = FeedbackLoop(LoopConfig.make())
-    levels = []
+    levels: list[tuple[Any, ...]] = []
     for n in range(1, int(seconds * RATE_HZ) + 1):
         stamp = n * PERIOD_NS
         if fault_at_s is not None and stamp >= fault_at_s * NS_PER_S:
             source.noise_factor = k
             if gnss:
-                source.bias_m = bias_m
+                cast(GnssSource, source).bias_m = bias_m
         e, cov = source.innovation(stamp)
         row = pairing.push('source', stamp, e, cov, kinds)
         if not isinstance(row, InnovationOutcome):
@@ -146,6 +152,7 @@ def run(kinds, seed, seconds, fault_at_s=None, k=1.0, stop_level=None, gnss=Fals
             bias_evidence_nats=row.bias_evidence_nats,
             bias_position_share=row.bias_position_share))
         step = loop.assessment(BeliefSelfAssessment(row.observed_stamp_ns, KNOWN))
+        assert step.calibrated is not None  # no now_ns: an assessment is never refused
         level = step.calibrated.adjusted_overall_level
         levels.append((stamp / NS_PER_S, level, step.calibrated.adjustment_reason) if reasons
                       else (stamp / NS_PER_S, level))
@@ -155,7 +162,8 @@ def run(kinds, seed, seconds, fault_at_s=None, k=1.0, stop_level=None, gnss=Fals
     return levels
 
 
-def bias_channel(hours, runs, biases=(0.5, 1.0), seed0=7000):
+def bias_channel(hours: float, runs: int, biases: Sequence[float] = (0.5, 1.0), seed0: int = 7000
+                 ) -> tuple[dict[str, int], float, list[tuple[float, float, int, int]]]:
     """Run the GNSS row for hours: false episodes per hour by channel, time to find a fix bias.
 
     Honest streams of 1 h after the bias channel's warm-up (3000 outcomes, 600 s at 5/s): every
@@ -175,9 +183,10 @@ def bias_channel(hours, runs, biases=(0.5, 1.0), seed0=7000):
                 episodes['bias' if reason.startswith('biased_') else 'scale'] += 1
             previous = level
         observed_h += 1.0
-    rows = []
+    rows: list[tuple[float, float, int, int]] = []
     for b in biases:
-        found, by_bias = [], 0
+        found: list[float] = []
+        by_bias = 0
         for i in range(runs):
             levels = run(SOURCES[GNSS], seed0 + 10_000 + i, warm_s + 120, fault_at_s=warm_s,
                          bias_m=b, stop_level=SelfAssessmentLevel.UNCERTAIN, gnss=True,
@@ -190,9 +199,10 @@ def bias_channel(hours, runs, biases=(0.5, 1.0), seed0=7000):
     return episodes, observed_h, rows
 
 
-def false_downgrades(kinds, starts, seconds, seed0, gnss=False):
+def false_downgrades(kinds: Sequence[int], starts: int, seconds: float, seed0: int,
+                     gnss: bool = False) -> tuple[float, float, float, float, float]:
     downgraded = 0
-    first_times = []
+    first_times: list[float] = []
     hours = 0.0
     for i in range(starts):
         levels = run(kinds, seed0 + i, seconds, gnss=gnss)
@@ -207,8 +217,10 @@ def false_downgrades(kinds, starts, seconds, seed0, gnss=False):
     return p, se, per_hour, math.sqrt(downgraded) / hours, 3.0 / hours
 
 
-def delays(kinds, runs, k, stop_level, seed0, honest_s=10, after_s=60, gnss=False):
-    values = []
+def delays(kinds: Sequence[int], runs: int, k: float, stop_level: SelfAssessmentLevel, seed0: int,
+           honest_s: float = 10, after_s: float = 60,
+           gnss: bool = False) -> tuple[float, float, float, int]:
+    values: list[float] = []
     for i in range(runs):
         levels = run(kinds, seed0 + i, honest_s + after_s, fault_at_s=honest_s, k=k,
                      stop_level=stop_level, gnss=gnss)
@@ -221,7 +233,7 @@ def delays(kinds, runs, k, stop_level, seed0, honest_s=10, after_s=60, gnss=Fals
     return mean, se, statistics.median(values), len(values) - len(finite)
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--quick', action='store_true', help='short run')
     parser.add_argument('--starts', type=int, default=200, help='honest starts per source')
@@ -253,7 +265,7 @@ def main():
         d15 = delays(kinds, runs, 1.5, SelfAssessmentLevel.UNCERTAIN, 50_000, gnss=gnss)
         d3 = delays(kinds, runs, 3.0, UNKNOWN, 90_000, gnss=gnss)
 
-        def fmt(d):
+        def fmt(d: tuple[float, float, float, int]) -> str:
             missed = f', {d[3]} not in 60 s' if d[3] else ''
             return f'{d[0]:.2f} +- {d[1]:.2f}, {d[2]:.1f}{missed}'
         print(f'| {name} | {RATE_HZ if both else RATE_HZ / 2:g} | {100 * p:.1f}% +- '
@@ -277,7 +289,7 @@ def main():
         print(f'<!-- {time.monotonic() - t0:.0f} s -->')
 
 
-def poisson_upper(count):
+def poisson_upper(count: int) -> float:
     """Return the exact 95% upper bound (one-sided 97.5%) of a Poisson count."""
     return chi_square_quantile(0.975, 2 * count + 2) / 2.0
 

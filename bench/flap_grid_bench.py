@@ -23,9 +23,10 @@ import math
 import time
 
 import numpy as np
+from numpy.typing import NDArray
 
 from project_ghost_feedback.analysis import vec3_sim
-from project_ghost_feedback.core.feedback import make_policy
+from project_ghost_feedback.core.feedback import make_policy, Vec3ScalePolicy
 
 KNOWN = 2
 WINDOW = 32
@@ -37,15 +38,16 @@ CONFIGS = {'budget 1 per 24 h at 10 outcomes/s (default)': ({}, 10.0),
            'budget 0 (per-window thresholds)': ({'false_alarm_budget_per_day': 0.0}, None)}
 
 
-def _median_se(values, rng):
+def _median_se(values: NDArray[np.int64], rng: np.random.Generator) -> tuple[float, float]:
     """Return (median, bootstrap s.e. over 200 resamples) of ``values``."""
     boots = [np.median(rng.choice(values, len(values))) for _ in range(200)]
     return float(np.median(values)), float(np.std(boots))
 
 
-def flapping(policy, rate_hz, rng, streams, length):
+def flapping(policy: Vec3ScalePolicy, rate_hz: float | None, rng: np.random.Generator,
+             streams: int, length: int) -> dict[float, tuple[float, float]]:
     """Return ``{k: (changes per 1000, s.e.)}`` over the grid."""
-    out = {}
+    out: dict[float, tuple[float, float]] = {}
     for k in GRID:
         xp, xo = vec3_sim.squared_distances(rng, streams, BURN + length, scale=k)
         lv = vec3_sim.levels(policy, xp, xo, WINDOW, rate_hz=rate_hz)[:, BURN:]
@@ -54,10 +56,11 @@ def flapping(policy, rate_hz, rng, streams, length):
     return out
 
 
-def outliers(policy, rate_hz, rng, streams):
+def outliers(policy: Vec3ScalePolicy, rate_hz: float | None, rng: np.random.Generator,
+             streams: int) -> dict[tuple[float, float], tuple[float, float, float, float]]:
     """Return per band ``(share downgraded at the outlier, median hold, its s.e.)``."""
     at = BURN
-    out = {}
+    out: dict[tuple[float, float], tuple[float, float, float, float]] = {}
     for low, high in BANDS:
         xp, xo = vec3_sim.squared_distances(rng, streams, at + 4 * WINDOW)
         d = rng.uniform(low, high, streams)
@@ -76,7 +79,8 @@ def outliers(policy, rate_hz, rng, streams):
     return out
 
 
-def per_window(policy, rng, streams, length):
+def per_window(policy: Vec3ScalePolicy, rng: np.random.Generator, streams: int,
+               length: int) -> tuple[float, float]:
     """Return (share of full windows downgraded, s.e. over streams), budget-free policy."""
     xp, xo = vec3_sim.squared_distances(rng, streams, length)
     lv = vec3_sim.levels(policy, xp, xo, WINDOW)[:, WINDOW - 1:]
@@ -84,7 +88,7 @@ def per_window(policy, rng, streams, length):
     return float(down.mean()), float(down.std(ddof=1) / math.sqrt(streams))
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--streams', type=int, default=40, help='streams per k')
     parser.add_argument('--length', type=int, default=5000, help='outcomes per stream')
@@ -100,6 +104,7 @@ def main():
     for name, (parameters, rate_hz) in CONFIGS.items():
         started = time.time()
         policy = make_policy('vec3_scale', parameters)
+        assert isinstance(policy, Vec3ScalePolicy)
         print(f'\n### vec3_scale, {name}\n')
         flaps = flapping(policy, rate_hz, rng, args.streams, args.length)
         worst = max(flaps, key=lambda k: flaps[k][0])

@@ -29,23 +29,27 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from project_ghost_feedback.core import NS_PER_S
+
+_T = TypeVar('_T')
 
 
 # -- report --------------------------------------------------------------------------------------
 
-def load_average():
+def load_average() -> str:
     """Return the 1, 5 and 15 minute load averages as text."""
     return ' '.join(f'{x:.2f}' for x in os.getloadavg())
 
 
-def load_1min():
+def load_1min() -> float:
     """Return the 1-minute load average."""
     return os.getloadavg()[0]
 
 
-def percentile(values, fraction):
+def percentile(values: Iterable[float], fraction: float) -> float:
     """Return the ``fraction`` quantile of ``values`` (nearest rank on the sorted list)."""
     ordered = sorted(values)
     if not ordered:
@@ -54,7 +58,7 @@ def percentile(values, fraction):
     return ordered[index]
 
 
-def machine_lines():
+def machine_lines() -> list[str]:
     """Return lines describing the machine, Python, rclpy and the load."""
     cpu = platform.processor() or 'unknown cpu'
     try:
@@ -89,7 +93,8 @@ class MeasuredProcess:
     not 0.
     """
 
-    def __init__(self, command, label, *, log_prefix, log_dir=None):
+    def __init__(self, command: Sequence[str], label: str, *, log_prefix: str,
+                 log_dir: str | None = None) -> None:
         import psutil
 
         self.label = label
@@ -98,16 +103,16 @@ class MeasuredProcess:
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
         self.ps = psutil.Process(self.process.pid)
 
-    def cpu_s(self):
+    def cpu_s(self) -> float:
         """Return the user + system CPU seconds used so far (all threads)."""
         times = self.ps.cpu_times()
         return times.user + times.system
 
-    def rss_bytes(self):
+    def rss_bytes(self) -> int:
         """Return the resident set size in bytes."""
         return self.ps.memory_info().rss
 
-    def check_alive(self):
+    def check_alive(self) -> None:
         """Raise RuntimeError with the log's tail when the process has exited."""
         if self.process.poll() is not None:
             self.log.flush()
@@ -115,7 +120,7 @@ class MeasuredProcess:
                 text = log.read()[-2000:]
             raise RuntimeError(f'{self.label} exited with {self.process.returncode}:\n{text}')
 
-    def stop(self, timeout=15.0):
+    def stop(self, timeout: float = 15.0) -> int | None:
         """Stop with SIGINT; SIGKILL and clean shared memory if it hangs; return the exit code.
 
         Idempotent: a second call returns the same exit code.
@@ -141,7 +146,7 @@ class MeasuredProcess:
 
 # -- bench-side nodes (the relays) ---------------------------------------------------------------
 
-def serve(make_node, executor_name):
+def serve(make_node: Callable[[], Any], executor_name: str) -> int:
     """Run ``make_node()`` (after ``rclpy.init``) until SIGINT or SIGTERM; return 0.
 
     The executor is the project's own ``make_executor(executor_name)`` and the spin loop the
@@ -175,7 +180,7 @@ def serve(make_node, executor_name):
 class CountsDiagnostics:
     """A relay's counters (``dict`` of ints) published on ``/diagnostics`` every ``period_s``."""
 
-    def __init__(self, node, name, counts, period_s):
+    def __init__(self, node: Any, name: str, counts: dict[str, int], period_s: float) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
 
         self._array_type = DiagnosticArray
@@ -183,7 +188,7 @@ class CountsDiagnostics:
         self._publisher = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._timer = node.create_timer(period_s, self.publish)
 
-    def publish(self):
+    def publish(self) -> None:
         """Publish the counters now."""
         from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
@@ -203,7 +208,7 @@ class DriverNode:
     ``estimates_received`` key when ``status_id`` is None).
     """
 
-    def __init__(self, name, namespace='', status_id=None):
+    def __init__(self, name: str, namespace: str = '', status_id: str | None = None) -> None:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.experimental import EventsExecutor
@@ -213,32 +218,34 @@ class DriverNode:
         rclpy.init(context=self.context)
         self.node = rclpy.create_node(name, namespace=namespace, context=self.context)
         self.status_id = status_id
-        self.diagnostics = None
+        self.diagnostics: dict[str, str] | None = None
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
         self._executor = EventsExecutor(context=self.context)
         self._stop = threading.Event()
-        self._thread = None
+        self._thread: threading.Thread | None = None
 
-    def start(self):
+    def start(self) -> None:
         """Start spinning on the background thread (after the entities are created)."""
         self._executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, name='bench_driver_spin', daemon=True)
         self._thread.start()
 
-    def _spin(self):
+    def _spin(self) -> None:
         from rclpy.task import Future
         never = Future()
         while not self._stop.is_set() and self.context.ok():
             self._executor.spin_until_future_complete(never, timeout_sec=0.1)
 
-    def _on_diagnostics(self, array):
+    def _on_diagnostics(self, array: Any) -> None:
         for status in array.status:
             if self.status_id is None or self.status_id in (status.hardware_id, status.name):
                 values = {kv.key: kv.value for kv in status.values}
                 if self.status_id is not None or 'published' in values:
                     self.diagnostics = values
 
-    def wait_until(self, condition, what, target=None, timeout=120.0, poll_s=0.001):
+    def wait_until(self, condition: Callable[[], object], what: str,
+                   target: MeasuredProcess | None = None, timeout: float = 120.0,
+                   poll_s: float = 0.001) -> None:
         """Wait until ``condition()`` is true (RuntimeError on timeout, or if ``target`` died)."""
         deadline = time.monotonic() + timeout
         while not condition():
@@ -248,7 +255,7 @@ class DriverNode:
                 raise RuntimeError(f'timed out after {timeout:g} s waiting for {what}')
             time.sleep(poll_s)
 
-    def close(self):
+    def close(self) -> None:
         """Stop the spin thread and shut the context down."""
         self._stop.set()
         if self._thread is not None:
@@ -258,14 +265,15 @@ class DriverNode:
         self._rclpy.try_shutdown(context=self.context)
 
 
-def run_paced(rate_hz, count, send):
+def run_paced(rate_hz: float, count: int,
+              send: Callable[[], _T]) -> tuple[int, int, list[_T], int]:
     """Call ``send()`` ``count`` times at ``rate_hz``; return (start_ns, end_ns, results, late).
 
     ``results`` are what ``send()`` returned, in order; ``late`` counts the sends that left more
     than 10 periods after their due time (the generator could not keep up then). Below 500 Hz
     the wait is one sleep; above, sleeps of at most 1 ms (catching up in bursts when late).
     """
-    results = []
+    results: list[_T] = []
     start = time.perf_counter_ns()
     period_ns = NS_PER_S / rate_hz
     done = late = 0
@@ -286,7 +294,8 @@ def run_paced(rate_hz, count, send):
     return start, time.perf_counter_ns(), results, late
 
 
-def climb(ladder, measure_step, label, drain=lambda: None):
+def climb(ladder: Iterable[float], measure_step: Callable[[float], dict[str, Any]], label: str,
+          drain: Callable[[], object] = lambda: None) -> tuple[float, list[dict[str, Any]]]:
     """Climb ``ladder`` until a rate is not sustained (twice); return (best, steps).
 
     ``measure_step(rate)`` returns a dict with at least ``sustained``, ``generator_limited``,
@@ -294,6 +303,8 @@ def climb(ladder, measure_step, label, drain=lambda: None):
     machine); a step where the generator could not send at the rate ends the ladder, its
     achieved rate a lower bound.
     """
+    best: float
+    steps: list[dict[str, Any]]
     best, steps = 0.0, []
     for rate in ladder:
         step = measure_step(rate)
@@ -316,7 +327,8 @@ def climb(ladder, measure_step, label, drain=lambda: None):
     return best, steps
 
 
-def cpu_per_message(target, run, messages, repeats=3):
+def cpu_per_message(target: MeasuredProcess, run: Callable[[], object], messages: int,
+                    repeats: int = 3) -> tuple[float, list[float], list[float]]:
     """Return CPU us per message of ``target``: (best, all repeats, load averages).
 
     ``run()`` sends ``messages`` messages at a rate the target sustains and returns once the
@@ -325,6 +337,8 @@ def cpu_per_message(target, run, messages, repeats=3):
     ``messages``. Best of ``repeats``: other processes on a shared machine only add to it
     (cache and scheduler effects), so the lowest is the closest to the cost itself.
     """
+    samples: list[float]
+    loads: list[float]
     samples, loads = [], []
     for _ in range(repeats):
         cpu0 = target.cpu_s()

@@ -40,6 +40,8 @@ import platform
 import random
 import statistics
 import time
+from collections.abc import Container, Iterator, Sequence
+from typing import Any, cast, TYPE_CHECKING
 
 
 from project_ghost_feedback.core import (
@@ -49,9 +51,11 @@ from project_ghost_feedback.core import (
 )
 from project_ghost_feedback.core.feedback import (
     build_calibration_history,
+    CalibrationAdjustmentPolicy,
     CalibrationHistory,
     make_policy,
     policy_names,
+    Vec3ScalePolicy,
 )
 from project_ghost_feedback.core.feedback.calibration_math import (
     bucket_probabilities,
@@ -61,6 +65,10 @@ from project_ghost_feedback.core import PredictionOutcome
 from project_ghost_feedback.sim import OutcomeModel
 from project_ghost_feedback.analysis import vec3_sim
 from project_ghost_feedback.analysis.schema2_history import schema2_history
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
 
 OVERCONFIDENCE_FACTORS = (1.5, 2.0, 10.0, 50.0)
 MIRRORED = ('vec3_scale',)
@@ -72,16 +80,16 @@ MODEL = OutcomeModel()
 class SlidingHistory:
     """The CalibrationHistory of the last ``size`` outcomes, updated in O(1) per outcome."""
 
-    def __init__(self, size):
+    def __init__(self, size: int) -> None:
         """Start empty with room for ``size`` outcomes."""
         self.size = size
-        self.position = collections.deque()
-        self.orientation = collections.deque()
-        self.buckets = collections.deque()
+        self.position: collections.deque[float] = collections.deque()
+        self.orientation: collections.deque[float] = collections.deque()
+        self.buckets: collections.deque[int] = collections.deque()
         self.counts = [0, 0, 0, 0]
         self.stamp = 0
 
-    def push(self, d_position, d_orientation):
+    def push(self, d_position: float, d_orientation: float) -> None:
         """Add one outcome's distances (the oldest leaves a full window)."""
         bucket = bucket_of_distance(max(d_position, d_orientation))
         self.position.append(d_position)
@@ -94,7 +102,7 @@ class SlidingHistory:
             self.counts[self.buckets.popleft()] -= 1
         self.stamp += 1
 
-    def history(self):
+    def history(self) -> CalibrationHistory:
         """Return the CalibrationHistory of the window."""
         c = self.counts
         return CalibrationHistory(
@@ -102,7 +110,7 @@ class SlidingHistory:
             max(self.orientation), self.stamp)
 
 
-def self_check(window):
+def self_check(window: int) -> None:
     """Assert that SlidingHistory folds exactly like build_calibration_history."""
     outcomes = MODEL.outcomes(3 * window, seed=1, overconfidence=2.5, start_stamp_sim_ns=1)
     sliding = SlidingHistory(window)
@@ -119,7 +127,7 @@ def self_check(window):
             expected.worst_orientation_mahalanobis), f'sliding history differs at outcome {i}'
 
 
-def exact_false_alarm_rate(policy, n):
+def exact_false_alarm_rate(policy: CalibrationAdjustmentPolicy, n: int) -> float:
     """Return the exact downgrade probability of a calibrated estimator on a window of ``n``."""
     own = getattr(policy, 'calibrated_downgrade_probability', None)
     if own is not None:
@@ -139,7 +147,7 @@ def exact_false_alarm_rate(policy, n):
     return total
 
 
-def calibrated_task(task):
+def calibrated_task(task: tuple[list[str], list[int], int, int]) -> dict[str, list[int]]:
     """Run calibrated streams; return per-policy false-downgrade statistics."""
     names, seeds, window, length = task
     policies = [make_policy(name) for name in names]
@@ -150,7 +158,7 @@ def calibrated_task(task):
     for seed in seeds:
         rng = random.Random(seed)
         sliding = SlidingHistory(window)
-        first = [None] * len(policies)
+        first: list[Any] = [None] * len(policies)   # per policy: None or the first downgrade's t
         for t in range(1, length + 1):
             sliding.push(*MODEL.draw_distances(rng))
             history = sliding.history()
@@ -175,11 +183,12 @@ def calibrated_task(task):
     return stats
 
 
-def detection_task(task):
+def detection_task(task: tuple[str, float, list[int], int, int]
+                   ) -> tuple[str, float, list[tuple[float, float]]]:
     """Return, for one policy and factor, (outcomes to first downgrade, to UNKNOWN) per seed."""
     name, factor, seeds, window, cap = task
     policy = make_policy(name)
-    delays = []
+    delays: list[tuple[float, float]] = []
     for seed in seeds:
         rng = random.Random(seed)
         while True:
@@ -201,19 +210,19 @@ def detection_task(task):
     return name, factor, delays
 
 
-def _chunks(seq, parts):
+def _chunks(seq: list[int], parts: int) -> list[list[int]]:
     size = max(1, math.ceil(len(seq) / parts))
     return [seq[i:i + size] for i in range(0, len(seq), size)]
 
 
-def _median(values):
+def _median(values: 'Sequence[float] | NDArray[np.float64]') -> str:
     finite = [v for v in values if v != math.inf]
     if len(finite) * 2 <= len(values):
         return 'never'
     return f'{statistics.median(values):g}'
 
 
-def run(args):
+def run(args: argparse.Namespace) -> str:
     """Run the bench and return the markdown report (str)."""
     names = args.policy or policy_names()
     self_check(args.window)
@@ -224,7 +233,7 @@ def run(args):
     calibrated_seeds = [base + i for i in range(args.runs)]
     tasks = [(names, chunk, args.window, args.stream_length)
              for chunk in _chunks(calibrated_seeds, args.jobs * 4)]
-    detection_tasks = []
+    detection_tasks: list[tuple[str, float, list[int], int, int]] = []
     for j, factor in enumerate(OVERCONFIDENCE_FACTORS):
         seeds = [base + (j + 1) * 10_000_000 + i for i in range(args.detection_runs)]
         for name in names:
@@ -241,7 +250,7 @@ def run(args):
     for stats in calibrated_results:
         for name, entry in stats.items():
             totals[name] = [a + b for a, b in zip(totals[name], entry)]
-    delays = collections.defaultdict(list)
+    delays: collections.defaultdict[tuple[str, float], list[Any]] = collections.defaultdict(list)
     for name, factor, values in detection_results:
         delays[name, factor].extend(values)
 
@@ -304,7 +313,7 @@ def run(args):
 GRADING_FACTORS = (1.25, 1.5, 2.0, 3.0, 10.0)
 
 
-def _window_histories(n):
+def _window_histories(n: int) -> Iterator[tuple[tuple[int, int, int, int], CalibrationHistory]]:
     """Yield ``(counts, history)`` for every bucket-count vector of a window of ``n``."""
     for c3 in range(n + 1):
         for c2 in range(n + 1 - c3):
@@ -314,7 +323,8 @@ def _window_histories(n):
                 yield counts, CalibrationHistory(n, *counts, worst, worst, 1)
 
 
-def exact_grading(policy, factor, n):
+def exact_grading(policy: CalibrationAdjustmentPolicy, factor: float,
+                  n: int) -> tuple[float, float, float]:
     """Return the exact (K, U, X) probabilities of one window of ``n`` i.i.d. outcomes at ``k``."""
     logs = [math.log(p) if p > 0.0 else -math.inf for p in bucket_probabilities(3, 2, factor)]
     shares = {level: 0.0 for level in SelfAssessmentLevel}
@@ -329,7 +339,8 @@ def exact_grading(policy, factor, n):
             shares[SelfAssessmentLevel.UNKNOWN])
 
 
-def issue12_report(names, window, v3=None):
+def issue12_report(names: Sequence[str], window: int,
+                   v3: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """Return the markdown lines of the exact grading table (issue 12); MC rows for ``v3``."""
     lines = ['', f'Grading at constant overconfidence k (exact enumeration of a full window of '
              f'{window}, i.i.d. Gaussian, 3 dof x 2 vectors): % of time KNOWN / UNCERTAIN / '
@@ -360,17 +371,20 @@ NO_CHAIN = {
 }
 
 
-def run_length_report(names, args, delays, v3=None):
+def run_length_report(names: Sequence[str], args: argparse.Namespace,
+                      delays: dict[tuple[str, float], list[Any]],
+                      v3: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """Return the markdown lines of the run-length and CUSUM-limit tables (issue 12)."""
     v3 = v3 or {}
     from project_ghost_feedback.analysis import arl_chain, cusum_limits
 
     policies = [make_policy(name) for name in names]
     started = time.perf_counter()
-    exact = {}
+    exact: dict[str, dict[str, Any]] = {}
     for policy in policies:
         if policy.policy_id in arl_chain.EXCEEDANCE_FORM:
-            exact[policy.policy_id] = arl_chain.exceedance_arl(policy, args.window)
+            exact[policy.policy_id] = arl_chain.exceedance_arl(
+                cast(arl_chain.ExceedancePolicy, policy), args.window)
     chain_s = time.perf_counter() - started
     started = time.perf_counter()
     mc = (arl_chain.first_passage_monte_carlo(policies, args.arl_runs, args.window,
@@ -386,7 +400,7 @@ def run_length_report(names, args, delays, v3=None):
              f'{mc_s:.0f} s.', '',
              '| policy | exact ARL (chain) | chain states / residual | MC ARL +- s.e. |',
              '|---|---|---|---|']
-    targets = {}
+    targets: dict[str, tuple[float, str]] = {}
     for name in names:
         mean, error, _ = mc[name]
         if name in exact:
@@ -415,7 +429,7 @@ def run_length_report(names, args, delays, v3=None):
               '| policy (in-control ARL) | k | policy median | full-info CUSUM median (ARL1) '
               '| bucket CUSUM median (ARL1, its ARL0) | policy / full | policy / bucket |',
               '|---|---|---|---|---|---|---|']
-    cache = {}
+    cache: dict[tuple[float, float], dict[str, Any]] = {}
     for name in list(names) + list(v3):
         target, how = targets[name]
         for factor in CUSUM_FACTORS:
@@ -441,7 +455,7 @@ def run_length_report(names, args, delays, v3=None):
 
 V3_VARIANTS = {'': {}, 'robust: winsorize_distance 4': {'winsorize_distance': 4.0}}
 """Parameter sets of each mirrored policy measured against the issue-28 targets."""
-ASSUMPTIONS = (
+ASSUMPTIONS: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (
     ('AR(1) phi = 0.3', {'ar1': 0.3}, {}), ('AR(1) phi = 0.6', {'ar1': 0.6}, {}),
     ('AR(1) phi = 0.9', {'ar1': 0.9}, {}),
     ('Student-t nu = 5 (covariance = claim)', {'student_nu': 5.0}, {}),
@@ -455,7 +469,8 @@ STEP_NS = 100_000_000
 """Stamp step of the outcomes the bench feeds the loop (10 Hz)."""
 
 
-def loop_levels(config, xp, xo, resets=()):
+def loop_levels(config: LoopConfig, xp: 'NDArray[np.float64]', xo: 'NDArray[np.float64]',
+                resets: Container[int] = ()) -> list[int]:
     """Return the level values ``core/loop.py`` publishes for one stream, as the node runs it.
 
     Each outcome (squared distances ``xp[t]``, ``xo[t]``) goes to ``FeedbackLoop.outcome`` and is
@@ -463,7 +478,7 @@ def loop_levels(config, xp, xo, resets=()):
     is recorded; before each index in ``resets`` the loop is reset (``~/reset``).
     """
     loop = FeedbackLoop(config)
-    out = []
+    out: list[int] = []
     for t, (p, o) in enumerate(zip(xp, xo)):
         stamp = (t + 1) * STEP_NS
         if t in resets:
@@ -472,11 +487,12 @@ def loop_levels(config, xp, xo, resets=()):
                                        math.sqrt(float(p)), math.sqrt(float(o))))
         step = loop.assessment(BeliefSelfAssessment(
             belief_stamp_sim_ns=stamp, overall_level=SelfAssessmentLevel.KNOWN))
+        assert step.calibrated is not None  # no now_ns: an assessment is never refused
         out.append(step.calibrated.adjusted_overall_level.value)
     return out
 
 
-def self_check_vec3(name, window, seed):
+def self_check_vec3(name: str, window: int, seed: int) -> None:
     """Assert that the numpy mirror gives the levels of adjust_following and of the loop.
 
     The loop (``core/loop.py``, as the node runs it) is reset in the middle of each stream; the
@@ -485,6 +501,7 @@ def self_check_vec3(name, window, seed):
     import numpy as np
     rng = np.random.default_rng(seed)
     policy = make_policy(name)
+    assert isinstance(policy, Vec3ScalePolicy)  # the mirrored policies
     config = LoopConfig.make(name, max_history=window)
     scale = np.concatenate([np.full(150, 1.0), np.linspace(1.0, 3.2, 300), np.full(60, 12.0),
                             np.full(90, 1.0)])
@@ -512,7 +529,8 @@ def self_check_vec3(name, window, seed):
 LOOP_FACTORS = (1.5, 2.0, 3.0, 10.0, 50.0)
 
 
-def loop_task(task):
+def loop_task(task: tuple[str, str, float | None, int, int, int]
+              ) -> tuple[str, float | None, Any]:
     """Run one chunk of the loop-driven Monte Carlo (``core/loop.py``); return its counts."""
     import numpy as np
     name, kind, factor, seed, runs, window = task
@@ -520,7 +538,7 @@ def loop_task(task):
     config = LoopConfig.make(name, max_history=window)
     if kind == 'reset':  # runs starts of `window` outcomes each, a reset before every start
         xp, xo = vec3_sim.squared_distances(rng, 1, runs * window)
-        lv = np.array(loop_levels(config, xp[0], xo[0], resets=set(range(0, runs * window,
+        lv: Any = np.array(loop_levels(config, xp[0], xo[0], resets=set(range(0, runs * window,
                                                                           window))))
         lv = lv.reshape(runs, window)
         return kind, factor, (int((lv == vec3_sim.UNKNOWN).any(1).sum()),
@@ -530,10 +548,12 @@ def loop_task(task):
         lv = np.array(loop_levels(config, xp[0], xo[0]))[window - 1:]
         return kind, factor, (int((lv != vec3_sim.KNOWN).sum()),
                               int((lv == vec3_sim.UNKNOWN).sum()), lv.size)
-    delays = []  # detection: 96 calibrated outcomes, KNOWN at the switch, then k x
+    # detection: 96 calibrated outcomes, KNOWN at the switch, then k x
+    delays: list[tuple[float, float]] = []
     burn, cap = 96, 4 * window
     while len(delays) < runs:
         bp, bo = vec3_sim.squared_distances(rng, 1, burn)
+        assert factor is not None  # the detection tasks have one
         ap, ao = vec3_sim.squared_distances(rng, 1, cap, scale=factor)
         lv = loop_levels(config, np.concatenate([bp[0], ap[0]]), np.concatenate([bo[0], ao[0]]))
         if lv[burn - 1] != vec3_sim.KNOWN:
@@ -545,25 +565,28 @@ def loop_task(task):
     return kind, factor, delays
 
 
-def loop_measure(name, args):
+def loop_measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
     """Return the loop-driven Monte Carlo figures of ``name`` (``core/loop.py``, no mirror)."""
     quick = args.runs < 200
-    sizes = {'reset': 2000 if quick else 20_000, 'calibrated': (4, 10_000) if quick
+    sizes: dict[str, Any] = {'reset': 2000 if quick else 20_000, 'calibrated': (4, 10_000) if quick
              else (20, 20_000), 'detect': 100 if quick else 500}
     parts = max(1, args.jobs * 2)
     seed = (args.seed << 8) + 77
-    tasks = [(name, 'reset', None, seed + i, math.ceil(sizes['reset'] / parts), args.window)
-             for i in range(parts)]
+    tasks: list[tuple[str, str, float | None, int, int, int]] = [
+        (name, 'reset', None, seed + i, math.ceil(sizes['reset'] / parts), args.window)
+        for i in range(parts)]
     tasks += [(name, 'calibrated', None, seed + 100 + i, sizes['calibrated'][1], args.window)
               for i in range(sizes['calibrated'][0])]
+    factor: float | None   # a factor of LOOP_FACTORS here, None below for the other kinds
     for j, factor in enumerate(LOOP_FACTORS):
         tasks += [(name, 'detect', factor, seed + 1000 * (j + 1) + i,
                    math.ceil(sizes['detect'] / parts), args.window) for i in range(parts)]
     started = time.perf_counter()
     with multiprocessing.Pool(args.jobs) as pool:
         results = pool.map(loop_task, tasks)
-    out = {'reset': [0, 0, 0], 'calibrated': [], 'delays': collections.defaultdict(list),
-           'seconds': time.perf_counter() - started, 'sizes': sizes}
+    out: dict[str, Any] = {
+        'reset': [0, 0, 0], 'calibrated': [], 'delays': collections.defaultdict(list),
+        'seconds': time.perf_counter() - started, 'sizes': sizes}
     for kind, factor, value in results:
         if kind == 'reset':
             out['reset'] = [a + b for a, b in zip(out['reset'], value)]
@@ -574,23 +597,25 @@ def loop_measure(name, args):
     return out
 
 
-def issue20_measure(mirrored, args):
+def issue20_measure(mirrored: Sequence[str], args: argparse.Namespace
+                    ) -> dict[str, dict[str, Any]]:
     """Return ``{name: figures}`` for every mirrored policy (and ``name (variant)``)."""
     import numpy as np
     quick = args.runs < 200
-    sizes = {'streams': 16 if quick else 100, 'length': 10_000 if quick else 20_000,
+    sizes: dict[str, Any] = {'streams': 16 if quick else 100, 'length': 10_000 if quick else 20_000,
              'arl': 400 if quick else 4000, 'detect': args.detection_runs,
              'steady': (8, 2000) if quick else (20, 5000), 'drift': 200 if quick else 2000,
              'assume': (6, 10_000) if quick else (20, 25_000),
              'reset': 200_000 if quick else 2_000_000}
-    result = {}
+    result: dict[str, dict[str, Any]] = {}
     for index, name in enumerate(mirrored):
         self_check_vec3(name, args.window, args.seed)
         for variant, parameters in V3_VARIANTS.items():
             key = f'{name} ({variant})' if variant else name
             policy = make_policy(name, parameters)
+            assert isinstance(policy, Vec3ScalePolicy)  # the mirrored policies
             rng = np.random.default_rng((args.seed, 20, index, len(result)))
-            m = {'sizes': sizes}
+            m: dict[str, Any] = {'sizes': sizes}
             calibrated = vec3_sim.calibrated_stream_figures(
                 policy, rng, sizes['streams'], sizes['length'], args.window)
             m.update(calibrated)
@@ -626,6 +651,7 @@ def issue20_measure(mirrored, args):
             m['assumptions'] = {}
             for label, model, extra in ASSUMPTIONS:
                 variant_policy = make_policy(name, {**parameters, **extra})
+                assert isinstance(variant_policy, Vec3ScalePolicy)
                 m['assumptions'][label] = vec3_sim.calibrated_stream_figures(
                     variant_policy, rng, streams, length, args.window, **model)
             m['assumptions']['underconfident k = 0.5'] = vec3_sim.calibrated_stream_figures(
@@ -634,7 +660,7 @@ def issue20_measure(mirrored, args):
     return result
 
 
-def _median_se(values, seed=0):
+def _median_se(values: 'ArrayLike', seed: int = 0) -> tuple[float, float]:
     """Return ``(median, bootstrap s.e.)`` of ``values`` (``inf`` allowed)."""
     import numpy as np
     values = np.asarray(values, dtype=float)
@@ -645,7 +671,7 @@ def _median_se(values, seed=0):
                                       else math.inf)
 
 
-def _fmt(value, error, pct=False, digits=2):
+def _fmt(value: float, error: float, *, pct: bool = False, digits: int = 2) -> str:
     scale = 100.0 if pct else 1.0
     unit = '%' if pct else ''
     if value == math.inf:
@@ -653,24 +679,25 @@ def _fmt(value, error, pct=False, digits=2):
     return f'{scale * value:.{digits}f}{unit} +- {scale * error:.{digits}f}'
 
 
-def _verdict(met):
+def _verdict(met: bool | None) -> str:
     return '(measured)' if met is None else '(met)' if met else '(**not met**)'
 
 
-def _zero_aware(count, total, digits):
+def _zero_aware(count: int, total: int, digits: int) -> str:
     """Return a share with its s.e., or for no event the 95% upper bound (3 / total)."""
     if count == 0:
         return f'0 of {total} (95% upper bound {100 * 3 / total:.{digits}f}%)'
     return f'{count} of {total}: {_share(count, total, digits)}'
 
 
-def _target_rows(m):
+def _target_rows(m: dict[str, Any]) -> list[tuple[str, str, Any]]:
     """Return ``(target, measured, met)`` rows of one mirrored policy's figures."""
     import numpy as np
     rows = [('false downgrades per full window <= 0.30%', _fmt(*m['false'], pct=True, digits=3),
              m['false'][0] <= 0.003),
             ('mean outcomes to the first false downgrade >= 3398 (from an empty window)',
              f'{m["arl"][0]:.0f} +- {m["arl"][1]:.0f}', m['arl'][0] >= 3398)]
+    limit: float
     for factor, limit in ((1.5, 6), (2.0, 3), (10.0, 1)):
         med, se = _median_se(m['delays'][factor][0])
         rows.append((f'median outcomes to the first downgrade at {factor:g}x <= {limit}',
@@ -728,12 +755,12 @@ def _target_rows(m):
     return rows
 
 
-def _share(count, total, digits):
+def _share(count: int, total: int, digits: int) -> str:
     p = count / max(total, 1)
     return _fmt(p, vec3_sim.binomial_se(p, total), pct=True, digits=digits)
 
 
-def loop_report(name, m, args):
+def loop_report(name: str, m: dict[str, Any], args: argparse.Namespace) -> list[str]:
     """Return the markdown lines of the loop-driven Monte Carlo beside the mirror's figures."""
     import numpy as np
     loop = m['loop']
@@ -770,11 +797,12 @@ def loop_report(name, m, args):
     return lines
 
 
-def issue20_report(names, mirrored, v3, args):
+def issue20_report(names: Sequence[str], mirrored: Sequence[str], v3: dict[str, dict[str, Any]],
+                   args: argparse.Namespace) -> list[str]:
     """Return the markdown lines of the issue-28 targets, flapping and assumptions tables."""
     from project_ghost_feedback.analysis import arl_chain
     import numpy as np
-    lines = []
+    lines: list[str] = []
     for name in mirrored:
         keys = [key for key in v3 if key == name or key.startswith(name + ' (')]
         sizes = v3[name]['sizes']
@@ -788,7 +816,8 @@ def issue20_report(names, mirrored, v3, args):
                   f'{sizes["steady"][1]} per k, {sizes["drift"]} drift runs).', '',
                   '| target | ' + ' | '.join(f'`{k}`' for k in keys) + ' |',
                   '|---' * (1 + len(keys)) + '|']
-        table = {key: _target_rows(v3[key]) for key in keys}
+        table: Any = {key: _target_rows(v3[key]) for key in keys}  # a level table below
+        cells: Any   # a row's text here, its list of cells below
         for i, (target, _, _) in enumerate(table[keys[0]]):
             cells = ' | '.join(f'{table[k][i][1]} {_verdict(table[k][i][2])}' for k in keys)
             lines.append(f'| {target} | {cells} |')
@@ -816,8 +845,8 @@ def issue20_report(names, mirrored, v3, args):
     rng = np.random.default_rng((args.seed, 21))
     streams, length = (8, 2000) if args.runs < 200 else (20, 5000)
     drift_runs = 200 if args.runs < 200 else 400
-    flaps = {}
-    drifts = {}
+    flaps: dict[str, dict[float, Any]] = {}
+    drifts: dict[str, Any] = {}
     for name in names:
         table = vec3_sim.level_table(make_policy(name), args.window, RAW,
                                      arl_chain.window_histories)
@@ -862,7 +891,7 @@ ROBUST_SCAN = ((4.0, 10.0), (5.0, 10.0), (6.0, 10.0), (4.0, 20.0), (5.0, 20.0), 
 """(winsorize_distance, gross_distance) pairs of the robust scan (issue 28.3)."""
 
 
-def robust_scan(args):
+def robust_scan(args: argparse.Namespace) -> list[str]:
     """Return the markdown lines of the scan: can a robust vec3_scale meet the targets at t5.
 
     For each ``ROBUST_SCAN`` setting: false downgrades per full window with Gaussian and with
@@ -882,6 +911,7 @@ def robust_scan(args):
              '|---|---|---|---|---|---|---|']
     for cap, gross in ROBUST_SCAN:
         policy = make_policy('vec3_scale', {'winsorize_distance': cap, 'gross_distance': gross})
+        assert isinstance(policy, Vec3ScalePolicy)
         gauss = vec3_sim.calibrated_stream_figures(policy, rng, streams, length, args.window)
         heavy = vec3_sim.calibrated_stream_figures(policy, rng, streams, length, args.window,
                                                    student_nu=5.0)
@@ -898,7 +928,7 @@ def robust_scan(args):
     return lines
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     """Parse options, run the bench and print the markdown report."""
     parser = argparse.ArgumentParser(
         description='Monte Carlo honesty bench of the registered adjustment policies.')

@@ -54,6 +54,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from harness import (
     climb,
@@ -109,14 +111,14 @@ QUICK = {
 
 # -- the relay (baseline) process ----------------------------------------------------------------
 
-def make_relay(namespace=''):
+def make_relay(namespace: str = '') -> Any:
     """Return the bare relay node (the baseline of every part); ``--relay`` serves it."""
     import rclpy
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
     from project_ghost_feedback_msgs.msg import (
         BeliefSelfAssessment, CalibratedSelfAssessment, PredictionOutcome)
 
-    node = rclpy.create_node(RELAY_NODE_NAME, namespace=namespace)
+    node: Any = rclpy.create_node(RELAY_NODE_NAME, namespace=namespace)
     counts = {'outcomes_received': 0, 'assessments_received': 0, 'published': 0}
     input_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=INPUT_QOS_DEPTH,
                            reliability=ReliabilityPolicy.RELIABLE)
@@ -124,10 +126,10 @@ def make_relay(namespace=''):
                             reliability=ReliabilityPolicy.RELIABLE)
     publisher = node.create_publisher(CalibratedSelfAssessment, CALIBRATED_TOPIC, output_qos)
 
-    def on_outcome(msg):
+    def on_outcome(msg: Any) -> None:
         counts['outcomes_received'] += 1
 
-    def on_assessment(msg):
+    def on_assessment(msg: Any) -> None:
         counts['assessments_received'] += 1
         publisher.publish(CalibratedSelfAssessment(header=msg.header, raw_assessment=msg))
         counts['published'] += 1
@@ -144,7 +146,8 @@ def make_relay(namespace=''):
 class Target(MeasuredProcess):
     """The node under test or the relay, as its own process."""
 
-    def __init__(self, kind, executor, parameters=(), log_dir=None, namespace=''):
+    def __init__(self, kind: str, executor: str, parameters: Iterable[tuple[str, object]] = (),
+                 log_dir: str | None = None, namespace: str = '') -> None:
         self.kind = kind
         self.executor = executor
         if kind == 'node':
@@ -167,7 +170,7 @@ class Target(MeasuredProcess):
 class Driver(DriverNode):
     """Publishes raw outcome/assessment pairs, receives calibrated outputs with receipt times."""
 
-    def __init__(self, namespace='', status_id=None):
+    def __init__(self, namespace: str = '', status_id: str | None = None) -> None:
         from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
         from project_ghost_feedback_msgs.msg import (
             BeliefSelfAssessment, CalibratedSelfAssessment, PredictionOutcome)
@@ -177,19 +180,20 @@ class Driver(DriverNode):
                          reliability=ReliabilityPolicy.RELIABLE)
         self.outcomes = self.node.create_publisher(PredictionOutcome, OUTCOME_TOPIC, qos)
         self.assessments = self.node.create_publisher(BeliefSelfAssessment, ASSESSMENT_TOPIC, qos)
-        self.received = []   # (receipt perf_counter_ns, raw CDR of the calibrated output)
+        # (receipt perf_counter_ns, raw CDR of the calibrated output)
+        self.received: list[tuple[int, bytes]] = []
         self.calibrated = self.node.create_subscription(
             CalibratedSelfAssessment, CALIBRATED_TOPIC, self._on_output, qos, raw=True)
         self._templates = _templates()
         self.sequence = 0
         self.start()
 
-    def _on_output(self, data):
+    def _on_output(self, data: bytes) -> None:
         self.received.append((time.perf_counter_ns(), data))
 
     # .. graph ..
 
-    def wait_connected(self, target, timeout=30.0):
+    def wait_connected(self, target: MeasuredProcess, timeout: float = 30.0) -> None:
         """Wait until the target matched every topic and published its diagnostics."""
         self.diagnostics = None
         self.wait_until(lambda: (self.outcomes.get_subscription_count() > 0
@@ -198,7 +202,7 @@ class Driver(DriverNode):
                                  and self.diagnostics is not None),
                         f'{target.label} to connect', target, timeout, poll_s=0.05)
 
-    def counters(self):
+    def counters(self) -> dict[str, int]:
         """Return the target's last diagnostics counters as ints."""
         values = self.diagnostics or {}
         return {key: int(values.get(key, -1))
@@ -206,7 +210,7 @@ class Driver(DriverNode):
 
     # .. traffic ..
 
-    def publish_pair(self):
+    def publish_pair(self) -> tuple[int, int]:
         """Publish the next outcome then the next assessment; return (sequence, send time)."""
         self.sequence += 1
         outcome, assessment = self._templates.pair(self.sequence)
@@ -215,12 +219,13 @@ class Driver(DriverNode):
         self.assessments.publish(assessment)
         return self.sequence, sent
 
-    def run_paced(self, rate_hz, count):
+    def run_paced(self, rate_hz: float, count: int) -> tuple[int, int, dict[int, int]]:
         """Publish ``count`` pairs at ``rate_hz``; return (start_ns, end_ns, send times by seq)."""
         start, end, sends, _ = run_paced(rate_hz, count, self.publish_pair)
         return start, end, dict(sends)
 
-    def wait_outputs(self, expected, idle_timeout=1.5, total_timeout=120.0):
+    def wait_outputs(self, expected: int, idle_timeout: float = 1.5,
+                     total_timeout: float = 120.0) -> int:
         """Wait until ``expected`` outputs arrived or none arrived for ``idle_timeout`` s."""
         deadline = time.monotonic() + total_timeout
         last_count, last_change = len(self.received), time.monotonic()
@@ -232,7 +237,7 @@ class Driver(DriverNode):
                 break
         return len(self.received)
 
-    def wait_counters(self, outcomes, timeout=2.0):
+    def wait_counters(self, outcomes: int, timeout: float = 2.0) -> dict[str, int]:
         """Wait for diagnostics counting ``outcomes`` outcomes; return the counters."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -241,13 +246,13 @@ class Driver(DriverNode):
             time.sleep(0.02)
         return self.counters()
 
-    def stamp_of(self, data):
+    def stamp_of(self, data: bytes) -> int:
         """Return the belief stamp (ns) of a calibrated output's raw CDR (header.stamp first)."""
         sec = int.from_bytes(data[4:8], 'little', signed=True)
         return sec * NS_PER_S + int.from_bytes(data[8:12], 'little')
 
 
-def _time_bytes(stamp_ns):
+def _time_bytes(stamp_ns: int) -> bytes:
     """Return a builtin_interfaces/Time as CDR little-endian bytes (int32 sec, uint32 nanosec)."""
     sec, nanosec = divmod(stamp_ns, NS_PER_S)
     return sec.to_bytes(4, 'little', signed=True) + nanosec.to_bytes(4, 'little')
@@ -261,12 +266,13 @@ class _Templates:
     ``header.stamp``.
     """
 
-    def __init__(self, outcomes, assessment, offsets):
+    def __init__(self, outcomes: Iterable[bytes], assessment: bytes,
+                 offsets: tuple[int, int, int]) -> None:
         self._outcomes = [bytearray(b) for b in outcomes]
         self._assessment = bytearray(assessment)
         self._observed, self._predicted, self._belief = offsets
 
-    def pair(self, sequence):
+    def pair(self, sequence: int) -> tuple[bytes, bytes]:
         stamp = sequence * MS
         outcome = self._outcomes[sequence % len(self._outcomes)]
         outcome[self._predicted:self._predicted + 8] = _time_bytes(stamp - MS // 2)
@@ -276,7 +282,7 @@ class _Templates:
         return bytes(outcome), bytes(assessment)
 
 
-def _templates():
+def _templates() -> _Templates:
     """Return the templates (a calibrated mix of distances, 3 axis levels, 1 block level)."""
     from rclpy.serialization import deserialize_message, serialize_message
     from project_ghost_feedback.core import (
@@ -288,7 +294,7 @@ def _templates():
 
     known, uncertain = SelfAssessmentLevel.KNOWN, SelfAssessmentLevel.UNCERTAIN
     distances = (0.4, 1.3, 0.7, 2.2, 0.2, 0.9, 1.6, 3.4, 0.5, 1.1, 0.8, 5.5, 0.3, 1.9, 0.6, 1.0)
-    outcomes = []
+    outcomes: list[bytes] = []
     for i, distance in enumerate(distances):
         outcome = PredictionOutcome(
             NS_PER_S - MS // 2, NS_PER_S, (0.01 * i, -0.02, 0.003),
@@ -320,7 +326,9 @@ def _templates():
     return templates
 
 
-def _with_target(driver, kind, executor, parameters=(), warmup=200, namespace=''):
+def _with_target(driver: Driver, kind: str, executor: str,
+                 parameters: Iterable[tuple[str, object]] = (), warmup: int = 200,
+                 namespace: str = '') -> Target:
     """Start a target, connect, warm up; return it (the caller stops it)."""
     target = Target(kind, executor, parameters, namespace=namespace)
     try:
@@ -340,7 +348,8 @@ def _with_target(driver, kind, executor, parameters=(), warmup=200, namespace=''
 
 # -- (a) throughput ------------------------------------------------------------------------------
 
-def measure_step(driver, target, rate_hz, step_s):
+def measure_step(driver: Driver, target: Target, rate_hz: float,
+                 step_s: float) -> dict[str, Any]:
     """Run one rate step; return a dict (sustained, lost, lag_s, achieved_hz, ...)."""
     count = max(50, int(rate_hz * step_s))
     driver.received.clear()
@@ -364,13 +373,15 @@ def measure_step(driver, target, rate_hz, step_s):
     }
 
 
-def max_sustained_rate(driver, target, ladder, step_s):
+def max_sustained_rate(driver: Driver, target: Target, ladder: Iterable[float],
+                       step_s: float) -> tuple[float, list[dict[str, Any]]]:
     """Climb ``ladder`` until a rate is not sustained (twice); return (best, steps)."""
     return climb(ladder, lambda rate: measure_step(driver, target, rate, step_s), target.label,
                  drain=lambda: _drain(driver))
 
 
-def cpu_run(driver, target, settings):
+def cpu_run(driver: Driver, target: Target,
+            settings: dict[str, Any]) -> tuple[float, float, str]:
     """Return one run's CPU us per cycle of ``target`` (see harness.cpu_per_message).
 
     ``settings['cpu_pairs']`` cycles (one outcome + one assessment in, one output out) at
@@ -378,9 +389,9 @@ def cpu_run(driver, target, settings):
     /diagnostics and the outputs came back. Returns (us, load, shortfall text or '').
     """
     rate, pairs = settings['cpu_rate_hz'], settings['cpu_pairs']
-    shortfalls = []
+    shortfalls: list[str] = []
 
-    def run():
+    def run() -> None:
         driver.received.clear()
         before = driver.counters()
         driver.run_paced(rate, pairs)
@@ -394,7 +405,8 @@ def cpu_run(driver, target, settings):
     return us, loads[0], '; '.join(shortfalls)
 
 
-def cpu_paired(settings, executor, parameters):
+def cpu_paired(settings: dict[str, Any], executor: str, parameters: Sequence[tuple[str, object]]
+               ) -> tuple[dict[str, Any], dict[str, Any], list[float]]:
     """Measure CPU per cycle of the relay and the node, alternating, both running throughout.
 
     Each in its own namespace with its own driver; ``settings['cpu_repeats']`` rounds, each a run
@@ -402,7 +414,8 @@ def cpu_paired(settings, executor, parameters):
     load; returns (relay figures, node figures, ratios relay/node per round).
     """
     kinds = ('relay', 'node')
-    drivers, targets = {}, {}
+    drivers: dict[str, Driver] = {}
+    targets: dict[str, Target] = {}
     try:
         for kind in kinds:
             namespace = f'/node_bench_{kind}'
@@ -411,11 +424,12 @@ def cpu_paired(settings, executor, parameters):
             targets[kind] = _with_target(drivers[kind], kind, executor,
                                          parameters if kind == 'node' else (),
                                          namespace=namespace)
-        figures = {kind: {'runs_us': [], 'loads': [], 'shortfalls': []} for kind in kinds}
-        ratios = []
+        figures: dict[str, dict[str, Any]] = {
+            kind: {'runs_us': [], 'loads': [], 'shortfalls': []} for kind in kinds}
+        ratios: list[float] = []
         for round_ in range(settings['cpu_repeats']):
             order = kinds if round_ % 2 == 0 else kinds[::-1]
-            now = {}
+            now: dict[str, float] = {}
             for kind in order:
                 us, load, shortfall = cpu_run(drivers[kind], targets[kind], settings)
                 now[kind] = us
@@ -444,7 +458,7 @@ def cpu_paired(settings, executor, parameters):
     return figures['relay'], figures['node'], ratios
 
 
-def _drain(driver, quiet_s=0.5):
+def _drain(driver: Driver, quiet_s: float = 0.5) -> None:
     """Wait until no output arrived for ``quiet_s`` (a backlog from the previous step is gone)."""
     last = -1
     while len(driver.received) != last:
@@ -452,7 +466,9 @@ def _drain(driver, quiet_s=0.5):
         time.sleep(quiet_s)
 
 
-def part_throughput(driver, settings, executors, results, telemetry_dir=None, ladder=True):
+def part_throughput(driver: Driver, settings: dict[str, Any], executors: Sequence[str],
+                    results: dict[str, Any], telemetry_dir: str | None = None,
+                    ladder: bool = True) -> None:
     """Measure (a): CPU per cycle and the highest sustained rate, node vs relay, per executor.
 
     First the fine figure (process CPU per cycle over a fixed count at a rate both sustain),
@@ -464,10 +480,10 @@ def part_throughput(driver, settings, executors, results, telemetry_dir=None, la
           + (' and highest sustained assessment rate' if ladder else '')
           + f' (outcomes at the same rate, max_history 32, telemetry '
           f'{"on" if telemetry_dir else "off"}) ==', flush=True)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for executor in executors:
-        row = {'executor': executor, 'telemetry': bool(telemetry_dir)}
-        parameters = [('max_history', 32)]
+        row: dict[str, Any] = {'executor': executor, 'telemetry': bool(telemetry_dir)}
+        parameters: list[tuple[str, object]] = [('max_history', 32)]
         if telemetry_dir:
             parameters.append(
                 ('telemetry_bag', os.path.join(telemetry_dir, f'throughput_{executor}')))
@@ -514,13 +530,14 @@ def part_throughput(driver, settings, executors, results, telemetry_dir=None, la
 
 # -- (b) latency ---------------------------------------------------------------------------------
 
-def measure_latency(driver, rate_hz, duration_s):
+def measure_latency(driver: Driver, rate_hz: float,
+                    duration_s: float) -> tuple[list[float], int]:
     """Return the publish -> receipt latencies (ms) of ``rate_hz`` x ``duration_s`` assessments."""
     count = int(rate_hz * duration_s)
     driver.received.clear()
     _, _, sends = driver.run_paced(rate_hz, count)
     driver.wait_outputs(count, idle_timeout=2.0)
-    latencies = []
+    latencies: list[float] = []
     for received_ns, data in driver.received:
         sequence = driver.stamp_of(data) // MS
         if sequence in sends:
@@ -528,10 +545,11 @@ def measure_latency(driver, rate_hz, duration_s):
     return latencies, count
 
 
-def part_latency(driver, settings, executors, results):
+def part_latency(driver: Driver, settings: dict[str, Any], executors: Sequence[str],
+                 results: dict[str, Any]) -> None:
     """Measure (b): publish -> calibrated receipt latency, node vs relay."""
     print('\n== (b) latency: assessment publish -> calibrated receipt (ms) ==', flush=True)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for executor in executors:
         for kind in ('relay', 'node'):
             target = _with_target(driver, kind, executor, [('max_history', 32)])
@@ -555,7 +573,7 @@ def part_latency(driver, settings, executors, results):
     print(f'{"executor":16s} {"rate":>6s} {"relay p50":>10s} {"relay p99":>10s} '
           f'{"node p50":>9s} {"node p99":>9s} {"added p99":>10s}  target (<= '
           f'{LATENCY_TARGET_ADDED_P99_MS} ms added p99 at 1 kHz)')
-    summary = []
+    summary: list[dict[str, Any]] = []
     for executor in executors:
         for rate in sorted(settings['latency_s']):
             relay, node = (next(r for r in rows if r['executor'] == executor
@@ -575,8 +593,8 @@ def part_latency(driver, settings, executors, results):
 
 # -- (c) scale -----------------------------------------------------------------------------------
 
-def _median_us(call, loops, repeats=7):
-    samples = []
+def _median_us(call: Callable[[], object], loops: int, repeats: int = 7) -> float:
+    samples: list[float] = []
     for _ in range(repeats):
         start = time.perf_counter_ns()
         for _ in range(loops):
@@ -585,7 +603,7 @@ def _median_us(call, loops, repeats=7):
     return statistics.median(samples)
 
 
-def pure_costs(window, loops):
+def pure_costs(window: int, loops: int) -> tuple[float, float]:
     """Return (assess_with_feedback us, feedback loop cycle us) for ``window`` outcomes."""
     from project_ghost_feedback.core import (
         BeliefSelfAssessment, NamedLevel, PredictionOutcome, SelfAssessmentLevel)
@@ -612,7 +630,7 @@ def pure_costs(window, loops):
         loop.outcome(outcome)
     feed = iter(extra[capacity:])
 
-    def bookkeeping():
+    def bookkeeping() -> None:
         outcome = next(feed)
         loop.outcome(outcome)
         loop.assessment(BeliefSelfAssessment(outcome.observed_stamp_sim_ns, known))
@@ -621,7 +639,8 @@ def pure_costs(window, loops):
     return assess, window_ops
 
 
-def node_cost(driver, kind, executor, window, rate_hz, duration_s):
+def node_cost(driver: Driver, kind: str, executor: str, window: int, rate_hz: float,
+              duration_s: float) -> tuple[float, int]:
     """Return (CPU us per assessment of the target process, assessments) with a full window."""
     parameters = [('max_history', window), ('outcome_buffer_size', max(1024, window))]
     target = _with_target(driver, kind, executor, parameters)
@@ -645,7 +664,7 @@ def node_cost(driver, kind, executor, window, rate_hz, duration_s):
     return cpu / max(1, got) * 1e6, got
 
 
-def handler_cost(window, cycles, repeats=5):
+def handler_cost(window: int, cycles: int, repeats: int = 5) -> float:
     """Return the median us per cycle of a FeedbackNode's own callbacks, in this process.
 
     One PredictionOutcome then one BeliefSelfAssessment per cycle, as the serialized bytes the
@@ -683,7 +702,7 @@ def handler_cost(window, cycles, repeats=5):
         on_outcome, on_assessment = node.input_handlers()
         for msg in outcomes[:capacity]:
             on_outcome(msg)
-        samples = []
+        samples: list[float] = []
         for repeat in range(repeats):
             first = repeat * cycles
             pairs = list(zip(outcomes[capacity + first:capacity + first + cycles],
@@ -694,6 +713,7 @@ def handler_cost(window, cycles, repeats=5):
                 on_assessment(belief)
             samples.append((time.perf_counter_ns() - start) / cycles / 1000.0)
         assert node.published == cycles * repeats and not node.health.rejected
+        assert node.last_calibrated is not None
         assert node.last_calibrated.calibration_history.outcomes_considered == window
     finally:
         node.destroy_node()
@@ -701,11 +721,12 @@ def handler_cost(window, cycles, repeats=5):
     return statistics.median(samples)
 
 
-def part_scale(driver, settings, executor, results):
+def part_scale(driver: Driver, settings: dict[str, Any], executor: str,
+               results: dict[str, Any]) -> None:
     """Measure (c): cost per assessment vs max_history, pure and through the node."""
     print(f'\n== (c) scale: cost per assessment vs max_history (node executor {executor}, '
           f'process CPU at {settings["scale_rate_hz"]:.0f} Hz) ==', flush=True)
-    rows = []
+    rows: list[dict[str, Any]] = []
     relay_us, _ = node_cost(driver, 'relay', executor, 32, settings['scale_rate_hz'],
                             settings['scale_s'])
     print(f'    relay[{executor}] process: {relay_us:.1f} CPU us per cycle', flush=True)
@@ -742,20 +763,21 @@ def part_scale(driver, settings, executor, results):
 
 # -- (d) memory ----------------------------------------------------------------------------------
 
-def part_memory(driver, settings, executor, results, messages, telemetry_dir=None):
+def part_memory(driver: Driver, settings: dict[str, Any], executor: str, results: dict[str, Any],
+                messages: int, telemetry_dir: str | None = None) -> None:
     """Measure (d): RSS of the node process after 10k and after ``messages`` input messages."""
     rate = settings['memory_rate_hz'][executor]
     label = 'node with telemetry_bag' if telemetry_dir else 'node'
     print(f'\n== (d) memory: RSS of the {label} process over {messages} input messages '
           f'(outcomes + assessments, {rate:.0f} pairs/s, executor {executor}) ==', flush=True)
-    parameters = [('max_history', 32)]
+    parameters: list[tuple[str, object]] = [('max_history', 32)]
     if telemetry_dir:
         parameters.append(('telemetry_bag', os.path.join(telemetry_dir, 'memory_bag')))
     warmup = 200
     target = _with_target(driver, 'node', executor, parameters, warmup=warmup)
     checkpoints = sorted({10_000, *[c for c in (100_000, 250_000, 500_000, 1_000_000)
                                     if c < messages], messages})
-    samples = []
+    samples: list[dict[str, Any]] = []
     try:
         sent_pairs = warmup
         start = time.monotonic()
@@ -786,7 +808,7 @@ def part_memory(driver, settings, executor, results, messages, telemetry_dir=Non
 
 # -- main ----------------------------------------------------------------------------------------
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """Run the selected parts and print their tables."""
     parser = argparse.ArgumentParser(
         description=__doc__.split('\n\n')[0],
@@ -820,7 +842,7 @@ def main(argv=None):
     from project_ghost_feedback.ros.feedback_parameters import DEFAULT_EXECUTOR
     ensure_loopback()
     sys.setswitchinterval(0.0005)  # the receiving thread gets the GIL quickly while we publish
-    settings = dict(QUICK if args.quick else FULL)
+    settings: dict[str, Any] = dict(QUICK if args.quick else FULL)
     if args.memory_rate:
         settings['memory_rate_hz'] = dict.fromkeys(EXECUTORS, args.memory_rate)
     parts = args.part or ['throughput', 'latency', 'scale', 'memory']
@@ -837,7 +859,8 @@ def main(argv=None):
         print(line)
     print(f'mode: {"quick" if args.quick else "full"}; parts: {", ".join(parts)}; '
           f'node default executor: {default_executor}', flush=True)
-    results = {'machine': machine_lines(), 'mode': 'quick' if args.quick else 'full'}
+    results: dict[str, Any] = {'machine': machine_lines(),
+                               'mode': 'quick' if args.quick else 'full'}
     driver = Driver()
     started = time.monotonic()
     try:

@@ -17,16 +17,19 @@ Figures only, never a gate. ``--quick`` for a short run.
 import argparse
 import math
 import time
+from typing import Any, cast
 
 import numpy as np
 
-from project_ghost_feedback.bridge.engine_interface import EngineListener
+from project_ghost_feedback.bridge.engine_interface import EngineListener, Estimate
 from project_ghost_feedback.bridge.geometry import vec3_components
 from project_ghost_feedback.bridge.pairing import PairingEngine
 from project_ghost_feedback.bridge.parameters import engine_config, PARAMETERS
-from project_ghost_feedback.core.feedback import RunOverconfidence
-from project_ghost_feedback.core.feedback.overconfidence import estimate_overconfidence
-from project_ghost_feedback.core import BeliefSelfAssessment, SelfAssessmentLevel
+from project_ghost_feedback.core.feedback import CalibrationHistory, RunOverconfidence
+from project_ghost_feedback.core.feedback.overconfidence import (
+    estimate_overconfidence, OverconfidenceEstimate)
+from project_ghost_feedback.core import (
+    BeliefSelfAssessment, PredictionOutcome, SelfAssessmentLevel)
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
 from project_ghost_feedback.sim.pose_errors import feed_errors
 
@@ -36,14 +39,14 @@ WINDOW = 32
 
 
 class _Outcomes(EngineListener):
-    def __init__(self):
-        self.outcomes = []
+    def __init__(self) -> None:
+        self.outcomes: list[PredictionOutcome] = []
 
-    def outcome_ready(self, outcome, estimate):
+    def outcome_ready(self, outcome: PredictionOutcome, estimate: Estimate) -> None:
         self.outcomes.append(outcome)
 
 
-def stream(method, k, seed, length):
+def stream(method: str, k: float, seed: int, length: int) -> list[PredictionOutcome]:
     """Return the outcomes of one planar stream of ``length`` estimates, errors ``k`` x claim."""
     params = {name: spec.default for name, spec in PARAMETERS.items()}
     params.update({'use_tf': False, 'use_reference_covariance': False, 'ignored_axes': IGNORED,
@@ -53,24 +56,27 @@ def stream(method, k, seed, length):
     rng = np.random.default_rng(seed)
     errors = k * STD * rng.standard_normal((length, 3))
     yaws = k * STD * rng.standard_normal(length)
-    feed_errors(engine, errors, yaw_errors=yaws, std=STD)
+    # feed_errors takes arrays too (it indexes rows), its annotation says Sequence
+    feed_errors(engine, cast(Any, errors), yaw_errors=cast(Any, yaws), std=STD)
     return listener.outcomes
 
 
-def _window_history(window):
+def _window_history(window: list[PredictionOutcome]) -> CalibrationHistory:
     """Return the CalibrationHistory the feedback loop judges for a window of outcomes."""
     loop = FeedbackLoop(LoopConfig.make())
     for outcome in window:
         loop.outcome(outcome)
     raw = BeliefSelfAssessment(belief_stamp_sim_ns=window[-1].observed_stamp_sim_ns,
                                overall_level=SelfAssessmentLevel.KNOWN)
-    return loop.assessment(raw).calibrated.calibration_history
+    calibrated = loop.assessment(raw).calibrated
+    assert calibrated is not None  # no now_ns: an assessment is never refused
+    return calibrated.calibration_history
 
 
-def row(method, k, seeds, length):
+def row(method: str, k: float, seeds: int, length: int) -> dict[Any, Any]:
     """Return the figures of one (method, k) row."""
     components = vec3_components(IGNORED)
-    pooled = {'fixed': [], 'mapped': []}
+    pooled: dict[str, list[list[float]]] = {'fixed': [], 'mapped': []}
     covered = {('fixed', 'position'): 0, ('fixed', 'orientation'): 0,
                ('mapped', 'position'): 0, ('mapped', 'orientation'): 0}
     windows = 0
@@ -80,15 +86,21 @@ def row(method, k, seeds, length):
         for outcome in outcomes:
             fixed.add(outcome)
             mapped.add(outcome)
-        pooled['fixed'].append([e.k_hat for e in fixed.estimates().values()])
-        pooled['mapped'].append([e.k_hat for e in mapped.estimates().values()])
+        # Every vec3 has outcomes here: no estimate is None.
+        pooled['fixed'].append([cast(OverconfidenceEstimate, e).k_hat
+                                for e in fixed.estimates().values()])
+        pooled['mapped'].append([cast(OverconfidenceEstimate, e).k_hat
+                                 for e in mapped.estimates().values()])
         for start in range(0, len(outcomes) - WINDOW + 1, WINDOW):
             history = _window_history(outcomes[start:start + WINDOW])
             windows += 1
             for name, used in (('fixed', components), ('mapped', (3, 3))):
-                for vec3, estimate in estimate_overconfidence(history, used).items():
+                estimates = estimate_overconfidence(history, used)
+                assert estimates is not None  # a schema-2 history
+                for vec3, estimate in estimates.items():
+                    assert estimate is not None  # every vec3 has outcomes
                     covered[(name, vec3)] += estimate.low <= k <= estimate.high
-    result = {'windows': windows}
+    result: dict[Any, Any] = {'windows': windows}
     for name, values in pooled.items():
         array = np.array(values)
         result[name] = (array.mean(axis=0), array.std(axis=0, ddof=1) / math.sqrt(len(array)))
@@ -98,7 +110,7 @@ def row(method, k, seeds, length):
     return result
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--seeds', type=int, default=12)
     parser.add_argument('--length', type=int, default=3200, help='estimates per stream')
@@ -116,11 +128,11 @@ def main():
         for k in (1.0, 1.5, 3.0):
             r = row(method, k, args.seeds, args.length)
 
-            def pair(name):
+            def pair(name: str) -> str:
                 mean, se = r[name]
                 return ' / '.join(f'{m:.3f} +- {s:.3f}' for m, s in zip(mean, se))
 
-            def share(name):
+            def share(name: str) -> str:
                 return ' / '.join('{:.1%} +- {:.1%}'.format(*r[(name, vec3)])
                                   for vec3 in ('position', 'orientation'))
 

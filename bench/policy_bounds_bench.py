@@ -35,7 +35,7 @@ print(largest, cold, warm)
 """
 
 
-def main():
+def main() -> None:
     """Print the figures of every policy with thresholds."""
     from project_ghost_feedback.core.feedback import make_policy, policy_names
 

@@ -22,12 +22,12 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def _size(path):
+def _size(path: str | pathlib.Path) -> int:
     return sum(f.stat().st_size for f in pathlib.Path(path).rglob('*') if f.is_file()
                and not f.is_symlink())
 
 
-def main():
+def main() -> int:
     """Build the tf2 set cold and cached; print the figures."""
     tarballs = sorted(str(p) for p in (ROOT / 'third_party' / 'tf2').glob('*.tar.gz'))
     cache = tempfile.mkdtemp(prefix='ros_sources_bench_')
@@ -35,7 +35,7 @@ def main():
     env.pop('_ROS_WHEELS_BOOTSTRAP_COMPLETE', None)
     command = ['bash', str(ROOT / 'scripts' / 'ros_sources.sh'), 'tf2', *tarballs]
     try:
-        times = []
+        times: list[float] = []
         for _ in ('cold', 'cached'):
             start = time.monotonic()
             done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)

@@ -15,6 +15,7 @@ its raw level, with the guard (``--guard-alpha``, default the bridge's) and with
 """
 
 import argparse
+from typing import Any
 
 from project_ghost_feedback.bridge.belief_claim import claim_levels, ClaimThresholds
 from project_ghost_feedback.bridge.geometry import pose_error
@@ -33,14 +34,14 @@ PHASES = (StackPhase('tuned', 150.0),
 CONFIG = StackConfig(truth_rate_multiple=1)
 
 
-def run(seed, guard_alpha):
+def run(seed: int, guard_alpha: float) -> dict[str, list[Any]]:
     """Return ``{phase: (assessments, downgraded, first downgrade s, first not downgraded s)}``."""
     whitening = OutcomeWhitening(guard_alpha=guard_alpha)
     loop = FeedbackLoop(LoopConfig.make(DEFAULT_POLICY, None, 32, 4096))
     thresholds = ClaimThresholds()
     starts = {name: start for name, start, _ in
               LocalizationStack(config=CONFIG, phases=PHASES).phase_spans_ns()}
-    result = {}
+    result: dict[str, list[Any]] = {}
     for sample in LocalizationStack(config=CONFIG, phases=PHASES, seed=seed).run():
         if not sample.is_estimate:
             continue
@@ -58,7 +59,9 @@ def run(seed, guard_alpha):
         raw = BeliefSelfAssessment(stamp, overall,
                                    tuple(NamedLevel(k, v) for k, v in axes.items()),
                                    tuple(NamedLevel(k, v) for k, v in blocks.items()))
-        down = loop.assessment(raw).calibrated.was_downgraded
+        calibrated = loop.assessment(raw).calibrated
+        assert calibrated is not None  # no now_ns: an assessment is never refused
+        down = calibrated.was_downgraded
         row = result.setdefault(sample.phase, [0, 0, None, None])
         t = (stamp - starts[sample.phase]) / NS_PER_S
         row[0] += 1
@@ -70,7 +73,7 @@ def run(seed, guard_alpha):
     return result
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--seeds', default='1,2,3')
     parser.add_argument('--guard-alpha', type=float, default=DEFAULT_GUARD_ALPHA)

@@ -32,6 +32,8 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from typing import Any, Literal
 
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
@@ -42,6 +44,7 @@ from project_ghost_feedback.core import (
 )
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
 from project_ghost_feedback.telemetry import to_telemetry, TelemetryWriter
+from project_ghost_feedback.telemetry.adapters import TelemetryRecord
 from project_ghost_feedback.telemetry.channels import CHANNELS, INFINITE_DURATION
 from project_ghost_feedback.telemetry.msgdefs import full_definition, type_hash
 from project_ghost_feedback.telemetry.bag_reader import OpenBag
@@ -56,12 +59,12 @@ REPLAY_TARGET = 0.5
 AXES = ('position_x', 'position_y', 'yaw')
 
 
-def make_stream(messages, seed=7):
+def make_stream(messages: int, seed: int = 7) -> tuple[list[Any], LoopConfig]:
     """Return the node's stream of contracts (outcome, raw, calibrated per cycle)."""
     rng = random.Random(seed)
     config = LoopConfig.make('mahalanobis_downgrade', None, 32, 1024)
     loop = FeedbackLoop(config)
-    contracts = []
+    contracts: list[Any] = []
     levels = list(SelfAssessmentLevel)
     for cycle in range(messages // 3):
         stamp = NS_PER_S + cycle * 10_000_000
@@ -81,13 +84,14 @@ def make_stream(messages, seed=7):
     return contracts, config
 
 
-def best_of(repeat, run):
+def best_of(repeat: int, run: Callable[[], tuple[float, float]]) -> tuple[float, float]:
     """Return the smallest (wall, cpu) seconds of ``repeat`` calls of ``run()``.
 
     ``run`` returns its ``(wall, cpu)`` seconds; CPU time (this process only) is the steadier
     figure on a shared machine, wall time the usual one. Both are printed.
     """
-    walls, cpus = [], []
+    walls: list[float] = []
+    cpus: list[float] = []
     for _ in range(repeat):
         wall, cpu = run()
         walls.append(wall)
@@ -98,17 +102,17 @@ def best_of(repeat, run):
 class _Timer:
     """Context manager measuring wall and process CPU seconds."""
 
-    def __enter__(self):
+    def __enter__(self) -> '_Timer':
         self.wall = time.perf_counter()
         self.cpu = time.process_time()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.elapsed = (time.perf_counter() - self.wall, time.process_time() - self.cpu)
         return False
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--messages', type=int, default=100_000)
@@ -130,13 +134,13 @@ def main(argv=None):
                infinite, infinite, QosLiveliness.AUTOMATIC, infinite, False)]
     runs = {'n': 0}
 
-    def fresh(name):
+    def fresh(name: str) -> pathlib.Path:
         runs['n'] += 1
         path = root / f'{name}_{runs["n"]}' / 'bag'
         path.parent.mkdir()
         return path
 
-    def rosbags_raw():
+    def rosbags_raw() -> tuple[float, float]:
         path = fresh('raw')
         with _Timer() as timer:
             writer = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
@@ -152,7 +156,7 @@ def main(argv=None):
             writer.close()
         return timer.elapsed
 
-    def telemetry_write():
+    def telemetry_write() -> tuple[float, float]:
         path = fresh('write')
         with _Timer() as timer:
             with TelemetryWriter(path, custom_data=custom) as writer:
@@ -161,12 +165,13 @@ def main(argv=None):
                     write_contract(contract)
         return timer.elapsed
 
-    groups = []   # per cycle, as the node queues them: (outcome,), (raw, calibrated)
+    # per cycle, as the node queues them: (outcome,), (raw, calibrated)
+    groups: list[tuple[TelemetryRecord, ...]] = []
     for index in range(0, count, 3):
         groups.append(tuple(records[index:index + 1]))
         groups.append(tuple(records[index + 1:index + 3]))
 
-    def node_write():
+    def node_write() -> tuple[float, float]:
         path = fresh('node')
         with _Timer() as timer:
             recorder = TelemetryRecorder(path, config)
@@ -176,7 +181,7 @@ def main(argv=None):
             recorder.close()
         return timer.elapsed
 
-    def telemetry_write_records():
+    def telemetry_write_records() -> tuple[float, float]:
         path = fresh('records')
         with _Timer() as timer:
             with TelemetryWriter(path, custom_data=custom) as writer:
@@ -185,7 +190,7 @@ def main(argv=None):
                     write(record)
         return timer.elapsed
 
-    def rosbags_serialize():
+    def rosbags_serialize() -> tuple[float, float]:
         # The public encoder alone, on message objects built beforehand: what any writer that
         # encodes with rosbags pays per message, whatever it does around it.
         import numpy
@@ -193,7 +198,7 @@ def main(argv=None):
         from project_ghost_feedback.msg_encoding import build, CONTRACT_MESSAGE
 
         classes = typestore().types
-        built = []
+        built: list[tuple[Any, str]] = []
         for contract in contracts:
             msgtype = CONTRACT_MESSAGE[type(contract)]
             built.append((build(msgtype, contract, classes,
@@ -208,14 +213,14 @@ def main(argv=None):
     with TelemetryWriter(replay_path, custom_data=custom) as writer:
         for record in records:
             writer.write(record)
-    report = {}
+    report: dict[str, Any] = {}
 
-    def replay():
+    def replay() -> tuple[float, float]:
         with _Timer() as timer:
             report['r'] = replay_bag(replay_path)
         return timer.elapsed
 
-    def rosbags_read_deserialize():
+    def rosbags_read_deserialize() -> tuple[float, float]:
         deserialize = typestore().deserialize_cdr
         with _Timer() as timer:
             with Reader(replay_path) as reader:
@@ -223,14 +228,14 @@ def main(argv=None):
                     deserialize(payload, connection.msgtype)
         return timer.elapsed
 
-    def read_only():
+    def read_only() -> tuple[float, float]:
         with _Timer() as timer:
             with OpenBag(replay_path) as bag:
                 for _ in bag.messages():
                     pass
         return timer.elapsed
 
-    def read_decode():
+    def read_decode() -> tuple[float, float]:
         with _Timer() as timer:
             with OpenBag(replay_path) as bag:
                 for message in bag.messages():
@@ -257,10 +262,10 @@ def main(argv=None):
     print(f'telemetry bench: {count} messages ({assessments} assessments), best of '
           f'{args.repeat}; rates from wall time [CPU time of this process]')
 
-    def rates(seconds, items=count):
+    def rates(seconds: tuple[float, float], items: int = count) -> tuple[float, float]:
         return items / seconds[0], items / seconds[1]
 
-    def verdict(ok):
+    def verdict(ok: bool) -> str:
         return 'met' if ok else 'NOT met'
 
     raw = rates(raw_s)

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 from project_ghost_feedback.core import NS_PER_S
 
@@ -36,7 +37,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 S = NS_PER_S
 
 
-def _tf(stamp_ns, parent, child):
+def _tf(stamp_ns: int, parent: str, child: str) -> Any:
     from geometry_msgs.msg import TransformStamped
 
     t = TransformStamped()
@@ -46,7 +47,7 @@ def _tf(stamp_ns, parent, child):
     return t
 
 
-def _engine():
+def _engine() -> tuple[Any, Any]:
     from project_ghost_feedback.bridge.engine_interface import EngineListener
     from project_ghost_feedback.bridge.pairing import PairingEngine
     from project_ghost_feedback.bridge.parameters import engine_config
@@ -59,11 +60,11 @@ def _engine():
                          transforms=Tf2Transforms(core)), core
 
 
-def _rss_mb():
+def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def scenario(name, count):
+def scenario(name: str, count: int) -> None:
     """Run one scenario in this process; print a JSON line of its figures."""
     from tf2_msgs.msg import TFMessage
 
@@ -72,7 +73,7 @@ def scenario(name, count):
     engine, core = _engine()
     base = _rss_mb()
     start = time.monotonic()
-    figures = {}
+    figures: dict[str, Any] = {}
     if name in ('frames_gate', 'frames_raw'):
         for static in (False, True):
             for first in range(0, count, 1000):
@@ -98,7 +99,7 @@ def scenario(name, count):
     print(json.dumps(figures))
 
 
-def _write_static_bag(path, messages, transforms_per_message):
+def _write_static_bag(path: pathlib.Path, messages: int, transforms_per_message: int) -> int:
     """Write a bag of /tf_static messages (distinct frames), an estimate and a reference topic."""
     from rosbags.rosbag2 import StoragePlugin, Writer
     from rosbags.typesys import get_typestore, Stores
@@ -129,7 +130,7 @@ def _write_static_bag(path, messages, transforms_per_message):
     return sum(f.stat().st_size for f in pathlib.Path(path).rglob('*') if f.is_file())
 
 
-def static_bag(variant):
+def static_bag(variant: str) -> None:
     """Evaluate a 27 MB /tf_static bag in a child process; print its figures."""
     with tempfile.TemporaryDirectory(prefix='tf_bench_') as tmp:
         bag = pathlib.Path(tmp) / 'bag'
@@ -191,7 +192,7 @@ rclpy.shutdown()
 """
 
 
-def flood(rate_hz, window_s):
+def flood(rate_hz: float, window_s: float) -> None:
     """Pairs/s of the bridge over DDS before, during and after a /tf flood; print a JSON line."""
     from bridge_dds_bench import Driver, Process
     from harness import run_paced
@@ -199,7 +200,8 @@ def flood(rate_hz, window_s):
     namespace = f'/tf_bench_flood_{os.getpid()}'
     bridge = Process('bridge', namespace)
     driver = Driver(namespace, bridge)
-    windows, flooder = {}, None
+    windows: dict[str, dict[str, Any]] = {}
+    flooder: subprocess.Popen[str] | None = None
     try:
         driver.connect()
         settle_s = 2.0
@@ -217,6 +219,7 @@ def flood(rate_hz, window_s):
                              'bridge_cpu_pct': round(100 * (bridge.cpu_s() - cpu) / elapsed_s),
                              'late_sends': late}
             if name == 'during':
+                assert flooder is not None  # started above, in 'during'
                 sent = int(flooder.communicate(timeout=120)[0].strip() or 0)
                 windows[name]['tf_sent'] = sent
                 windows[name]['tf_rate_hz'] = round(sent / (window_s + 1.0))
@@ -241,7 +244,7 @@ def flood(rate_hz, window_s):
         'bridge_exit_code': code, 'load_1min': round(os.getloadavg()[0], 2)}))
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--scenario', help=argparse.SUPPRESS)
     parser.add_argument('--count', type=int, default=0, help=argparse.SUPPRESS)

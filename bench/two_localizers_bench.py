@@ -27,10 +27,11 @@ import random
 import statistics
 import time
 
-from project_ghost_feedback.bridge.engine_interface import EngineListener
+from project_ghost_feedback.bridge.engine_interface import EngineListener, Estimate
 from project_ghost_feedback.bridge.pairing import PairingEngine
 from project_ghost_feedback.bridge.parameters import engine_config, PARAMETERS
-from project_ghost_feedback.core import NS_PER_S, SelfAssessmentLevel
+from project_ghost_feedback.core import (
+    BeliefSelfAssessment, NS_PER_S, PredictionOutcome, SelfAssessmentLevel)
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig
 from project_ghost_feedback.sim.pose_errors import pose_like
 
@@ -44,12 +45,12 @@ UNKNOWN = SelfAssessmentLevel.UNKNOWN
 class _Ar1:
     """A stationary AR(1) error per axis: lag-1 correlation ``rho``, standard deviation STD."""
 
-    def __init__(self, rng, rho):
+    def __init__(self, rng: random.Random, rho: float) -> None:
         self.rng, self.rho = rng, rho
         self.innovation = math.sqrt(1 - rho * rho)
         self.value = [rng.gauss(0.0, s) for s in STD]
 
-    def step(self, factor=1.0):
+    def step(self, factor: float = 1.0) -> list[float]:
         rho, rng = self.rho, self.rng
         self.value = [rho * v + self.innovation * rng.gauss(0.0, s)
                       for v, s in zip(self.value, STD)]
@@ -59,25 +60,27 @@ class _Ar1:
 class _Judge(EngineListener):
     """The feedback loop behind the engine: one judged claim (KNOWN) per paired estimate."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.loop = FeedbackLoop(LoopConfig.make())
-        self.levels = []   # (stamp_ns, calibrated level)
+        self.levels: list[tuple[int, SelfAssessmentLevel]] = []   # (stamp_ns, calibrated level)
 
-    def outcome_ready(self, outcome, estimate):
+    def outcome_ready(self, outcome: PredictionOutcome, estimate: Estimate) -> None:
         self.loop.outcome(outcome)
 
-    def assessment_ready(self, belief, estimate):
+    def assessment_ready(self, belief: BeliefSelfAssessment, estimate: Estimate) -> None:
         calibrated = self.loop.assessment(belief).calibrated
+        assert calibrated is not None  # no now_ns: an assessment is never refused
         self.levels.append((belief.belief_stamp_sim_ns, calibrated.adjusted_overall_level))
 
 
-def _engine(judge):
+def _engine(judge: _Judge) -> PairingEngine:
     params = {name: spec.default for name, spec in PARAMETERS.items()}
     params.update({'use_tf': False, 'use_reference_covariance': True})
     return PairingEngine(engine_config(params), judge)
 
 
-def stream(seed, rho, seconds, fault_at_s=None, k=1.0):
+def stream(seed: int, rho: float, seconds: int, fault_at_s: float | None = None,
+           k: float = 1.0) -> list[tuple[int, SelfAssessmentLevel]]:
     """Return ``[(stamp_ns, level)]`` of one run: A's error k x its claim from ``fault_at_s``."""
     rng = random.Random(seed)
     a, b = _Ar1(rng, rho), _Ar1(rng, rho)
@@ -92,7 +95,7 @@ def stream(seed, rho, seconds, fault_at_s=None, k=1.0):
     return judge.levels
 
 
-def false_episodes(rho, hours, seed0):
+def false_episodes(rho: float, hours: float, seed0: int) -> tuple[int, float]:
     """Return (episodes, hours observed): downgrade episodes of honest streams of 1 h each."""
     episodes, observed = 0, 0.0
     for run in range(max(1, round(hours))):
@@ -106,9 +109,11 @@ def false_episodes(rho, hours, seed0):
     return episodes, observed
 
 
-def delays(rho, k, stop_level, runs, seed0, honest_s=60, after_s=120):
+def delays(rho: float, k: float, stop_level: SelfAssessmentLevel, runs: int, seed0: int,
+           honest_s: int = 60, after_s: int = 120) -> tuple[list[float], int]:
     """Return (seconds to ``stop_level`` or worse after the fault, per run; misses)."""
-    found, missed = [], 0
+    found: list[float] = []
+    missed = 0
     for run in range(runs):
         levels = stream(seed0 + run, rho, honest_s + after_s, fault_at_s=honest_s, k=k)
         fault_ns = honest_s * NS_PER_S
@@ -121,7 +126,7 @@ def delays(rho, k, stop_level, runs, seed0, honest_s=60, after_s=120):
     return found, missed
 
 
-def _poisson_95(count, hours):
+def _poisson_95(count: int, hours: float) -> tuple[float, float]:
     """Return the exact Poisson 95% interval of a rate (per hour) from ``count`` in ``hours``."""
     from scipy.stats import chi2
 
@@ -130,14 +135,14 @@ def _poisson_95(count, hours):
     return low / hours, high / hours
 
 
-def _median_se(values, rng, boots=400):
+def _median_se(values: list[float], rng: random.Random, boots: int = 400) -> tuple[float, float]:
     if not values:
         return float('nan'), float('nan')
     medians = [statistics.median(rng.choices(values, k=len(values))) for _ in range(boots)]
     return statistics.median(values), statistics.pstdev(medians)
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--hours', type=float, default=20.0, help='honest hours per row')
     parser.add_argument('--runs', type=int, default=100, help='detection runs per row')

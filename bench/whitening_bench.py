@@ -29,8 +29,10 @@ Figures only, never a gate.
 import argparse
 import math
 import time
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from project_ghost_feedback.analysis import vec3_sim, whitening_sim
 from project_ghost_feedback.core.bias_evidence import WARMUP_OUTCOMES
@@ -45,19 +47,20 @@ MODELS = {'AR(1) 0': ('ar1', 0.0), 'AR(1) 0.3': ('ar1', 0.3), 'AR(1) 0.6': ('ar1
 KNOWN, UNKNOWN = 2, 0
 
 
-def poisson_interval(count, exposure):
+def poisson_interval(count: int, exposure: float) -> tuple[float, float]:
     """Return the exact (Garwood) 95% interval of a Poisson rate ``count / exposure``."""
     low = 0.0 if count == 0 else chi_square_quantile(0.025, 2 * count) / 2.0
     high = chi_square_quantile(0.975, 2 * count + 2) / 2.0
     return low / exposure, high / exposure
 
 
-def _components(model):
+def _components(model: tuple[Any, ...]) -> tuple[float, float]:
     """Return a model as two AR(1) time constants of equal variance."""
     return (model[1], model[1]) if model[0] == 'ar1' else (model[1], model[2])
 
 
-def switched_errors(rng, streams, length, model, other, start):
+def switched_errors(rng: np.random.Generator, streams: int, length: int, model: tuple[Any, ...],
+                    other: tuple[Any, ...], start: int) -> NDArray[np.float64]:
     """Return unit-variance errors that follow ``model``, then ``other`` from sample ``start``.
 
     Continuous: each of the two AR(1) components keeps its state and changes its coefficient
@@ -80,7 +83,11 @@ ALPHA = [DEFAULT_ALPHA, DEFAULT_GUARD_ALPHA]
 """The forgetting factors the rows use (``--alpha``, ``--guard-alpha``)."""
 
 
-def whitened_squared(rng, streams, length, model, scale=None, bias=None, order=2, then=None):
+def whitened_squared(rng: np.random.Generator, streams: int, length: int, model: tuple[Any, ...],
+                     scale: NDArray[np.float64] | None = None,
+                     bias: NDArray[np.float64] | None = None, order: int = 2,
+                     then: tuple[tuple[Any, ...], int] | None = None
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Return ``(xp, xo, evidence)`` of whitened errors after the warm-up the bridge withholds.
 
     ``evidence``: the bias evidence each emitted outcome carries (``bias_evidence_nats``).
@@ -103,7 +110,8 @@ def whitened_squared(rng, streams, length, model, scale=None, bias=None, order=2
     return x[:, :, 0], x[:, :, 1], evidence
 
 
-def false_episodes(policy, rng, model, hours, rate_hz, stream_hours):
+def false_episodes(policy: Vec3ScalePolicy, rng: np.random.Generator, model: tuple[Any, ...],
+                   hours: float, rate_hz: float, stream_hours: float) -> tuple[int, int, float]:
     """Return (episodes, of which started by the bias channel, hours observed) at ``rate_hz``."""
     length = int(stream_hours * 3600 * rate_hz)
     streams_total = max(1, int(round(hours / stream_hours)))
@@ -113,7 +121,7 @@ def false_episodes(policy, rng, model, hours, rate_hz, stream_hours):
     while done < streams_total:
         n = min(batch, streams_total - done)
         xp, xo, evidence = whitened_squared(rng, n, length, model)
-        biased = []
+        biased: list[NDArray[np.bool_]] = []
         lv = vec3_sim.levels(policy, xp, xo, WINDOW, rate_hz=rate_hz, bias=evidence,
                              biased=biased)
         down = lv != KNOWN
@@ -125,8 +133,10 @@ def false_episodes(policy, rng, model, hours, rate_hz, stream_hours):
     return episodes, by_bias, observed
 
 
-def detection(policy, rng, model, rate_hz, streams, lead_s, horizon_s, k=None, bias=None,
-              then=None):
+def detection(policy: Vec3ScalePolicy, rng: np.random.Generator, model: tuple[Any, ...],
+              rate_hz: float, streams: int, lead_s: float, horizon_s: float,
+              k: float | None = None, bias: float | None = None,
+              then: str | None = None) -> list[NDArray[np.float64]]:
     """Return (times to the first downgrade, times to UNKNOWN) after the switch (inf: missed)."""
     warm = DEFAULT_WARMUP_SAMPLES + 1
     switch = warm + int(lead_s * rate_hz)
@@ -141,14 +151,14 @@ def detection(policy, rng, model, rate_hz, streams, lead_s, horizon_s, k=None, b
                                         then=None if then is None else (MODELS[then], switch))
     lv = vec3_sim.levels(policy, xp, xo, WINDOW, rate_hz=rate_hz,
                          bias=evidence)[:, switch - warm:]
-    out = []
+    out: list[NDArray[np.float64]] = []
     for hit in (lv != KNOWN, lv == UNKNOWN):
         first = np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
         out.append(np.where(first >= 0, (first + 1) / rate_hz, np.inf))
     return out
 
 
-def median_se(times, rng):
+def median_se(times: NDArray[np.float64], rng: np.random.Generator) -> tuple[float, float]:
     """Return (median, bootstrap s.e.) of ``times`` (inf allowed)."""
     med = float(np.median(times))
     boots = [np.median(rng.choice(times, len(times))) for _ in range(200)]
@@ -156,7 +166,7 @@ def median_se(times, rng):
     return med, (float(np.std(finite)) if len(finite) == len(boots) else math.inf)
 
 
-def fmt_time(times, rng):
+def fmt_time(times: NDArray[np.float64], rng: np.random.Generator) -> str:
     med, se = median_se(times, rng)
     missed = float(np.mean(~np.isfinite(times)))
     text = f'{med:.2f} +- {se:.2f}' if math.isfinite(med) else 'not found'
@@ -168,7 +178,8 @@ REGIMES = (('AR(1) 0.9', 'AR(1) 0.6'), ('AR(1) 0.9', 'AR(1) 0.3'), ('AR(1) 0.9',
 """Changes of the honest error's correlation (a filter retuned, a robot that stops moving)."""
 
 
-def regime_rows(policy, rng, args):
+def regime_rows(policy: Vec3ScalePolicy, rng: np.random.Generator,
+                args: argparse.Namespace) -> None:
     """Print, per change of correlation, how often an honest stream is downgraded after it.
 
     The stream is honest throughout; for ``3 / (alpha * rate)`` s (three forgetting horizons,
@@ -203,7 +214,7 @@ def regime_rows(policy, rng, args):
               f'{time.monotonic() - started:.0f} |', flush=True)
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--hours', type=float, default=None,
                         help='honest hours per row (default 500 at 10 Hz, 200 at 50 Hz)')
