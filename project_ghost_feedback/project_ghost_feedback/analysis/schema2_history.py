@@ -8,7 +8,7 @@ constructor, from given squared distances. Each square is re-squared from its ro
 the input).
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 import math
 
 
@@ -19,7 +19,7 @@ from project_ghost_feedback.core.feedback import (
 )
 
 
-def schema2_history(position_squared: Sequence[float], orientation_squared: Sequence[float],
+def schema2_history(position_squared: Iterable[float], orientation_squared: Iterable[float],
                     stamp: int = 0) -> CalibrationHistory:
     """Return the schema-2 history of a window given both vec3's squared distances, oldest first."""
     position = [math.sqrt(float(x)) for x in position_squared]
