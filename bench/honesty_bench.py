@@ -21,6 +21,9 @@ Windows hold the last ``--window`` outcomes (32, the ADR's ``max_history``); his
 incrementally and checked against ``build_calibration_history`` at start-up. Prints a markdown
 table. Run ``python3 bench/honesty_bench.py --quick`` for a short run.
 
+``vec3_scale`` is measured at budget 0 (``PER_WINDOW``: its per-window thresholds); its default
+budget in time is ``whitening_bench.py``'s and ``flap_grid_bench.py``'s.
+
 Stateful policies (``MIRRORED``: ``vec3_scale``, whose level depends on the loop's previous output
 and on the window's squared distances) are measured through a vectorised numpy mirror
 (``analysis/vec3_sim.py``) that is checked outcome by outcome against the policy's own
@@ -53,7 +56,7 @@ from project_ghost_feedback.core.feedback import (
     build_calibration_history,
     CalibrationAdjustmentPolicy,
     CalibrationHistory,
-    make_policy,
+    make_policy as registry_policy,
     policy_names,
     Vec3ScalePolicy,
 )
@@ -65,6 +68,22 @@ from project_ghost_feedback.core import PredictionOutcome
 from project_ghost_feedback.sim import OutcomeModel
 from project_ghost_feedback.analysis import vec3_sim
 from project_ghost_feedback.analysis.schema2_history import schema2_history
+
+PER_WINDOW: dict[str, dict[str, object]] = {'vec3_scale': {'false_alarm_budget_per_day': 0.0}}
+"""What this bench measures: ``vec3_scale`` at budget 0, its per-window thresholds (the figures
+docs/policies.md states per window). The default's budget in time and its bias channel are
+measured per 24 h by ``whitening_bench.py`` and ``flap_grid_bench.py``."""
+
+
+def make_policy(name: str,
+                parameters: dict[str, Any] | None = None) -> CalibrationAdjustmentPolicy:
+    """Return the registry's policy ``name`` with this bench's settings (``PER_WINDOW``) first."""
+    return registry_policy(name, {**PER_WINDOW.get(name, {}), **(parameters or {})})
+
+
+def loop_config(name: str, window: int) -> LoopConfig:
+    """Return the loop's configuration of policy ``name`` as this bench measures it."""
+    return LoopConfig.make(name, PER_WINDOW.get(name), max_history=window)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -502,7 +521,7 @@ def self_check_vec3(name: str, window: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     policy = make_policy(name)
     assert isinstance(policy, Vec3ScalePolicy)  # the mirrored policies
-    config = LoopConfig.make(name, max_history=window)
+    config = loop_config(name, window)
     scale = np.concatenate([np.full(150, 1.0), np.linspace(1.0, 3.2, 300), np.full(60, 12.0),
                             np.full(90, 1.0)])
     for model in ({'scale': scale}, {'position_scale': scale, 'scale': 1.0},
@@ -535,7 +554,7 @@ def loop_task(task: tuple[str, str, float | None, int, int, int]
     import numpy as np
     name, kind, factor, seed, runs, window = task
     rng = np.random.default_rng(seed)
-    config = LoopConfig.make(name, max_history=window)
+    config = loop_config(name, window)
     if kind == 'reset':  # runs starts of `window` outcomes each, a reset before every start
         xp, xo = vec3_sim.squared_distances(rng, 1, runs * window)
         lv: Any = np.array(loop_levels(config, xp[0], xo[0], resets=set(range(0, runs * window,
