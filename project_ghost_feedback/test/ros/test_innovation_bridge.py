@@ -12,7 +12,6 @@ it runs as fast as the machine allows.
 """
 
 import math
-import time
 
 from project_ghost_feedback.core import NS_PER_S
 from project_ghost_feedback.ros.feedback_node import FeedbackNode
@@ -20,7 +19,8 @@ from project_ghost_feedback.ros.innovation_bridge_node import InnovationBridgeNo
 from project_ghost_feedback.sim.random_walk_filter import RandomWalkFilter
 from project_ghost_feedback_msgs.msg import CalibratedSelfAssessment, Innovation
 import pytest
-from support.field_starts import honest_starts, listen, KNOWN, outcomes_to_unknown, UNKNOWN
+from support.field_starts import (
+    FilterRig, honest_starts, listen, KNOWN, outcomes_to_unknown, PROGRESS_CEILING_S, UNKNOWN)
 from rclpy.duration import Duration
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -31,7 +31,6 @@ PERIOD_NS = NS_PER_S // RATE_HZ
 Q = 1e-4     # process noise variance per step, m^2
 R = 1.0      # true measurement noise variance, m^2
 QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-PROGRESS_CEILING_S = 60.0  # a stall, not a speed requirement
 
 
 def make_filter(seed, claimed_r):
@@ -39,8 +38,10 @@ def make_filter(seed, claimed_r):
     return RandomWalkFilter(seed, 3, q=Q, r=R, claimed_r=claimed_r)
 
 
-class Rig:
+class Rig(FilterRig):
     """A filter node, an innovation bridge and a feedback node, one executor, one context."""
+
+    rate_hz, period = RATE_HZ, PERIOD_NS
 
     def __init__(self, context, bridge_overrides=()):
         from rclpy.parameter import Parameter
@@ -56,16 +57,6 @@ class Rig:
                         and self.bridge.count_subscribers('prediction_outcome') >= 1,
                         'discovery')
 
-    def spin_until(self, condition, what):
-        last_progress = time.monotonic()
-        marker = len(self.levels)
-        while not condition():
-            self.executor.spin_once(timeout_sec=0.05)
-            if len(self.levels) != marker:
-                marker, last_progress = len(self.levels), time.monotonic()
-            if time.monotonic() - last_progress > PROGRESS_CEILING_S:
-                raise AssertionError(f'no progress for {PROGRESS_CEILING_S} s waiting for {what}')
-
     def publish(self, stamp_ns, innovation, s_diag, source='gnss'):
         msg = Innovation()
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, NS_PER_S)
@@ -78,22 +69,6 @@ class Rig:
         msg.component_kinds = [Innovation.KIND_POSITION] * m
         msg.schema_version = Innovation.SCHEMA_VERSION
         self.publisher.publish(msg)
-
-    def run_filter(self, kf, seconds, batch=20, stop=None):
-        """Publish ``seconds`` of innovations (in batches), waiting for every answer."""
-        steps = seconds * RATE_HZ
-        for start in range(0, steps, batch):
-            for k in range(start, min(steps, start + batch)):
-                self.publish((k + 1) * PERIOD_NS, *kf.step())
-            expected = min(steps, start + batch) // 2  # one outcome per two innovations
-            self.spin_until(lambda: len(self.levels) >= expected, f'{expected} assessments')
-            if stop is not None and stop(self.levels):
-                return
-
-    def close(self):
-        self.executor.shutdown()
-        for node in (self.bridge, self.feedback, self.driver):
-            node.destroy_node()
 
 
 def test_honest_filter_twenty_starts_in_60_s_none_downgraded(rclpy_context):

@@ -12,7 +12,6 @@ within one window of 32 outcomes. Samples not fused or rejected by EKF2 are coun
 Time is the messages' stamps only: the test waits on progress, never on wall time.
 """
 
-import time
 
 from ament_index_python.packages import get_package_share_directory, PackageNotFoundError
 from project_ghost_feedback.px4_aid_source import register_types
@@ -21,7 +20,7 @@ from project_ghost_feedback.ros.innovation_bridge_node import InnovationBridgeNo
 from project_ghost_feedback.ros.node_kit import message_class
 from project_ghost_feedback.sim.random_walk_filter import RandomWalkFilter
 import pytest
-from support.field_starts import honest_starts, listen, outcomes_to_unknown, UNKNOWN
+from support.field_starts import FilterRig, honest_starts, listen, outcomes_to_unknown, UNKNOWN
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -43,7 +42,6 @@ HONEST_STARTS = 20
 PX4_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
 """What PX4's uXRCE-DDS client offers: best effort."""
 QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-PROGRESS_CEILING_S = 60.0  # a stall, not a speed requirement
 
 
 def make_filter(seed, claimed_r):
@@ -51,8 +49,10 @@ def make_filter(seed, claimed_r):
     return RandomWalkFilter(seed, 2, q=Q, r=R, claimed_r=claimed_r)
 
 
-class Rig:
+class Rig(FilterRig):
     """A PX4-like filter node, an innovation bridge on px4_aid_topics and a feedback node."""
+
+    rate_hz, period = RATE_HZ, PERIOD_US
 
     def __init__(self, context):
         self.executor = SingleThreadedExecutor(context=context)
@@ -70,16 +70,6 @@ class Rig:
                         and self.bridge.count_subscribers('prediction_outcome') >= 1,
                         'discovery')
 
-    def spin_until(self, condition, what):
-        last_progress = time.monotonic()
-        marker = (len(self.levels), self.bridge.received)
-        while not condition():
-            self.executor.spin_once(timeout_sec=0.05)
-            if (len(self.levels), self.bridge.received) != marker:
-                marker, last_progress = (len(self.levels), self.bridge.received), time.monotonic()
-            if time.monotonic() - last_progress > PROGRESS_CEILING_S:
-                raise AssertionError(f'no progress for {PROGRESS_CEILING_S} s waiting for {what}')
-
     def publish(self, stamp_us, innovation, variance, fused=True, rejected=False):
         msg = EstimatorAidSource2d()
         msg.timestamp = msg.timestamp_sample = stamp_us
@@ -89,22 +79,6 @@ class Rig:
         msg.test_ratio = [e * e / s for e, s in zip(innovation, variance)]
         msg.fused, msg.innovation_rejected = fused, rejected
         self.publisher.publish(msg)
-
-    def run_filter(self, kf, seconds, batch=20, stop=None):
-        """Publish ``seconds`` of fused samples (in batches), waiting for every answer."""
-        steps = seconds * RATE_HZ
-        for start in range(0, steps, batch):
-            for k in range(start, min(steps, start + batch)):
-                self.publish((k + 1) * PERIOD_US, *kf.step())
-            expected = min(steps, start + batch) // 2  # one outcome per two samples
-            self.spin_until(lambda: len(self.levels) >= expected, f'{expected} assessments')
-            if stop is not None and stop(self.levels):
-                return
-
-    def close(self):
-        self.executor.shutdown()
-        for node in (self.bridge, self.feedback, self.driver):
-            node.destroy_node()
 
 
 def test_the_bridge_subscribes_with_px4s_type_name_hash_and_qos(rclpy_context):

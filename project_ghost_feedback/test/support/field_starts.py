@@ -6,8 +6,11 @@ caller wraps in ``run(rig, seed)``. Both experiments wait on the rig's progress,
 """
 
 import math
+import time
 
 KNOWN, UNKNOWN = 2, 0
+PROGRESS_CEILING_S = 60.0
+"""No progress for this long is a stall (not a speed requirement)."""
 MEAN_OUTCOMES_TO_FALSE_DOWNGRADE = 12857
 """vec3_scale's stated mean run to a false downgrade from a fresh start (docs/policies.md)."""
 
@@ -68,3 +71,43 @@ def listen(rig, qos):
     rig.driver.create_subscription(DiagnosticArray, '/diagnostics', rig.diagnostics.append, 10)
     for node in (rig.bridge, rig.feedback, rig.driver):
         rig.executor.add_node(node)
+
+
+class FilterRig:
+    """What the filter-driven rigs share: wait on progress, run a filter in batches, close.
+
+    A subclass makes ``bridge``, ``feedback``, ``driver`` and ``executor``, calls :func:`listen`,
+    and defines ``publish(stamp, *kf.step())``; ``rate_hz`` and ``period`` (one step in the unit
+    of its stamps) are class attributes.
+    """
+
+    rate_hz = 10
+    period = 0
+
+    def spin_until(self, condition, what):
+        """Spin until ``condition()``; fail after ``PROGRESS_CEILING_S`` without any progress."""
+        last_progress = time.monotonic()
+        marker = (len(self.levels), self.bridge.received)
+        while not condition():
+            self.executor.spin_once(timeout_sec=0.05)
+            if (len(self.levels), self.bridge.received) != marker:
+                marker, last_progress = (len(self.levels), self.bridge.received), time.monotonic()
+            if time.monotonic() - last_progress > PROGRESS_CEILING_S:
+                raise AssertionError(f'no progress for {PROGRESS_CEILING_S} s waiting for {what}')
+
+    def run_filter(self, kf, seconds, batch=20, stop=None):
+        """Publish ``seconds`` of samples (in batches), waiting for every answer."""
+        steps = seconds * self.rate_hz
+        for start in range(0, steps, batch):
+            for k in range(start, min(steps, start + batch)):
+                self.publish((k + 1) * self.period, *kf.step())
+            expected = min(steps, start + batch) // 2  # one outcome per two samples
+            self.spin_until(lambda: len(self.levels) >= expected, f'{expected} assessments')
+            if stop is not None and stop(self.levels):
+                return
+
+    def close(self):
+        """Stop the executor and destroy the three nodes."""
+        self.executor.shutdown()
+        for node in (self.bridge, self.feedback, self.driver):
+            node.destroy_node()
