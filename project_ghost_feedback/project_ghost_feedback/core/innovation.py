@@ -170,9 +170,8 @@ def whitened_blocks(innovation: Sequence[float], covariance: Sequence[float],
     return result[0], result[1]
 
 
-def _mapped_distance(white: list[float] | None) -> float | None:
-    if white is None:
-        return None
+def _mapped_distance(white: list[float]) -> float:
+    """Return a whitened block's ``chi(m_b)`` distance mapped onto ``chi(3)``."""
     return chi_to_chi3(math.sqrt(sum(w * w for w in white)), len(white))
 
 
@@ -184,7 +183,8 @@ def block_distances(innovation: Sequence[float], covariance: Sequence[float],
     (:func:`chi_to_chi3`). InnovationRefused as :func:`whitened_blocks`.
     """
     z_position, z_orientation = whitened_blocks(innovation, covariance, kinds)
-    return _mapped_distance(z_position), _mapped_distance(z_orientation)
+    return (None if z_position is None else _mapped_distance(z_position),
+            None if z_orientation is None else _mapped_distance(z_orientation))
 
 
 @dataclass(frozen=True)
@@ -315,11 +315,11 @@ class InnovationPairing:
             ori = _padded([v for v, k in zip(innovation, kinds) if k == KIND_ORIENTATION])
             state.bias.add(z_position, z_orientation)
             return self._emit(source, InnovationOutcome(
-                source, stamp_ns, stamp_ns, _required(_mapped_distance(z_position)),
-                _required(_mapped_distance(z_orientation)), pos, ori, frame_id))
+                source, stamp_ns, stamp_ns, _mapped_distance(z_position),
+                _mapped_distance(z_orientation), pos, ori, frame_id))
         white = z_position if z_position is not None else z_orientation
         assert white is not None
-        distance = _required(_mapped_distance(white))
+        distance = _mapped_distance(white)
         components = _padded(innovation)
         if state.pending is None:
             state.pending = (stamp_ns, distance, components, white)
@@ -354,11 +354,6 @@ class InnovationPairing:
         if len(self._sources) > 1:
             best = max(0.0, best - math.log(len(self._sources)))
         return best, share
-
-
-def _required(value: float | None) -> float:
-    assert value is not None
-    return value
 
 
 def _share_of(layout: tuple[int, ...], position_share: float) -> float:
