@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..core.bias_evidence import (
-    BiasEvidence, LRV_ALPHA, LRV_BLOCK, LRV_CUSHION_SE, MAX_SUFFIX, MIXTURE_VARIANCE, suffixes,
+    BiasEvidence, LRV_ALPHA, LRV_BLOCK, MAX_SUFFIX, MIXTURE_VARIANCE, suffixes,
     WARMUP_OUTCOMES)
 from ..core.serial_whitening import (
     DEFAULT_ALPHA, DEFAULT_GUARD_ALPHA, gross_limit, GUARD_RATIO, MAX_PHI, MIN_INNOVATION_RATIO,
@@ -216,7 +216,6 @@ def bias_evidence(v: _FloatArray, max_suffix: int = MAX_SUFFIX,
     mean = np.zeros((streams, width))
     lrv = np.zeros((2, streams))
     parts = ((0, split), (split, width))
-    horizon = (2.0 - lrv_alpha) / lrv_alpha
     for t in range(length):
         samples = t + 1
         mean += max(lrv_alpha, 1.0 / samples) * (flat[:, t] - mean)
@@ -228,8 +227,7 @@ def bias_evidence(v: _FloatArray, max_suffix: int = MAX_SUFFIX,
         for k, (low, high) in enumerate(parts):
             lrv[k] += b * ((d[:, low:high] ** 2).sum(axis=1) / (lrv_block * (high - low))
                            - lrv[k])
-            se = math.sqrt(8.0 * lrv_block / (3.0 * (high - low) * min(blocks, horizon)))
-            scales[k, :, t] = np.maximum(1.0, lrv[k]) * (1.0 + LRV_CUSHION_SE * se)
+            scales[k, :, t] = np.maximum(1.0, lrv[k])
     best = np.zeros((streams, length))
     share = np.zeros((streams, length))
     half = width / 2.0

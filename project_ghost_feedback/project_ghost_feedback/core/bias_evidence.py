@@ -28,11 +28,15 @@ hundreds of times a day on an honest filter. So each vec3's ``|S_j|^2`` is divid
 long-run variance ratio ``lambda`` (per component; 1 for white ``v``), estimated from past data
 by overlapping batch means: the exponentially forgotten mean (``lrv_alpha``) of ``|S_L - L
 mu|^2 / (L m)`` over the trailing blocks of ``L = lrv_block`` outcomes, ``mu`` the slowly
-forgotten mean of ``v``. In use: ``max(1, lambda)`` times ``1 + LRV_CUSHION_SE`` standard errors
-of that estimate (``sqrt(8 L / (3 m n))`` relative, ``n`` the blocks it rests on: Meketon and
-Schmeiser 1984), so a young estimate errs on the side of fewer alarms. A bias that appears
-enters the estimate at ``lrv_alpha`` per outcome (after 20 s at 10/s, ~5% of ``b^2 L``): it costs
-little power. Warm-up: the evidence is 0 until ``warmup`` outcomes have fed it (a start, a reset).
+forgotten mean of ``v``. In use: ``max(1, lambda)``, never below white noise's. A young
+estimate is noisy (relative standard error ``sqrt(8 L / (3 m n))``, ``n`` the blocks it rests
+on: Meketon and Schmeiser 1984; ~0.2 five minutes after a start at 10/s); a cushion of two of
+those standard errors was measured and left out: it cost a bias of 1.5 at rho 0.9 ~10 s (29 s
+against 19 s) and the budget does not need it (an honest mix's evidence reached the 14.40-nat
+threshold in 1 of 1000 one-hour starts without it; ``docs/policies.md``, "The bias channel").
+A bias that appears enters the estimate at ``lrv_alpha`` per outcome (after 20 s at 10/s, ~5%
+of ``b^2 L``): it costs little power. Warm-up: the evidence is 0 until ``warmup`` outcomes
+have fed it (a start, a reset).
 
 Samples the scale test owns are left out (a ``+inf`` distance, an unwhitenable sample, a gross
 one: a 2 m frame error is not a bias of 0.3 standard deviations); a change in the number of
@@ -56,8 +60,6 @@ LRV_ALPHA = 1e-4
 ~10,000 outcomes: 17 min at 10/s)."""
 WARMUP_OUTCOMES = 3000
 """Outcomes before the evidence is reported (5 min at 10/s, 1 min at 50/s; 0 until then)."""
-LRV_CUSHION_SE = 2.0
-"""Standard errors of the long-run variance estimate added to it before use."""
 
 
 def suffixes(max_suffix: int, ratio: float = SUFFIX_RATIO) -> tuple[int, ...]:
@@ -125,15 +127,13 @@ class BiasEvidence:
         return self.samples >= self.warmup
 
     def long_run_variances(self) -> tuple[float, float]:
-        """Return the (position, orientation) long-run variance ratios in use (module doc)."""
-        blocks = min(float(self._blocks), (2.0 - self.lrv_alpha) / self.lrv_alpha)
+        """Return the (position, orientation) long-run variance ratios in use (module doc).
+
+        ``inf`` (no evidence) before the first block of a vec3 that has components.
+        """
         result = []
         for estimate, m in zip(self._lrv, (self._split, len(self._mean) - self._split)):
-            if m <= 0 or blocks <= 0.0:
-                result.append(math.inf)
-                continue
-            se = math.sqrt(8.0 * self.lrv_block / (3.0 * m * blocks))
-            result.append(max(1.0, estimate) * (1.0 + LRV_CUSHION_SE * se))
+            result.append(math.inf if m <= 0 or self._blocks <= 0 else max(1.0, estimate))
         return result[0], result[1]
 
     def add(self, position: Sequence[float] | None, orientation: Sequence[float] | None
