@@ -20,8 +20,8 @@ Its bias channel (``--bias-hours``, default 100 h of honest 1 h streams after th
 ``--bias-runs`` per offset): false episodes per hour split by channel, and the time to find a fix
 offset of 0.5 m and 1 m east (noise 1 m per axis).
 
-Prints a markdown table. ``--quick`` for a short run, ``--only WORD`` for some sources. Figures
-only, never a gate.
+Prints a markdown table. ``--quick`` for a short run, ``--only WORD`` for some sources,
+``--bias-only`` for the bias channel alone. Figures only, never a gate.
 """
 
 import argparse
@@ -242,6 +242,8 @@ def main() -> None:
     parser.add_argument('--bias-hours', type=float, default=100.0,
                         help='honest hours of the GNSS row for the bias channel (0: skip)')
     parser.add_argument('--bias-runs', type=int, default=40, help='runs per fix bias')
+    parser.add_argument('--bias-only', action='store_true',
+                        help="only the GNSS row's bias channel (no table of sources)")
     args = parser.parse_args()
     starts = 20 if args.quick else args.starts
     runs = 10 if args.quick else args.runs
@@ -253,7 +255,7 @@ def main() -> None:
           'median) |')
     print('|---|---|---|---|---|---|')
     for name, kinds in SOURCES.items():
-        if args.only and args.only not in name:
+        if args.bias_only or (args.only and args.only not in name):
             continue
         t0 = time.monotonic()
         both = P in kinds and OR in kinds

@@ -712,9 +712,9 @@ def handler_cost(window: int, cycles: int, repeats: int = 5) -> float:
                 on_outcome(outcome)
                 on_assessment(belief)
             samples.append((time.perf_counter_ns() - start) / cycles / 1000.0)
-        assert node.published == cycles * repeats and not node.health.rejected
-        assert node.last_calibrated is not None
-        assert node.last_calibrated.calibration_history.outcomes_considered == window
+        assert node.counts.published == cycles * repeats and not node.health.rejected
+        assert node.verdict.calibrated is not None
+        assert node.verdict.calibrated.calibration_history.outcomes_considered == window
     finally:
         node.destroy_node()
         context.try_shutdown()

@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """The outcome bridge's /diagnostics status: small named checks merged into one status.
 
-As diagnostic_updater composes tasks, each check below looks at one concern of the running
-bridge, read through :class:`BridgeState` (public state only; this module does not import the
-node), notes a level on the period of the node's health ledger
-(:class:`~.calibration_status.PeriodStatus`: the worst of the period wins, the first at equal
-severity) and adds its values; :class:`BridgeDiagnostics` runs them in order, keeps what the
-last period saw (its own state) and returns the one ``DiagnosticStatus`` named
-``<node>: outcome_bridge``.
+As diagnostic_updater composes tasks, :class:`BridgeDiagnostics` is handed the objects that hold
+the bridge's state (its health ledger, its pairing engine, its counts: ``bridge_state.py``, its
+subscriptions), never the node; each check below looks at one concern of them, notes a level
+on the period of the health ledger (:class:`~.calibration_status.PeriodStatus`: the worst of the
+period wins, the first at equal severity) and adds its values; :class:`BridgeDiagnostics` runs
+them in order, keeps what the last period saw (its own state) and returns the one
+``DiagnosticStatus`` named ``<node>: outcome_bridge``.
 
 - :func:`check_inputs`: publishers matched and silence per input, sequence gaps, losses, QoS;
 - :func:`check_tf`: the /tf gate's counts (transforms accepted, refused by reason, frames) and
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 from diagnostic_msgs.msg import DiagnosticStatus
 
@@ -41,49 +41,15 @@ from .node_kit import diagnostic_status
 
 if TYPE_CHECKING:
     from ..bridge.pairing import PairingEngine
+    from .bridge_state import BridgeCounts
     from .calibrated_estimate_publisher import CalibratedEstimatePublisher
     from .health import HealthLedger
-
-
-class BridgeState(Protocol):
-    """What the diagnostics read of the outcome bridge: its public state, nothing private."""
-
-    health: HealthLedger
-    engine: PairingEngine
-    input_subscriptions: dict[str, Any]
-    tf_subscriptions: dict[str, Any]
-    tf_received: collections.Counter[str]
-    received: collections.Counter[str]
-    period_counts: collections.Counter[str]  # drops by reason this period (check_pairing takes)
-    incompatible_qos: collections.Counter[str]
-    outcomes_published: int
-    assessments_published: int
-    message_info: bool
-    transform_steps: int
-    last_transform_step: str
-    tf_state: str
-    last_drop_reason: str
-    last_reset_reason: str
-    calibrated_estimate: CalibratedEstimatePublisher | None
-
-    @property
-    def config(self) -> dict[str, Any]:
-        """Return the configuration in effect."""
-
-    def accounting(self) -> dict[str, int]:
-        """Return the inputs received but in no bucket (0 unless a bug)."""
-
-    def get_publishers_info_by_topic(self, topic_name: str) -> list[Any]:
-        """Return the graph's publishers of a topic (rclpy)."""
-
-    def get_fully_qualified_name(self) -> str:
-        """Return the node's name (the status's name)."""
 
 
 DIAGNOSTIC_TASK = 'outcome_bridge'
 
 Values = dict[str, Any]
-Check = Callable[['BridgeState', 'BridgeDiagnostics', int, Values], None]
+Check = Callable[['BridgeDiagnostics', int, Values], None]
 
 
 def _counts(values: Values, prefix: str, counter: Mapping[str, int]) -> None:
@@ -97,85 +63,82 @@ def _type_name(message_class: Any) -> str:
     return f'{message_class.__module__.split(".")[0]}/msg/{message_class.__name__}'
 
 
-def _other_types_offered(node: BridgeState, subscription: Any) -> str:
+def _other_types_offered(task: BridgeDiagnostics, subscription: Any) -> str:
     """Return the other types the graph says are published on the subscription's topic.
 
     From ``get_publishers_info_by_topic``, comma-separated; ``''`` when none.
     """
     expected = _type_name(subscription.msg_type)
     offered = {info.topic_type for info in
-               node.get_publishers_info_by_topic(subscription.topic_name)}
+               task.publishers_info(subscription.topic_name)}
     return ', '.join(sorted(offered - {expected}))
 
 
-def check_inputs(node: BridgeState, task: BridgeDiagnostics, steady_ns: int,
-                 values: Values) -> None:
+def check_inputs(task: BridgeDiagnostics, steady_ns: int, values: Values) -> None:
     """Check publishers matched and silence per input; add gaps, losses, incompatible QoS."""
-    period = node.health.period
-    for kind, subscription in node.input_subscriptions.items():
+    period = task.health.period
+    for kind, subscription in task.inputs.items():
         count = subscription.get_publisher_count()
         values[f'{kind}_publishers'] = count
-        if node.received[kind] != task.received_at_tick[kind]:
-            task.received_at_tick[kind] = node.received[kind]
+        if task.counts.received[kind] != task.received_at_tick[kind]:
+            task.received_at_tick[kind] = task.counts.received[kind]
             task.last_input_steady_ns[kind] = steady_ns
         silent_s = (steady_ns - task.last_input_steady_ns[kind]) / NS_PER_S
-        offered = _other_types_offered(node, subscription) if count == 0 else ''
+        offered = _other_types_offered(task, subscription) if count == 0 else ''
         values[f'{kind}_type_offered'] = offered
         if offered:
             # Another type never matches: name it, the bridge will not pair until it changes.
             period.note(ERROR, f'{subscription.topic_name} is published as {offered}, the '
                                f'bridge reads {_type_name(subscription.msg_type)} '
                                f'({kind}_type)')
-        if silent_s > node.config['stale_after_s']:
+        if silent_s > task.config()['stale_after_s']:
             period.note(STALE, f'no {kind} received for {silent_s:.1f} s'
                                + (' (no publisher matched)' if count == 0 else ''))
         if count == 0:
             period.note(WARN, f'no publisher matched on {subscription.topic_name}')
-        elif not node.received[kind]:
+        elif not task.counts.received[kind]:
             period.note(WARN, f'no {kind} received yet')
         elif count > 1:
             period.note(WARN, f'{count} publishers on {subscription.topic_name}: '
                               'their streams mix')
-    values['estimates_received'] = node.received[ESTIMATE]
-    values['references_received'] = node.received[REFERENCE]
+    values['estimates_received'] = task.counts.received[ESTIMATE]
+    values['references_received'] = task.counts.received[REFERENCE]
     for kind in (ESTIMATE, REFERENCE):
-        values[f'{kind}_messages_missed'] = node.health.sequences[kind].missed
-        values[f'{kind}_messages_lost'] = node.health.messages_lost[kind]
-        values[f'{kind}_sequence_restarts'] = node.health.sequences[kind].restarts
-        values[f'{kind}_incompatible_qos'] = node.incompatible_qos[kind]
-    values['message_info'] = node.message_info
-    for topic in node.tf_subscriptions:
+        values[f'{kind}_messages_missed'] = task.health.sequences[kind].missed
+        values[f'{kind}_messages_lost'] = task.health.messages_lost[kind]
+        values[f'{kind}_sequence_restarts'] = task.health.sequences[kind].restarts
+        values[f'{kind}_incompatible_qos'] = task.counts.incompatible_qos[kind]
+    values['message_info'] = task.counts.message_info
+    for topic in task.tf_subscriptions:
         name = topic.strip('/')
-        values[f'{name}_messages_received'] = node.tf_received[topic]
-        values[f'{name}_messages_missed'] = node.health.sequences[topic].missed
-        values[f'{name}_messages_lost'] = node.health.messages_lost[topic]
+        values[f'{name}_messages_received'] = task.counts.tf_received[topic]
+        values[f'{name}_messages_missed'] = task.health.sequences[topic].missed
+        values[f'{name}_messages_lost'] = task.health.messages_lost[topic]
 
 
-def check_tf(node: BridgeState, task: BridgeDiagnostics, steady_ns: int,
-             values: Values) -> None:
+def check_tf(task: BridgeDiagnostics, steady_ns: int, values: Values) -> None:
     """Add what the tf gate took and refused, by reason (WARN noted when refused)."""
-    if not node.tf_subscriptions:
+    if not task.tf_subscriptions:
         return
-    engine = node.engine
+    engine = task.engine
     values.update({
         'tf_transforms_accepted': engine.transforms_accepted,
         'tf_transforms_refused_total': sum(engine.transforms_refused.values()),
         'tf_frames': f'{len(engine.tf_gate.frames)}/{engine.tf_gate.max_frames}',
         # Frames named (bridge/frame_steps.py): the distances jumped or fell back at a /tf
         # change; the frames, the step in m and deg, the distances before and after.
-        'frame_steps': node.transform_steps,
-        'last_frame_step': node.last_transform_step,
+        'frame_steps': task.counts.transform_steps,
+        'last_frame_step': task.counts.last_transform_step,
     })
     _counts(values, 'tf_transforms_refused', engine.transforms_refused)
 
 
-def check_pairing(node: BridgeState, task: BridgeDiagnostics, steady_ns: int,
-                  values: Values) -> None:
+def check_pairing(task: BridgeDiagnostics, steady_ns: int, values: Values) -> None:
     """Check what paired this period (ERROR when frames forbid it); add the engine's counts."""
-    engine = node.engine
-    period = node.health.period
+    engine = task.engine
+    period = task.health.period
     engine.retry_transforms()  # tf data may have come since the last input
-    counts, node.period_counts = node.period_counts, collections.Counter()
+    counts = task.counts.take_period_counts()
     counts['paired'] = engine.paired - task.paired_at_last_status
     task.paired_at_last_status = engine.paired
     if counts[DROP_FRAME_MISMATCH] and not counts['paired']:
@@ -185,16 +148,16 @@ def check_pairing(node: BridgeState, task: BridgeDiagnostics, steady_ns: int,
     if counts['reference_tf'] and not counts['paired']:
         period.note(ERROR, 'references cannot be transformed into the estimate frame '
                            '(tf; references_dropped[tf_*])')
-    received = node.received[ESTIMATE] - task.estimates_at_last_status
-    task.estimates_at_last_status = node.received[ESTIMATE]
+    received = task.counts.received[ESTIMATE] - task.estimates_at_last_status
+    task.estimates_at_last_status = task.counts.received[ESTIMATE]
     if received and not counts['paired']:
         period.note(WARN, 'no estimate paired with a reference this period')
-    unaccounted = node.accounting()
+    unaccounted = task.counts.unaccounted(task.engine)
     values.update({
         'paired': engine.paired,
-        'outcomes_published': node.outcomes_published,
+        'outcomes_published': task.counts.outcomes_published,
         'outcomes_paced_out': engine.paced_out,
-        'assessments_published': node.assessments_published,
+        'assessments_published': task.counts.assessments_published,
         'dropped_total': sum(engine.dropped.values()),
         'references_used': engine.references_used,
         'references_dropped_total': sum(engine.references_dropped.values()),
@@ -203,24 +166,23 @@ def check_pairing(node: BridgeState, task: BridgeDiagnostics, steady_ns: int,
         'references_unaccounted': unaccounted[REFERENCE],
         'reference_buffer_fill': f'{len(engine.buffer)}/{engine.buffer.capacity}',
         'reference_frame_id': engine.reference_frame_id or '',
-        'tf': node.tf_state,
+        'tf': task.counts.tf_state,
         'references_waiting_tf': len(engine.tf_waiting),
-        'last_drop_reason': node.last_drop_reason,
+        'last_drop_reason': task.counts.last_drop_reason,
     })
     _counts(values, 'dropped', engine.dropped)
     _counts(values, 'references_dropped', engine.references_dropped)
 
 
-def check_decorrelation(node: BridgeState, task: BridgeDiagnostics, steady_ns: int,
-                        values: Values) -> None:
+def check_decorrelation(task: BridgeDiagnostics, steady_ns: int, values: Values) -> None:
     """Say how outcomes are made independent (method, warm-up at OK); add its figures."""
-    engine = node.engine
+    engine = task.engine
     method = engine.config['decorrelation_method']
     values['decorrelation_method'] = method
     if method == WHITEN:
         whitening = engine.whitening
         if not whitening.warm:
-            node.health.period.note(
+            task.health.period.note(
                 OK, f'warming up: no outcome until {whitening.position.warmup_samples} '
                 'consecutive pairs fed the serial-correlation estimate '
                 f'({whitening.pairs} so far)')
@@ -237,7 +199,7 @@ def check_decorrelation(node: BridgeState, task: BridgeDiagnostics, steady_ns: i
     elif method == PACE:
         pacer = engine.pacer
         if not pacer.warm:
-            node.health.period.note(
+            task.health.period.note(
                 OK, f'warming up: no outcome until {pacer.warmup_samples} paired estimates fed '
                 f'the autocorrelation estimate ({pacer.samples} so far)')
         values.update({
@@ -250,26 +212,24 @@ def check_decorrelation(node: BridgeState, task: BridgeDiagnostics, steady_ns: i
     values['outcomes_withheld_warming_up'] = engine.warming_up
 
 
-def check_faults(node: BridgeState, task: BridgeDiagnostics, steady_ns: int,
-                 values: Values) -> None:
+def check_faults(task: BridgeDiagnostics, steady_ns: int, values: Values) -> None:
     """Add resets, clock rejections and callback errors (noted at their level when they came)."""
-    resets = node.engine.resets
+    resets = task.engine.resets
     values.update({
         'resets_total': sum(resets.values()),
         'clock_resets': resets[RESET_CLOCK_JUMP],
-        'last_reset_reason': node.last_reset_reason,
-        'clock_rejected': node.health.clock_rejected,
-        'callback_errors_total': sum(node.health.callback_errors.values()),
-        'last_callback_error': node.health.last_callback_error,
+        'last_reset_reason': task.counts.last_reset_reason,
+        'clock_rejected': task.health.clock_rejected,
+        'callback_errors_total': sum(task.health.callback_errors.values()),
+        'last_callback_error': task.health.last_callback_error,
     })
     _counts(values, 'resets', resets)
-    _counts(values, 'callback_errors', node.health.callback_errors)
+    _counts(values, 'callback_errors', task.health.callback_errors)
 
 
-def check_calibrated_estimate(node: BridgeState, task: BridgeDiagnostics, steady_ns: int,
-                              values: Values) -> None:
+def check_calibrated_estimate(task: BridgeDiagnostics, steady_ns: int, values: Values) -> None:
     """Add the calibrated estimate's counts and factors (nothing when it is not enabled)."""
-    republisher = node.calibrated_estimate
+    republisher = task.calibrated_estimate
     if republisher is None:
         return
     factors = republisher.factors
@@ -291,12 +251,29 @@ CHECKS: tuple[Check, ...] = (
 class BridgeDiagnostics:
     """The outcome bridge's /diagnostics task: its checks and what the last period saw.
 
-    ``node`` is read through :class:`BridgeState`; ``start_steady_ns`` is when the inputs'
-    silence starts counting.
+    It is handed what it reads (module docstring): ``name`` (the node's fully qualified name),
+    ``config`` (returns the configuration in effect), the health ledger, the engine, the
+    bridge's counts, its input and /tf subscriptions (``kind`` or topic -> subscription),
+    ``publishers_info`` (the graph's publishers of a topic: rclpy's
+    ``get_publishers_info_by_topic``) and the calibrated estimate's publisher (None when
+    disabled). ``start_steady_ns``: when the inputs' silence starts counting.
     """
 
-    def __init__(self, node: BridgeState, start_steady_ns: int) -> None:
-        self._node = node
+    def __init__(self, name: str, config: Callable[[], Mapping[str, Any]],
+                 health: HealthLedger, engine: PairingEngine, counts: BridgeCounts,
+                 inputs: Mapping[str, Any], tf_subscriptions: Mapping[str, Any],
+                 publishers_info: Callable[[str], list[Any]],
+                 calibrated_estimate: CalibratedEstimatePublisher | None,
+                 start_steady_ns: int) -> None:
+        self.name = name
+        self.config = config
+        self.health = health
+        self.engine = engine
+        self.counts = counts
+        self.inputs = inputs
+        self.tf_subscriptions = tf_subscriptions
+        self.publishers_info = publishers_info
+        self.calibrated_estimate = calibrated_estimate
         self.last_input_steady_ns = {REFERENCE: start_steady_ns, ESTIMATE: start_steady_ns}
         self.received_at_tick: collections.Counter[str] = collections.Counter()
         self.estimates_at_last_status = 0
@@ -304,10 +281,9 @@ class BridgeDiagnostics:
 
     def status(self, steady_ns: int) -> DiagnosticStatus:
         """Run :data:`CHECKS`; return the period's merged status and start a new period."""
-        node = self._node
         values: Values = {}
         for check in CHECKS:
-            check(node, self, steady_ns, values)
-        node.health.period.note(OK, 'pairing estimates with references')
-        level, message = node.health.period.take()
-        return diagnostic_status(node, DIAGNOSTIC_TASK, level, message, values)
+            check(self, steady_ns, values)
+        self.health.period.note(OK, 'pairing estimates with references')
+        level, message = self.health.period.take()
+        return diagnostic_status(self.name, DIAGNOSTIC_TASK, level, message, values)

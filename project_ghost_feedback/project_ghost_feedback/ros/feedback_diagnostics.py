@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """The feedback node's /diagnostics status: small named checks merged into one status.
 
-As diagnostic_updater composes tasks, each check looks at one concern of the running node and
-reads its public state only, through :class:`FeedbackState` (this module does not import the
-node). Two kinds, run in order by :meth:`FeedbackDiagnostics.status`:
+As diagnostic_updater composes tasks, :class:`FeedbackDiagnostics` is handed the objects that hold
+the node's state (its health ledger, its loop, its counts and last verdict, its clock watch, its
+recorders; ``feedback_state.py``), never the node, and each check looks at one concern of them.
+Two kinds, run in order by :meth:`FeedbackDiagnostics.status`:
 
 - *period checks* note a level on the node's period (the worst of the period wins):
   :func:`check_outcomes_fresh` (STALE without outcomes), :func:`check_telemetry_losses`;
@@ -18,10 +19,9 @@ The result is the one ``DiagnosticStatus`` named ``<node>: calibration``.
 
 from __future__ import annotations
 
-import collections
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 from diagnostic_msgs.msg import DiagnosticStatus
 
@@ -44,50 +44,11 @@ from .node_kit import diagnostic_status
 
 if TYPE_CHECKING:
     from ..core.loop import FeedbackLoop
-    from ..core import PredictionOutcome
     from ..telemetry.background import BackgroundRecorder
     from .feedback_parameters import FeedbackConfig
+    from .feedback_state import ClockWatch, FeedbackCounts, LastVerdict
     from .feedback_telemetry import TopicRecorder
     from .health import HealthLedger
-
-
-class FeedbackState(Protocol):
-    """What the diagnostics read of the feedback node: its public state, nothing private.
-
-    The checks take this view (not the node class, which imports them): its health ledger, its
-    loop, its counters and the last output.
-    """
-
-    health: HealthLedger
-    loop: FeedbackLoop
-    telemetry: BackgroundRecorder | None
-    topic_recorder: TopicRecorder | None
-    received: collections.Counter[str]
-    resets: collections.Counter[str]
-    published: int
-    duplicates: int
-    too_old_outcomes: int
-    late_outcomes: int
-    underconfident_assessments: int
-    last_reset_reason: str
-    last_calibrated: CalibratedSelfAssessment | None
-    last_judged: Sequence[PredictionOutcome]
-    last_severity: tuple[bytes, str] | None
-    start_steady_ns: int
-    last_outcome_steady_ns: int | None
-    last_clock_ns: int
-    outcome_subscription: Any
-    assessment_subscription: Any
-
-    @property
-    def config(self) -> FeedbackConfig:
-        """Return the configuration in effect."""
-
-    def clock_note(self, steady_ns: int) -> str:
-        """Return a note when the node clock has not advanced for a period, else ''."""
-
-    def get_fully_qualified_name(self) -> str:
-        """Return the node's name (the status's name)."""
 
 
 DIAGNOSTIC_TASK = 'calibration'
@@ -115,41 +76,39 @@ class Status:
             self.values[f'{prefix}[{key}]'] = count
 
 
-PeriodCheck = Callable[['FeedbackState', 'FeedbackDiagnostics', int], None]
-StatusCheck = Callable[['FeedbackState', int, Status], None]
+PeriodCheck = Callable[['FeedbackDiagnostics', int], None]
+StatusCheck = Callable[['FeedbackDiagnostics', int, Status], None]
 
 
-def check_outcomes_fresh(node: FeedbackState, task: FeedbackDiagnostics, steady_ns: int) -> None:
+def check_outcomes_fresh(task: FeedbackDiagnostics, steady_ns: int) -> None:
     """Note STALE when no outcome came for ``stale_after_s`` (steady time)."""
-    last = node.last_outcome_steady_ns or node.start_steady_ns
-    starved_s = (steady_ns - last) / NS_PER_S
-    if starved_s > node.config.stale_after_s:
-        node.health.period.note(STALE, f'no outcome received for {starved_s:.1f} s')
+    starved_s = task.counts.starved_s(steady_ns)
+    if starved_s > task.config().stale_after_s:
+        task.health.period.note(STALE, f'no outcome received for {starved_s:.1f} s')
 
 
-def check_telemetry_losses(node: FeedbackState, task: FeedbackDiagnostics,
-                           steady_ns: int) -> None:
+def check_telemetry_losses(task: FeedbackDiagnostics, steady_ns: int) -> None:
     """Note WARN when records were not recorded this period (with the causes)."""
-    telemetry = node.telemetry
+    telemetry = task.telemetry
     if telemetry is None:
         return
     not_recorded = telemetry.not_recorded
     if not_recorded > task.not_recorded_at_status:
-        node.health.period.note(
+        task.health.period.note(
             WARN, f'telemetry: {not_recorded - task.not_recorded_at_status} records not '
             f'recorded ({", ".join(telemetry.losses)})')
     task.not_recorded_at_status = not_recorded
 
 
-def check_clock(node: FeedbackState, steady_ns: int, status: Status) -> None:
+def check_clock(task: FeedbackDiagnostics, steady_ns: int, status: Status) -> None:
     """Say when the node clock has not advanced for a diagnostics period (sim time paused)."""
-    note = node.clock_note(steady_ns)
+    note = task.clock.note(task.clock_ns(), steady_ns, task.config().diagnostics_period_s)
     if note:
         status.append(note)
     status.values.update({
-        'node_clock_ns': node.last_clock_ns,
-        'clock_rejected': node.health.clock_rejected,
-        'last_clock_rejection': node.health.last_clock_rejection,
+        'node_clock_ns': task.clock.last_clock_ns,
+        'clock_rejected': task.health.clock_rejected,
+        'last_clock_rejection': task.health.last_clock_rejection,
         'clock_stalled': bool(note),
     })
 
@@ -174,10 +133,10 @@ def unverified_message(calibrated: CalibratedSelfAssessment, loop: LoopConfig) -
             '/diagnostics) says why (no reference, no tf, wrong type, refused estimates)')
 
 
-def check_calibration(node: FeedbackState, steady_ns: int, status: Status) -> None:
+def check_calibration(task: FeedbackDiagnostics, steady_ns: int, status: Status) -> None:
     """Add the verdict: levels, reason, window, policy, underconfidence, overconfidence k."""
-    calibrated = node.last_calibrated
-    config = node.config
+    calibrated = task.verdict.calibrated
+    config = task.config()
     underconfident = calibrated is not None and is_underconfident(calibrated)
     if underconfident:
         status.append(UNDERCONFIDENT_MESSAGE)
@@ -191,16 +150,16 @@ def check_calibration(node: FeedbackState, steady_ns: int, status: Status) -> No
         'window_outcomes': f'{judged} of {config.loop.max_history}',
         'window_evidence': window_evidence(calibrated),
         'max_history': config.loop.max_history,
-        'buffer_fill': '{}/{}'.format(*node.loop.buffer_fill),
+        'buffer_fill': '{}/{}'.format(*task.loop.buffer_fill),
         'policy': config.loop.policy,
         'raw_level': calibrated.raw_assessment.overall_level.name if calibrated else '',
         'calibrated_level': calibrated.adjusted_overall_level.name if calibrated else '',
         'last_reason': calibrated.adjustment_reason if calibrated else '',
         'underconfident': underconfident,
-        'underconfident_assessments': node.underconfident_assessments,
+        'underconfident_assessments': task.counts.underconfident_assessments,
     })
     # The false-alarm budget in time and the outcome rate it is spent at (vec3_scale).
-    status.values.update(node.loop.budget())
+    status.values.update(task.loop.budget())
     # ADR-0026a: how overconfident each vec3 is, 'k_hat [low, high]' (95%); '' if unknown.
     history = calibrated.calibration_history if calibrated else None
     for vec3, text in format_overconfidence(history, config.loop.vec3_components).items():
@@ -208,7 +167,7 @@ def check_calibration(node: FeedbackState, steady_ns: int, status: Status) -> No
     status.values['overconfidence_is'] = OVERCONFIDENCE_MEANING
     # Beside k, the window's error itself: metres and degrees (the outcomes carry it).
     errors = PoseErrorStatistics()
-    for outcome in node.last_judged:
+    for outcome in task.verdict.judged:
         errors.add(outcome.position_error_m, outcome.orientation_error_rad)
     summary = errors.as_dict()
     position, rotation = summary['position_m'], summary['rotation_deg']
@@ -221,35 +180,35 @@ def check_calibration(node: FeedbackState, steady_ns: int, status: Status) -> No
     })
 
 
-def check_inputs(node: FeedbackState, steady_ns: int, status: Status) -> None:
+def check_inputs(task: FeedbackDiagnostics, steady_ns: int, status: Status) -> None:
     """Add the inputs' counts: received, published, dropped, lost, publishers, rejections."""
+    counts, health = task.counts, task.health
     status.values.update({
-        'outcomes_received': node.received['outcome'],
-        'assessments_received': node.received['assessment'],
-        'rejected_total': sum(node.health.rejected.values()),
-        'published': node.published,
-        'duplicates_dropped': node.duplicates,
-        'too_old_outcomes_dropped': node.too_old_outcomes,
-        'late_outcomes': node.late_outcomes,
-        'messages_lost': sum(node.health.messages_lost.values()),
-        'messages_missed': node.health.messages_missed,
-        'outcome_publishers': node.outcome_subscription.get_publisher_count(),
-        'assessment_publishers': node.assessment_subscription.get_publisher_count(),
-        'resets_total': sum(node.resets.values()),
-        'last_reset_reason': node.last_reset_reason,
-        'last_reject_reason': node.health.last_reject_reason,
+        'outcomes_received': counts.received['outcome'],
+        'assessments_received': counts.received['assessment'],
+        'rejected_total': sum(health.rejected.values()),
+        'published': counts.published,
+        'duplicates_dropped': counts.duplicates,
+        'too_old_outcomes_dropped': counts.too_old_outcomes,
+        'late_outcomes': counts.late_outcomes,
+        'messages_lost': sum(health.messages_lost.values()),
+        'messages_missed': health.messages_missed,
+        **{f'{kind}_publishers': count() for kind, count in task.publishers.items()},
+        'resets_total': sum(counts.resets.values()),
+        'last_reset_reason': counts.last_reset_reason,
+        'last_reject_reason': health.last_reject_reason,
     })
-    status.counts('callback_errors', node.health.callback_errors)
-    status.counts('resets', node.resets)
-    status.counts('rejected', node.health.rejected)
+    status.counts('callback_errors', health.callback_errors)
+    status.counts('resets', counts.resets)
+    status.counts('rejected', health.rejected)
 
 
-def check_telemetry(node: FeedbackState, steady_ns: int, status: Status) -> None:
+def check_telemetry(task: FeedbackDiagnostics, steady_ns: int, status: Status) -> None:
     """Add the recorder's counts; ERROR (over OK or WARN) when recording stopped."""
-    telemetry = node.telemetry
+    telemetry = task.telemetry
     if telemetry is None:
         return
-    topics = node.topic_recorder
+    topics = task.topics
     status.values.update({
         'telemetry_bag': str(telemetry.path),
         'telemetry_recorded': telemetry.recorded,
@@ -274,22 +233,38 @@ STATUS_CHECKS: tuple[StatusCheck, ...] = (
 class FeedbackDiagnostics:
     """The feedback node's /diagnostics task: its checks, and the state it keeps between periods.
 
-    ``node`` is read through :class:`FeedbackState` (public state only); the task's own state
-    is what the last period saw (``not_recorded_at_status``).
+    It is handed what it reads (module docstring): ``name`` (the node's fully qualified name),
+    ``config`` (returns the configuration in effect), ``clock_ns`` (returns the node clock now),
+    ``publishers`` (per input, returns its publisher count) and the state objects. Its own
+    state is what the last period saw (``not_recorded_at_status``).
     """
 
-    def __init__(self, node: FeedbackState) -> None:
-        self._node = node
+    def __init__(self, name: str, config: Callable[[], FeedbackConfig], health: HealthLedger,
+                 loop: FeedbackLoop, counts: FeedbackCounts, verdict: LastVerdict,
+                 clock: ClockWatch, clock_ns: Callable[[], int],
+                 publishers: Mapping[str, Callable[[], int]],
+                 telemetry: BackgroundRecorder | None = None,
+                 topics: TopicRecorder | None = None) -> None:
+        self.name = name
+        self.config = config
+        self.health = health
+        self.loop = loop
+        self.counts = counts
+        self.verdict = verdict
+        self.clock = clock
+        self.clock_ns = clock_ns
+        self.publishers = publishers
+        self.telemetry = telemetry
+        self.topics = topics
         self.not_recorded_at_status = 0
 
     def status(self, steady_ns: int) -> DiagnosticStatus:
         """Run the checks; return the period's merged DiagnosticStatus and start a new period."""
-        node = self._node
         for period_check in PERIOD_CHECKS:
-            period_check(node, self, steady_ns)
-        level, message = node.health.period.take(carry=node.last_severity)
+            period_check(self, steady_ns)
+        level, message = self.health.period.take(carry=self.verdict.severity)
         status = Status(level, message)
         for status_check in STATUS_CHECKS:
-            status_check(node, steady_ns, status)
-        return diagnostic_status(node, DIAGNOSTIC_TASK, status.level, status.message,
+            status_check(self, steady_ns, status)
+        return diagnostic_status(self.name, DIAGNOSTIC_TASK, status.level, status.message,
                                  status.values)

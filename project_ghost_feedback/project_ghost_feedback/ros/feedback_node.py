@@ -27,7 +27,6 @@ Run it with ``ros2 run project_ghost_feedback feedback_node`` (ROS install) or `
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Callable, Mapping
 from functools import partial
 import sys
@@ -50,7 +49,6 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.serialization import deserialize_message, serialize_message
 from std_srvs.srv import Trigger
 
-from ..core import NS_PER_S
 from ..core.loop import (
     CAUSE_SERVICE,
     CAUSE_START,
@@ -74,6 +72,7 @@ from .conversions import (
     overconfidence_to_msg,
 )
 from .feedback_diagnostics import FeedbackDiagnostics
+from .feedback_state import ClockWatch, FeedbackCounts, LastVerdict
 from .health import HealthLedger
 from .level_log import level_change, Levels
 from .feedback_parameters import (  # noqa: F401 - EXECUTORS re-exported for main()'s users
@@ -96,9 +95,6 @@ from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s u
 from .feedback_telemetry import open_telemetry, StartupError, TopicRecorder
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from ..core import PredictionOutcome
     from ..core.feedback import CalibratedSelfAssessment
     from ..telemetry.background import BackgroundRecorder
 
@@ -130,26 +126,15 @@ class FeedbackNode(TimedLogging, Node):
 
         # Faults (callback errors, rejected clocks and inputs, losses, gaps) and the period.
         self.health = HealthLedger(self.get_logger(), lambda: self.config.reject_log_throttle_s)
-        self.received: collections.Counter[str] = collections.Counter()
-        self.published = 0
-        self.underconfident_assessments = 0
-        self.duplicates = 0
-        self.too_old_outcomes = 0
-        self.late_outcomes = 0
-        self.resets: collections.Counter[str] = collections.Counter()
-        self.last_reset_reason = ''
-        self.last_calibrated: CalibratedSelfAssessment | None = None
-        self.last_judged: Sequence[PredictionOutcome] = ()
-        """The outcomes the last calibrated assessment was judged on."""
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        started = self._steady.now().nanoseconds
+        # What the node keeps between callbacks (feedback_state.py): /diagnostics reads them.
+        self.counts = FeedbackCounts(start_steady_ns=started)
+        self.verdict = LastVerdict()
+        self._clock_watch = ClockWatch(self.get_clock().now().nanoseconds, started)
         # (raw level, calibrated level) of the last output: the log says when it changes.
         self._logged_levels: Levels | None = None
         self.loop = FeedbackLoop(config.loop, hold_ns=config.assessment_hold_ns)
-        self.last_severity: tuple[bytes, str] | None = None
-        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.start_steady_ns = self._steady.now().nanoseconds
-        self.last_outcome_steady_ns: int | None = None
-        self.last_clock_ns = self.get_clock().now().nanoseconds
-        self._last_clock_change_steady_ns = self.start_steady_ns
 
         # Open the telemetry bag before any topic exists: a bad path fails without endpoints.
         self.telemetry = self._open_telemetry()
@@ -203,7 +188,14 @@ class FeedbackNode(TimedLogging, Node):
                 self._message_info, self._param('record_diagnostics'))
         # Releases the assessments the loop holds for assessment_hold_s.
         self._hold_timer = self.create_timer(0.01, self._release_held, clock=self._steady)
-        self.diagnostics = FeedbackDiagnostics(self)  # the /diagnostics task, its own state
+        # The /diagnostics task: handed the state it reads, and keeping its own.
+        self.diagnostics = FeedbackDiagnostics(
+            self.get_fully_qualified_name(), lambda: self.config, self.health, self.loop,
+            self.counts, self.verdict, self._clock_watch,
+            lambda: self.get_clock().now().nanoseconds,
+            {'outcome': self.outcome_subscription.get_publisher_count,
+             'assessment': self.assessment_subscription.get_publisher_count},
+            self.telemetry, self.topic_recorder)
         self._diagnostics_timer = PeriodicTimer(
             self, config.diagnostics_period_s, self.publish_diagnostics, self._steady)
         self._jump_handle = self.get_clock().create_jump_callback(
@@ -273,13 +265,10 @@ class FeedbackNode(TimedLogging, Node):
 
     def _note_reset(self, event: LoopEvent) -> None:
         """Publish, record, count and log (once per event) a reset the loop made."""
-        self.last_calibrated = None
-        self.last_judged = ()
-        self.last_severity = None
+        self.verdict.clear()
         self._logged_levels = None
         self._emit(event)
-        self.resets[event.cause] += 1
-        self.last_reset_reason = f'{event.cause}: {event.detail}'
+        self.counts.reset(event.cause, event.detail)
         self.health.period.note(WARN, f'window reset ({event.cause}: {event.detail})')
         self.get_logger().warning(f'window reset ({event.cause}): {event.detail}')
 
@@ -340,7 +329,7 @@ class FeedbackNode(TimedLogging, Node):
             msg = outcome_view(data)
         except StringRefused as error:
             # A string rclpy and rosbags read differently: refused, never recorded.
-            self.received['outcome'] += 1
+            self.counts.received['outcome'] += 1
             self.health.rejection('outcome', StringRefused.reason, str(error))
             return
         except WireError:
@@ -352,7 +341,8 @@ class FeedbackNode(TimedLogging, Node):
 
     def _on_outcome(self, msg: Any, data: bytes | None = None) -> None:
         """Take one outcome: ``msg`` to read it from; ``data`` its bytes (recorded), or None."""
-        self.received['outcome'] += 1
+        counts = self.counts
+        counts.received['outcome'] += 1
         try:
             outcome = outcome_from_msg(msg)
         except (TypeError, ValueError) as error:
@@ -372,15 +362,15 @@ class FeedbackNode(TimedLogging, Node):
                 self.telemetry.record_outcome(outcome)
         status = step.status
         if status == DUPLICATE:
-            self.duplicates += 1
+            counts.duplicates += 1
             return
         if status == TOO_OLD:
             # Older than everything in a full buffer: it can no longer count for any window.
-            self.too_old_outcomes += 1
-        self.last_outcome_steady_ns = self._steady.now().nanoseconds
+            counts.too_old_outcomes += 1
+        counts.last_outcome_steady_ns = self._steady.now().nanoseconds
         if step.late:
             # It would have counted for an assessment already published.
-            self.late_outcomes += 1
+            counts.late_outcomes += 1
 
     def _on_assessment_with_info(self, data: bytes, info: Mapping[str, Any]) -> None:
         self.health.sequence('assessment', info)
@@ -390,7 +380,7 @@ class FeedbackNode(TimedLogging, Node):
         try:
             msg, header_end = belief_view(data)
         except StringRefused as error:  # as for outcomes
-            self.received['assessment'] += 1
+            self.counts.received['assessment'] += 1
             self.health.rejection('assessment', StringRefused.reason, str(error))
             return
         except WireError:
@@ -400,7 +390,7 @@ class FeedbackNode(TimedLogging, Node):
 
     def _on_assessment(self, msg: Any, data: bytes | None, header_end: int) -> None:
         """Take one assessment: ``msg`` to read it from; ``data`` its bytes, or None."""
-        self.received['assessment'] += 1
+        self.counts.received['assessment'] += 1
         try:
             raw = belief_from_msg(msg)
         except (TypeError, ValueError) as error:
@@ -448,12 +438,13 @@ class FeedbackNode(TimedLogging, Node):
             self._publisher.publish(fill_calibrated_msg(self._output_msg, calibrated, raw_msg))
             if self.telemetry is not None:
                 self.telemetry.record_assessment(raw, calibrated)
-        self.published += 1
-        self.underconfident_assessments += is_underconfident(calibrated)
-        self.last_calibrated = calibrated
-        self.last_judged = step.judged  # its error in m and deg on /diagnostics
-        self.last_severity = assessment_severity(calibrated)
-        self.health.period.note(*self.last_severity)
+        self.counts.published += 1
+        self.counts.underconfident_assessments += is_underconfident(calibrated)
+        verdict = self.verdict
+        verdict.calibrated = calibrated
+        verdict.judged = step.judged  # its error in m and deg on /diagnostics
+        verdict.severity = assessment_severity(calibrated)
+        self.health.period.note(*verdict.severity)
         self._log_level_change(calibrated)
 
     def _log_level_change(self, calibrated: CalibratedSelfAssessment) -> None:
@@ -469,18 +460,6 @@ class FeedbackNode(TimedLogging, Node):
 
     # -- diagnostics --------------------------------------------------------------------------
 
-    def clock_note(self, steady_ns: int) -> str:
-        """Return a note when the node clock has not advanced for a diagnostics period or more."""
-        clock_ns = self.get_clock().now().nanoseconds
-        if clock_ns != self.last_clock_ns:
-            self.last_clock_ns = clock_ns
-            self._last_clock_change_steady_ns = steady_ns
-            return ''
-        stalled_s = (steady_ns - self._last_clock_change_steady_ns) / NS_PER_S
-        if stalled_s >= self.config.diagnostics_period_s:
-            return f'node clock stalled for {stalled_s:.1f} s (sim time paused?)'
-        return ''
-
     def diagnostic_status(self) -> DiagnosticStatus:
         """Return the DiagnosticStatus of the period since the last call, and start a new one.
 
@@ -491,7 +470,7 @@ class FeedbackNode(TimedLogging, Node):
     def publish_diagnostics(self) -> None:
         """Publish one DiagnosticArray on /diagnostics, and the overconfidence estimate if new."""
         self._diagnostics_publisher.publish(diagnostic_array(self, self.diagnostic_status()))
-        calibrated = self.last_calibrated
+        calibrated = self.verdict.calibrated
         if calibrated is None or calibrated is self._overconfidence_published_for:
             return
         self._overconfidence_published_for = calibrated

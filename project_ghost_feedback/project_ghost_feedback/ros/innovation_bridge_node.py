@@ -125,7 +125,8 @@ class InnovationBridgeNode(Node):
         level = DiagnosticStatus.WARN if grew else DiagnosticStatus.OK
         reasons = ', '.join(f'{k} {v}' for k, v in sorted(refused.items()))
         message = f'refused ({reasons})' if grew else 'ok'
-        return diagnostic_status(self, TASK, level, message, self.engine.values())
+        return diagnostic_status(self.get_fully_qualified_name(), TASK, level, message,
+                                 self.engine.values())
 
     def _publish_diagnostics(self) -> None:
         self._diagnostics.publish(diagnostic_array(self, self.status()))

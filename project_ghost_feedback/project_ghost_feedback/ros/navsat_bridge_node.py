@@ -107,7 +107,8 @@ class NavSatBridgeNode(Node):
         for reason in (*REFUSAL_REASONS, 'bad_stamp',
                        *sorted(set(refused) - set(REFUSAL_REASONS) - {'bad_stamp'})):
             values[f'fixes_refused[{reason}]'] = refused.get(reason, 0)
-        return diagnostic_status(self, TASK, level, '; '.join(messages) or 'ok', values)
+        return diagnostic_status(self.get_fully_qualified_name(), TASK, level,
+                                 '; '.join(messages) or 'ok', values)
 
     def _publish_diagnostics(self) -> None:
         self._diagnostics.publish(diagnostic_array(self, self.status()))

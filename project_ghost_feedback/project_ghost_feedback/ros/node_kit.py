@@ -19,7 +19,7 @@
 from collections.abc import Callable, Collection, Iterable, Mapping
 import importlib
 import time
-from typing import Any, cast, Protocol
+from typing import Any, cast
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.exceptions import ParameterException
@@ -258,20 +258,13 @@ def status_name(level: bytes | int) -> str:
     return STATUS_NAMES[value] if 0 <= value < len(STATUS_NAMES) else str(value)
 
 
-class NamedNode(Protocol):
-    """Anything named like a node (a node, or a diagnostics task's view of one)."""
-
-    def get_fully_qualified_name(self) -> str:
-        """Return the node's fully qualified name."""
-
-
-def diagnostic_status(node: NamedNode, task: str, level: bytes, message: object,
+def diagnostic_status(name: str, task: str, level: bytes, message: object,
                       values: Mapping[str, object]) -> DiagnosticStatus:
-    """Return the DiagnosticStatus ``<node fully qualified name>: <task>`` (text capped).
+    """Return the DiagnosticStatus ``<name>: <task>``, its text capped.
 
-    The first value, ``status``, names the level (OK, WARN, ERROR, STALE).
+    ``name``: the node's fully qualified name (the hardware id too). The first value,
+    ``status``, names the level (OK, WARN, ERROR, STALE).
     """
-    name = node.get_fully_qualified_name()
     values = {'status': status_name(level), **values}
     return DiagnosticStatus(
         level=level, name=f'{name}: {task}', message=cap_text(message), hardware_id=name,
@@ -336,6 +329,6 @@ def message_class(msgtype: object) -> Any:
 __all__ = [
     'cap_text', 'descriptor', 'diagnostic_array', 'diagnostic_status', 'EXECUTORS',
     'fill_stamp', 'make_executor', 'MAX_TEXT', 'message_class', 'NS_PER_S', 'ns_to_stamp',
-    'NamedNode', 'ParameterSet', 'ParameterSpec', 'PeriodicTimer', 'refusal', 'stamp_to_ns',
+    'ParameterSet', 'ParameterSpec', 'PeriodicTimer', 'refusal', 'stamp_to_ns',
     'TimedLogger', 'TimedLogging',
 ]

@@ -43,8 +43,7 @@ reason. Without tf2 importable it runs without tf and says so. The fixed
 Run it with ``ros2 run project_ghost_feedback outcome_bridge`` or ``outcome_bridge`` (venv).
 """
 
-import collections
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 import sys
 from typing import Any, TYPE_CHECKING
@@ -94,6 +93,7 @@ from ..bridge.pairing import (  # noqa: F401 - the drop reasons and reset causes
 )
 from ..msg_encoding import belief_bytes, outcome_bytes
 from .bridge_diagnostics import BridgeDiagnostics
+from .bridge_state import BridgeCounts
 from .calibrated_estimate_publisher import CalibratedEstimatePublisher
 from .calibration_status import ERROR, WARN
 from .health import HealthLedger
@@ -131,79 +131,86 @@ is warned by its own side (``ros2 topic echo`` prints it)."""
 class _NodeListener(EngineListener):
     """Publish what the pairing engine hands over; count, log and note it on /diagnostics.
 
-    The three output publishers are handed over (``outputs``: outcome, unwhitened outcome,
-    assessment); the node's public counters and its health ledger take the rest.
+    Handed what it writes: the three output publishers (``outputs``: outcome, unwhitened
+    outcome, assessment), the bridge's counts and health ledger, ``config`` (returns the
+    configuration in effect) and the calibrated estimate's publisher (None: disabled).
+    ``engine`` (set once the engine exists) gives the totals its log lines quote.
     """
 
-    def __init__(self, node: 'OutcomeBridge', outputs: tuple[Any, Any, Any]) -> None:
-        self._node = node
+    def __init__(self, outputs: tuple[Any, Any, Any], counts: BridgeCounts,
+                 health: HealthLedger, config: Callable[[], Mapping[str, Any]],
+                 calibrated_estimate: CalibratedEstimatePublisher | None) -> None:
         self._outcomes, self._unwhitened, self._assessments = outputs
+        self._counts = counts
+        self._health = health
+        self._config = config
+        self._calibrated_estimate = calibrated_estimate
+        self.engine: PairingEngine | None = None
+
+    def _engine(self) -> PairingEngine:
+        assert self.engine is not None, 'the listener is attached to its engine at start-up'
+        return self.engine
 
     def outcome_ready(self, outcome: 'PredictionOutcome', estimate: Estimate) -> None:
         self._outcomes.publish(outcome_bytes(outcome))
-        self._node.outcomes_published += 1
+        self._counts.outcomes_published += 1
 
     def raw_outcome(self, outcome: 'PredictionOutcome', estimate: Estimate) -> None:
-        if self._node.config['decorrelation_method'] == WHITEN:
+        if self._config()['decorrelation_method'] == WHITEN:
             self._unwhitened.publish(outcome_bytes(outcome))
 
     def assessment_ready(self, belief: 'BeliefSelfAssessment', estimate: Estimate) -> None:
-        node = self._node
         self._assessments.publish(belief_bytes(belief))
-        node.assessments_published += 1
-        if node.calibrated_estimate is not None:
-            node.calibrated_estimate.publish(estimate.message)
+        self._counts.assessments_published += 1
+        if self._calibrated_estimate is not None:
+            self._calibrated_estimate.publish(estimate.message)
 
     def estimate_dropped(self, reason: str, detail: str) -> None:
-        node = self._node
-        node.last_drop_reason = cap_text(f'{reason}: {detail}' if detail else reason)
-        node.period_counts[reason] += 1
-        node.health.period.note(WARN, f'estimates dropped ({reason})')
-        node.health.log(
-            'drop', 'warning', f'dropped an estimate ({node.last_drop_reason}); '
-            f'{sum(node.engine.dropped.values())} dropped so far, by reason on /diagnostics')
+        self._counts.last_drop_reason = cap_text(f'{reason}: {detail}' if detail else reason)
+        self._counts.period_counts[reason] += 1
+        self._health.period.note(WARN, f'estimates dropped ({reason})')
+        self._health.log(
+            'drop', 'warning', f'dropped an estimate ({self._counts.last_drop_reason}); '
+            f'{sum(self._engine().dropped.values())} dropped so far, by reason on /diagnostics')
 
     def reference_dropped(self, reason: str, detail: str) -> None:
-        node = self._node
-        node.last_drop_reason = cap_text(f'reference {reason}: {detail}' if detail else reason)
+        self._counts.last_drop_reason = cap_text(
+            f'reference {reason}: {detail}' if detail else reason)
         if reason in TF_REASONS:
-            node.period_counts['reference_tf'] += 1
-        node.health.period.note(WARN, f'references dropped ({reason})')
-        node.health.log(
-            'drop_reference', 'warning', f'dropped a reference ({node.last_drop_reason}); '
-            f'{sum(node.engine.references_dropped.values())} dropped so far')
+            self._counts.period_counts['reference_tf'] += 1
+        self._health.period.note(WARN, f'references dropped ({reason})')
+        self._health.log(
+            'drop_reference', 'warning', f'dropped a reference ({self._counts.last_drop_reason}); '
+            f'{sum(self._engine().references_dropped.values())} dropped so far')
 
     def timeline_reset(self, cause: str, detail: str) -> None:
-        node = self._node
-        node.last_reset_reason = f'{cause}: {detail}'
-        node.health.period.note(WARN, f'time-ordered state reset ({cause}: {detail})')
-        node.health.log('reset', 'warning', f'reset ({cause}): {detail}; pending estimates '
-                        'and reference samples beyond it dropped')
+        self._counts.last_reset_reason = f'{cause}: {detail}'
+        self._health.period.note(WARN, f'time-ordered state reset ({cause}: {detail})')
+        self._health.log('reset', 'warning', f'reset ({cause}): {detail}; pending estimates '
+                         'and reference samples beyond it dropped')
 
     def transform_refused(self, reason: str, detail: str) -> None:
-        node = self._node
-        node.health.period.note(WARN, f'/tf transforms refused ({reason})')
+        self._health.period.note(WARN, f'/tf transforms refused ({reason})')
         # One line per reason and throttle period, with the count: a bad /tf publisher repeats
         # its error on every message.
-        node.health.log(
+        self._health.log(
             f'tf_{reason}', 'warning', f'refused a /tf transform ({reason}: {detail}); '
-            f'{node.engine.transforms_refused[reason]} refused as {reason} so far, by reason on '
+            f'{self._engine().transforms_refused[reason]} refused as {reason} so far, by reason on '
             '/diagnostics')
 
     def transform_step(self, step: 'TransformStep') -> None:
         # Frames named: the distances crossed at a /tf change (bridge/frame_steps.py).
-        node = self._node
-        node.transform_steps += 1
-        node.last_transform_step = cap_text(step.describe())
+        self._counts.transform_steps += 1
+        self._counts.last_transform_step = cap_text(step.describe())
         verb = 'jumped' if step.kind == 'jump' else 'fell back'
-        node.health.period.note(
+        self._health.period.note(
             WARN, f'{step.vec3} distance {verb} at a /tf change of {step.target_frame} <- '
             f'{step.source_frame} ({step.step_m:.3f} m, {step.step_deg:.2f} deg; '
             'last_frame_step)')
-        node.health.log('transform_step', 'warning', node.last_transform_step)
+        self._health.log('transform_step', 'warning', self._counts.last_transform_step)
 
     def invalid_assessment(self, error: Exception) -> None:
-        health = self._node.health
+        health = self._health
         health.callback_errors['invalid_assessment'] += 1
         health.last_callback_error = cap_text(f'invalid_assessment: {error}')
         health.period.note(ERROR, 'an assessment failed its contract')
@@ -225,13 +232,11 @@ class OutcomeBridge(TimedLogging, Node):
                                    lambda: self.config['reject_log_throttle_s'],
                                    runs_on='the bridge runs on')
         self._tf_buffer = None
-        self.tf_state = 'off (use_tf false)'
-        self.transform_steps = 0        # distances that crossed at a /tf change
-        self.last_transform_step = ''
-        # rclpy 7.1's EventsExecutor cannot call a callback taking the message info.
-        self.message_info = self._param('executor') != 'events'
+        # What the bridge counts (bridge_state.py): its listener and callbacks write it,
+        # /diagnostics reads it. rclpy 7.1's EventsExecutor cannot call a callback taking the
+        # message info.
+        self.counts = BridgeCounts(message_info=self._param('executor') != 'events')
         self.tf_subscriptions: dict[str, Any] = {}
-        self.tf_received: collections.Counter[str] = collections.Counter()  # messages per topic
         depth = self._param('input_qos_depth')
         input_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
                                reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -253,30 +258,25 @@ class OutcomeBridge(TimedLogging, Node):
         transforms = None
         if self._param('use_tf'):
             transforms = self._start_tf()
-        self.engine = PairingEngine(
-            config, _NodeListener(self, (self._outcome_publisher, self._unwhitened_publisher,
-                                         self._assessment_publisher)),
-            reference_buffer_size=self._param('reference_buffer_size'),
-            pending_capacity=self._param('pending_capacity'),
-            keep_messages=self._param('calibrated_estimate.enabled'),
-            transforms=transforms)
-
-        self.received: collections.Counter[str] = collections.Counter()
-        self.outcomes_published = 0
-        self.assessments_published = 0
-        self.incompatible_qos: collections.Counter[str] = collections.Counter()
-        self.last_drop_reason = ''
-        self.last_reset_reason = ''
-        self.period_counts: collections.Counter[str] = collections.Counter()
-        """Drops by reason this diagnostics period (the diagnostics' check_pairing takes them)."""
-
-        self._diagnostics_publisher = self.create_publisher(
-            DiagnosticArray, '/diagnostics', 10, event_callbacks=_NO_PUBLISHER_EVENTS)
         self.calibrated_estimate = None
         if self._param('calibrated_estimate.enabled'):
             self.calibrated_estimate = CalibratedEstimatePublisher(
                 self, ESTIMATE_CLASSES[self._param('estimate_type')], output_qos,
                 self.health.period, lambda: self.config, self.health.callback_error)
+        # The engine's listener is handed the publishers and the state it writes.
+        listener = _NodeListener(
+            (self._outcome_publisher, self._unwhitened_publisher, self._assessment_publisher),
+            self.counts, self.health, lambda: self.config, self.calibrated_estimate)
+        self.engine = PairingEngine(
+            config, listener,
+            reference_buffer_size=self._param('reference_buffer_size'),
+            pending_capacity=self._param('pending_capacity'),
+            keep_messages=self._param('calibrated_estimate.enabled'),
+            transforms=transforms)
+        listener.engine = self.engine
+
+        self._diagnostics_publisher = self.create_publisher(
+            DiagnosticArray, '/diagnostics', 10, event_callbacks=_NO_PUBLISHER_EVENTS)
         input_types = {REFERENCE: self._param('reference_type'),
                        ESTIMATE: self._param('estimate_type')}
         classes = {REFERENCE: REFERENCE_CLASSES[input_types[REFERENCE]],
@@ -289,7 +289,8 @@ class OutcomeBridge(TimedLogging, Node):
         for kind in (REFERENCE, ESTIMATE):
             self.input_subscriptions[kind] = self.create_subscription(
                 classes[kind], kind,
-                partial(self._on_input_with_info if self.message_info else self._on_input, kind),
+                partial(self._on_input_with_info if self.counts.message_info else self._on_input,
+                        kind),
                 input_qos,
                 event_callbacks=SubscriptionEventCallbacks(
                     message_lost=partial(self.health.message_lost, kind),
@@ -301,8 +302,11 @@ class OutcomeBridge(TimedLogging, Node):
         self._estimate_subscription = self.input_subscriptions[ESTIMATE]
         self._steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         start = self._steady_clock.now().nanoseconds
-        # The /diagnostics task: its checks, and what the last period saw (its own state).
-        self.diagnostics = BridgeDiagnostics(self, start)
+        # The /diagnostics task: handed the state it reads, and keeping what the last period saw.
+        self.diagnostics = BridgeDiagnostics(
+            self.get_fully_qualified_name(), lambda: self.config, self.health, self.engine,
+            self.counts, self.input_subscriptions, self.tf_subscriptions,
+            self.get_publishers_info_by_topic, self.calibrated_estimate, start)
         # A backward jump of the node clock (a simulator reset, a bag replayed again) restarts
         # the stamps: forget what is time-ordered and now lies in the future.
         self._jump_handle = self.get_clock().create_jump_callback(
@@ -336,7 +340,7 @@ class OutcomeBridge(TimedLogging, Node):
 
         missing = tf2_missing()
         if missing is not None:
-            self.tf_state = f'unavailable: {missing}'
+            self.counts.tf_state = f'unavailable: {missing}'
             self.get_logger().warning(f'use_tf: {missing}; references are compared in their '
                                       'own frame (or through transform.*) only')
             return None
@@ -361,14 +365,14 @@ class OutcomeBridge(TimedLogging, Node):
                                         durability=DurabilityPolicy.TRANSIENT_LOCAL),
         }
         for topic, static in ((TF_TOPIC, False), (TF_STATIC_TOPIC, True)):
-            callback = partial(self._on_tf_with_info if self.message_info else self._on_tf,
-                               topic, static)
+            callback = partial(
+                self._on_tf_with_info if self.counts.message_info else self._on_tf, topic, static)
             self.tf_subscriptions[topic] = self.create_subscription(
                 TFMessage, topic, callback, qos[topic],
                 event_callbacks=SubscriptionEventCallbacks(
                     message_lost=partial(self.health.message_lost, topic)))
             self.health.watch_sequence(topic, self.tf_subscriptions[topic].get_publisher_count)
-        self.tf_state = 'on'
+        self.counts.tf_state = 'on'
         return Tf2Transforms(self._tf_buffer)
 
     # -- parameters ---------------------------------------------------------------------------
@@ -391,8 +395,9 @@ class OutcomeBridge(TimedLogging, Node):
     # -- faults, losses, resets ---------------------------------------------------------------
 
     def _on_incompatible_qos(self, kind: str, status: Any) -> None:
-        first = not self.incompatible_qos[kind]
-        self.incompatible_qos[kind] += status.total_count_change
+        incompatible = self.counts.incompatible_qos
+        first = not incompatible[kind]
+        incompatible[kind] += status.total_count_change
         self.health.period.note(WARN, f'a publisher on {kind} offers an incompatible QoS')
         if first:
             self.get_logger().warning(
@@ -419,7 +424,7 @@ class OutcomeBridge(TimedLogging, Node):
 
     def _on_tf(self, topic: str, static: bool, msg: Any) -> None:
         """Take one /tf or /tf_static message: the engine's gate, then tf2."""
-        self.tf_received[topic] += 1
+        self.counts.tf_received[topic] += 1
         try:
             self.engine.take_transforms(msg, static, self.get_clock().now().nanoseconds)
         except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
@@ -448,7 +453,7 @@ class OutcomeBridge(TimedLogging, Node):
         try:
             msg = self._read(kind, data)
         except Exception as error:  # noqa: BLE001 - one bad message must not stop the bridge
-            self.received[kind] += 1
+            self.counts.received[kind] += 1
             drop = self.engine.drop_reference if kind == REFERENCE else self.engine.drop_estimate
             drop(DROP_MALFORMED, self._malformed_detail(kind, data, error))
             return
@@ -458,7 +463,7 @@ class OutcomeBridge(TimedLogging, Node):
             self._on_estimate(msg)
 
     def _on_reference(self, msg: Any) -> None:
-        self.received[REFERENCE] += 1
+        self.counts.received[REFERENCE] += 1
         engine = self.engine
         accounted = engine.references_used + sum(engine.references_dropped.values())
         try:
@@ -469,7 +474,7 @@ class OutcomeBridge(TimedLogging, Node):
                 self.engine.drop_reference(DROP_CALLBACK_ERROR, type(error).__name__)
 
     def _on_estimate(self, msg: Any) -> None:
-        self.received[ESTIMATE] += 1
+        self.counts.received[ESTIMATE] += 1
         engine = self.engine
         accounted = engine.resolved + len(engine.pending)
         try:
@@ -482,18 +487,8 @@ class OutcomeBridge(TimedLogging, Node):
     # -- diagnostics --------------------------------------------------------------------------
 
     def accounting(self) -> dict[str, int]:
-        """Return ``{input: messages received but in no bucket}`` (always 0 unless a bug).
-
-        Estimates: received = paired + dropped (by reason) + pending. References: received =
-        used (put in the buffer) + dropped (by reason) + waiting for their transform.
-        """
-        engine = self.engine
-        return {
-            ESTIMATE: (self.received[ESTIMATE] - engine.paired - sum(engine.dropped.values())
-                       - len(engine.pending)),
-            REFERENCE: (self.received[REFERENCE] - engine.references_used
-                        - sum(engine.references_dropped.values()) - len(engine.tf_waiting)),
-        }
+        """Return ``{input: messages received but in no bucket}`` (always 0 unless a bug)."""
+        return self.counts.unaccounted(self.engine)
 
     def diagnostic_status(self) -> DiagnosticStatus:
         """Return the DiagnosticStatus of the period since the last call, and start a new one.

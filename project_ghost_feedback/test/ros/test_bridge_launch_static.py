@@ -135,7 +135,7 @@ def test_remapped_inputs_are_the_bridge_subscriptions(rclpy_context):
     node = OutcomeBridge(context=rclpy_context, namespace='/launch_static')
     try:
         subscribed = {s.topic_name for s in node.subscriptions}
-        tf_on = node.tf_state == 'on'
+        tf_on = node.counts.tf_state == 'on'
     finally:
         node.destroy_node()
     assert set(constants['TF_TOPICS']) == {'/tf', '/tf_static'}

@@ -47,7 +47,7 @@ class _Robot:
         self.covariance_scale = covariance_scale
         self.h = make(namespace=f'/{name}', tf_topics=(f'/{name}/tf', f'/{name}/tf_static'),
                       frame_prefix=frame_prefix, **UNPACED)
-        assert self.h.node.tf_state == 'on'
+        assert self.h.node.counts.tf_state == 'on'
         from tf2_msgs.msg import TFMessage
 
         self.tf = self.h.client.create_publisher(TFMessage, f'/{name}/tf', TF_QOS)
@@ -75,9 +75,9 @@ class _Robot:
                 np.asarray(sample.pose_covariance) * self.covariance_scale)
             msg = odometry_msg(stamp, position, quaternion, covariance, frame_id='odom')
             publisher = h.estimate_publisher
-        received = h.node.received[kind]
+        received = h.node.counts.received[kind]
         publisher.publish(msg)
-        h.spin_until(lambda: h.node.received[kind] > received, f'{self.name} {kind}')
+        h.spin_until(lambda: h.node.counts.received[kind] > received, f'{self.name} {kind}')
 
     def distances(self):
         return [(m.position_mahalanobis, m.orientation_mahalanobis) for m in self.h.outcomes]
@@ -127,8 +127,9 @@ def test_two_robots_each_on_its_own_namespaced_tf_pair_without_interference():
                 robot.publish(kind, sample)
         for robot in robots:
             robot.h.wait_assessments(estimates)
-            robot.h.spin_until(lambda h=robot.h: len(h.outcomes) >= h.node.outcomes_published,
-                               'the outcomes')
+            robot.h.spin_until(
+                lambda h=robot.h: len(h.outcomes) >= h.node.counts.outcomes_published,
+                'the outcomes')
         results = []
         for robot in robots:
             engine = robot.h.node.engine

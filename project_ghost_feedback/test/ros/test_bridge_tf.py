@@ -93,14 +93,14 @@ def _play(h, samples, drift, by_hand, tf_publisher=None):
                 sample.pose_covariance)
             msg = odometry_msg(stamp, position, quaternion, covariance, frame_id=ODOM_FRAME)
             publisher = h.estimate_publisher
-        received = h.node.received[kind]
+        received = h.node.counts.received[kind]
         publisher.publish(msg)
         published.append((REFERENCE_TOPIC if kind == 'reference' else ESTIMATE_TOPIC, msg))
-        h.spin_until(lambda kind=kind, received=received: h.node.received[kind] > received,
+        h.spin_until(lambda kind=kind, received=received: h.node.counts.received[kind] > received,
                      f'the {kind}')
     estimates = sum(sample.is_estimate for sample in samples)
     h.wait_assessments(estimates)
-    h.spin_until(lambda: len(h.outcomes) >= h.node.outcomes_published, 'the outcomes')
+    h.spin_until(lambda: len(h.outcomes) >= h.node.counts.outcomes_published, 'the outcomes')
     return published
 
 
@@ -127,7 +127,7 @@ def drift_run():
     drift = OdomDrift(step_period_s=2.0, seed=3)
     with harnesses() as make:
         h = make(**UNPACED)
-        assert h.node.tf_state == 'on'
+        assert h.node.counts.tf_state == 'on'
         published = _play(h, samples, drift, by_hand=False, tf_publisher=_tf_publisher(h))
         outcomes = _published_outcomes(h)
         levels = [(_stamp(m), m.overall_level.value) for m in h.assessments]
@@ -487,7 +487,7 @@ def test_a_frame_error_is_named_on_diagnostics():
         h = make(**UNPACED)
         _play(h, samples, _FrameError(OdomDrift(step_period_s=2.0, seed=3)), by_hand=False,
               tf_publisher=_tf_publisher(h))
-        assert h.node.transform_steps == 2
+        assert h.node.counts.transform_steps == 2
         h.spin_until(lambda: any(s['frame_steps'] == '2' for s in _statuses(h)),
                      'a /diagnostics status with both frame steps')
         status = next(s for s in _statuses(h) if s['frame_steps'] == '2')

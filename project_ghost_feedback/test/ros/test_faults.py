@@ -249,13 +249,13 @@ def test_node_continues_after_its_publisher_restarts(rclpy_context, executor):
                 for index in range(begin, end):
                     outcome, raw = steps[index]
                     client.outcomes.publish(outcome_to_msg(outcome))
-                    client.spin_until(lambda: node.received['outcome'] > index, 'an outcome')
+                    client.spin_until(lambda: node.counts.received['outcome'] > index, 'an outcome')
                     client.assessments.publish(belief_to_msg(raw))
                     client.spin_until(lambda: len(outputs) > index, f'output {index}')
             finally:
                 client.close()   # the publisher goes away (mid-stream for part 0)
         assert node.health.rejected == collections.Counter()
-        assert node.received == {'outcome': len(steps), 'assessment': len(steps)}
+        assert node.counts.received == {'outcome': len(steps), 'assessment': len(steps)}
         assert [calibrated_from_msg(m) for m in outputs] == expected_outputs(steps)
     finally:
         node_executor.shutdown()

@@ -203,8 +203,9 @@ class Harness:
         while not condition():
             if time.monotonic() > deadline:
                 raise AssertionError(
-                    f'timed out waiting for {what}: received {dict(self.node.received)}, '
-                    f'rejected {dict(self.node.health.rejected)}, published {self.node.published}, '
+                    f'timed out waiting for {what}: received {dict(self.node.counts.received)}, '
+                    f'rejected {dict(self.node.health.rejected)}, '
+                    f'published {self.node.counts.published}, '
                     f'{len(self.outputs)} outputs received')
             self.node_executor.spin_once(timeout_sec=0.005)
             self.client_executor.spin_once(timeout_sec=0.005)
@@ -221,7 +222,7 @@ class Harness:
 
     def wait_received(self, outcomes=None, assessments=None):
         """Wait until the node has taken that many outcome / assessment messages in total."""
-        received = self.node.received
+        received = self.node.counts.received
         self.spin_until(
             lambda: ((outcomes is None or received['outcome'] >= outcomes)
                      and (assessments is None or received['assessment'] >= assessments)),
@@ -241,7 +242,7 @@ class Harness:
         Each step waits until the node has taken the step's outcomes before the assessment is
         published, so the result does not depend on delivery timing across the two topics.
         """
-        outcomes_sent = self.node.received['outcome']
+        outcomes_sent = self.node.counts.received['outcome']
         start = len(self.outputs)
         for index, (outcomes, raw) in enumerate(stream):
             for outcome in outcomes:
@@ -310,7 +311,7 @@ def test_overconfident_stream_downgrades_exactly_as_assess_with_feedback(harness
     assert [o.adjusted_overall_level for o in outputs] == [
         raw.overall_level.downgraded() for _, raw in stream]
     assert outputs[-1].calibration_history.outcomes_considered == DEFAULT_MAX_HISTORY
-    assert h.node.published == len(stream)
+    assert h.node.counts.published == len(stream)
 
 
 def test_overconfident_stream_with_small_window_and_few_outcomes(harness):
@@ -361,7 +362,7 @@ def test_out_of_order_and_duplicate_outcomes_match_the_ordered_stream(harness):
     for outcome in sent:
         h.publish_outcome(outcome)
     h.wait_received(outcomes=len(sent))
-    assert h.node.duplicates == len(duplicates)
+    assert h.node.counts.duplicates == len(duplicates)
     for index, (_, raw) in enumerate(stream):
         h.publish_raw(raw)
         h.wait_outputs(index + 1)
@@ -391,8 +392,8 @@ def test_interleaved_reversed_and_late_duplicates_match_the_ordered_stream(harne
         h.publish_raw(raw)
         h.wait_outputs(index + 1)
     assert [calibrated_from_msg(m) for m in h.outputs] == expected
-    assert h.node.duplicates == duplicates
-    assert h.node.late_outcomes == 0
+    assert h.node.counts.duplicates == duplicates
+    assert h.node.counts.late_outcomes == 0
 
 
 @pytest.mark.parametrize('executor', EXECUTORS)
@@ -411,7 +412,7 @@ def test_burst_is_drained_before_each_assessment(harness, executor):
         h.publish_raw(raw)
     outputs = h.wait_outputs(len(stream))
     assert outputs == expected_outputs(stream)
-    assert h.node.late_outcomes == 0
+    assert h.node.counts.late_outcomes == 0
 
 
 # -- (4) bad input --------------------------------------------------------------------------------
@@ -507,7 +508,7 @@ def test_every_bad_message_is_rejected_and_counted_while_good_traffic_continues(
 
     assert [calibrated_from_msg(m) for m in h.outputs] == expected_outputs(stream)
     assert h.node.health.rejected == expected_rejections
-    assert h.node.published == len(stream)
+    assert h.node.counts.published == len(stream)
     total = sum(expected_rejections.values())
 
     status = h.wait_diagnostics(
@@ -696,7 +697,7 @@ def test_the_vec3_components_give_the_k_the_node_publishes(harness):
     assert result.successful, result.reason
     assert h.node.config.loop.vec3_components == (2, 1)
     h.run_stream(stream)
-    calibrated = h.node.last_calibrated
+    calibrated = h.node.verdict.calibrated
     history = calibrated.calibration_history
     fixed = estimate_overconfidence(history, (2, 1))
     msg = overconfidence_to_msg(calibrated, h.node.config.loop.vec3_components)
@@ -773,7 +774,7 @@ def test_sim_reset_resets_the_window_and_overconfidence_is_caught_after_it(harne
     first = next(i for i, o in enumerate(after) if o.was_downgraded)
     assert first < 5, [o.adjustment_reason for o in after[:8]]
     assert all(o.was_downgraded for o in after[first:])
-    assert sum(h.node.resets.values()) == 1
+    assert sum(h.node.counts.resets.values()) == 1
     status = h.wait_diagnostics(
         lambda s, _: diagnostic_values(s)['resets_total'] == '1', 'the reset on /diagnostics')
     assert status.level in (DiagnosticStatus.WARN, DiagnosticStatus.ERROR)
@@ -793,7 +794,7 @@ def test_reset_service_clears_the_window(harness):
     h.publish_raw(BeliefSelfAssessment(10 * SECOND_NS, SelfAssessmentLevel.KNOWN))
     output = h.wait_outputs(4)[-1]
     assert output.calibration_history.outcomes_considered == 0
-    assert h.node.resets == {'service': 1}
+    assert h.node.counts.resets == {'service': 1}
 
 
 def test_diagnostic_name_is_unique_per_node_instance(rclpy_context):
@@ -999,7 +1000,7 @@ def test_outcomes_older_than_a_full_buffer_are_counted(harness):
     for seconds in (10, 20, 5):
         h.publish_outcome(make_outcome(seconds * SECOND_NS, 0.5, 0.5, rng))
         h.wait_received(outcomes={10: 1, 20: 2, 5: 3}[seconds])
-    assert h.node.too_old_outcomes == 1
+    assert h.node.counts.too_old_outcomes == 1
     assert diagnostic_values(h.node.diagnostic_status())['too_old_outcomes_dropped'] == '1'
     h.publish_raw(BeliefSelfAssessment(30 * SECOND_NS, SelfAssessmentLevel.KNOWN))
     (output,) = h.wait_outputs(1)

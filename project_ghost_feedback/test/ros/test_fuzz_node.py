@@ -420,11 +420,11 @@ def feed_handlers(node, events):
         if topic == OUTCOME:
             on_outcome(msg)
         else:
-            published = node.published
+            published = node.counts.published
             on_assessment(msg)
-            if node.published != published:
-                assert node.published == published + 1
-                outputs.append(node.last_calibrated)
+            if node.counts.published != published:
+                assert node.counts.published == published + 1
+                outputs.append(node.verdict.calibrated)
     return outputs
 
 
@@ -459,14 +459,15 @@ def test_malformed_messages_are_counted_and_good_outputs_equal_the_clean_stream(
         assert len(mixed) == len(clean) == len(model.outputs)
         assert mixed == clean == model.outputs
         counts = collections.Counter(topic for topic, _, _ in events)
-        assert mixed_node.received == counts
-        assert mixed_node.duplicates == clean_node.duplicates == model.duplicates
-        assert mixed_node.too_old_outcomes == clean_node.too_old_outcomes == model.too_old
-        assert mixed_node.late_outcomes == clean_node.late_outcomes
+        assert mixed_node.counts.received == counts
+        assert mixed_node.counts.duplicates == clean_node.counts.duplicates == model.duplicates
+        assert (mixed_node.counts.too_old_outcomes == clean_node.counts.too_old_outcomes
+                == model.too_old)
+        assert mixed_node.counts.late_outcomes == clean_node.counts.late_outcomes
         # Still up: it answers one more good message.
         final = next(msg for topic, msg, expected in reversed(valid) if topic == ASSESSMENT)
         _callbacks(mixed_node)[1](final)
-        assert mixed_node.last_calibrated == model.assessment(belief_from_msg(final))
+        assert mixed_node.verdict.calibrated == model.assessment(belief_from_msg(final))
         # Valid-by-contract oddities were handled, not rejected: +inf reached the outputs...
         assert any(math.isinf(c.calibration_history.worst_position_mahalanobis)
                    for c in mixed)
@@ -503,10 +504,10 @@ def test_outcome_duplicates_and_disorder_are_handled_not_rejected(rclpy_context)
             on_outcome(outcome_to_msg(outcome))
         on_assessment(belief_to_msg(raw))
         assert node.health.rejected == collections.Counter()
-        assert node.duplicates == 15
+        assert node.counts.duplicates == 15
         expected = assess_with_feedback(
             raw, outcomes[-MAX_HISTORY:], make_policy('mahalanobis_downgrade'), MAX_HISTORY)
-        assert node.last_calibrated == expected
+        assert node.verdict.calibrated == expected
     finally:
         node.destroy_node()
 
@@ -554,7 +555,7 @@ def test_oversized_bad_values_stay_out_of_the_diagnostics(rclpy_context):
         assert sum(len(value) for value in values.values()) < 4000
         # Still up: a good message right after is answered.
         on_assessment(_belief_msg(2 * MS, 0))
-        assert node.published == 1
+        assert node.counts.published == 1
     finally:
         node.destroy_node()
 
@@ -593,8 +594,8 @@ class _Driver:
         deadline = time.monotonic() + DEADLINE_S
         while not condition():
             assert time.monotonic() < deadline, (
-                f'timed out waiting for {what}: received {dict(self.node.received)}, '
-                f'published {self.node.published}, {len(self.outputs)} outputs')
+                f'timed out waiting for {what}: received {dict(self.node.counts.received)}, '
+                f'published {self.node.counts.published}, {len(self.outputs)} outputs')
             self.node_executor.spin_once(timeout_sec=0.002)
             self.executor.spin_once(timeout_sec=0.002)
 
@@ -624,17 +625,17 @@ def test_mixed_batch_over_dds_counts_rejections_and_matches_the_model(rclpy_cont
                 continue
             # Every outcome sent so far is taken before the assessment goes out, so that the
             # result does not depend on delivery timing across the two topics.
-            driver.spin_until(lambda: node.received[OUTCOME] >= sent[OUTCOME], 'outcomes')
+            driver.spin_until(lambda: node.counts.received[OUTCOME] >= sent[OUTCOME], 'outcomes')
             driver.assessments.publish(msg)
             sent[ASSESSMENT] += 1
             published += expected is VALID
-            driver.spin_until(lambda: node.received[ASSESSMENT] >= sent[ASSESSMENT]
+            driver.spin_until(lambda: node.counts.received[ASSESSMENT] >= sent[ASSESSMENT]
                               and len(driver.outputs) >= published, 'the assessment')
         driver.spin_until(lambda: len(driver.outputs) >= len(model.outputs), 'outputs')
-        assert node.received == sent
+        assert node.counts.received == sent
         assert node.health.rejected == reasons
-        assert node.duplicates == model.duplicates
-        assert node.too_old_outcomes == model.too_old
+        assert node.counts.duplicates == model.duplicates
+        assert node.counts.too_old_outcomes == model.too_old
         assert [calibrated_from_msg(m) for m in driver.outputs] == model.outputs
     finally:
         if driver is not None:
@@ -758,7 +759,7 @@ def test_strings_readers_disagree_on_are_refused_and_the_bag_replays(rclpy_conte
             on_assessment(belief)
         assert node.health.rejected == {'outcome:malformed': attacks // 2,
                                         'assessment:malformed': attacks // 2}
-        assert node.published == 39
+        assert node.counts.published == 39
     finally:
         node.destroy_node()   # closes the bag
     store = typestore()

@@ -58,7 +58,8 @@ def test_diagnostic_status_names_the_task_and_caps_values(rclpy_context):
     """
     node = rclpy.create_node('kit', namespace='/node_kit', context=rclpy_context)
     try:
-        status = diagnostic_status(node, 'task', 1, 'm' * 5000, {'key': 'v' * 5000, 'n': 3})
+        status = diagnostic_status(node.get_fully_qualified_name(), 'task', 1, 'm' * 5000,
+                                   {'key': 'v' * 5000, 'n': 3})
         assert status.name == '/node_kit/kit: task' and status.hardware_id == '/node_kit/kit'
         assert len(status.message) < MAX_TEXT + 40
         assert [kv.key for kv in status.values] == ['status', 'key', 'n']

@@ -59,17 +59,17 @@ def test_bad_estimates_are_refused_with_a_reason_and_publish_nothing(harness):
     h.reference(0)
     h.reference(100 * SECOND_NS)
     for index, (name, fields) in enumerate(BAD_ESTIMATES.items()):
-        received = h.node.received['estimate']
+        received = h.node.counts.received['estimate']
         h.estimate_publisher.publish(odometry((index + 1) * SECOND_NS, **fields))
-        h.spin_until(lambda: h.node.received['estimate'] > received, name)
+        h.spin_until(lambda: h.node.counts.received['estimate'] > received, name)
         assert h.node.engine.dropped[EXPECTED_REASON[name]] >= 1, (
             name, dict(h.node.engine.dropped))
     assert sum(h.node.engine.dropped.values()) == len(BAD_ESTIMATES)
     assert not h.outcomes and not h.assessments and h.node.engine.paired == 0
     # A bad reference is refused too, and a valid estimate still pairs.
-    received = h.node.received['reference']
+    received = h.node.counts.received['reference']
     h.reference_publisher.publish(odometry(50 * SECOND_NS, quaternion=(0.0, 0.0, 0.0, 0.0)))
-    h.spin_until(lambda: h.node.received['reference'] > received, 'a bad reference')
+    h.spin_until(lambda: h.node.counts.received['reference'] > received, 'a bad reference')
     assert dict(h.node.engine.references_dropped) == {'quaternion_zero': 1}
     h.estimate(60 * SECOND_NS)
     h.spin_until(lambda: h.outcomes, 'an outcome after the bad inputs')
@@ -82,9 +82,9 @@ def test_future_estimate_stamp_is_refused_and_never_becomes_newest(harness):
     h = harness(**UNPACED)
     now_s = h.node.get_clock().now().nanoseconds // SECOND_NS
     h.reference((now_s - 10) * SECOND_NS)
-    received = h.node.received['estimate']
+    received = h.node.counts.received['estimate']
     h.estimate_publisher.publish(odometry((2**31 - 10) * SECOND_NS))
-    h.spin_until(lambda: h.node.received['estimate'] > received, 'the future estimate')
+    h.spin_until(lambda: h.node.counts.received['estimate'] > received, 'the future estimate')
     assert dict(h.node.engine.dropped) == {'future_stamp': 1}
     _pairs(h, now_s - 9, 20)
     h.spin_until(lambda: h.node.engine.paired >= 19, '19 pairs')
@@ -108,9 +108,9 @@ def test_sim_reset_resumes_pairing_whatever_the_order(harness, order):
     if order == 'clock_first':
         set_clock(1)
     h.reference(1 * SECOND_NS)
-    late = h.node.received['estimate']
+    late = h.node.counts.received['estimate']
     h.estimate_publisher.publish(odometry(995 * SECOND_NS))   # stamped before the reset
-    h.spin_until(lambda: h.node.received['estimate'] > late, 'the late estimate')
+    h.spin_until(lambda: h.node.counts.received['estimate'] > late, 'the late estimate')
     if order == 'inputs_first':
         set_clock(1)
     h.reference(SECOND_NS + SECOND_NS // 10)
@@ -133,10 +133,10 @@ def test_burst_beyond_the_queue_is_accounted_for(harness):
         h.estimate_publisher.publish(odometry(2 * SECOND_NS + index * 1000))
     time.sleep(1.0)              # let DDS deliver (and overwrite) before the bridge takes any
     missed = h.node.health.sequences['estimate']
-    h.spin_until(lambda: h.node.received['estimate'] + missed.missed >= sent + 1,
+    h.spin_until(lambda: h.node.counts.received['estimate'] + missed.missed >= sent + 1,
                  'every estimate received or counted missing')
-    assert h.node.received['estimate'] < sent
-    assert h.node.received['estimate'] + missed.missed == sent + 1
+    assert h.node.counts.received['estimate'] < sent
+    assert h.node.counts.received['estimate'] + missed.missed == sent + 1
     assert h.node.accounting() == {'estimate': 0, 'reference': 0}
     h.spin_until(lambda: any(_values(s).get('estimate_messages_missed', '0') != '0'
                              and s.level >= DiagnosticStatus.WARN for s in h.diagnostics),
@@ -246,7 +246,7 @@ def test_qos_override_and_incompatible_publisher_are_reported(harness):
     h.executor.add_node(override)
     try:
         publisher = h.client.create_publisher(Odometry, topic, BEST_EFFORT)
-        h.spin_until(lambda: override.incompatible_qos['estimate'] >= 1,
+        h.spin_until(lambda: override.counts.incompatible_qos['estimate'] >= 1,
                      'an incompatible QoS event')
         assert publisher.get_subscription_count() == 0
         status = override.diagnostic_status()
@@ -397,14 +397,14 @@ def test_estimates_and_references_of_different_bodies_are_not_paired(harness):
     def send(stamp_s, estimate_child, reference_child):
         reference = odometry(stamp_s * SECOND_NS)
         reference.child_frame_id = reference_child
-        received = h.node.received['reference']
+        received = h.node.counts.received['reference']
         h.reference_publisher.publish(reference)
-        h.spin_until(lambda: h.node.received['reference'] > received, 'a reference')
+        h.spin_until(lambda: h.node.counts.received['reference'] > received, 'a reference')
         estimate = odometry(stamp_s * SECOND_NS, x=0.1)
         estimate.child_frame_id = estimate_child
-        received = h.node.received['estimate']
+        received = h.node.counts.received['estimate']
         h.estimate_publisher.publish(estimate)
-        h.spin_until(lambda: h.node.received['estimate'] > received, 'an estimate')
+        h.spin_until(lambda: h.node.counts.received['estimate'] > received, 'an estimate')
 
     for second in range(1, 6):
         send(second, 'robot1/base_link', 'robot2/base_link')

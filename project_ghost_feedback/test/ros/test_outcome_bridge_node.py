@@ -96,11 +96,11 @@ def test_backlog_of_both_inputs_pairs_every_estimate(harness):
             estimates.publish(set_pose(Odometry(), stamp_ns, 'odom', x=0.1,
                                        covariance=COVARIANCE))
     time.sleep(1.0)   # let DDS fill the bridge's queues before it takes anything
-    h.spin_until(lambda: (h.node.assessments_published >= 100
-                          and h.node.received['reference'] >= 501), 'every input handled')
-    assert h.node.received == {'reference': 501, 'estimate': 100}
+    h.spin_until(lambda: (h.node.counts.assessments_published >= 100
+                          and h.node.counts.received['reference'] >= 501), 'every input handled')
+    assert h.node.counts.received == {'reference': 501, 'estimate': 100}
     assert dict(h.node.engine.dropped) == {}
-    assert h.node.engine.paired == 100 and h.node.outcomes_published == 100
+    assert h.node.engine.paired == 100 and h.node.counts.outcomes_published == 100
 
 
 def test_frame_mismatch_is_refused_and_counted(harness):
@@ -183,7 +183,7 @@ def test_warm_up_holds_the_first_outcomes_and_is_validated(harness):
     for tenth in range(6):
         h.estimate(tenth * SECOND_NS // 10, x=0.05 * tenth)
     h.wait_assessments(6)
-    assert node.outcomes_published == 0 and node.engine.warming_up == 6
+    assert node.counts.outcomes_published == 0 and node.engine.warming_up == 6
     status = node.diagnostic_status()
     values = {kv.key: kv.value for kv in status.values}
     assert values['decorrelation_warm'] == 'True' and values['decorrelation_method'] == 'pace'

@@ -96,7 +96,8 @@ class _Chain:
         while not condition():
             if time.monotonic() > deadline:
                 raise AssertionError(
-                    f'timed out waiting for {what}: bridge received {dict(self.bridge.received)}'
+                    f'timed out waiting for {what}: bridge received '
+                    f'{dict(self.bridge.counts.received)}'
                     f', {len(self.calibrated)} calibrated outputs')
             self.executor.spin_once(timeout_sec=0.01)
 
@@ -144,8 +145,9 @@ def test_an_honest_filter_is_never_downgraded_in_its_first_60_s():
             try:
                 offset_ns = (index + 1) * SEED_SPACING_NS
                 sent = _play(chain, clock, seed, offset_ns)
-                chain.spin_until(lambda: len(chain.outcomes) >= chain.bridge.outcomes_published,
-                                 'the outcomes')
+                chain.spin_until(
+                    lambda: len(chain.outcomes) >= chain.bridge.counts.outcomes_published,
+                    'the outcomes')
                 bridge = chain.bridge
                 figures.append((seed, len(chain.outcomes), bridge.engine.warming_up))
                 assert len(chain.calibrated) == sent == int(DURATION_S * CONFIG.rate_hz)

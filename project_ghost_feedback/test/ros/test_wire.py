@@ -145,7 +145,7 @@ def test_node_records_the_bytes_it_took_and_published(rclpy_context, tmp_path):
                 data = serialize_message(belief_to_msg(belief))
                 on_assessment(data)
                 sent['/self_assessment/raw'].append(data)
-                outputs.append(node.last_calibrated)
+                outputs.append(node.verdict.calibrated)
     finally:
         node.destroy_node()
     recorded = {topic: [] for topic in (*sent, '/self_assessment/calibrated')}

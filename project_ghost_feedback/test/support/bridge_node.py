@@ -126,21 +126,21 @@ class Harness:
         while not condition():
             if time.monotonic() > deadline:
                 raise AssertionError(
-                    f'timed out waiting for {what}: received {dict(self.node.received)}, '
+                    f'timed out waiting for {what}: received {dict(self.node.counts.received)}, '
                     f'dropped {dict(self.node.engine.dropped)}, paired {self.node.engine.paired}')
             self.executor.spin_once(timeout_sec=0.01)
 
     def reference(self, stamp_ns, frame_id='odom', **pose):
-        received = self.node.received['reference']
+        received = self.node.counts.received['reference']
         self.reference_publisher.publish(
             set_pose(self.reference_type(), stamp_ns, frame_id, **pose))
-        self.spin_until(lambda: self.node.received['reference'] > received, 'a reference')
+        self.spin_until(lambda: self.node.counts.received['reference'] > received, 'a reference')
 
     def estimate(self, stamp_ns, frame_id='odom', covariance=COVARIANCE, **pose):
-        received = self.node.received['estimate']
+        received = self.node.counts.received['estimate']
         self.estimate_publisher.publish(
             set_pose(self.estimate_type(), stamp_ns, frame_id, covariance=covariance, **pose))
-        self.spin_until(lambda: self.node.received['estimate'] > received, 'an estimate')
+        self.spin_until(lambda: self.node.counts.received['estimate'] > received, 'an estimate')
 
     def set_clock(self, seconds):
         """Publish /clock = ``seconds`` until the bridge's clock reads it (use_sim_time)."""

@@ -109,9 +109,9 @@ class FeedbackNodeHarness:
             'discovery')
 
     def send_outcome(self, message):
-        before = self.node.received['outcome']
+        before = self.node.counts.received['outcome']
         self.outcomes.publish(message)
-        self.spin_until(lambda: self.node.received['outcome'] > before, 'an outcome')
+        self.spin_until(lambda: self.node.counts.received['outcome'] > before, 'an outcome')
 
     def send_assessment(self, raw):
         before = len(self.received)

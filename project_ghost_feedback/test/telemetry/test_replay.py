@@ -99,8 +99,8 @@ def node_bag(tmp_path_factory):
             if index == 5:
                 harness.send_outcome(outcome_to_msg(late))
                 accepted_outcomes += 1
-        assert harness.node.duplicates == 1
-        assert harness.node.late_outcomes == 1
+        assert harness.node.counts.duplicates == 1
+        assert harness.node.counts.late_outcomes == 1
         assert sum(harness.node.health.rejected.values()) == 1
         published = [calibrated_from_msg(m) for m in harness.received]
     finally:

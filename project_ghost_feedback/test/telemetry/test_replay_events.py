@@ -124,7 +124,7 @@ def _run(tmp_path, name):
             harness.set_clock(1 * S)
         harness.connect()
         resets = scenario(harness)
-        assert dict(harness.node.resets) == resets
+        assert dict(harness.node.counts.resets) == resets
         published = [calibrated_from_msg(m) for m in harness.received]
     finally:
         harness.close()

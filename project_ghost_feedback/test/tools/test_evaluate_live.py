@@ -37,7 +37,7 @@ def test_evaluate_gives_the_live_bridges_outcomes(tmp_path):
     with harnesses() as make:
         h = make()
         for kind, sample in ordered(samples):
-            received = h.node.received[kind]
+            received = h.node.counts.received[kind]
             if kind == 'reference':
                 h.reference_publisher.publish(odometry_msg(
                     sample.stamp_ns, sample.truth_position, sample.truth_quaternion))
@@ -46,11 +46,12 @@ def test_evaluate_gives_the_live_bridges_outcomes(tmp_path):
                     sample.stamp_ns, sample.estimate_position, sample.estimate_quaternion,
                     sample.pose_covariance))
             # One at a time: the bridge takes the inputs in the order they are recorded below.
-            h.spin_until(lambda kind=kind, received=received: h.node.received[kind] > received,
-                         f'the {kind}')
+            h.spin_until(
+                lambda kind=kind, received=received: h.node.counts.received[kind] > received,
+                f'the {kind}')
         estimates = sum(sample.is_estimate for sample in samples)
         h.wait_assessments(estimates)
-        h.spin_until(lambda: len(h.outcomes) >= h.node.outcomes_published, 'the outcomes')
+        h.spin_until(lambda: len(h.outcomes) >= h.node.counts.outcomes_published, 'the outcomes')
         live_outcomes = [outcome_key(
             msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec,
             msg.position_error_m, msg.orientation_error_rad, msg.position_mahalanobis,

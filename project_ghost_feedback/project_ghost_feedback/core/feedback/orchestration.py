@@ -106,7 +106,7 @@ def build_calibration_history(
     for outcome in window:
         if type(outcome) is not outcome_type:
             _reject_item(window, outcome)
-        counts[outcome._bucket] += 1
+        counts[outcome.bucket] += 1
         position = outcome.position_mahalanobis
         orientation = outcome.orientation_mahalanobis
         add_position(position * position)
@@ -131,7 +131,7 @@ def build_calibration_history(
             schema_version=schema_version,
         )
     # Valid by construction (ADR-0026a): skips the O(n) re-check of the public constructor.
-    return CalibrationHistory._from_fold(
+    return CalibrationHistory.from_fold(
         counts, worst_position, worst_orientation, most_recent,
         tuple(position_squared), tuple(orientation_squared))
 

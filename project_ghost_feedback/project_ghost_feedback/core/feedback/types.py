@@ -193,16 +193,17 @@ class CalibrationHistory:
         return cls(0, 0, 0, 0, 0, 0.0, 0.0, None, schema_version)
 
     @classmethod
-    def _from_fold(cls, counts: Sequence[int], worst_position: float, worst_orientation: float,
-                   stamp: int, position_squared: tuple[float, ...],
-                   orientation_squared: tuple[float, ...]) -> Self:
+    def from_fold(cls, counts: Sequence[int], worst_position: float, worst_orientation: float,
+                  stamp: int, position_squared: tuple[float, ...],
+                  orientation_squared: tuple[float, ...]) -> Self:
         """Return a schema-2 history of a non-empty window folded from valid outcomes.
 
-        Private to :func:`~.orchestration.build_calibration_history`, the node's hot path: every
+        For :func:`~.orchestration.build_calibration_history` only, the node's hot path: every
         value derives from validated PredictionOutcomes in one pass (the squares are ``d * d``,
         the worsts the maxima of ``d``, the counts the outcomes' buckets), so the invariants hold
-        by construction and the O(n) re-check of ``__post_init__`` is skipped. Tests rebuild the
-        result through the validating constructor and assert equality.
+        by construction and the O(n) re-check of ``__post_init__`` is skipped (anything else
+        uses the validating constructor). Tests rebuild the result through the validating
+        constructor and assert equality.
         """
         self = object.__new__(cls)
         setattr_ = object.__setattr__
