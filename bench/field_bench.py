@@ -249,11 +249,12 @@ def main() -> None:
     runs = 10 if args.quick else args.runs
     print(f'field bench: {starts} honest starts x 60 s, {runs} detection runs per k, '
           f'{RATE_HZ} Hz, default policy ({LoopConfig.make().policy})')
-    print()
-    print('| source | outcomes/s | starts downgraded in 60 s | false downgrades per hour | '
-          'k = 1.5: s to UNCERTAIN (mean +- se, median) | k = 3: s to UNKNOWN (mean +- se, '
-          'median) |')
-    print('|---|---|---|---|---|---|')
+    if not args.bias_only:
+        print()
+        print('| source | outcomes/s | starts downgraded in 60 s | false downgrades per hour | '
+              'k = 1.5: s to UNCERTAIN (mean +- se, median) | k = 3: s to UNKNOWN (mean +- se, '
+              'median) |')
+        print('|---|---|---|---|---|---|')
     for name, kinds in SOURCES.items():
         if args.bias_only or (args.only and args.only not in name):
             continue

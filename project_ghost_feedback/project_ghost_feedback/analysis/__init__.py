@@ -5,4 +5,5 @@
 - :mod:`.cusum_limits`: the full-information CUSUM limits the policies are compared with.
 - :mod:`.vec3_sim`: a vectorised simulation of ``vec3_scale`` for the honesty benchmarks.
 - :mod:`.schema2_history`: schema-2 histories from given squared distances.
+- :mod:`.whitening_sim`: a vectorised mirror of the bridge's prewhitening and bias channel.
 """

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..core.bias_evidence import (
-    BiasEvidence, LRV_ALPHA, LRV_BLOCK, MAX_SUFFIX, MIXTURE_VARIANCE, suffixes,
+    BiasEvidence, LRV_ALPHA, LRV_BLOCK, MAX_SUFFIX, MIXTURE_VARIANCE, REWHITEN_ALPHA, suffixes,
     WARMUP_OUTCOMES)
 from ..core.serial_whitening import (
     DEFAULT_ALPHA, DEFAULT_GUARD_ALPHA, gross_limit, GUARD_RATIO, MAX_PHI, MIN_INNOVATION_RATIO,
@@ -197,15 +197,34 @@ def self_check(seed: int = 7, length: int = 400, order: int = 2) -> float:
 
 def bias_evidence(v: _FloatArray, max_suffix: int = MAX_SUFFIX,
                   mixture_variance: float = MIXTURE_VARIANCE, lrv_block: int = LRV_BLOCK,
-                  lrv_alpha: float = LRV_ALPHA,
-                  warmup: int = WARMUP_OUTCOMES) -> tuple[_FloatArray, _FloatArray]:
+                  lrv_alpha: float = LRV_ALPHA, warmup: int = WARMUP_OUTCOMES,
+                  rewhiten_alpha: float = REWHITEN_ALPHA) -> tuple[_FloatArray, _FloatArray]:
     """Return ``(evidence, position_share)``, shape ``(streams, length)``, of emitted ``v``.
 
     ``v``: ``(streams, length, 2, m)``, the outcomes the bridge emits (after the warm-up), both
-    vec3. The rules of :class:`~..core.bias_evidence.BiasEvidence` (the long-run variances and
-    the warm-up step by step, every suffix on its grid vectorised over time), but every sample
-    counts: the engine leaves gross samples out, which no honest or biased stream of the benches
-    has (``bias_self_check`` compares the two).
+    vec3. The rules of :class:`~..core.bias_evidence.BiasEvidence`: the smaller of the mean
+    evidence of ``v`` and of ``v`` whitened again by a fast AR(2) fit (:func:`whiten`,
+    ``rewhiten_alpha``, no guard), each by :func:`mean_evidence`.
+    """
+    args = (max_suffix, mixture_variance, lrv_block, lrv_alpha, warmup)
+    direct, direct_share = mean_evidence(v, *args)
+    if not rewhiten_alpha:
+        return direct, direct_share
+    again, again_share = mean_evidence(
+        whiten(v, order=2, alpha=rewhiten_alpha, guard_alpha=0.0), *args)
+    smaller = again < direct
+    return np.where(smaller, again, direct), np.where(smaller, again_share, direct_share)
+
+
+def mean_evidence(v: _FloatArray, max_suffix: int = MAX_SUFFIX,
+                  mixture_variance: float = MIXTURE_VARIANCE, lrv_block: int = LRV_BLOCK,
+                  lrv_alpha: float = LRV_ALPHA,
+                  warmup: int = WARMUP_OUTCOMES) -> tuple[_FloatArray, _FloatArray]:
+    """Return ``(evidence, position_share)`` of one view (``core/bias_evidence.MeanEvidence``).
+
+    The long-run variances and the warm-up step by step, every suffix on its grid vectorised
+    over time, but every sample counts: the engine leaves gross samples out, which no honest or
+    biased stream of the benches has (``bias_self_check`` compares the two).
     """
     streams, length = v.shape[:2]
     split = v.shape[3]

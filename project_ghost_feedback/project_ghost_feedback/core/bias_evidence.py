@@ -47,6 +47,8 @@ import collections
 from collections.abc import Sequence
 import math
 
+from .serial_whitening import SerialWhitener
+
 MIXTURE_VARIANCE = 0.05
 """``tau2``: the mixture's variance of the per-outcome mean (``docs/policies.md``, "A bias")."""
 MAX_SUFFIX = 1200
@@ -60,6 +62,8 @@ LRV_ALPHA = 1e-4
 ~10,000 outcomes: 17 min at 10/s)."""
 WARMUP_OUTCOMES = 3000
 """Outcomes before the evidence is reported (5 min at 10/s, 1 min at 50/s; 0 until then)."""
+REWHITEN_ALPHA = 0.1
+"""Forgetting factor of the fast AR(2) fit the second view re-whitens ``v`` with (0: one view)."""
 
 
 def suffixes(max_suffix: int, ratio: float = SUFFIX_RATIO) -> tuple[int, ...]:
@@ -75,11 +79,11 @@ def suffixes(max_suffix: int, ratio: float = SUFFIX_RATIO) -> tuple[int, ...]:
 SUFFIXES = suffixes(MAX_SUFFIX)
 
 
-class BiasEvidence:
-    """The bias evidence of one stream of prewhitened outcomes (module documentation).
+class MeanEvidence:
+    """The evidence that one stream of whitened outcomes has a mean (module documentation).
 
     :meth:`add` takes one outcome's ``v`` of each vec3 (None: left out) and returns ``(evidence
-    in nats, position_share)`` after it.
+    in nats, position_share)`` after it. :class:`BiasEvidence` runs two of them.
     """
 
     __slots__ = ('max_suffix', 'mixture_variance', 'lrv_block', 'lrv_alpha', 'warmup',
@@ -211,3 +215,91 @@ class BiasEvidence:
                     d = now[i] - past[i] - block * mean[i]
                     total += d * d
                 lrv[k] += b * (total / (block * (high - low)) - lrv[k])
+
+
+class BiasEvidence:
+    """The bias channel's evidence: the smaller of two views of one stream (module documentation).
+
+    One :class:`MeanEvidence` reads ``v`` as given; the other reads ``v`` whitened again, per
+    vec3, by a fast AR(2) fit (forgetting ``rewhiten_alpha``, centred on its own fast mean, so a
+    constant bias passes it at full strength while a correlation that has just risen is
+    removed). The evidence is the smaller of the two, with that view's position share: neither
+    view alone may call a bias. ``rewhiten_alpha`` 0 keeps the first view only.
+    """
+
+    __slots__ = ('rewhiten_alpha', '_views', '_fast', '_last', '_shape')
+
+    def __init__(self, max_suffix: int = MAX_SUFFIX,
+                 mixture_variance: float = MIXTURE_VARIANCE, lrv_block: int = LRV_BLOCK,
+                 lrv_alpha: float = LRV_ALPHA, warmup: int = WARMUP_OUTCOMES,
+                 rewhiten_alpha: float = REWHITEN_ALPHA) -> None:
+        if not 0.0 <= rewhiten_alpha <= 1.0:
+            raise ValueError(f'rewhiten_alpha must be in [0, 1], got {rewhiten_alpha!r}')
+        self.rewhiten_alpha = float(rewhiten_alpha)
+        views = 2 if rewhiten_alpha > 0.0 else 1
+        self._views = tuple(MeanEvidence(max_suffix, mixture_variance, lrv_block, lrv_alpha,
+                                         warmup) for _ in range(views))
+        self._fast = tuple(
+            SerialWhitener(2, rewhiten_alpha, warmup_samples=0, guard_alpha=0.0)
+            for _ in range(2)) if views == 2 else ()
+        self._last = (0.0, 0.0)
+        self._shape = (-1, -1)
+
+    def reset(self) -> None:
+        """Forget every sample (a start, a reset, a configuration change)."""
+        for view in self._views:
+            view.reset()
+        for whitener in self._fast:
+            whitener.reset()
+        self._last = (0.0, 0.0)
+        self._shape = (-1, -1)
+
+    @property
+    def samples(self) -> int:
+        """Return the outcomes that have fed the evidence since the last reset."""
+        return self._views[0].samples
+
+    @property
+    def warmup(self) -> int:
+        """Return the outcomes before the evidence is reported."""
+        return self._views[0].warmup
+
+    @property
+    def warm(self) -> bool:
+        """Return True once ``warmup`` outcomes have fed the evidence."""
+        return self._views[0].warm
+
+    @property
+    def last(self) -> tuple[float, float]:
+        """Return ``(evidence, position_share)`` after the last sample (zeros before any)."""
+        return self._last
+
+    def long_run_variances(self) -> tuple[float, float]:
+        """Return the first view's (position, orientation) long-run variance ratios in use."""
+        return self._views[0].long_run_variances()
+
+    def add(self, position: Sequence[float] | None, orientation: Sequence[float] | None
+            ) -> tuple[float, float]:
+        """Fold one outcome's ``v`` in and return ``(evidence, position_share)``.
+
+        Either vec3 None (or non-finite) leaves the outcome out: the evidence stays as it was.
+        """
+        if position is None or orientation is None:
+            return self._last
+        if not all(math.isfinite(c) for c in (*position, *orientation)):
+            return self._last
+        shape = (len(position), len(orientation))
+        if shape != self._shape:   # another number of components: start again
+            self.reset()
+            self._shape = shape
+        direct = self._views[0].add(position, orientation)
+        if len(self._views) == 1:
+            self._last = direct
+            return direct
+        # Regular stamps: the fast fit's chain never breaks on a gap (the producer's did).
+        stamp = self._views[0].samples
+        again = [whitener.whiten(stamp, tuple(vec)) if vec else tuple(vec)
+                 for whitener, vec in zip(self._fast, (position, orientation))]
+        rewhitened = self._views[1].add(again[0], again[1])
+        self._last = rewhitened if rewhitened[0] < direct[0] else direct
+        return self._last
