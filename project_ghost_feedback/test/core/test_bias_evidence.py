@@ -102,6 +102,9 @@ def test_settings_are_validated():
     for bad in (0.0, -1.0, 1000.0):
         with pytest.raises(ValueError):
             BiasEvidence(mixture_variance=bad)
+    for bad in (-0.1, 1.5, math.nan):
+        with pytest.raises(ValueError):
+            BiasEvidence(rewhiten_alpha=bad)
 
 
 def test_the_budget_is_split_between_the_two_channels():
