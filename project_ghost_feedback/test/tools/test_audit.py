@@ -15,6 +15,7 @@ they follow the message definitions of this build. The cluster has two worker pr
 """
 
 import base64
+import gc
 import io
 import json
 import os
@@ -476,6 +477,18 @@ def _touch(path):
     return True
 
 
+def _collect_refused():
+    """Collect refused Clients now (their holders dropped first), outside any Client's start.
+
+    A refused ``Client`` is reachable from its exception's traceback; when the garbage collector
+    finds it later, its ``__del__`` closes its loop under distributed's class-wide LoopRunner
+    lock, and if that collection falls inside the next ``Client(...)``'s own ``LoopRunner.start``
+    (which holds the lock) the thread waits on itself: one full run hung there (py-spy:
+    ``Client.__del__`` -> ``LoopRunner.stop`` under ``Client.__init__`` -> ``LoopRunner.start``).
+    """
+    gc.collect()
+
+
 def test_a_client_without_the_credentials_is_refused(fleet, tmp_path):
     """The audit's own cluster: a client without its credentials cannot connect or run a task.
 
@@ -498,12 +511,15 @@ def test_a_client_without_the_credentials_is_refused(fleet, tmp_path):
         port = address.rsplit(':', 1)[1]
         for target, security in ((f'tcp://127.0.0.1:{port}', None), (address, None),
                                  (address, Security.temporary())):
-            with pytest.raises(Exception):  # noqa: B017 - refused: reset, no TLS context, cert
+            with pytest.raises(Exception) as refused:  # noqa: B017 - reset, no TLS context, cert
                 intruder = Client(target, timeout=5, security=security)
                 try:
                     intruder.submit(_touch, str(marker), pure=False).result(timeout=10)
                 finally:
                     intruder.close()
+            del refused   # what holds the refused Client (and the last intruder, if any)
+            intruder = None
+            _collect_refused()
     finally:
         owner.close()
         cluster.close()
@@ -539,6 +555,8 @@ def test_an_audit_completes_while_a_refused_client_is_the_process_default(client
         progress=False)), daemon=True)
     worker.start()
     worker.join(timeout=300)
+    held.clear()
+    _collect_refused()   # not in a later test's Client(...)
     assert not worker.is_alive(), 'the audit did not complete'
     assert results[0]['ok']
 
