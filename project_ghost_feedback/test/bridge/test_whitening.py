@@ -353,6 +353,23 @@ def test_whitening_parameters_are_validated():
             config_from({**values, name: bad})
 
 
+def _largest_bias_evidence(z, bias):
+    """Return the largest evidence ``bias`` reads as the bridge's default whitening takes ``z``.
+
+    ``z``: ``(length, 2, 3)`` spatially whitened errors (unit claimed covariance) of both vec3,
+    one outcome every ``DT``; ``bias`` replaces the whitening's bias channel.
+    """
+    whitening = OutcomeWhitening()
+    whitening.bias = bias
+    eye = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    largest = 0.0
+    for t in range(len(z)):
+        blocks = [(tuple(z[t, i]), eye, float(np.linalg.norm(z[t, i]))) for i in (0, 1)]
+        whitening.distances(t * DT, blocks)
+        largest = max(largest, whitening.bias.last[0])
+    return largest
+
+
 def _bias_evidence_on_the_mix(lrv_block):
     """Return the largest bias evidence over 12,000 honest outcomes of the two-time-constant mix.
 
@@ -361,15 +378,7 @@ def _bias_evidence_on_the_mix(lrv_block):
     """
     rng = np.random.default_rng(11)
     z = whitening_sim.errors(rng, 1, 12000, ('mix', 0.97, 0.5))[0]
-    whitening = OutcomeWhitening()
-    whitening.bias = BiasEvidence(lrv_block=lrv_block)
-    eye = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
-    largest = 0.0
-    for t in range(len(z)):
-        blocks = [(tuple(z[t, i]), eye, float(np.linalg.norm(z[t, i]))) for i in (0, 1)]
-        whitening.distances(t * DT, blocks)
-        largest = max(largest, whitening.bias.last[0])
-    return largest
+    return _largest_bias_evidence(z, BiasEvidence(lrv_block=lrv_block))
 
 
 def test_the_long_run_variance_keeps_the_bias_channel_honest_on_the_mix():
@@ -398,15 +407,7 @@ def _evidence_when_the_correlation_rises(seed, rewhiten_alpha):
     for t in range(1, shape[0]):
         rho = 0.0 if t < 6000 else 0.9
         z[t] = rho * z[t - 1] + math.sqrt(1.0 - rho * rho) * w[t]
-    whitening = OutcomeWhitening()
-    whitening.bias = BiasEvidence(rewhiten_alpha=rewhiten_alpha)
-    eye = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
-    largest = 0.0
-    for t in range(len(z)):
-        blocks = [(tuple(z[t, i]), eye, float(np.linalg.norm(z[t, i]))) for i in (0, 1)]
-        whitening.distances(t * DT, blocks)
-        largest = max(largest, whitening.bias.last[0])
-    return largest
+    return _largest_bias_evidence(z, BiasEvidence(rewhiten_alpha=rewhiten_alpha))
 
 
 def test_a_rise_of_the_errors_correlation_is_not_read_as_a_bias():
