@@ -39,6 +39,7 @@ from project_ghost_feedback.core.bias_evidence import WARMUP_OUTCOMES
 from project_ghost_feedback.core.serial_whitening import (
     DEFAULT_ALPHA, DEFAULT_GUARD_ALPHA, DEFAULT_WARMUP_SAMPLES)
 from project_ghost_feedback.core.feedback import Vec3ScalePolicy
+from project_ghost_feedback.core.feedback.vec3_scale_policy import BIAS_EXIT_FRACTION
 from project_ghost_feedback.core.feedback.chi_square import chi_square_quantile
 
 WINDOW = 32
@@ -79,6 +80,11 @@ def switched_errors(rng: np.random.Generator, streams: int, length: int, model: 
     return z
 
 
+BATCH_OUTCOMES = [2_000_000]
+"""Outcomes simulated at once (``--batch-outcomes``): the step-by-step rules loop over time in
+Python, vectorised over streams, so a larger batch is faster at the cost of memory (~500 bytes
+an outcome at the peak)."""
+
 ALPHA = [DEFAULT_ALPHA, DEFAULT_GUARD_ALPHA]
 """The forgetting factors the rows use (``--alpha``, ``--guard-alpha``)."""
 
@@ -110,13 +116,37 @@ def whitened_squared(rng: np.random.Generator, streams: int, length: int, model:
     return x[:, :, 0], x[:, :, 1], evidence
 
 
+def bias_episodes(evidence: NDArray[np.float64], threshold: float) -> int:
+    """Return the bias channel's own episodes at ``threshold`` (the policy's hysteresis).
+
+    An episode enters at or above ``threshold`` and ends when the evidence falls to
+    ``BIAS_EXIT_FRACTION`` of it. The scale test is left aside: an upper bound of what the
+    channel adds to the policy's episodes at that threshold (an entry while the scale test holds
+    a downgrade adds none).
+    """
+    above = evidence >= threshold
+    below = evidence <= BIAS_EXIT_FRACTION * threshold
+    index = np.arange(evidence.shape[1])[None, :]
+    last_above = np.maximum.accumulate(np.where(above, index, -1), axis=1)
+    last_below = np.maximum.accumulate(np.where(below, index, -1), axis=1)
+    # Before sample t the channel is out when no entry came yet or an exit came after it.
+    out_before = np.ones_like(above)
+    out_before[:, 1:] = (last_above[:, :-1] < 0) | (last_below[:, :-1] > last_above[:, :-1])
+    return int((above & out_before).sum())
+
+
 def false_episodes(policy: Vec3ScalePolicy, rng: np.random.Generator, model: tuple[Any, ...],
-                   hours: float, rate_hz: float, stream_hours: float) -> tuple[int, int, float]:
-    """Return (episodes, of which started by the bias channel, hours observed) at ``rate_hz``."""
+                   hours: float, rate_hz: float, stream_hours: float,
+                   tail: dict[float, int] | None = None) -> tuple[int, int, float]:
+    """Return (episodes, of which started by the bias channel, hours observed) at ``rate_hz``.
+
+    ``tail``: thresholds (nats) whose bias-only episodes (:func:`bias_episodes`) are added to
+    its values, on the same honest streams.
+    """
     length = int(stream_hours * 3600 * rate_hz)
     streams_total = max(1, int(round(hours / stream_hours)))
     episodes, by_bias, observed = 0, 0, 0.0
-    batch = max(1, min(streams_total, int(2_000_000 // length)))
+    batch = max(1, min(streams_total, int(BATCH_OUTCOMES[0] // length)))
     done = 0
     while done < streams_total:
         n = min(batch, streams_total - done)
@@ -128,6 +158,9 @@ def false_episodes(policy: Vec3ScalePolicy, rng: np.random.Generator, model: tup
         starts = np.concatenate([down[:, :1], down[:, 1:] & ~down[:, :-1]], axis=1)
         episodes += int(starts.sum())
         by_bias += int((starts & biased[0]).sum())
+        if tail is not None:
+            for threshold in tail:
+                tail[threshold] += bias_episodes(evidence, threshold)
         observed += n * xp.shape[1] / rate_hz / 3600.0
         done += n
     return episodes, by_bias, observed
@@ -233,10 +266,17 @@ def main() -> None:
                         help='forgetting factor of its guard (whitening.guard_alpha; 0: off)')
     parser.add_argument('--no-bias-channel', action='store_true',
                         help='the policy without its bias channel (bias_budget_share 0)')
+    parser.add_argument('--batch-outcomes', type=int, default=BATCH_OUTCOMES[0],
+                        help='outcomes simulated at once (memory ~500 bytes each)')
+    parser.add_argument('--bias-tail', default='',
+                        help="nats below the bias threshold (e.g. 0,1,2,3): the bias channel's "
+                        "own false episodes at each, on the false rows' streams (no detection "
+                        'rows)')
     parser.add_argument('--regime', action='store_true',
                         help='only the change-of-correlation rows (honest throughout)')
     args = parser.parse_args()
     ALPHA[:] = [args.alpha, args.guard_alpha]
+    BATCH_OUTCOMES[:] = [args.batch_outcomes]
     if args.quick:
         args.hours, args.streams, args.stream_hours = 10.0, 100, 0.5
     rng = np.random.default_rng(args.seed)
@@ -260,15 +300,22 @@ def main() -> None:
               '| down at 1.5x, s | UNKNOWN at 3x, s | bias 1.5: down, s | bias 3.0: down, s '
               '| run, s |')
         print('|---|---|---|---|---|---|---|---|---|')
+        offsets = [float(o) for o in args.bias_tail.split(',') if o]
         for name in args.models.split(','):
             model = MODELS[name]
             started = time.monotonic()
+            tail = {hb - o: 0 for o in offsets}
             count, by_bias, observed = false_episodes(policy, rng, model, hours, rate,
-                                                      args.stream_hours)
+                                                      args.stream_hours, tail)
+            if offsets:
+                print(f'{name}: bias-only episodes in {observed:.1f} h by threshold: ' + ', '.join(
+                    f'{threshold:.2f} nats {n} ({n / observed * 24:.2f} per 24 h, 95% <= '
+                    f'{poisson_interval(n, observed / 24.0)[1]:.2f})'
+                    for threshold, n in tail.items()), flush=True)
             low, high = poisson_interval(count, observed / 24.0)
             row = [name, f'{count} ({by_bias})', f'{observed:.1f}',
                    f'{count / observed * 24:.2f} ({low:.2f}-{high:.2f})']
-            if rate <= 10:
+            if rate <= 10 and not offsets:
                 down, _ = detection(policy, rng, model, rate, args.streams, args.lead,
                                     args.horizon, k=1.5)
                 _, unknown = detection(policy, rng, model, rate, args.streams, args.lead,

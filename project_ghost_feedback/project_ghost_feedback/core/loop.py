@@ -421,7 +421,8 @@ class FeedbackLoop:
         ``false_alarm_budget_per_day``, the ``outcome_rate_hz`` measured on the last judged
         window (or ``not measured yet``), the rate the budget is spent at and the one-step
         threshold that follows (:meth:`Vec3ScalePolicy.at_rate`), the bias channel's share of
-        the budget and its threshold (``inf``: off).
+        the budget, the margin its threshold sits below ln(ARL0), and the threshold (``inf``:
+        off).
         """
         policy = self.policy_in_use
         if not getattr(policy, 'budgeted', False):
@@ -433,6 +434,7 @@ class FeedbackLoop:
             'budget_spent_at_rate_hz': f'{getattr(policy, "outcome_rate_hz"):.3g}',
             'one_step_threshold_nats': f'{getattr(policy, "threshold_in_use"):.2f}',
             'bias_budget_share': f'{getattr(policy, "bias_budget_share", 0.0):g}',
+            'bias_threshold_margin': f'{getattr(policy, "bias_threshold_margin", 0.0):g}',
             'bias_threshold_nats': f'{getattr(policy, "bias_threshold", float("inf")):.2f}',
         }
 

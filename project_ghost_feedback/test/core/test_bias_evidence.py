@@ -17,7 +17,8 @@ from project_ghost_feedback.core.bias_evidence import (
 from project_ghost_feedback.core.feedback import (
     PARAMETERS_ADDED, REASON_BIASED_ORIENTATION, REASON_BIASED_POSITION,
     REASON_OVERCONFIDENT_POSITION, Vec3ScalePolicy)
-from project_ghost_feedback.core.feedback.vec3_scale_policy import budget_threshold
+from project_ghost_feedback.core.feedback.vec3_scale_policy import (
+    budget_threshold, DEFAULT_BIAS_THRESHOLD_MARGIN)
 from project_ghost_feedback.core.innovation import (
     InnovationOutcome, InnovationPairing, KIND_POSITION)
 from project_ghost_feedback.core.loop import FeedbackLoop, LoopConfig, UNVERIFIED_NO_RECENT_OUTCOMES
@@ -110,21 +111,31 @@ def test_settings_are_validated():
 def test_the_budget_is_split_between_the_two_channels():
     policy = Vec3ScalePolicy().at_rate(10.0)
     rate = policy.outcome_rate_hz
+    margin = DEFAULT_BIAS_THRESHOLD_MARGIN
+    assert margin == policy.bias_threshold_margin > 0.0
     assert policy.threshold_in_use == pytest.approx(budget_threshold(0.5, rate))
-    assert policy.bias_threshold == pytest.approx(budget_threshold(0.5, rate))
+    assert policy.bias_threshold == pytest.approx(budget_threshold(0.5, rate) - margin)
     lopsided = Vec3ScalePolicy(bias_budget_share=0.1).at_rate(10.0)
     assert lopsided.threshold_in_use == pytest.approx(budget_threshold(0.9, rate))
-    assert lopsided.bias_threshold == pytest.approx(budget_threshold(0.1, rate))
+    assert lopsided.bias_threshold == pytest.approx(budget_threshold(0.1, rate) - margin)
+    bound = Vec3ScalePolicy(bias_threshold_margin=0.0).at_rate(10.0)
+    assert bound.bias_threshold == pytest.approx(budget_threshold(0.5, rate))
+    assert bound.threshold_in_use == policy.threshold_in_use   # the margin is the channel's own
     off = Vec3ScalePolicy(bias_budget_share=0.0).at_rate(10.0)
     assert off.threshold_in_use == pytest.approx(budget_threshold(1.0, rate))
     assert off.bias_threshold == math.inf and off.bias_step(1e9, 1.0, None) is None
     unbudgeted = Vec3ScalePolicy(false_alarm_budget_per_day=0.0)
     assert unbudgeted.bias_threshold == math.inf
-    # A configuration recorded before the channel replays without it.
+    # A configuration recorded before the channel replays without it, one recorded before the
+    # margin at Lorden's bound.
     assert PARAMETERS_ADDED['vec3_scale']['bias_budget_share'] == 0.0
+    assert PARAMETERS_ADDED['vec3_scale']['bias_threshold_margin'] == 0.0
     for bad in (0.005, 0.95, -0.1, True):
         with pytest.raises((TypeError, ValueError)):
             Vec3ScalePolicy(bias_budget_share=bad)
+    for bad in (-0.5, 10.5, math.nan, math.inf, True, '2'):
+        with pytest.raises((TypeError, ValueError)):
+            Vec3ScalePolicy(bias_threshold_margin=bad)
 
 
 def test_bias_step_enters_at_the_threshold_and_leaves_below_half_of_it():

@@ -60,7 +60,8 @@ assumptions: docs/policies.md. A bag replays under the policy its recorded confi
 
 PARAMETERS_ADDED: dict[str, dict[str, object]] = {
     'vec3_scale': {'gross_false_alarm_probability': 0.0, 'false_alarm_budget_per_day': 0.0,
-                   'outcome_rate_hz': 0.0, 'bias_budget_share': 0.0},
+                   'outcome_rate_hz': 0.0, 'bias_budget_share': 0.0,
+                   'bias_threshold_margin': 0.0},
 }
 """Policy -> parameters added after bags were recorded, each with the value that gives the
 behaviour from before it existed: a recorded configuration without the parameter replays with

@@ -116,6 +116,10 @@ SECONDS_PER_DAY = 86_400
 DEFAULT_BIAS_BUDGET_SHARE = 0.5
 """Share of the false-alarm budget spent by the bias channel (the one-step test keeps the
 rest): ``docs/policies.md``, "A bias"."""
+DEFAULT_BIAS_THRESHOLD_MARGIN = 2.0
+"""Nats the bias threshold sits below Lorden's bound ``ln(ARL0)`` of its share: measured on the
+honest rows of ``bench/whitening_bench.py --bias-tail`` (``docs/policies.md``, "The bias
+channel's threshold")."""
 MIN_OUTCOME_RATE_HZ = 0.01
 MAX_OUTCOME_RATE_HZ = 1000.0
 
@@ -206,6 +210,7 @@ class Vec3ScalePolicy:
     false_alarm_budget_per_day: float = DEFAULT_FALSE_ALARM_BUDGET_PER_DAY
     outcome_rate_hz: float = 0.0
     bias_budget_share: float = DEFAULT_BIAS_BUDGET_SHARE
+    bias_threshold_margin: float = DEFAULT_BIAS_THRESHOLD_MARGIN
 
     PARAMETER_RANGES = {
         'design_overconfidence': ((1.0, 10.0), 'Overconfidence factor k1 the one-step CUSUM is '
@@ -259,6 +264,10 @@ class Vec3ScalePolicy:
                               'that share; the one-step test keeps the rest), in [0.01, 0.9], or '
                               '0 (off: as configurations recorded before it replay). Needs a '
                               'budget.'),
+        'bias_threshold_margin': ((0.0, 10.0), 'Nats the bias threshold sits below ln(ARL0) of '
+                                  "its share (Lorden's bound, which the channel's measured false "
+                                  'rate leaves far behind), in [0, 10]; 0: the bound itself, as '
+                                  'configurations recorded before it replay.'),
     }
     """Field -> ((low, high), description) for the node's parameter descriptors."""
 
@@ -305,6 +314,8 @@ class Vec3ScalePolicy:
         }
         checked['bias_budget_share'] = _require_float(
             owner, 'bias_budget_share', self.bias_budget_share, 0.01, 0.9, zero_ok=True)
+        checked['bias_threshold_margin'] = _require_float(
+            owner, 'bias_threshold_margin', self.bias_threshold_margin, 0.0, 10.0)
         checked['significant_exit_threshold'] = _require_float(
             owner, 'significant_exit_threshold', self.significant_exit_threshold, 0.0,
             checked['significant_threshold'])
@@ -348,7 +359,8 @@ class Vec3ScalePolicy:
         share = self.bias_budget_share if budget > 0.0 else 0.0
         setattr_(self, '_h', self.significant_threshold if budget == 0.0
                  else budget_threshold(budget * (1.0 - share), rate))
-        setattr_(self, '_bias_h', budget_threshold(budget * share, rate) if share > 0.0
+        setattr_(self, '_bias_h', max(budget_threshold(budget * share, rate)
+                                      - self.bias_threshold_margin, 0.1) if share > 0.0
                  else math.inf)
 
     @property
