@@ -9,6 +9,11 @@ ENV := source scripts/env.sh
 # per-test timeout can break); pytest-timeout gives each test 900 s: a ceiling for a hung test,
 # never a speed requirement (every wait inside a test is on progress, with its own ceiling).
 PYTEST := timeout -k 10 3000 python -m pytest project_ghost_feedback/test -q --timeout=900 -rfEs --durations=25
+# make test runs in two phases: every test not marked `serial` on TEST_WORKERS pytest-xdist workers
+# (each in a ROS domain of its own: scripts/worker_domains.sh, conftest.py; tests that share a
+# resource across workers carry an xdist_group, kept on one worker by --dist loadgroup), then the
+# `serial` tests (load-sensitive, or writing what every other test reads) alone in one process.
+TEST_WORKERS := 2
 
 .PHONY: help setup rosbag2 test test-fast demo lint bench clean distclean
 
@@ -45,10 +50,17 @@ rosbag2: setup
 	  $(ROSBAG2_SOURCES) -- $(ROSBAG2_CMAKE_ARGS)
 
 test: setup
-	@$(ENV); echo "[test] ROS_DOMAIN_ID=$${ROS_DOMAIN_ID} ROS_AUTOMATIC_DISCOVERY_RANGE=$${ROS_AUTOMATIC_DISCOVERY_RANGE}"; \
-	rc=0; $(PYTEST) || rc=$$?; \
-	if [[ $$rc == 5 ]]; then echo '[test] FAILED: pytest collected no tests' >&2; exit 1; fi; \
-	if [[ $$rc != 0 ]]; then echo "[test] FAILED (exit $$rc)" >&2; fi; \
+	@$(ENV); source scripts/worker_domains.sh $(TEST_WORKERS); \
+	echo "[test] ROS_DOMAIN_ID=$${ROS_DOMAIN_ID} ROS_AUTOMATIC_DISCOVERY_RANGE=$${ROS_AUTOMATIC_DISCOVERY_RANGE}" \
+	  "workers=$${GHOST_FEEDBACK_WORKERS} (domains $${GHOST_FEEDBACK_WORKER_DOMAINS})"; \
+	echo "[test] phase 1/2: the tests not marked serial, on $${GHOST_FEEDBACK_WORKERS} workers"; \
+	rc1=0; $(PYTEST) -n "$${GHOST_FEEDBACK_WORKERS}" --dist loadgroup -m 'not serial' || rc1=$$?; \
+	echo '[test] phase 2/2: the tests marked serial, one process'; \
+	rc2=0; $(PYTEST) -m serial || rc2=$$?; \
+	if [[ $$rc1 == 5 && $$rc2 == 5 ]]; then echo '[test] FAILED: pytest collected no tests' >&2; exit 1; fi; \
+	rc=0; for phase_rc in $$rc1 $$rc2; do \
+	  if [[ $$phase_rc != 0 && $$phase_rc != 5 && $$rc == 0 ]]; then rc=$$phase_rc; fi; done; \
+	if [[ $$rc != 0 ]]; then echo "[test] FAILED (exit $$rc1 parallel, $$rc2 serial)" >&2; fi; \
 	exit $$rc
 
 test-fast: setup

@@ -17,14 +17,49 @@ with the reason, so the fast tier can never silently include one. ``make test`` 
 Fixtures: ``rclpy_context`` (a private, initialised ``rclpy.Context``, shut down afterwards,
 from :func:`support.ros_context.new_rclpy_context`) and the contract factories ``outcome`` and
 ``raw`` (:func:`support.contracts.build_outcome` / ``build_raw``).
+
+Workers. ``make test`` runs the suite on two pytest-xdist workers, then the tests marked
+``serial`` alone. Each worker gets its own ROS domain (:func:`_worker_domain`): the Makefile
+holds one locked domain id per worker (``scripts/env.sh`` twice) and passes them in
+``GHOST_FEEDBACK_WORKER_DOMAINS``; worker ``gwN`` takes the N-th, before anything here imports
+rclpy, so its nodes, launches, ``ros2`` commands and every subprocess (they inherit
+``os.environ``) stay in it. Tests that share something else across workers (a file in the clone,
+the machine's load) are grouped with ``xdist_group`` (``--dist loadgroup``) or marked ``serial``.
 """
 
 import os
 import pathlib
 
-import pytest
-from support.contracts import build_outcome, build_raw
-from support.ros_context import new_rclpy_context
+WORKER_DOMAINS = 'GHOST_FEEDBACK_WORKER_DOMAINS'
+"""Comma-separated ROS domain ids, one per xdist worker (set by ``make test``)."""
+
+
+def _worker_domain(environ):
+    """Return the ROS_DOMAIN_ID of this xdist worker, or None outside a worker.
+
+    A worker without a domain of its own would share the controller's with the other workers
+    (cross-talk between their nodes): that is an error, not a fallback.
+    """
+    worker = environ.get('PYTEST_XDIST_WORKER')
+    if not worker:
+        return None
+    domains = [d.strip() for d in environ.get(WORKER_DOMAINS, '').split(',') if d.strip()]
+    index = int(worker.removeprefix('gw'))
+    if index >= len(domains) or len(set(domains)) != len(domains):
+        raise RuntimeError(
+            f'xdist worker {worker} needs a ROS domain of its own: {WORKER_DOMAINS}='
+            f'{environ.get(WORKER_DOMAINS)!r} must list one distinct id per worker '
+            '(make test sets it; by hand, source scripts/env.sh once per worker)')
+    return domains[index]
+
+
+_domain = _worker_domain(os.environ)
+if _domain is not None:
+    os.environ['ROS_DOMAIN_ID'] = _domain
+
+import pytest  # noqa: E402 - after the worker's ROS_DOMAIN_ID, before anything imports rclpy
+from support.contracts import build_outcome, build_raw  # noqa: E402
+from support.ros_context import new_rclpy_context  # noqa: E402
 
 TEST_ROOT = pathlib.Path(__file__).resolve().parent
 
@@ -56,6 +91,8 @@ def pytest_configure(config):
         config.addinivalue_line('markers', f'{marker}: an ament-style lint test')
     for area in AREAS:
         config.addinivalue_line('markers', f'{area}: tests of {AREAS[area]}')
+    config.addinivalue_line(
+        'markers', 'serial: run alone after the parallel phase of make test (load-sensitive)')
 
 
 def pytest_collection_modifyitems(config, items):

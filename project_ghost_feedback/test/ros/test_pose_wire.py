@@ -5,7 +5,8 @@ Seeded random Odometry, PoseWithCovarianceStamped and PoseStamped messages (fram
 length, unicode, random numbers, stamps at the ends of their ranges): what rclpy serializes, the
 view reads to the same fields, and the pairing engine takes a view exactly as it takes the message
 object. ``with_covariance`` changes the covariance's bytes only, and rclpy reads the message with
-that covariance. Malformed payloads raise WireError, never anything else.
+that covariance. Malformed payloads raise WireError, or StringRefused for a string readers would
+read differently (ros/wire.py), never anything else.
 """
 
 import random
@@ -16,7 +17,7 @@ from project_ghost_feedback.bridge.pairing import PairingEngine
 from project_ghost_feedback.bridge.parameters import engine_config
 from project_ghost_feedback.bridge_inputs import bridge_parameters
 from project_ghost_feedback.ros.pose_wire import PoseInputView, VIEWS
-from project_ghost_feedback.ros.wire import WireError
+from project_ghost_feedback.ros.wire import StringRefused, WireError
 import pytest
 from rclpy.serialization import deserialize_message, serialize_message
 from support.bridge_node import SECOND_NS
@@ -105,7 +106,11 @@ def test_malformed_payloads_raise_wire_error(kind):
     for data in payloads:
         try:
             view = VIEWS[kind](data)
-        except WireError:
+        except (WireError, StringRefused):
+            # StringRefused: e.g. the PoseStamped payload read as an Odometry takes the 4 padding
+            # bytes before its first double as child_frame_id's length; Fast CDR leaves padding
+            # unset, so it is 0 in some runs (a string without its null: refused) and garbage
+            # (a length past the payload: WireError) in others.
             continue
         # Random bytes may happen to be a well-formed message; then rclpy reads the same.
         assert _fields(view) == _fields(deserialize_message(data, CLASSES[kind]))

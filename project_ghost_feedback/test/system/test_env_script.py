@@ -128,6 +128,10 @@ def test_run_in_env_shows_the_one_line_reason_for_a_damaged_bag(tmp_path):
     assert lines[0].startswith('ghost-feedback: error:') and 'damaged_bag' in lines[0]
 
 
+# `make demo` runs `make setup` first, whose colcon build rewrites install/ (the node executables,
+# the package's egg-link and setup scripts), build/ and the .ros_sources/ links that every other
+# test process reads: never beside another test (make test's serial phase).
+@pytest.mark.serial
 def test_make_demo_shows_the_usage_error_of_a_bad_option():
     result = subprocess.run(
         ['make', '--no-print-directory', '-C', str(ROOT), 'demo', 'DEMO_ARGS=--bogus-option'],
