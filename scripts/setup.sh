@@ -15,6 +15,8 @@ cd "${ROOT}"
 
 VENV="${ROOT}/.venv"
 REQUIREMENTS="${ROOT}/requirements/jazzy.txt"
+# Test-only pins (pytest-xdist): outside jazzy.txt, which keys the ROS source builds' cache.
+TEST_REQUIREMENTS="${ROOT}/requirements/test.txt"
 STAMP="${VENV}/.ghost_feedback_requirements.sha256"
 CMAKE_FIX_STAMP="${VENV}/.ghost_feedback_cmake_paths_fixed_3"
 
@@ -82,11 +84,12 @@ PY="${VENV}/bin/python"
 touch "${VENV}/COLCON_IGNORE"
 
 # --- 3. pinned requirements, installed only when they changed ------------------------------------
-want_hash="$(cat "${REQUIREMENTS}" <("${PY}" -c 'import sys; print(sys.version)') | sha256sum | cut -d' ' -f1)"
+want_hash="$(cat "${REQUIREMENTS}" "${TEST_REQUIREMENTS}" <("${PY}" -c 'import sys; print(sys.version)') \
+  | sha256sum | cut -d' ' -f1)"
 have_hash="$(cat "${STAMP}" 2>/dev/null || true)"
 if [[ "${want_hash}" != "${have_hash}" ]]; then
   pip_start=${SECONDS}
-  pinned="$(grep -cE '^[A-Za-z0-9_.-]+==' "${REQUIREMENTS}" || true)"
+  pinned="$(cat "${REQUIREMENTS}" "${TEST_REQUIREMENTS}" | grep -cE '^[A-Za-z0-9_.-]+==' || true)"
   log "installing ${pinned} pinned packages (${REQUIREMENTS#"${ROOT}"/}: ROS 2 Jazzy wheels, rosbags,"
   log "  mcap, dask, numpy, matplotlib, test tools); a first run downloads ~1 GB and takes minutes"
   # pip's machine-wide config (constraints, find-links, local indexes) stays in effect.
@@ -94,7 +97,7 @@ if [[ "${want_hash}" != "${have_hash}" ]]; then
   pip_status="$(mktemp)"
   # Progress: one line per package pip collects ("[setup] pip 12/189 rosbags"), then the install.
   { if "${PY}" -m pip install --progress-bar off --disable-pip-version-check \
-        -r "${REQUIREMENTS}" 2>&1; then status=0; else status=$?; fi
+        -r "${REQUIREMENTS}" -r "${TEST_REQUIREMENTS}" 2>&1; then status=0; else status=$?; fi
     echo "${status}" >"${pip_status}"
   } | tee "${pip_log}" | {
     seen=0 collected=0

@@ -53,7 +53,6 @@ TOP_LEVEL=(
   colcon-library-path
   pytest
   pytest-timeout
-  pytest-xdist # make test: two workers, each in its own ROS domain (conftest.py)
   hypothesis
   rosbags
   mcap
