@@ -18,7 +18,7 @@ policy would stay at its stated rate), under:
 ``mahalanobis_downgrade`` has no ``degrees_of_freedom`` (its rule does not depend on it).
 ``vec3_scale`` (stateful, on squared distances) is measured by ``bench/honesty_bench.py``.
 Each policy decides a window by its own ``adjust()`` (a lookup table over every bucket-count
-vector, analysis/arl_chain.py). Standard errors from the spread across independent streams. Also
+vector, verification/arl_chain.py). Standard errors from the spread across independent streams. Also
 printed: for ``overconfidence_scale``, the fraction of full windows with the reason
 ``underconfident_calibration``. Run ``python3 bench/assumptions_bench.py [--quick]``.
 """
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from project_ghost_feedback.analysis import arl_chain
+from project_ghost_feedback.verification import arl_chain
 from project_ghost_feedback.core.feedback import (
     make_policy,
     policy_parameters,

@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Default policy on a fine grid: flapping per k, one outlier by band, the per-window rate.
 
-The numpy mirror of ``vec3_scale`` (``analysis/vec3_sim.py``, checked against ``core/loop.py`` by
-``bench/honesty_bench.py``) on i.i.d. Gaussian outcomes, window 32, for two configurations: the
-false-alarm budget in time at 10 outcomes/s (the default) and budget 0 (the per-window
-thresholds bags recorded before the budget replay with; docs/policies.md's target table).
+The numpy mirror of ``vec3_scale`` (``verification/vec3_sim.py``, checked against
+``core/loop.py`` by ``bench/honesty_bench.py``) on i.i.d. Gaussian outcomes, window 32, for two
+configurations: the false-alarm budget in time at 10 outcomes/s (the default) and budget 0 (the
+per-window thresholds bags recorded before the budget replay with; docs/policies.md's target table).
 
 - **flapping**: level changes per 1000 outcomes at steady state at constant k, every 0.01 from
   1.00 to 3.00 and at 4, 5, 10 (``--streams`` streams of ``--length`` after a burn-in of 256);
@@ -25,7 +25,7 @@ import time
 import numpy as np
 from numpy.typing import NDArray
 
-from project_ghost_feedback.analysis import vec3_sim
+from project_ghost_feedback.verification import vec3_sim
 from project_ghost_feedback.core.feedback import make_policy, Vec3ScalePolicy
 
 KNOWN = 2

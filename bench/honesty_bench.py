@@ -26,7 +26,7 @@ budget in time is ``whitening_bench.py``'s and ``flap_grid_bench.py``'s.
 
 Stateful policies (``MIRRORED``: ``vec3_scale``, whose level depends on the loop's previous output
 and on the window's squared distances) are measured through a vectorised numpy mirror
-(``analysis/vec3_sim.py``) that is checked outcome by outcome against the policy's own
+(``verification/vec3_sim.py``) that is checked outcome by outcome against the policy's own
 ``adjust_following`` at start-up; the bench then prints the issue-28 targets with standard errors
 (first-passage Monte Carlo for the mean run, bootstrap for medians, spread across streams for
 fractions), the effect of broken assumptions on it, and, for every registered policy, the level
@@ -66,8 +66,8 @@ from project_ghost_feedback.core.feedback.calibration_math import (
 from project_ghost_feedback.core.loop import CAUSE_SERVICE, FeedbackLoop, LoopConfig
 from project_ghost_feedback.core import PredictionOutcome
 from project_ghost_feedback.sim import OutcomeModel
-from project_ghost_feedback.analysis import vec3_sim
-from project_ghost_feedback.analysis.schema2_history import schema2_history
+from project_ghost_feedback.verification import vec3_sim
+from project_ghost_feedback.verification.schema2_history import schema2_history
 
 PER_WINDOW: dict[str, dict[str, object]] = {'vec3_scale': {'false_alarm_budget_per_day': 0.0}}
 """What this bench measures: ``vec3_scale`` at budget 0, its per-window thresholds (the figures
@@ -91,7 +91,7 @@ if TYPE_CHECKING:
 
 OVERCONFIDENCE_FACTORS = (1.5, 2.0, 10.0, 50.0)
 MIRRORED = ('vec3_scale',)
-"""Stateful policies measured through their numpy mirror (analysis/vec3_sim.py, self-checked)."""
+"""Stateful policies measured through their numpy mirror (verification/vec3_sim.py, checked)."""
 RAW = BeliefSelfAssessment(belief_stamp_sim_ns=0, overall_level=SelfAssessmentLevel.KNOWN)
 MODEL = OutcomeModel()
 
@@ -395,7 +395,7 @@ def run_length_report(names: Sequence[str], args: argparse.Namespace,
                       v3: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """Return the markdown lines of the run-length and CUSUM-limit tables (issue 12)."""
     v3 = v3 or {}
-    from project_ghost_feedback.analysis import arl_chain, cusum_limits
+    from project_ghost_feedback.verification import arl_chain, cusum_limits
 
     policies = [make_policy(name) for name in names]
     started = time.perf_counter()
@@ -412,8 +412,8 @@ def run_length_report(names: Sequence[str], args: argparse.Namespace,
     lines = ['', 'Mean outcomes to the first false downgrade from an empty window of '
              f'{args.window} '
              '(i.i.d. calibrated Gaussian outcomes, 3 dof x 2 vectors). Exact: Markov chain on the '
-             'ages of the beyond-3 outcomes in the window (analysis/arl_chain.py; the solution of '
-             "(I - Q) h = 1 is checked by its residual), where the policy's rule has that form; "
+             'ages of the beyond-3 outcomes in the window (verification/arl_chain.py; the solution '
+             "of (I - Q) h = 1 is checked by its residual), where the policy's rule has that form; "
              f'Monte Carlo: {args.arl_runs} independent first-passage runs, each decided by the '
              f"policy's own adjust() (common random numbers). Chain {chain_s:.0f} s, MC "
              f'{mc_s:.0f} s.', '',
@@ -435,7 +435,7 @@ def run_length_report(names: Sequence[str], args: argparse.Namespace,
         targets[name] = (m['arl'][0], 'MC')
         lines.append(f'| `{name}` | - (stateful: the state is the window of squared distances) '
                      f'| - | {m["arl"][0]:.1f} +- {m["arl"][1]:.1f} ({m["arl_runs"]} runs) |')
-    lines += ['', 'CUSUM limits at the same in-control ARL (analysis/cusum_limits.py: '
+    lines += ['', 'CUSUM limits at the same in-control ARL (verification/cusum_limits.py: '
               "Page's CUSUM on "
               'the per-outcome log-likelihood ratio of scale k vs 1, threshold set so that its ARL '
               "from W = 0 equals the policy's ARL above; full information = the two squared "
@@ -819,7 +819,7 @@ def loop_report(name: str, m: dict[str, Any], args: argparse.Namespace) -> list[
 def issue20_report(names: Sequence[str], mirrored: Sequence[str], v3: dict[str, dict[str, Any]],
                    args: argparse.Namespace) -> list[str]:
     """Return the markdown lines of the issue-28 targets, flapping and assumptions tables."""
-    from project_ghost_feedback.analysis import arl_chain
+    from project_ghost_feedback.verification import arl_chain
     import numpy as np
     lines: list[str] = []
     for name in mirrored:

@@ -4,10 +4,10 @@
 
 Serially correlated errors (AR(1) of lag-1 correlation rho, and a mix of two time constants,
 0.97 and 0.5, of equal variance) are whitened in space (unit claimed covariance) and in time by
-the bridge's rules (``analysis/whitening_sim.py``, the vectorised mirror of
+the bridge's rules (``verification/whitening_sim.py``, the vectorised mirror of
 ``bridge/whitening.py``, checked against it here), the first ``warmup_samples + 1`` of every
 stream withheld as the bridge does; the squared distances go through the default policy exactly
-as ``core/loop.py`` grades them (``analysis/vec3_sim.py``, window 32, its false-alarm budget of
+as ``core/loop.py`` grades them (``verification/vec3_sim.py``, window 32, its false-alarm budget of
 1 per 24 h spent at the stream's outcome rate). Every stream is a start (empty window, cold
 estimate).
 
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from project_ghost_feedback.analysis import vec3_sim, whitening_sim
+from project_ghost_feedback.verification import vec3_sim, whitening_sim
 from project_ghost_feedback.core.bias_evidence import WARMUP_OUTCOMES
 from project_ghost_feedback.core.serial_whitening import (
     DEFAULT_ALPHA, DEFAULT_GUARD_ALPHA, DEFAULT_WARMUP_SAMPLES)

@@ -2,7 +2,7 @@
 """Shared test set-up: the test tiers and the fixtures every area uses.
 
 Layout. The test folders mirror the source (:data:`AREAS`): ``core/`` (the pure core and
-``analysis``), ``sim/``, ``bridge/`` (the pure bridge), ``ros/`` (the nodes, their launch files
+``verification``), ``sim/``, ``bridge/`` (the pure bridge), ``ros/`` (the nodes, their launch files
 and interfaces), ``telemetry/`` (bags, replay, Foxglove), ``tools/`` (evaluate, audit, the
 demos), ``system/`` (lint, types, packaging, docs, DDS containment, the real ros2 tools). A
 test's area is its folder, given to its tests as a pytest marker, so ``pytest -m core`` runs the
@@ -64,7 +64,7 @@ from support.ros_context import new_rclpy_context  # noqa: E402
 TEST_ROOT = pathlib.Path(__file__).resolve().parent
 
 AREAS = {
-    'core': 'the pure core (core/, analysis/)',
+    'core': 'the pure core (core/, verification/)',
     'sim': 'the simulators (sim/)',
     'bridge': 'the pure bridge (bridge/)',
     'ros': 'the nodes, launch files, interfaces and message conversions (ros/, msgs)',

@@ -2,7 +2,7 @@
 """Whitening in time of a vector series: an AR(p) model fitted on past data only (stdlib only).
 
 :class:`SerialWhitener` is the engine the bridge's prewhitening (``bridge/whitening.py``) runs on
-each vec3 of its outcomes, and the one ``analysis/whitening_sim.py`` simulates: ``v_t = (z_t -
+each vec3 of its outcomes, and the one ``verification/whitening_sim.py`` simulates: ``v_t = (z_t -
 sum_j phi_j z_{t-j}) / s`` with ``phi`` from the Yule-Walker equations of the autocorrelations of
 ``z`` (pooled over its components, exponential forgetting ``alpha``), estimated *before* ``z_t``
 updates them; a warm-up, chain breaks on gaps and non-finite samples, a reset. The rules are

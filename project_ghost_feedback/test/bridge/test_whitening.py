@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from project_ghost_feedback.analysis import whitening_sim
+from project_ghost_feedback.verification import whitening_sim
 from project_ghost_feedback.bridge.engine_interface import EngineListener
 from project_ghost_feedback.bridge.pairing import PairingEngine
 from project_ghost_feedback.bridge.parameters import config_from, engine_config, PARAMETERS
@@ -129,7 +129,7 @@ def test_ar2_removes_what_ar1_leaves_of_two_time_constants():
 
 
 def test_the_bench_mirror_matches_the_whitener():
-    """analysis/whitening_sim.py (numpy, the benches) gives the engine's v sample by sample."""
+    """verification/whitening_sim.py (numpy, the benches) gives the engine's v sample by sample."""
     for order in (1, 2):
         assert whitening_sim.self_check(order=order) < 1e-9
 

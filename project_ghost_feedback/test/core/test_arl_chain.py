@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The exact run-length chain of analysis/arl_chain.py, checked against independent computations.
+"""The exact run-length chain of verification/arl_chain.py, checked against independent ones.
 
 Small windows with loose false-alarm probabilities make the Monte Carlo discriminating: the
 chain (iterative solve with a verified residual) must equal a dense ``numpy.linalg.solve`` of the
@@ -7,7 +7,7 @@ same system and a first-passage Monte Carlo in which the *policy's own* ``adjust
 window, within 4 standard errors. The full-window figure quoted in the docs (3398) is checked too.
 """
 
-from project_ghost_feedback.analysis import arl_chain as chain
+from project_ghost_feedback.verification import arl_chain as chain
 from project_ghost_feedback.core.feedback import make_policy
 import pytest
 

@@ -2,7 +2,7 @@
 """Vec3ScalePolicy (issue 20): parameters, purity, per-vec3 grading, hysteresis, fallback.
 
 Small deterministic checks only; the rates and delays are measured by bench/honesty_bench.py.
-Schema-2 histories come from analysis/schema2_history.py, the one place that builds them.
+Schema-2 histories come from verification/schema2_history.py, the one place that builds them.
 """
 
 import math
@@ -33,7 +33,7 @@ from project_ghost_feedback.core.feedback.chi_square import (
     chi_square_survival,
 )
 from project_ghost_feedback.core.feedback.vec3_scale_policy import capped_mean
-from project_ghost_feedback.analysis.schema2_history import schema2_history
+from project_ghost_feedback.verification.schema2_history import schema2_history
 import pytest
 
 
@@ -238,7 +238,7 @@ def test_winsorized_policy_ignores_one_heavy_tail_outcome():
 def test_bench_mirror_matches_adjust_following():
     """The numpy mirror the bench measures gives the policy's own levels (seeded, 3 x 300)."""
     np = pytest.importorskip('numpy')
-    from project_ghost_feedback.analysis import vec3_sim
+    from project_ghost_feedback.verification import vec3_sim
     rng = np.random.default_rng(20)
     scale = np.concatenate([np.ones(80), np.linspace(1.0, 3.0, 160), np.full(30, 12.0),
                             np.ones(30)])
@@ -302,7 +302,7 @@ def test_false_unknown_after_a_reset_is_within_issue_35():
 def test_bench_mirror_matches_the_feedback_loop_across_a_reset():
     """The mirror gives what core/loop.py publishes, outcome by outcome, a reset included."""
     np = pytest.importorskip('numpy')
-    from project_ghost_feedback.analysis import vec3_sim
+    from project_ghost_feedback.verification import vec3_sim
     from project_ghost_feedback.core import PredictionOutcome
     from project_ghost_feedback.core.loop import CAUSE_SERVICE, FeedbackLoop, LoopConfig
     rng = np.random.default_rng(35)

@@ -23,7 +23,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / 'project_ghost_feedback'
 
 LAYERS = (
     ('core',),
-    ('msg_decoding', 'safe_io', 'analysis', 'parameter_spec', 'plots', 'px4_aid_source',
+    ('msg_decoding', 'safe_io', 'verification', 'parameter_spec', 'plots', 'px4_aid_source',
      'navsat_reference'),
     ('msg_encoding',),
     ('bridge',),
@@ -36,8 +36,8 @@ LAYERS = (
     ('cli', '__init__'),
 )
 """Groups by layer, lowest first: the pure core; leaf helpers (message decoding, safe text,
-analysis, the parameter declarations, the plot panels); message encoding (over decoding's
-interface versions); the pure bridge; the simulators
+the verification models, the parameter declarations, the plot panels); message encoding
+(over decoding's interface versions); the pure bridge; the simulators
 and bags; an ordinary bag's inputs run through the bridge (what evaluate and audit share); a
 bag's innovations run through the innovation bridge's engine (field mode, beside it); the
 offline tools; the ROS nodes; the demos (which start nodes); the command line."""

@@ -54,9 +54,9 @@ def test_mypy_catches_a_planted_error_and_an_untyped_def_in_core(tmp_path):
 def test_mypy_catches_an_untyped_def_in_each_annotated_package(tmp_path):
     """A def without annotations fails the check in every package and top-level module.
 
-    bridge/, ros/, telemetry/, evaluate/, audit/, sim/, analysis/, demo/ and the top-level modules
-    (cli, bridge_inputs, field_inputs, msg_decoding, navsat_reference, parameter_spec, plots,
-    px4_aid_source, safe_io).
+    bridge/, ros/, telemetry/, evaluate/, audit/, sim/, verification/, demo/ and the top-level
+    modules (cli, bridge_inputs, field_inputs, msg_decoding, navsat_reference, parameter_spec,
+    plots, px4_aid_source, safe_io).
     """
     tree = tmp_path / 'repo'
     package = tree / 'project_ghost_feedback' / 'project_ghost_feedback'
@@ -66,9 +66,9 @@ def test_mypy_catches_an_untyped_def_in_each_annotated_package(tmp_path):
     shutil.copytree(BENCH, tree / 'bench', ignore=shutil.ignore_patterns('__pycache__'))
     planted = ('bridge/transforms.py', 'ros/dds.py', 'telemetry/channels.py',
                'evaluate/command.py', 'audit/discovery.py', 'sim/pose_errors.py',
-               'analysis/schema2_history.py', 'demo/connection.py', 'cli.py', 'bridge_inputs.py',
-               'field_inputs.py', 'msg_decoding.py', 'navsat_reference.py', 'parameter_spec.py',
-               'plots.py', 'px4_aid_source.py', 'safe_io.py')
+               'verification/schema2_history.py', 'demo/connection.py', 'cli.py',
+               'bridge_inputs.py', 'field_inputs.py', 'msg_decoding.py', 'navsat_reference.py',
+               'parameter_spec.py', 'plots.py', 'px4_aid_source.py', 'safe_io.py')
     for name in planted:
         module = package / name
         module.write_text(module.read_text() + '\n\ndef _untyped(y):\n    return y\n')

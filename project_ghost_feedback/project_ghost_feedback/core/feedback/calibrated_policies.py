@@ -257,7 +257,7 @@ class CalibratedExceedancePolicy(_ExceedanceTables):
     (the sum of the two probabilities), and above ``false_alarm_probability`` (0.2%) at 6 of the
     sizes ``n`` in 1..64. On a sliding window of 32 a calibrated estimator meets
     its first false downgrade after 3398 outcomes on average from an empty window (exact Markov
-    chain on the ages of the beyond-3 outcomes, ``analysis/arl_chain.py``; a 1e5-run Monte Carlo
+    chain on the ages of the beyond-3 outcomes, ``verification/arl_chain.py``; a 1e5-run Monte Carlo
     gives 3379 +- 11). For
     comparison, the reference policy fires on 55.84% of full windows under the same model.
     """

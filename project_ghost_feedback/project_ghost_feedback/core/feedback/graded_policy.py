@@ -34,7 +34,7 @@ with ``degrees_of_freedom`` (3 per vec3) and ``vectors_per_outcome`` independent
 outcome. Under calibration with the defaults, on a full window of 32: a downgrade on 0.2976% of
 windows (exact trinomial sum, the same test as calibrated_exceedance) and, from an empty sliding
 window, the first false downgrade after 3398 outcomes on average (exact Markov chain,
-``analysis/arl_chain.py``); the grading table, the delays and the CUSUM limits are printed by
+``verification/arl_chain.py``); the grading table, the delays and the CUSUM limits are printed by
 ``bench/honesty_bench.py``, the effect of broken assumptions by ``bench/assumptions_bench.py``
 (``docs/policies.md``).
 """

@@ -47,9 +47,10 @@ Capping can only lower the CUSUM, so the Gaussian false-alarm rate can only fall
 detection speed and, at a low cap, the two-step grade (``docs/policies.md``).
 
 The default thresholds were set numerically against graded policy v3's design targets with the
-bench's vectorised mirror of this policy (``analysis/vec3_sim.py``, how: ``docs/policies.md``); the
-figures ``bench/honesty_bench.py`` measures for them are in ``docs/policies.md``. Assumptions:
-independent outcomes, Gaussian errors, ``degrees_of_freedom`` per vec3, two vec3 per outcome.
+bench's vectorised mirror of this policy (``verification/vec3_sim.py``, how:
+``docs/policies.md``); the figures ``bench/honesty_bench.py`` measures for them are in
+``docs/policies.md``. Assumptions: independent outcomes, Gaussian errors,
+``degrees_of_freedom`` per vec3, two vec3 per outcome.
 """
 
 from collections.abc import Sequence
@@ -131,8 +132,8 @@ def budget_threshold(budget_per_day: float, rate_hz: float) -> float:
     a log-likelihood ratio the in-control run length is at least ``exp(h)`` (Lorden 1971), so
     ``h = ln(ARL0)`` keeps the false-alarm rate within the budget whatever ``design_overconfidence``
     and ``degrees_of_freedom``; the window limit only lengthens the run. For the defaults the exact
-    run length is ``exp(h + 1.96)`` (``analysis/cusum_limits.py``): about 7x the budget's, margin
-    the hysteresis' restarts and the whitening's estimation error use (measured:
+    run length is ``exp(h + 1.96)`` (``verification/cusum_limits.py``): about 7x the budget's,
+    margin the hysteresis' restarts and the whitening's estimation error use (measured:
     ``bench/whitening_bench.py``).
     """
     return max(math.log(SECONDS_PER_DAY * rate_hz / budget_per_day), 0.1)

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Analysis code the benchmarks and tests share (numpy; never imported by the node or the core).
+"""What the benchmarks and tests verify the engine and its stated figures against (numpy).
+
+Never imported by the node, the core or any product path: exact computations and vectorised
+mirrors of the rules, each checked against the engine where it mirrors it.
 
 - :mod:`.arl_chain`: exact run lengths of the window policies by Markov chain, and Monte Carlo.
 - :mod:`.cusum_limits`: the full-information CUSUM limits the policies are compared with.
