@@ -469,9 +469,9 @@ def test_echo_states_the_false_alarm_budget_and_the_outcome_rate_on_its_summary_
     assert values['false_alarm_budget_per_day'] == '1' and values['outcome_rate_hz'] == '10.00'
     # Half the budget each: ln(86400 * 10.4 / 0.5) (the rate rounded to 1/8 octave).
     assert float(values['one_step_threshold_nats']) == pytest.approx(14.4, abs=0.05)
-    assert values['bias_budget_share'] == '0.5' and values['bias_threshold_margin'] == '2'
+    assert values['bias_budget_share'] == '0.5' and values['bias_threshold_margin'] == '1'
     # The bias channel's: the same ln(ARL0) less its margin.
-    assert float(values['bias_threshold_nats']) == pytest.approx(12.4, abs=0.05)
+    assert float(values['bias_threshold_nats']) == pytest.approx(13.4, abs=0.05)
     status = SimpleNamespace(name='/robot1/feedback_node: calibration', values=[
         SimpleNamespace(key=k, value=v) for k, v in values.items()])
     budget = feedback_budget(status, '/robot1')

@@ -117,7 +117,7 @@ SECONDS_PER_DAY = 86_400
 DEFAULT_BIAS_BUDGET_SHARE = 0.5
 """Share of the false-alarm budget spent by the bias channel (the one-step test keeps the
 rest): ``docs/policies.md``, "A bias"."""
-DEFAULT_BIAS_THRESHOLD_MARGIN = 2.0
+DEFAULT_BIAS_THRESHOLD_MARGIN = 1.0
 """Nats the bias threshold sits below Lorden's bound ``ln(ARL0)`` of its share: measured on the
 honest rows of ``bench/whitening_bench.py --bias-tail`` (``docs/policies.md``, "The bias
 channel's threshold")."""
