@@ -125,8 +125,8 @@ MIN_OUTCOME_RATE_HZ = 0.01
 MAX_OUTCOME_RATE_HZ = 1000.0
 
 
-def budget_threshold(budget_per_day: float, rate_hz: float) -> float:
-    """Return the one-step threshold ``h = ln(ARL0)`` for ``budget_per_day`` at ``rate_hz``.
+def budget_threshold(budget_per_day: float, rate_hz: float, margin: float = 0.0) -> float:
+    """Return the threshold ``h = ln(ARL0) - margin`` for ``budget_per_day`` at ``rate_hz``.
 
     ``ARL0 = 86400 * rate_hz / budget_per_day`` outcomes between false alarms. For Page's CUSUM of
     a log-likelihood ratio the in-control run length is at least ``exp(h)`` (Lorden 1971), so
@@ -134,9 +134,11 @@ def budget_threshold(budget_per_day: float, rate_hz: float) -> float:
     and ``degrees_of_freedom``; the window limit only lengthens the run. For the defaults the exact
     run length is ``exp(h + 1.96)`` (``verification/cusum_limits.py``): about 7x the budget's,
     margin the hysteresis' restarts and the whitening's estimation error use (measured:
-    ``bench/whitening_bench.py``).
+    ``bench/whitening_bench.py``). ``margin`` (nats): the bias channel's
+    ``bias_threshold_margin``, where the bound is measured loose; 0 for the one-step test. Never
+    below 0.1 nats.
     """
-    return max(math.log(SECONDS_PER_DAY * rate_hz / budget_per_day), 0.1)
+    return max(math.log(SECONDS_PER_DAY * rate_hz / budget_per_day) - margin, 0.1)
 
 
 def quantized_rate(rate_hz: float | None) -> float:
@@ -360,8 +362,8 @@ class Vec3ScalePolicy:
         share = self.bias_budget_share if budget > 0.0 else 0.0
         setattr_(self, '_h', self.significant_threshold if budget == 0.0
                  else budget_threshold(budget * (1.0 - share), rate))
-        setattr_(self, '_bias_h', max(budget_threshold(budget * share, rate)
-                                      - self.bias_threshold_margin, 0.1) if share > 0.0
+        setattr_(self, '_bias_h', budget_threshold(budget * share, rate,
+                                                   self.bias_threshold_margin) if share > 0.0
                  else math.inf)
 
     @property
