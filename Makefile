@@ -10,9 +10,11 @@ ENV := source scripts/env.sh
 # never a speed requirement (every wait inside a test is on progress, with its own ceiling).
 PYTEST := timeout -k 10 3000 python -m pytest project_ghost_feedback/test -q --timeout=900 -rfEs --durations=25
 # make test runs in two phases: every test not marked `serial` on TEST_WORKERS pytest-xdist workers
-# (each in a ROS domain of its own: scripts/worker_domains.sh, conftest.py; tests that share a
-# resource across workers carry an xdist_group, kept on one worker by --dist loadgroup), then the
+# (each in a ROS domain of its own: scripts/worker_domains.sh, conftest.py; a test module is one
+# unit of work, taken in collection order: the modules with a test marked `long` first), then the
 # `serial` tests (load-sensitive, or writing what every other test reads) alone in one process.
+# Python keeps its bytecode (__pycache__, git-ignored) even where the shell says not to: the run
+# starts hundreds of node processes, which would otherwise each compile the package again.
 TEST_WORKERS := 2
 
 .PHONY: help setup rosbag2 test test-fast demo lint bench clean distclean
@@ -51,10 +53,11 @@ rosbag2: setup
 
 test: setup
 	@$(ENV); source scripts/worker_domains.sh $(TEST_WORKERS); \
+	unset PYTHONDONTWRITEBYTECODE; \
 	echo "[test] ROS_DOMAIN_ID=$${ROS_DOMAIN_ID} ROS_AUTOMATIC_DISCOVERY_RANGE=$${ROS_AUTOMATIC_DISCOVERY_RANGE}" \
 	  "workers=$${GHOST_FEEDBACK_WORKERS} (domains $${GHOST_FEEDBACK_WORKER_DOMAINS})"; \
 	echo "[test] phase 1/2: the tests not marked serial, on $${GHOST_FEEDBACK_WORKERS} workers"; \
-	rc1=0; $(PYTEST) -n "$${GHOST_FEEDBACK_WORKERS}" --dist loadgroup -m 'not serial' || rc1=$$?; \
+	rc1=0; $(PYTEST) -n "$${GHOST_FEEDBACK_WORKERS}" --dist loadscope --no-loadscope-reorder -m 'not serial' || rc1=$$?; \
 	echo '[test] phase 2/2: the tests marked serial, one process'; \
 	rc2=0; $(PYTEST) -m serial || rc2=$$?; \
 	if [[ $$rc1 == 5 && $$rc2 == 5 ]]; then echo '[test] FAILED: pytest collected no tests' >&2; exit 1; fi; \

@@ -38,6 +38,7 @@ def test_suffix_grid_is_geometric_and_ends_at_the_bound():
     assert suffixes(1) == (1,)
 
 
+@pytest.mark.long
 def test_honest_streams_take_at_least_a_outcomes_on_average_to_reach_ln_a():
     """Lorden: the mean run of an honest stream to evidence ln(A) is at least A outcomes.
 

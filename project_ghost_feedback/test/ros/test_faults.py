@@ -59,6 +59,7 @@ from support.node_process import (
     QOS,
     recover_mcap,
 )
+from support.ros_context import spin_in_turn
 
 CHUNK_BYTES = 2**20          # rosbags' MCAP writer closes a chunk beyond this many bytes
 MESSAGE_RECORD_OVERHEAD = 31  # MCAP Message record: opcode, length, channel, sequence, 2 times
@@ -219,6 +220,7 @@ def test_signal_while_busy_closes_a_consistent_bag(tmp_path, executor, signum):
 
 # -- publisher restart ---------------------------------------------------------------------------
 
+@pytest.mark.long
 @pytest.mark.parametrize('executor', EXECUTORS)
 def test_node_continues_after_its_publisher_restarts(rclpy_context, executor):
     """The estimator's node goes away mid-stream and a new one appears: outputs keep coming."""
@@ -235,8 +237,7 @@ def test_node_continues_after_its_publisher_restarts(rclpy_context, executor):
         CalibratedSelfAssessmentMsg, '/self_assessment/calibrated', outputs.append, QOS)
 
     def spin_node():
-        node_executor.spin_once(timeout_sec=0.002)
-        listener_executor.spin_once(timeout_sec=0.002)
+        spin_in_turn(node_executor, listener_executor)
 
     try:
         for part, (begin, end) in enumerate(((0, 120), (120, 300))):

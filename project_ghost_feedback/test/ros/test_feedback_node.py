@@ -31,7 +31,7 @@ from project_ghost_feedback_msgs.msg import (
     PredictionOutcome as PredictionOutcomeMsg,
 )
 from support.contracts import named_level_msg
-from support.ros_context import publish_clock_until
+from support.ros_context import publish_clock_until, spin_in_turn
 import numpy as np
 import pytest
 import rclpy
@@ -207,8 +207,7 @@ class Harness:
                     f'rejected {dict(self.node.health.rejected)}, '
                     f'published {self.node.counts.published}, '
                     f'{len(self.outputs)} outputs received')
-            self.node_executor.spin_once(timeout_sec=0.005)
-            self.client_executor.spin_once(timeout_sec=0.005)
+            spin_in_turn(self.node_executor, self.client_executor)
 
     def publish_outcome(self, outcome):
         """Publish a PredictionOutcome contract (or an already built message)."""
@@ -750,6 +749,7 @@ def _phase(h, start_s, seconds, rate_hz, scale, rng):
         h.wait_outputs(len(h.outputs) + len(stamps))
 
 
+@pytest.mark.long
 def test_sim_reset_resets_the_window_and_overconfidence_is_caught_after_it(harness):
     """150 s at 10 Hz calibrated, then a sim reset to t=0 with 50x overconfident outcomes.
 

@@ -44,7 +44,7 @@ from project_ghost_feedback_msgs.msg import (
     SelfAssessmentLevel as LevelMsg,
 )
 from support.contracts import named_level_msg
-from support.ros_context import new_rclpy_context
+from support.ros_context import new_rclpy_context, spin_in_turn
 import pytest
 import rclpy
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
@@ -437,6 +437,7 @@ def _node(rclpy_context, name, executor='single_threaded'):
 
 # -- handler level: the bulk of the fuzzing -------------------------------------------------------
 
+@pytest.mark.long
 def test_malformed_messages_are_counted_and_good_outputs_equal_the_clean_stream(rclpy_context):
     """>= 10k malformed messages among good ones: counted by reason, outputs as if clean."""
     events = StreamGenerator(SEED).stream(MALFORMED_TARGET)
@@ -596,8 +597,7 @@ class _Driver:
             assert time.monotonic() < deadline, (
                 f'timed out waiting for {what}: received {dict(self.node.counts.received)}, '
                 f'published {self.node.counts.published}, {len(self.outputs)} outputs')
-            self.node_executor.spin_once(timeout_sec=0.002)
-            self.executor.spin_once(timeout_sec=0.002)
+            spin_in_turn(self.node_executor, self.executor)
 
     def close(self):
         self.executor.shutdown()

@@ -71,6 +71,7 @@ class Rig(FilterRig):
         self.publisher.publish(msg)
 
 
+@pytest.mark.long
 def test_honest_filter_twenty_starts_in_60_s_none_downgraded(rclpy_context):
     """20 starts (fresh nodes each), 60 s of 10 Hz innovations (300 outcomes each): none downgraded.
 

@@ -141,6 +141,7 @@ class GnssRig:
             node.destroy_node()
 
 
+@pytest.mark.long
 def test_honest_gnss_twenty_starts_in_60_s_none_downgraded(rclpy_context):
     """20 starts x 60 s of 10 Hz fixes (300 outcomes each): at most what the stated rate allows.
 

@@ -170,6 +170,7 @@ def full_disk(request, tmp_path):
         subprocess.run(['umount', str(mount_point)], capture_output=True, timeout=30)
 
 
+@pytest.mark.long
 def test_disk_full_then_sigint_keeps_publishing_and_leaves_a_readable_prefix(full_disk):
     """The bag's disk fills up: outputs continue, one error line, exit 0, readable prefix."""
     directory, preexec_fn, error_text = full_disk

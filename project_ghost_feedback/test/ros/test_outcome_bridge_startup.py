@@ -26,6 +26,7 @@ from project_ghost_feedback_msgs.msg import (
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
+import pytest
 from support.ros_context import new_rclpy_context, publish_clock_until
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -133,6 +134,7 @@ def _play(chain, clock, seed, offset_ns):
     return sent
 
 
+@pytest.mark.long
 def test_an_honest_filter_is_never_downgraded_in_its_first_60_s():
     """30 honest starts over DDS: 0 downgrades in the first 60 s; the warm-up held outcomes."""
     context = new_rclpy_context()

@@ -97,6 +97,7 @@ def test_the_bridge_subscribes_with_px4s_type_name_hash_and_qos(rclpy_context):
         rig.close()
 
 
+@pytest.mark.long
 def test_honest_gnss_pos_twenty_starts_in_60_s_none_downgraded(rclpy_context):
     """Fresh nodes per start, 60 s of 10 Hz fused samples (300 outcomes each): none downgraded.
 

@@ -179,6 +179,7 @@ class Rig:
             node.destroy_node()
 
 
+@pytest.mark.long
 @pytest.mark.parametrize('rate_hz', [10, 20])
 def test_thirty_honest_starts_hold_known_for_60_s(rclpy_context, rate_hz):
     """30 fresh starts, 60 s each: never below the claim, every outcome kept after warm-up."""

@@ -18,7 +18,7 @@ from project_ghost_feedback_msgs.msg import (
     PredictionOutcome as PredictionOutcomeMsg,
 )
 from support.contracts import build_outcome
-from support.ros_context import new_rclpy_context
+from support.ros_context import new_rclpy_context, spin_in_turn
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
@@ -97,8 +97,7 @@ class FeedbackNodeHarness:
         deadline = time.monotonic() + TIMEOUT_S
         while not condition():
             assert time.monotonic() < deadline, f'timed out waiting for {what}'
-            for executor in self.executors:
-                executor.spin_once(timeout_sec=0.005)
+            spin_in_turn(*self.executors)
 
     def connect(self):
         self.spin_until(

@@ -11,7 +11,7 @@ from project_ghost_feedback_msgs.msg import (
     CalibratedSelfAssessment as CalibratedSelfAssessmentMsg,
     PredictionOutcome as PredictionOutcomeMsg,
 )
-from support.ros_context import new_rclpy_context
+from support.ros_context import new_rclpy_context, spin_in_turn
 import rclpy
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.executors import SingleThreadedExecutor
@@ -120,8 +120,9 @@ class Client:
                 raise AssertionError(
                     f'timed out waiting for {what} ({len(self.outputs)} outputs{extra})')
             if self.extra_executor is not None:
-                self.extra_executor.spin_once(timeout_sec=0.002)
-            self.executor.spin_once(timeout_sec=0.005)
+                spin_in_turn(self.extra_executor, self.executor)
+            else:
+                self.executor.spin_once(timeout_sec=0.005)
 
     def wait_matched(self, process=None):
         """Wait until both inputs and the output matched at the DDS level."""

@@ -19,6 +19,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 LINT_TESTS = {'test_copyright', 'test_flake8', 'test_pep257'}
 
 
+@pytest.mark.long
 @pytest.mark.skipif(shutil.which('colcon') is None, reason='colcon is not on PATH')
 @pytest.mark.skipif(not (ROOT / 'build' / 'project_ghost_feedback').is_dir(),
                     reason='the workspace is not colcon-built (run make setup)')

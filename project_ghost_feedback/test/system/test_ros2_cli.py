@@ -33,9 +33,12 @@ from support.ros2_tools import (
 
 PACKAGE = 'project_ghost_feedback'
 CLI_TIMEOUT_S = 60.0
-"""Timeout of one ``ros2`` command (discovery with ``--spin-time 3`` on a loaded machine)."""
-CLI = ('--no-daemon', '--spin-time', '3')
-"""Discovery options of every ros2 command here (no daemon to start or stop)."""
+"""Timeout of one ``ros2`` command (discovery on a loaded machine included)."""
+CLI = ('--no-daemon', '--spin-time', '1')
+"""Discovery options of every ros2 command here (no daemon to start or stop): each command
+discovers the graph for 1 s; :func:`discovered` runs it again while that was too short."""
+NOT_DISCOVERED_YET = ('does not appear to be published yet', 'Node not found')
+"""What a ros2 command says when its discovery time ended before it saw its topic or node."""
 
 
 def _ros2_missing():
@@ -48,10 +51,13 @@ def _ros2_missing():
     return ''
 
 
-pytestmark = pytest.mark.skipif(
-    bool(_ros2_missing()),
-    reason=f'real ROS 2 CLI tools unavailable ({_ros2_missing()}); scripts/setup.sh installs '
-           'them from ../shared/ros2_jazzy_tools when that folder exists')
+pytestmark = [
+    pytest.mark.skipif(
+        bool(_ros2_missing()),
+        reason=f'real ROS 2 CLI tools unavailable ({_ros2_missing()}); scripts/setup.sh installs '
+               'them from ../shared/ros2_jazzy_tools when that folder exists'),
+    pytest.mark.long,   # launches and ros2 commands, ~100 s in all: scheduled first (conftest.py)
+]
 
 
 def ros2(*args, timeout=CLI_TIMEOUT_S):
@@ -61,19 +67,25 @@ def ros2(*args, timeout=CLI_TIMEOUT_S):
         timeout=timeout, check=False)
 
 
-def echo_once(topic):
-    """``ros2 topic echo --once topic``, again while discovery has not seen the topic yet.
+def discovered(*args):
+    """``ros2 *args`` (with CLI's options), again while its discovery has not seen its target.
 
-    Without a daemon the command discovers the graph for ``--spin-time`` only, and on a loaded
-    machine a topic can take longer to appear ("does not appear to be published yet"): retried
-    within DEADLINE_S, the last result returned.
+    Without a daemon a command discovers the graph for ``--spin-time`` only, and on a loaded
+    machine a topic or a node can take longer to appear (NOT_DISCOVERED_YET): retried within
+    DEADLINE_S, the last result returned.
     """
     deadline = time.monotonic() + DEADLINE_S
     while True:
-        result = ros2('topic', 'echo', '--once', *CLI, topic)
-        if result.returncode == 0 or 'does not appear to be published yet' not in (
-                result.stdout) or time.monotonic() > deadline:
+        result = ros2(*args)
+        if result.returncode == 0 or not any(
+                text in result.stdout for text in NOT_DISCOVERED_YET) or (
+                time.monotonic() > deadline):
             return result
+
+
+def echo_once(topic):
+    """``ros2 topic echo --once topic`` once discovery has seen the topic (:func:`discovered`)."""
+    return discovered('topic', 'echo', '--once', *CLI, topic)
 
 
 def assert_clean_sigint(process, nodes=1):
@@ -159,7 +171,7 @@ def test_launch_in_namespace_echo_calibrated_and_diagnostics(robot1):
 
 def test_param_set_valid_value_changes_the_output(robot1):
     _, feeder = robot1
-    result = ros2('param', 'set', *CLI, '/robot1/feedback_node', 'max_history', '3')
+    result = discovered('param', 'set', *CLI, '/robot1/feedback_node', 'max_history', '3')
     assert result.returncode == 0 and 'Set parameter successful' in result.stdout, result.stdout
     feeder.wait_for(lambda msg: msg.calibration_history.outcomes_considered == 3,
                     'with a window of 3 outcomes after ros2 param set max_history 3')
@@ -191,7 +203,7 @@ def test_service_call_reset_clears_the_window(process_factory, feeder_factory):
 def test_param_set_invalid_value_is_refused_and_old_value_kept(robot1, name, value):
     _, feeder = robot1
     before = feeder.parameter('/robot1/feedback_node', name)
-    result = ros2('param', 'set', *CLI, '/robot1/feedback_node', name, value)
+    result = discovered('param', 'set', *CLI, '/robot1/feedback_node', name, value)
     # ros2 param set exits 0 even when the node refuses: its text says so.
     assert 'Setting parameter failed' in result.stdout, result.stdout
     assert feeder.parameter('/robot1/feedback_node', name) == before
@@ -382,7 +394,7 @@ def test_bridge_launch_starts_both_nodes_and_stops_cleanly(process_factory, tmp_
     assert '/feedback_node' in listed and '/outcome_bridge' in listed, listed + process.output()
     assert process.output().count('process started with pid') == 2, process.output()
     for name, value in (('position_components', 2), ('orientation_components', 1)):
-        got = ros2('param', 'get', *CLI, '/feedback_node', name)
+        got = discovered('param', 'get', *CLI, '/feedback_node', name)
         assert f'Integer value is: {value}' in got.stdout, got.stdout
     assert_clean_sigint(process, nodes=2)
 

@@ -69,9 +69,12 @@ def _rosbag2_missing():
     return ''
 
 
-pytestmark = pytest.mark.skipif(
-    bool(_rosbag2_missing()),
-    reason=f'rosbag2 unavailable ({_rosbag2_missing()}): `make rosbag2` builds it')
+pytestmark = [
+    pytest.mark.skipif(
+        bool(_rosbag2_missing()),
+        reason=f'rosbag2 unavailable ({_rosbag2_missing()}): `make rosbag2` builds it'),
+    pytest.mark.long,   # its module fixtures record bags: scheduled first (conftest.py)
+]
 
 
 # -- helpers --------------------------------------------------------------------------------------

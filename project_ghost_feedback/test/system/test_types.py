@@ -12,6 +12,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 CORE = ROOT / 'project_ghost_feedback' / 'project_ghost_feedback' / 'core'
 BENCH = ROOT / 'bench'
 
+pytestmark = pytest.mark.long   # two mypy runs (the tree, a planted copy): scheduled first
+
 
 def _mypy(*args, cwd=ROOT):
     return subprocess.run(
@@ -32,66 +34,79 @@ def test_mypy_passes_on_every_module_of_the_package():
     assert f'no issues found in {modules} source files' in result.stdout, result.stdout
 
 
-def test_mypy_catches_a_planted_error_and_an_untyped_def_in_core(tmp_path):
-    """The check is live: a type error and (strict) a missing annotation in core/ both fail."""
-    tree = tmp_path / 'repo'
-    shutil.copytree(ROOT / 'project_ghost_feedback' / 'project_ghost_feedback',
-                    tree / 'project_ghost_feedback' / 'project_ghost_feedback',
+PACKAGE_PLANTS = ('bridge/transforms.py', 'ros/dds.py', 'telemetry/channels.py',
+                  'evaluate/command.py', 'audit/discovery.py', 'sim/pose_errors.py',
+                  'verification/schema2_history.py', 'demo/connection.py', 'cli.py',
+                  'bridge_inputs.py', 'field_inputs.py', 'msg_decoding.py',
+                  'navsat_reference.py', 'parameter_spec.py', 'plots.py', 'px4_aid_source.py',
+                  'safe_io.py')
+"""A module of every package and every top-level module: each gets a def without annotations."""
+BENCH_PLANTS = ('harness.py', 'core_bench.py')
+UNTYPED = '\n\ndef _untyped(y):\n    return y\n'
+
+
+@pytest.fixture(scope='module')
+def planted(tmp_path_factory):
+    """Run mypy once on a copy of the checked tree with every planted error.
+
+    core/feedback/parameter_docs.py: a type error and a def without annotations (strict);
+    PACKAGE_PLANTS and bench's BENCH_PLANTS: a def without annotations each. Return
+    (exit code, the lines of stdout).
+    """
+    tree = tmp_path_factory.mktemp('planted') / 'repo'
+    package = tree / 'project_ghost_feedback' / 'project_ghost_feedback'
+    shutil.copytree(ROOT / 'project_ghost_feedback' / 'project_ghost_feedback', package,
                     ignore=shutil.ignore_patterns('__pycache__'))
     shutil.copy(ROOT / 'mypy.ini', tree / 'mypy.ini')
     shutil.copytree(BENCH, tree / 'bench', ignore=shutil.ignore_patterns('__pycache__'))
-    planted = tree / 'project_ghost_feedback' / 'project_ghost_feedback' / 'core' / 'feedback'
-    (planted / 'parameter_docs.py').write_text(
-        (planted / 'parameter_docs.py').read_text()
-        + '\n\ndef _planted(x: int) -> str:\n    return x\n\n\ndef _untyped(y):\n    return y\n')
+    core_module = package / 'core' / 'feedback' / 'parameter_docs.py'
+    core_module.write_text(core_module.read_text()
+                           + '\n\ndef _planted(x: int) -> str:\n    return x\n' + UNTYPED)
+    for module in [package / name for name in PACKAGE_PLANTS] + [
+            tree / 'bench' / name for name in BENCH_PLANTS]:
+        module.write_text(module.read_text() + UNTYPED)
     result = _mypy('--config-file', str(tree / 'mypy.ini'), cwd=tree)
-    assert result.returncode != 0
-    assert 'parameter_docs.py:' in result.stdout
-    assert '[return-value]' in result.stdout
-    assert '[no-untyped-def]' in result.stdout
+    return result.returncode, result.stdout.splitlines()
 
 
-def test_mypy_catches_an_untyped_def_in_each_annotated_package(tmp_path):
+def _reported(lines, path, code):
+    """Return mypy's lines about ``path`` (relative to the tree) with error ``code``."""
+    return [line for line in lines if line.startswith(f'{path}:') and f'[{code}]' in line]
+
+
+def test_mypy_catches_a_planted_error_and_an_untyped_def_in_core(planted):
+    """The check is live: a type error and (strict) a missing annotation in core/ both fail."""
+    code, lines = planted
+    assert code != 0
+    core_module = 'project_ghost_feedback/project_ghost_feedback/core/feedback/parameter_docs.py'
+    assert len(_reported(lines, core_module, 'return-value')) == 1, lines
+    assert len(_reported(lines, core_module, 'no-untyped-def')) == 1, lines
+
+
+def test_mypy_catches_an_untyped_def_in_each_annotated_package(planted):
     """A def without annotations fails the check in every package and top-level module.
 
     bridge/, ros/, telemetry/, evaluate/, audit/, sim/, verification/, demo/ and the top-level
     modules (cli, bridge_inputs, field_inputs, msg_decoding, navsat_reference, parameter_spec,
     plots, px4_aid_source, safe_io).
     """
-    tree = tmp_path / 'repo'
-    package = tree / 'project_ghost_feedback' / 'project_ghost_feedback'
-    shutil.copytree(ROOT / 'project_ghost_feedback' / 'project_ghost_feedback', package,
-                    ignore=shutil.ignore_patterns('__pycache__'))
-    shutil.copy(ROOT / 'mypy.ini', tree / 'mypy.ini')
-    shutil.copytree(BENCH, tree / 'bench', ignore=shutil.ignore_patterns('__pycache__'))
-    planted = ('bridge/transforms.py', 'ros/dds.py', 'telemetry/channels.py',
-               'evaluate/command.py', 'audit/discovery.py', 'sim/pose_errors.py',
-               'verification/schema2_history.py', 'demo/connection.py', 'cli.py',
-               'bridge_inputs.py', 'field_inputs.py', 'msg_decoding.py', 'navsat_reference.py',
-               'parameter_spec.py', 'plots.py', 'px4_aid_source.py', 'safe_io.py')
-    for name in planted:
-        module = package / name
-        module.write_text(module.read_text() + '\n\ndef _untyped(y):\n    return y\n')
-    result = _mypy('--config-file', str(tree / 'mypy.ini'), cwd=tree)
-    assert result.returncode != 0
-    for name in planted:
-        assert f'project_ghost_feedback/{name}:' in result.stdout, (name, result.stdout)
-    assert result.stdout.count('[no-untyped-def]') == len(planted), result.stdout
+    code, lines = planted
+    assert code != 0
+    for name in PACKAGE_PLANTS:
+        path = f'project_ghost_feedback/project_ghost_feedback/{name}'
+        assert len(_reported(lines, path, 'no-untyped-def')) == 1, (name, lines)
 
 
-def test_mypy_catches_an_untyped_def_in_a_bench(tmp_path):
+def test_mypy_catches_an_untyped_def_in_a_bench(planted):
     """bench/*.py is checked as the package is: a def without annotations fails the check."""
-    tree = tmp_path / 'repo'
-    shutil.copytree(ROOT / 'project_ghost_feedback' / 'project_ghost_feedback',
-                    tree / 'project_ghost_feedback' / 'project_ghost_feedback',
-                    ignore=shutil.ignore_patterns('__pycache__'))
-    shutil.copy(ROOT / 'mypy.ini', tree / 'mypy.ini')
-    shutil.copytree(BENCH, tree / 'bench', ignore=shutil.ignore_patterns('__pycache__'))
-    for name in ('harness.py', 'core_bench.py'):
-        module = tree / 'bench' / name
-        module.write_text(module.read_text() + '\n\ndef _untyped(y):\n    return y\n')
-    result = _mypy('--config-file', str(tree / 'mypy.ini'), cwd=tree)
-    assert result.returncode != 0
-    for name in ('harness.py', 'core_bench.py'):
-        assert f'bench/{name}:' in result.stdout, (name, result.stdout)
-    assert result.stdout.count('[no-untyped-def]') == 2, result.stdout
+    code, lines = planted
+    assert code != 0
+    for name in BENCH_PLANTS:
+        assert len(_reported(lines, f'bench/{name}', 'no-untyped-def')) == 1, (name, lines)
+
+
+def test_mypy_reports_nothing_but_the_planted_errors(planted):
+    """The planted tree's errors are exactly the planted ones (one per plant, two in core)."""
+    _, lines = planted
+    errors = [line for line in lines if ': error:' in line]
+    assert len(errors) == 2 + len(PACKAGE_PLANTS) + len(BENCH_PLANTS), lines

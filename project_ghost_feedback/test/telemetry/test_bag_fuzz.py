@@ -424,6 +424,7 @@ def _check(result, expected):
         assert result['stdout'] == '', where
 
 
+@pytest.mark.long
 def test_corrupted_copies_end_in_figures_or_one_line(pristine, tmp_path):
     """Every seeded corruption: exit 0 with the pristine figures, exit 1 MISMATCH, or one line."""
     bag, expected = pristine

@@ -13,6 +13,7 @@ import re
 from diagnostic_msgs.msg import DiagnosticArray
 from project_ghost_feedback.ros.conversions import outcome_to_msg
 from project_ghost_feedback.telemetry.msgdefs import typestore
+from project_ghost_feedback_msgs.msg import OverconfidenceEstimate as OverconfidenceEstimateMsg
 from rosbags.rosbag2 import Reader
 from support.feedback_node import FeedbackNodeHarness, scenario
 
@@ -61,11 +62,17 @@ def test_the_layout_refers_only_to_topics_and_fields_of_a_recorded_bag(tmp_path)
     bag = tmp_path / 'bag'
     harness = FeedbackNodeHarness(bag, parameters=[('diagnostics_period_s', 0.05)])
     try:
+        estimates = []
+        harness.driver.create_subscription(
+            OverconfidenceEstimateMsg, '/self_assessment/overconfidence', estimates.append, 10)
         harness.connect()
         for outcomes, raw in scenario(8):
             for outcome in outcomes:
                 harness.send_outcome(outcome_to_msg(outcome))
             harness.send_assessment(raw)
+        # The estimate is published (and recorded) at a diagnostics tick after an assessment;
+        # the reset clears it, so it comes first.
+        harness.spin_until(lambda: estimates, 'an overconfidence estimate')
         harness.call_reset()
         seen = []
         harness.driver.create_subscription(DiagnosticArray, '/diagnostics', seen.append, 10)

@@ -516,13 +516,13 @@ def test_echo_names_the_bridges_frame_step_beside_a_downgrade():
 
 def test_cli_echo_says_it_waits_when_nothing_is_published():
     """Echo of /nothing_here: a line on stderr while waiting; --timeout: exit 1, one line."""
-    status, output, errors = _echo(['--topic', '/nothing_here', '--timeout', '8'], [])
+    status, output, errors = _echo(['--topic', '/nothing_here', '--timeout', '6'], [])
     assert status == 1 and output == ''
     lines = errors.strip().splitlines()
     assert lines == [
         'ghost-feedback: echo: nothing received on /nothing_here after 5 s (no publisher); '
         'still waiting, Ctrl-C to stop',
-        'ghost-feedback: error: echo: 0 of 1 messages on /nothing_here in 8 s (0 publishers)']
+        'ghost-feedback: error: echo: 0 of 1 messages on /nothing_here in 6 s (0 publishers)']
 
 
 def test_replays_a_foreign_bag_by_type_with_assumed_defaults(tmp_path):

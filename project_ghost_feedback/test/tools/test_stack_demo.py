@@ -18,6 +18,8 @@ import pytest
 
 CLI = [sys.executable, '-m', 'project_ghost_feedback.cli']
 
+pytestmark = pytest.mark.long   # the demo (stack_run) takes ~40 s: scheduled first (conftest.py)
+
 
 @pytest.fixture(scope='module')
 def stack_run(tmp_path_factory):
