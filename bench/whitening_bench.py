@@ -39,7 +39,6 @@ from project_ghost_feedback.core.bias_evidence import WARMUP_OUTCOMES
 from project_ghost_feedback.core.serial_whitening import (
     DEFAULT_ALPHA, DEFAULT_GUARD_ALPHA, DEFAULT_WARMUP_SAMPLES)
 from project_ghost_feedback.core.feedback import Vec3ScalePolicy
-from project_ghost_feedback.core.feedback.vec3_scale_policy import BIAS_EXIT_FRACTION
 from project_ghost_feedback.core.feedback.chi_square import chi_square_quantile
 
 WINDOW = 32
@@ -116,31 +115,12 @@ def whitened_squared(rng: np.random.Generator, streams: int, length: int, model:
     return x[:, :, 0], x[:, :, 1], evidence
 
 
-def bias_episodes(evidence: NDArray[np.float64], threshold: float) -> int:
-    """Return the bias channel's own episodes at ``threshold`` (the policy's hysteresis).
-
-    An episode enters at or above ``threshold`` and ends when the evidence falls to
-    ``BIAS_EXIT_FRACTION`` of it. The scale test is left aside: an upper bound of what the
-    channel adds to the policy's episodes at that threshold (an entry while the scale test holds
-    a downgrade adds none).
-    """
-    above = evidence >= threshold
-    below = evidence <= BIAS_EXIT_FRACTION * threshold
-    index = np.arange(evidence.shape[1])[None, :]
-    last_above = np.maximum.accumulate(np.where(above, index, -1), axis=1)
-    last_below = np.maximum.accumulate(np.where(below, index, -1), axis=1)
-    # Before sample t the channel is out when no entry came yet or an exit came after it.
-    out_before = np.ones_like(above)
-    out_before[:, 1:] = (last_above[:, :-1] < 0) | (last_below[:, :-1] > last_above[:, :-1])
-    return int((above & out_before).sum())
-
-
 def false_episodes(policy: Vec3ScalePolicy, rng: np.random.Generator, model: tuple[Any, ...],
                    hours: float, rate_hz: float, stream_hours: float,
                    tail: dict[float, int] | None = None) -> tuple[int, int, float]:
     """Return (episodes, of which started by the bias channel, hours observed) at ``rate_hz``.
 
-    ``tail``: thresholds (nats) whose bias-only episodes (:func:`bias_episodes`) are added to
+    ``tail``: thresholds (nats) whose bias-only episodes (``vec3_sim.bias_episodes``) are added to
     its values, on the same honest streams.
     """
     length = int(stream_hours * 3600 * rate_hz)
@@ -160,7 +140,7 @@ def false_episodes(policy: Vec3ScalePolicy, rng: np.random.Generator, model: tup
         by_bias += int((starts & biased[0]).sum())
         if tail is not None:
             for threshold in tail:
-                tail[threshold] += bias_episodes(evidence, threshold)
+                tail[threshold] += vec3_sim.bias_episodes(evidence, threshold)
         observed += n * xp.shape[1] / rate_hz / 3600.0
         done += n
     return episodes, by_bias, observed
@@ -257,7 +237,8 @@ def main() -> None:
     parser.add_argument('--streams', type=int, default=400, help='streams per detection row')
     parser.add_argument('--lead', type=float, default=20.0, help='honest seconds before a switch')
     parser.add_argument('--horizon', type=float, default=60.0, help='seconds after it')
-    parser.add_argument('--models', default=','.join(MODELS))
+    parser.add_argument('--models', default=','.join(MODELS),
+                        help=f"comma-separated, of: {'; '.join(MODELS)}")
     parser.add_argument('--seed', type=int, default=39)
     parser.add_argument('--quick', action='store_true', help='10 h per row, 100 streams')
     parser.add_argument('--alpha', type=float, default=DEFAULT_ALPHA,
@@ -275,6 +256,10 @@ def main() -> None:
     parser.add_argument('--regime', action='store_true',
                         help='only the change-of-correlation rows (honest throughout)')
     args = parser.parse_args()
+    unknown = [name for name in args.models.split(',') if name not in MODELS]
+    if unknown:
+        parser.error(f"--models: unknown {', '.join(map(repr, unknown))}; "
+                     f"known: {', '.join(map(repr, MODELS))}")
     ALPHA[:] = [args.alpha, args.guard_alpha]
     BATCH_OUTCOMES[:] = [args.batch_outcomes]
     if args.quick:

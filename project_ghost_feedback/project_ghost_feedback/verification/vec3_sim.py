@@ -187,6 +187,25 @@ def levels(policy: Vec3ScalePolicy, xp: _FloatArray, xo: _FloatArray, window: in
     return out
 
 
+def bias_episodes(evidence: _FloatArray, threshold: float) -> int:
+    """Return the bias channel's own episodes in ``(streams, length)`` evidence at ``threshold``.
+
+    The rule of ``Vec3ScalePolicy.bias_step`` (tested equal to it): an episode enters at or
+    above ``threshold`` and lasts while the evidence stays above ``BIAS_EXIT_FRACTION`` of it.
+    The scale test is left aside (unlike :func:`levels`): an upper bound of what the channel adds
+    to the policy's episodes at that threshold. Vectorised over time, for the long honest runs.
+    """
+    above = evidence >= threshold
+    below = evidence <= BIAS_EXIT_FRACTION * threshold
+    index = np.arange(evidence.shape[1])[None, :]
+    last_above = np.maximum.accumulate(np.where(above, index, -1), axis=1)
+    last_below = np.maximum.accumulate(np.where(below, index, -1), axis=1)
+    # Before sample t the channel is out when no entry came yet or an exit came after it.
+    out_before = np.ones_like(above)
+    out_before[:, 1:] = (last_above[:, :-1] < 0) | (last_below[:, :-1] > last_above[:, :-1])
+    return int((above & out_before).sum())
+
+
 # -- graded policy v3's design targets, measured with standard errors -----------------------------
 
 FLAP_FACTORS = tuple(round(1.0 + 0.1 * i, 1) for i in range(21)) + (4.0, 5.0, 10.0)

@@ -153,6 +153,31 @@ def test_bias_step_enters_at_the_threshold_and_leaves_below_half_of_it():
     assert policy.bias_step(h * 0.4, 1.0, held) is None
 
 
+def test_the_vectorised_episode_count_follows_bias_step():
+    """verification.vec3_sim.bias_episodes (the benches' count) is bias_step's rule, exactly."""
+    import numpy as np
+    from project_ghost_feedback.verification import vec3_sim
+
+    policy = Vec3ScalePolicy().at_rate(10.0)
+    h = policy.bias_threshold
+    raw = BeliefSelfAssessment(MS, SelfAssessmentLevel.KNOWN)
+    loop = FeedbackLoop(LoopConfig.make())
+    _outcomes(loop, [0.0] * 20, first=1)
+    held = dataclasses_replace_reason(loop.assessment(raw).calibrated, REASON_BIASED_POSITION)
+    rng = np.random.default_rng(5)
+    # Evidence around both edges (h and half of it), and exactly on them.
+    evidence = rng.choice([0.0, 0.3, 0.5, 0.5001, 0.7, 0.99, 1.0, 1.2], size=(40, 60)) * h
+    entries = 0
+    for stream in evidence:
+        previous = None
+        for value in stream:
+            reason = policy.bias_step(float(value), 1.0, previous)
+            entries += reason is not None and previous is None
+            previous = held if reason is not None else None
+    assert entries > 40
+    assert vec3_sim.bias_episodes(evidence, h) == entries
+
+
 def dataclasses_replace_reason(calibrated, reason):
     import dataclasses
     return dataclasses.replace(calibrated, adjustment_reason=reason)
