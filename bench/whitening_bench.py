@@ -256,9 +256,9 @@ def main() -> None:
     parser.add_argument('--regime', action='store_true',
                         help='only the change-of-correlation rows (honest throughout)')
     args = parser.parse_args()
-    unknown = [name for name in args.models.split(',') if name not in MODELS]
-    if unknown:
-        parser.error(f"--models: unknown {', '.join(map(repr, unknown))}; "
+    unknown_models = [name for name in args.models.split(',') if name not in MODELS]
+    if unknown_models:
+        parser.error(f"--models: unknown {', '.join(map(repr, unknown_models))}; "
                      f"known: {', '.join(map(repr, MODELS))}")
     ALPHA[:] = [args.alpha, args.guard_alpha]
     BATCH_OUTCOMES[:] = [args.batch_outcomes]
