@@ -13,7 +13,8 @@ The bench uses ``truth_rate_multiple=1`` (truth stepped at the estimate rate, wh
 would see as exact-stamp references: no interpolation).
 
 Figures (per pipeline: default decorrelation, none):
-- pairs/s of the pure bridge path (pose error + pacer + claim) on this machine;
+- pairs/s of the pure bridge path on this machine: the bridge's own engine at its defaults
+  (``PairingEngine``: pairing, pose error, whitening, bias evidence, claim), no transport;
 - false downgrades per full window with the tuned filter: the fraction of the distinct full
   sliding windows (one per emitted outcome) in the tuned phase, after a 30 s warm-up, that the
   policy downgrades, beside the policy's stated rate for independent outcomes (and the ratio);
@@ -38,11 +39,19 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
+from types import SimpleNamespace
 from typing import Any, cast
+
+import numpy as np
+from numpy.typing import ArrayLike
 
 from project_ghost_feedback.bridge.belief_claim import claim_levels, ClaimThresholds
 from project_ghost_feedback.bridge.geometry import PoseError
 from project_ghost_feedback.bridge.decorrelation import OutcomePacer
+from project_ghost_feedback.bridge.engine_interface import EngineListener
+from project_ghost_feedback.bridge.pairing import PairingEngine
+from project_ghost_feedback.bridge.parameters import config_from
+from project_ghost_feedback.bridge.parameters import PARAMETERS as BRIDGE_PARAMETERS
 from project_ghost_feedback.bridge.geometry import pose_error
 from project_ghost_feedback.core import (
     BeliefSelfAssessment,
@@ -208,17 +217,46 @@ def bench_startup(seeds: int, policy: str) -> None:
                   f'| {independent:.1%} (2000 runs) |')
 
 
+def _odometry(stamp_ns: int, position: Sequence[float], quaternion: Sequence[float],
+              covariance: ArrayLike | None = None) -> SimpleNamespace:
+    """Return a nav_msgs/Odometry-shaped input (what the engine reads of one; 6x6 covariance)."""
+    sec, nanosec = divmod(stamp_ns, NS_PER_S)
+    p = SimpleNamespace(x=float(position[0]), y=float(position[1]), z=float(position[2]))
+    q = SimpleNamespace(x=float(quaternion[0]), y=float(quaternion[1]), z=float(quaternion[2]),
+                        w=float(quaternion[3]))
+    values = [0.0] * 36 if covariance is None else [float(v) for v in np.ravel(covariance)]
+    return SimpleNamespace(
+        header=SimpleNamespace(stamp=SimpleNamespace(sec=sec, nanosec=nanosec), frame_id='odom'),
+        child_frame_id='base_link',
+        pose=SimpleNamespace(pose=SimpleNamespace(position=p, orientation=q),
+                             covariance=values))
+
+
 def bench_pairs(seconds: float = 60.0) -> float:
+    """Return pairs/s of the bridge's own engine at its defaults (what the node runs, no tf).
+
+    Every estimate of a tuned ``seconds`` run and its ground truth at the same stamp go through
+    ``PairingEngine`` (intake checks, pairing, pose error, whitening and bias evidence, pacing,
+    claim): the node's data path without the transport and the byte decoding.
+    """
     stack = LocalizationStack(config=CONFIG, phases=(StackPhase('tuned', seconds),), seed=99)
-    samples = [s for s in stack.run() if s.is_estimate]
-    pacer, thresholds = OutcomePacer(), ClaimThresholds()
+    inputs = [(_odometry(s.stamp_ns, s.truth_position, s.truth_quaternion),
+               _odometry(s.stamp_ns, s.estimate_position, s.estimate_quaternion,
+                         s.pose_covariance))
+              for s in stack.run() if s.is_estimate]
+    values: dict[str, Any] = {name: spec.default for name, spec in BRIDGE_PARAMETERS.items()}
+    values['use_tf'] = False
+    engine = PairingEngine(config_from(values), EngineListener(),
+                           reference_buffer_size=values['reference_buffer_size'],
+                           pending_capacity=values['pending_capacity'])
     start = time.perf_counter()
-    for s in samples:
-        error = pose_error(s.estimate_position, s.estimate_quaternion, s.pose_covariance,
-                           s.truth_position, s.truth_quaternion)
-        pacer.offer(s.stamp_ns, error.position_mahalanobis, error.orientation_mahalanobis)
-        claim_levels(s.pose_covariance, thresholds)
-    return len(samples) / (time.perf_counter() - start)
+    for reference, estimate in inputs:
+        engine.take_reference(reference)
+        engine.take_estimate(estimate)
+    elapsed = time.perf_counter() - start
+    if engine.assessments != len(inputs):
+        raise RuntimeError(f'the engine assessed {engine.assessments} of {len(inputs)} estimates')
+    return len(inputs) / elapsed
 
 
 def _spread(values: Sequence[float | None]) -> str:
@@ -252,7 +290,7 @@ def main(argv: list[str] | None = None) -> None:
     policy = LoopConfig.make(args.policy).make_policy()
     stated = getattr(policy, 'STATED_FULL_WINDOW_FALSE_ALARM_RATE',
                      MEASURED_RATES.get(policy.policy_id, float('nan')))
-    print(f'pure bridge path: {bench_pairs():.0f} pairs/s (pose error + pacer + claim)')
+    print(f'pure bridge path: {bench_pairs():.0f} pairs/s (the engine at its defaults)')
     target = args.target_autocorrelation
     runs = [_run(seed, DEFAULT_PHASES, args.policy, True, target) for seed in range(args.seeds)]
     tuned = (StackPhase('tuned', 600.0),)
