@@ -22,7 +22,7 @@ TEST_WORKERS := 2
 help:
 	@echo 'make demo   run the main job: ghost-feedback demo (options: make demo DEMO_ARGS="--seed 3")'
 	@echo 'make test   set up if needed, then run all tests (what CI runs)'
-	@echo 'make test-fast  the tests that need neither DDS nor a subprocess (about a minute)'
+	@echo 'make test-fast  the tests that need neither DDS nor a subprocess (about 3 minutes)'
 	@echo 'make setup  create .venv (ROS 2 Jazzy wheels), colcon build into install/'
 	@echo 'make rosbag2  build rosbag2 (ros2 bag, rosbag2_py) from third_party/, cached (cold: see docs/setup.md)'
 	@echo 'make lint   ruff (ruff.toml) + license headers + mypy (mypy.ini)'
