@@ -67,14 +67,17 @@ def cholesky_whiten(error: Sequence[float], covariance: Sequence[Sequence[float]
         z = whiten(error, flat)
     except InnovationRefused:
         return None
-    if not all(math.isfinite(value) for value in z):
+    if not all(map(math.isfinite, z)):
         return None
     return tuple(z)
 
 
 def norm(v: Sequence[float]) -> float:
     """Return the Euclidean norm of ``v``."""
-    return math.sqrt(sum(x * x for x in v))
+    total = 0.0   # added from 0.0 in order (an explicit loop: sum() may compensate)
+    for x in v:
+        total += x * x
+    return math.sqrt(total)
 
 
 def error_blocks(error: Any, estimate_covariance: Any, reference_covariance: Any,

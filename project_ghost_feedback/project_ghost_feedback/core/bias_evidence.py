@@ -62,6 +62,7 @@ components starts again. Reset with the whitening (the bridge's resets, a config
 import collections
 from collections.abc import Sequence
 import math
+import operator
 
 from .serial_whitening import SerialWhitener
 
@@ -103,7 +104,8 @@ class MeanEvidence:
     """
 
     __slots__ = ('max_suffix', 'mixture_variance', 'lrv_block', 'lrv_alpha', 'warmup',
-                 'samples', '_sums', '_terms', '_split', '_last', '_mean', '_lrv', '_blocks')
+                 'samples', '_sums', '_terms', '_shape', '_offset', '_padding', '_last', '_mean',
+                 '_lrv', '_blocks')
 
     def __init__(self, max_suffix: int = MAX_SUFFIX,
                  mixture_variance: float = MIXTURE_VARIANCE, lrv_block: int = LRV_BLOCK,
@@ -127,10 +129,17 @@ class MeanEvidence:
     def reset(self) -> None:
         """Forget every sample (a start, a reset, a configuration change)."""
         self.samples = 0
+        # The running sums of v, oldest first. Stored (as the slow mean) in a padded layout: a
+        # vec3 of fewer than 3 components gets zeros up to 3, the orientation's start at
+        # ``_offset``. A zero component adds exactly 0.0 to every sum of squares below (a
+        # square is never -0.0), so the padding changes no result; it lets the usual shapes
+        # (up to 3 + 3 components) take the unrolled loop of :meth:`_largest_term`.
         self._sums: collections.deque[tuple[float, ...]] = collections.deque(
             maxlen=self.max_suffix + 1)
         self._terms: tuple[tuple[int, float, float], ...] = ()
-        self._split = -1
+        self._shape = (-1, -1)   # (position, orientation) components; -1: no sample yet
+        self._offset = 3
+        self._padding: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())
         self._last = (0.0, 0.0)
         self._mean: list[float] = []
         self._lrv = [0.0, 0.0]
@@ -151,10 +160,9 @@ class MeanEvidence:
 
         ``inf`` (no evidence) before the first block of a vec3 that has components.
         """
-        result = []
-        for estimate, m in zip(self._lrv, (self._split, len(self._mean) - self._split)):
-            result.append(math.inf if m <= 0 or self._blocks <= 0 else max(1.0, estimate))
-        return result[0], result[1]
+        (position, orientation), blocks = self._shape, self._blocks
+        return (math.inf if position <= 0 or blocks <= 0 else max(1.0, self._lrv[0]),
+                math.inf if orientation <= 0 or blocks <= 0 else max(1.0, self._lrv[1]))
 
     def add(self, position: Sequence[float] | None, orientation: Sequence[float] | None
             ) -> tuple[float, float]:
@@ -164,53 +172,78 @@ class MeanEvidence:
         """
         if position is None or orientation is None:
             return self._last
-        v = (*position, *orientation)
-        if not v or not all(math.isfinite(c) for c in v):
+        shape = (len(position), len(orientation))
+        if not (shape[0] or shape[1]) or not (all(map(math.isfinite, position))
+                                              and all(map(math.isfinite, orientation))):
             return self._last
-        split = len(position)
-        if split != self._split or len(v) != len(self._mean):
-            self.reset()
-            self._split = split
-            self._mean = [0.0] * len(v)
-            tau2 = self.mixture_variance
-            half = len(v) / 2.0
-            self._terms = tuple(
-                (j, tau2 / (2.0 * (1.0 + j * tau2)), half * math.log1p(j * tau2))
-                for j in suffixes(self.max_suffix))
+        if shape != self._shape:
+            self._start(shape)
+        pad_p, pad_o = self._padding
+        v = (*position, *pad_p, *orientation, *pad_o)
         sums = self._sums
         if not sums:
-            sums.append(tuple(0.0 for _ in v))
-        now = tuple(a + b for a, b in zip(sums[-1], v))
+            sums.append((0.0,) * len(v))
+        now = tuple(map(operator.add, sums[-1], v))
         sums.append(now)
         self.samples += 1
-        self._update_lrv(v, now, split)
+        self._update_lrv(v, now)
         if self.samples < self.warmup:
             return self._last
+        self._last = self._largest_term(now)
+        return self._last
+
+    def _start(self, shape: tuple[int, int]) -> None:
+        """Start again with ``shape`` ``(position, orientation)`` components."""
+        self.reset()
+        self._shape = shape
+        widths = (max(3, shape[0]), max(3, shape[1]))
+        self._offset = widths[0]
+        self._padding = ((0.0,) * (widths[0] - shape[0]), (0.0,) * (widths[1] - shape[1]))
+        self._mean = [0.0] * (widths[0] + widths[1])
+        tau2 = self.mixture_variance
+        half = (shape[0] + shape[1]) / 2.0
+        self._terms = tuple(
+            (j, tau2 / (2.0 * (1.0 + j * tau2)), half * math.log1p(j * tau2))
+            for j in suffixes(self.max_suffix))
+
+    def _largest_term(self, now: tuple[float, ...]) -> tuple[float, float]:
+        """Return ``(max(0, max_j L_j), position_share)`` for the sums ``now`` (module doc)."""
         scale_p, scale_o = self.long_run_variances()
-        best, share = 0.0, 0.0
+        sums = self._sums
         count = len(sums) - 1
+        split = self._offset
+        # Both vec3 padded to 3 (the usual shapes): |S_j|^2 unrolled, each vec3's summed from
+        # 0.0 in component order, as the loops of the other shapes do.
+        unrolled = len(now) == 6 and split == 3
+        n0, n1, n2, n3, n4, n5 = now if unrolled else (0.0,) * 6
+        best, share = 0.0, 0.0
         for j, a, c in self._terms:
             if j > count:
                 break
             past = sums[-1 - j]
-            sp = 0.0
-            for i in range(split):
-                d = now[i] - past[i]
-                sp += d * d
-            so = 0.0
-            for i in range(split, len(v)):
-                d = now[i] - past[i]
-                so += d * d
+            if unrolled:
+                p0, p1, p2, p3, p4, p5 = past
+                d0, d1, d2 = n0 - p0, n1 - p1, n2 - p2
+                sp = 0.0 + d0 * d0 + d1 * d1 + d2 * d2
+                d0, d1, d2 = n3 - p3, n4 - p4, n5 - p5
+                so = 0.0 + d0 * d0 + d1 * d1 + d2 * d2
+            else:
+                sp = so = 0.0
+                for i in range(split):
+                    d = now[i] - past[i]
+                    sp += d * d
+                for i in range(split, len(now)):
+                    d = now[i] - past[i]
+                    so += d * d
             sp /= scale_p
             so /= scale_o
             value = a * (sp + so) - c
             if value > best:
                 best = value
                 share = sp / (sp + so) if sp + so > 0.0 else 0.0
-        self._last = (best, share)
-        return self._last
+        return best, share
 
-    def _update_lrv(self, v: tuple[float, ...], now: tuple[float, ...], split: int) -> None:
+    def _update_lrv(self, v: tuple[float, ...], now: tuple[float, ...]) -> None:
         """Fold ``v`` into the slow mean and the trailing block into the long-run variances."""
         mean = self._mean
         a = max(self.lrv_alpha, 1.0 / self.samples)
@@ -224,13 +257,13 @@ class MeanEvidence:
         self._blocks += 1
         b = max(self.lrv_alpha, 1.0 / self._blocks)
         lrv = self._lrv
-        for k, (low, high) in enumerate(((0, split), (split, len(v)))):
-            if high > low:
+        for k, (low, m) in enumerate(((0, self._shape[0]), (self._offset, self._shape[1]))):
+            if m > 0:
                 total = 0.0
-                for i in range(low, high):
+                for i in range(low, low + m):
                     d = now[i] - past[i] - block * mean[i]
                     total += d * d
-                lrv[k] += b * (total / (block * (high - low)) - lrv[k])
+                lrv[k] += b * (total / (block * m) - lrv[k])
 
 
 class BiasEvidence:
@@ -302,7 +335,7 @@ class BiasEvidence:
         """
         if position is None or orientation is None:
             return self._last
-        if not all(math.isfinite(c) for c in (*position, *orientation)):
+        if not (all(map(math.isfinite, position)) and all(map(math.isfinite, orientation))):
             return self._last
         shape = (len(position), len(orientation))
         if shape != self._shape:   # another number of components: start again
@@ -314,8 +347,9 @@ class BiasEvidence:
             return direct
         # Regular stamps: the fast fit's chain never breaks on a gap (the producer's did).
         stamp = self._views[0].samples
-        again = [whitener.whiten(stamp, tuple(vec)) if vec else tuple(vec)
-                 for whitener, vec in zip(self._fast, (position, orientation))]
-        rewhitened = self._views[1].add(again[0], again[1])
+        fast_p, fast_o = self._fast
+        rewhitened = self._views[1].add(
+            fast_p.whiten(stamp, tuple(position)) if position else tuple(position),
+            fast_o.whiten(stamp, tuple(orientation)) if orientation else tuple(orientation))
         self._last = rewhitened if rewhitened[0] < direct[0] else direct
         return self._last

@@ -78,20 +78,28 @@ class InnovationRefused(ValueError):
 def cholesky(matrix: Sequence[float], m: int) -> list[list[float]]:
     """Return the lower Cholesky factor of a symmetric ``m x m`` row-major matrix.
 
-    InnovationRefused('not_positive_definite') when a pivot is not positive (or not finite).
+    Reads the lower triangle only. InnovationRefused('not_positive_definite') when a pivot is
+    not positive (or not finite).
     """
     lower = [[0.0] * m for _ in range(m)]
     for i in range(m):
+        row = lower[i]
         for j in range(i + 1):
-            total = matrix[i * m + j] - sum(lower[i][k] * lower[j][k] for k in range(j))
+            other = lower[j]
+            # S_ij - sum_k<j L_ik L_jk, the sum added from 0.0 in the order of k (explicit
+            # loops here and below: the same bits on every Python, whose sum() may compensate)
+            products = 0.0
+            for k in range(j):
+                products += row[k] * other[k]
+            total = matrix[i * m + j] - products
             if i == j:
                 if not total > 0.0 or not math.isfinite(total):
                     raise InnovationRefused(
                         'not_positive_definite',
                         f'covariance is not positive definite (pivot {i}: {total!r})')
-                lower[i][i] = math.sqrt(total)
+                row[i] = math.sqrt(total)
             else:
-                lower[i][j] = total / lower[j][j]
+                row[j] = total / other[j]
     return lower
 
 
@@ -105,13 +113,20 @@ def whiten(error: Sequence[float], matrix: Sequence[float]) -> list[float]:
     lower = cholesky(matrix, m)
     white = [0.0] * m
     for i in range(m):
-        white[i] = (error[i] - sum(lower[i][k] * white[k] for k in range(i))) / lower[i][i]
+        row = lower[i]
+        products = 0.0
+        for k in range(i):
+            products += row[k] * white[k]
+        white[i] = (error[i] - products) / row[i]
     return white
 
 
 def whitened_distance(error: Sequence[float], matrix: Sequence[float]) -> float:
     """Return the unsquared ``sqrt(e^T S^-1 e)`` by forward substitution with ``chol(S)``."""
-    return math.sqrt(sum(w * w for w in whiten(error, matrix)))
+    squared = 0.0
+    for w in whiten(error, matrix):
+        squared += w * w
+    return math.sqrt(squared)
 
 
 def check_layout(innovation: Sequence[float], covariance: Sequence[float],

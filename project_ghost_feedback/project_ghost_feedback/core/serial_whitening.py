@@ -25,6 +25,7 @@ frame error read as 30 s more of overconfidence) and attenuate the very inconsis
 an honest stream loses one update in a billion (m = 3: |z| > 6.7).
 """
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -62,9 +63,18 @@ def yule_walker(rho: Sequence[float], order: int) -> tuple[tuple[float, ...], fl
     not stationary or leaves less than ``MIN_INNOVATION_RATIO`` of the variance; ``s2`` is the
     innovation variance relative to the process variance.
     """
-    r1 = min(max(rho[0], -MAX_PHI), MAX_PHI) if rho else 0.0
+    # Each rho clipped to [-MAX_PHI, MAX_PHI] (as min(max(r, -MAX_PHI), MAX_PHI), NaN kept).
+    r1 = rho[0] if rho else 0.0
+    if r1 < -MAX_PHI:
+        r1 = -MAX_PHI
+    elif r1 > MAX_PHI:
+        r1 = MAX_PHI
     if order >= 2 and len(rho) >= 2:
-        r2 = min(max(rho[1], -MAX_PHI), MAX_PHI)
+        r2 = rho[1]
+        if r2 < -MAX_PHI:
+            r2 = -MAX_PHI
+        elif r2 > MAX_PHI:
+            r2 = MAX_PHI
         den = 1.0 - r1 * r1
         phi1 = r1 * (1.0 - r2) / den
         phi2 = (r2 - r1 * r1) / den
@@ -85,7 +95,7 @@ class SerialWhitener:
 
     __slots__ = ('order', 'alpha', 'warmup_samples', 'max_gap_factor', 'guard_alpha', 'samples',
                  'pairs', 'guarded', '_slow', '_fast', '_lags', '_dt_ns', '_last_stamp_ns',
-                 'breaks', 'gross')
+                 'breaks', 'gross', '_fits')
 
     def __init__(self, order: int = DEFAULT_ORDER, alpha: float = DEFAULT_ALPHA,
                  warmup_samples: int = DEFAULT_WARMUP_SAMPLES,
@@ -123,6 +133,8 @@ class SerialWhitener:
         self._lags: list[tuple[float, ...]] = []  # newest first, the current chain
         self._dt_ns = 0.0
         self._last_stamp_ns: int | None = None
+        # _fit's results by number of lags, valid until the estimates next change (_update).
+        self._fits: dict[int, tuple[tuple[float, ...], float, bool]] = {}
 
     @property
     def warm(self) -> bool:
@@ -145,24 +157,34 @@ class SerialWhitener:
         """Return ``(phi, s2, guarded)`` for a chain with ``lags`` past samples.
 
         The fit uses at most ``lags`` coefficients (a young chain: the lower-order fit it can
-        use). The guard: of the slow and the fast estimate, the one that leaves the larger
-        innovation variance (the less correlated model) whitens, the fast one only when it leaves
-        ``GUARD_RATIO`` times the slow one's.
+        use). That is the fit of order ``min(order, lags)``: with ``MAX_ORDER`` 2, an AR(2) fit
+        that falls back uses one coefficient and is the AR(1) fit. The guard: of the slow and the
+        fast estimate, the one that leaves the larger innovation variance (the less correlated
+        model) whitens, the fast one only when it leaves ``GUARD_RATIO`` times the slow one's.
+        Cached until the estimates change.
         """
-        best = _truncated(self._slow.autocorrelations(), self.order, lags)
-        guarded = False
-        if self._fast is not None:
-            fast = _truncated(self._fast.autocorrelations(), self.order, lags)
-            if fast[1] > GUARD_RATIO * best[1]:
-                best, guarded = fast, True
-        return best[0], best[1], guarded
+        fit = self._fits.get(lags)
+        if fit is None:
+            used = min(self.order, lags)   # the coefficients a chain of ``lags`` can use
+            best = yule_walker(self._slow.autocorrelations(), used)
+            guarded = False
+            if self._fast is not None:
+                fast = yule_walker(self._fast.autocorrelations(), used)
+                if fast[1] > GUARD_RATIO * best[1]:
+                    best, guarded = fast, True
+            fit = self._fits[lags] = (best[0], best[1], guarded)
+        return fit
 
     def _break(self) -> None:
         self._lags = []
         self.breaks += 1
 
     def whiten(self, stamp_ns: int, z: tuple[float, ...] | None) -> tuple[float, ...] | None:
-        """Return ``v_t`` for ``z_t`` at ``stamp_ns`` (None for None), then update the estimate."""
+        """Return ``v_t`` for ``z_t`` at ``stamp_ns`` (None for None), then update the estimate.
+
+        A ``z_t`` of another number of components than the chain's breaks it first (counted in
+        ``breaks``): it is whitened as the first sample of a new chain (``v_t = z_t``).
+        """
         last = self._last_stamp_ns
         if last is not None:
             dt = stamp_ns - last
@@ -178,17 +200,27 @@ class SerialWhitener:
                 self._break()
             return None
         lags = self._lags
+        if lags and len(lags[0]) != len(z):   # the number of components changed: a new chain
+            self._break()
+            lags = self._lags
         phi, s2, guarded = self._fit(len(lags))
-        used = len(phi)
-        if used:
+        if phi:
             self.guarded += guarded
             scale = 1.0 / math.sqrt(s2)
-            v = tuple(
-                (zc - sum(phi[j] * lags[j][c] for j in range(used))) * scale
-                for c, zc in enumerate(z))
+            white: list[float] = []
+            for c, zc in enumerate(z):
+                # sum_j phi_j z_{t-j}, added up from 0.0 in the order of j (sum() in 3.11)
+                prediction = 0.0
+                for coefficient, past in zip(phi, lags):
+                    prediction += coefficient * past[c]
+                white.append((zc - prediction) * scale)
+            v = tuple(white)
         else:
             v = z
-        if sum(c * c for c in z) > gross_limit(len(z)):
+        squared = 0.0
+        for zc in z:
+            squared += zc * zc
+        if squared > gross_limit(len(z)):
             self.gross += 1
             self._lags = []   # not a gap: counted in ``gross``, not ``breaks``
             return v
@@ -196,33 +228,22 @@ class SerialWhitener:
         return v
 
     def _update(self, z: tuple[float, ...]) -> None:
+        """Fold ``z`` into the estimates and the chain (of ``z``'s components: :meth:`whiten`)."""
         lags = self._lags
-        chained = bool(lags) and len(lags[0]) == len(z)
-        if lags and not chained:   # the number of components changed: a new chain
-            self._break()
-            lags = self._lags
-        for estimate in (self._slow, self._fast):
-            if estimate is not None:
-                estimate.update(z, lags if chained else [], self.samples, self.pairs)
-        self.pairs += chained
+        self._slow.update(z, lags, self.samples, self.pairs)
+        if self._fast is not None:
+            self._fast.update(z, lags, self.samples, self.pairs)
+        self._fits.clear()
+        self.pairs += bool(lags)
         self.samples += 1
         lags.insert(0, z)
         del lags[self.order:]
 
 
+@functools.cache
 def gross_limit(components: int) -> float:
     """Return the ``|z|^2`` above which a sample of ``components`` is gross (module docs)."""
     return chi_square_quantile(1.0 - GROSS_PROBABILITY, components)
-
-
-def _truncated(rho: tuple[float, ...], order: int, lags: int
-               ) -> tuple[tuple[float, ...], float]:
-    """Return the Yule-Walker fit of ``rho`` using at most ``lags`` coefficients."""
-    phi, s2 = yule_walker(rho, order)
-    used = min(len(phi), lags)
-    if used < len(phi):
-        phi, s2 = yule_walker(rho, used) if used else ((), 1.0)
-    return phi, s2
 
 
 class _Autocovariance:
@@ -237,10 +258,11 @@ class _Autocovariance:
         self.gamma = [0.0] * (order + 1)
 
     def autocorrelations(self) -> tuple[float, ...]:
-        g0 = self.gamma[0]
+        gamma = self.gamma
+        g0 = gamma[0]
         if not g0 > 0.0:
-            return tuple(0.0 for _ in range(self.order))
-        return tuple(g / g0 for g in self.gamma[1:])
+            return (0.0,) * self.order
+        return tuple([g / g0 for g in gamma[1:]])
 
     def update(self, z: tuple[float, ...], lags: list[tuple[float, ...]], samples: int,
                pairs: int) -> None:
@@ -250,15 +272,22 @@ class _Autocovariance:
         if mean is None or len(mean) != m:
             mean = self.mean = [0.0] * m
         a = max(self.alpha, 1.0 / (samples + 1))
-        for c in range(m):
-            mean[c] += a * (z[c] - mean[c])
-        centred = tuple(z[c] - mean[c] for c in range(m))
+        # The sums below start from 0.0 and add in component order: what sum() does (3.11).
+        centred: list[float] = []
+        total = 0.0
+        for c, zc in enumerate(z):
+            mc = mean[c]
+            mc += a * (zc - mc)
+            mean[c] = mc
+            x = zc - mc
+            centred.append(x)
+            total += x * x
         gamma = self.gamma
-        gamma[0] += a * (sum(x * x for x in centred) / m - gamma[0])
+        gamma[0] += a * (total / m - gamma[0])
         if lags:
             b = max(self.alpha, 1.0 / (pairs + 1))
-            for j in range(1, self.order + 1):
-                if len(lags) >= j:
-                    past = lags[j - 1]
-                    cov = sum(centred[c] * (past[c] - mean[c]) for c in range(m)) / m
-                    gamma[j] += b * (cov - gamma[j])
+            for j, past in enumerate(lags[:self.order], 1):
+                total = 0.0
+                for x, p, mc in zip(centred, past, mean):
+                    total += x * (p - mc)
+                gamma[j] += b * (total / m - gamma[j])

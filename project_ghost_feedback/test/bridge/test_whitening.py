@@ -142,6 +142,27 @@ def test_a_gap_breaks_the_chain_and_the_first_after_it_is_z():
     assert v == (1.0, 2.0, 3.0) and w.breaks == 1
 
 
+def test_a_change_of_components_breaks_the_chain_before_whitening():
+    """3 -> 2 -> 3 components: each change breaks the chain, and its first sample passes as z.
+
+    The lags of the old chain must not whiten the new sample (3 -> 2 used the wrong lags, 2 -> 3
+    raised IndexError).
+    """
+    rng = np.random.default_rng(11)
+    w = SerialWhitener(order=2, warmup_samples=0)
+    t = 0
+    for m, breaks in ((3, 0), (2, 1), (3, 2)):
+        first = tuple(float(x) for x in rng.normal(size=m))
+        assert w.whiten(t * DT, first) == first and w.breaks == breaks
+        t += 1
+        for z in ar1(rng, 50, 0.8, dim=m):
+            v = w.whiten(t * DT, tuple(z))
+            assert v is not None and len(v) == m
+            t += 1
+        assert w.breaks == breaks   # the chain of m components held
+    assert w.gross == 0 and w.pairs == 3 * 50
+
+
 def test_a_gross_error_is_not_learnt_as_serial_correlation():
     """10 s of a 14-sigma offset (a /tf frame error): estimates untouched, the chain restarts.
 
