@@ -22,6 +22,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from ..bridge.calibrated_estimate import calibrated_covariance, inflation_factors
 from ..bridge.geometry import vec3_components
 from ..core.feedback import CalibrationHistory
+from .node_kit import NO_PUBLISHER_EVENTS
 from ..msg_decoding import history_from_msg
 from .calibration_status import PeriodStatus, WARN
 from .pose_wire import PoseInputView
@@ -50,7 +51,8 @@ class CalibratedEstimatePublisher:
         self.refused: collections.Counter[str] = collections.Counter()
         self.factors = (1.0, 1.0)
         """``(position, orientation)`` factors applied to the next estimate."""
-        self._publisher = node.create_publisher(estimate_class, OUTPUT_TOPIC, output_qos)
+        self._publisher = node.create_publisher(
+            estimate_class, OUTPUT_TOPIC, output_qos, event_callbacks=NO_PUBLISHER_EVENTS)
         node.create_subscription(
             CalibratedSelfAssessmentMsg, INPUT_TOPIC, self._on_calibrated,
             QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,

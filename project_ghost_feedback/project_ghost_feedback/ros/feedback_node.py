@@ -88,6 +88,7 @@ from .node_kit import (  # noqa: F401 - make_executor re-exported for main()'s u
     diagnostic_array,
     make_executor,
     message_class,
+    NO_PUBLISHER_EVENTS,
     ParameterSet,
     PeriodicTimer,
     TimedLogging,
@@ -152,18 +153,21 @@ class FeedbackNode(TimedLogging, Node):
         # One output message, refilled per assessment: publish() serializes it synchronously.
         self._output_msg = CalibratedSelfAssessmentMsg()
         self._publisher = self.create_publisher(
-            CalibratedSelfAssessmentMsg, CALIBRATED_TOPIC, output_qos)
-        self._diagnostics_publisher = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+            CalibratedSelfAssessmentMsg, CALIBRATED_TOPIC, output_qos,
+            event_callbacks=NO_PUBLISHER_EVENTS)
+        self._diagnostics_publisher = self.create_publisher(
+            DiagnosticArray, '/diagnostics', 10, event_callbacks=NO_PUBLISHER_EVENTS)
         # The continuous overconfidence estimate as numbers, once per diagnostics period.
         self._overconfidence_publisher = self.create_publisher(
-            OverconfidenceEstimateMsg, OVERCONFIDENCE_TOPIC, output_qos)
+            OverconfidenceEstimateMsg, OVERCONFIDENCE_TOPIC, output_qos,
+            event_callbacks=NO_PUBLISHER_EVENTS)
         self._overconfidence_published_for: CalibratedSelfAssessment | None = None
         # Resets and configuration changes: what replay needs besides the inputs. Transient
         # local, so a `ros2 bag record` started later still gets the configuration in effect.
         self._events_publisher = self.create_publisher(
             FeedbackEventMsg, EVENTS_TOPIC, QoSProfile(
                 history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE,
-                durability=DurabilityPolicy.TRANSIENT_LOCAL))
+                durability=DurabilityPolicy.TRANSIENT_LOCAL), event_callbacks=NO_PUBLISHER_EVENTS)
         # Created first: when both inputs are ready in one wait, the executor takes the outcomes
         # first (SingleThreadedExecutor serves a node's subscriptions in creation order).
         # Raw: the node reads the serialized bytes itself (.wire), no message objects built.

@@ -24,23 +24,20 @@ as for Innovation messages.
 from functools import partial
 from typing import Any
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from project_ghost_feedback_msgs.msg import (
-    BeliefSelfAssessment as BeliefSelfAssessmentMsg,
-    Innovation as InnovationMsg,
-    PredictionOutcome as PredictionOutcomeMsg,
-)
+from project_ghost_feedback_msgs.msg import Innovation as InnovationMsg
 
 from ..bridge.innovation_engine import InnovationEngine, InnovationOutputs, PARAMETERS, validate
 from ..core import SelfAssessmentLevel
 from ..core.innovation import vec3_components_of
 from ..px4_aid_source import aid_topic_type, source_name
 from .conversions import belief_to_msg, outcome_to_msg
-from .node_kit import diagnostic_array, diagnostic_status, message_class, ParameterSet
+from .node_kit import (
+    diagnostic_array, diagnostic_status, message_class, ParameterSet, producer_publishers)
 from .node_main import run_node
 
 TASK = 'innovations'
@@ -59,9 +56,7 @@ class InnovationBridgeNode(Node):
         self._last_refused_total = 0
         self._logged_layouts: dict[str, tuple[int, ...]] = {}
         qos = QoSProfile(depth=config['qos_depth'], reliability=ReliabilityPolicy.RELIABLE)
-        self._outcomes = self.create_publisher(PredictionOutcomeMsg, 'prediction_outcome', qos)
-        self._claims = self.create_publisher(BeliefSelfAssessmentMsg, 'self_assessment/raw', qos)
-        self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._outcomes, self._claims, self._diagnostics = producer_publishers(self, qos)
         self.create_subscription(InnovationMsg, 'innovation', self._on_innovation, qos)
         px4_qos = QoSProfile(depth=config['qos_depth'], reliability=ReliabilityPolicy.BEST_EFFORT,
                              durability=DurabilityPolicy.VOLATILE)

@@ -17,23 +17,18 @@ path. ``docs/field.md``, "GNSS reference".
 
 from typing import Any
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticStatus
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import NavSatFix
 
-from project_ghost_feedback_msgs.msg import (
-    BeliefSelfAssessment as BeliefSelfAssessmentMsg,
-    PredictionOutcome as PredictionOutcomeMsg,
-)
-
 from ..bridge.innovation_engine import InnovationOutputs
 from ..bridge.navsat_innovation import NavSatFeed, PARAMETERS, REFUSAL_REASONS, validate
 from ..core import NS_PER_S, SelfAssessmentLevel
 from .conversions import belief_to_msg, outcome_to_msg
-from .node_kit import diagnostic_array, diagnostic_status, ParameterSet
+from .node_kit import diagnostic_array, diagnostic_status, ParameterSet, producer_publishers
 from .node_main import run_node
 
 TASK = 'navsat'
@@ -58,9 +53,7 @@ class NavSatBridgeNode(Node):
         self._fused = config['reference_fused']
         self._last_refused_total = 0
         qos = QoSProfile(depth=config['qos_depth'], reliability=ReliabilityPolicy.RELIABLE)
-        self._outcomes = self.create_publisher(PredictionOutcomeMsg, 'prediction_outcome', qos)
-        self._claims = self.create_publisher(BeliefSelfAssessmentMsg, 'self_assessment/raw', qos)
-        self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._outcomes, self._claims, self._diagnostics = producer_publishers(self, qos)
         self.create_subscription(Odometry, 'estimate', self._on_estimate, qos)
         self.create_subscription(NavSatFix, 'fix', self._on_fix, qos)
         self.create_timer(config['diagnostics_period_s'], self._publish_diagnostics)

@@ -57,7 +57,7 @@ from project_ghost_feedback_msgs.msg import (
 )
 from rclpy.clock import Clock, ClockType, JumpThreshold, TimeJump
 from rclpy.duration import Duration
-from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -100,6 +100,7 @@ from .health import HealthLedger
 from .pose_wire import VIEWS
 from .wire import WireError
 from .node_kit import (
+    NO_PUBLISHER_EVENTS,
     cap_text,
     diagnostic_array,
     make_executor,
@@ -120,12 +121,6 @@ ESTIMATE_CLASSES = {'odometry': Odometry, 'pose_with_covariance': PoseWithCovari
 REFERENCE_CLASSES = {
     'odometry': Odometry, 'pose': PoseStamped, 'pose_with_covariance': PoseWithCovarianceStamped}
 """The message class of each ``estimate_type`` / ``reference_type`` choice (bridge.parameters)."""
-_NO_PUBLISHER_EVENTS = PublisherEventCallbacks(use_default_callbacks=False)
-"""The outputs' publishers without rclpy's default event handlers (incompatible QoS, type): each
-handler is a waitable the single-threaded executor rebuilds its wait set with on every wake-up
-(~5% of the bridge's CPU per pair for these six). The outputs are RELIABLE and VOLATILE,
-which every request but TRANSIENT_LOCAL or a deadline matches, and a subscriber that asks for more
-is warned by its own side (``ros2 topic echo`` prints it)."""
 
 
 class _NodeListener(EngineListener):
@@ -247,14 +242,14 @@ class OutcomeBridge(TimedLogging, Node):
         # objects to fill and convert.
         self._outcome_publisher = self.create_publisher(
             PredictionOutcomeMsg, 'prediction_outcome', output_qos,
-            event_callbacks=_NO_PUBLISHER_EVENTS)
+            event_callbacks=NO_PUBLISHER_EVENTS)
         # Every paired outcome with its raw distances (whiten: the published ones are whitened).
         self._unwhitened_publisher = self.create_publisher(
             PredictionOutcomeMsg, 'prediction_outcome/unwhitened', output_qos,
-            event_callbacks=_NO_PUBLISHER_EVENTS)
+            event_callbacks=NO_PUBLISHER_EVENTS)
         self._assessment_publisher = self.create_publisher(
             BeliefSelfAssessmentMsg, 'self_assessment/raw', output_qos,
-            event_callbacks=_NO_PUBLISHER_EVENTS)
+            event_callbacks=NO_PUBLISHER_EVENTS)
         transforms = None
         if self._param('use_tf'):
             transforms = self._start_tf()
@@ -276,7 +271,7 @@ class OutcomeBridge(TimedLogging, Node):
         listener.engine = self.engine
 
         self._diagnostics_publisher = self.create_publisher(
-            DiagnosticArray, '/diagnostics', 10, event_callbacks=_NO_PUBLISHER_EVENTS)
+            DiagnosticArray, '/diagnostics', 10, event_callbacks=NO_PUBLISHER_EVENTS)
         input_types = {REFERENCE: self._param('reference_type'),
                        ESTIMATE: self._param('estimate_type')}
         classes = {REFERENCE: REFERENCE_CLASSES[input_types[REFERENCE]],
