@@ -86,9 +86,10 @@ def cholesky(matrix: Sequence[float], m: int) -> list[list[float]]:
         row = lower[i]
         for j in range(i + 1):
             other = lower[j]
-            # S_ij - sum_k<j L_ik L_jk, the sum added from 0.0 in the order of k (explicit
-            # loops here and below: the same bits on every Python, whose sum() may compensate)
-            products = 0.0
+            # S_ij - sum_k<j L_ik L_jk, the sum added in the order of k from the int 0, as sum()
+            # does (an int S_ij with nothing to subtract stays an int); explicit loops here and
+            # below: the same bits on every Python, whose sum() may compensate
+            products: float = 0
             for k in range(j):
                 products += row[k] * other[k]
             total = matrix[i * m + j] - products
