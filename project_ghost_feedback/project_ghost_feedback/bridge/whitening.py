@@ -48,7 +48,7 @@ from typing import Any
 
 from ..core.bias_evidence import BiasEvidence
 from ..core.feedback.chi_square import chi_to_chi3
-from ..core.innovation import InnovationRefused, whiten
+from ..core.innovation import InnovationRefused, norm, whiten
 from ..core.serial_whitening import (
     DEFAULT_ALPHA, DEFAULT_GUARD_ALPHA, DEFAULT_MAX_GAP_FACTOR, DEFAULT_ORDER,
     DEFAULT_WARMUP_SAMPLES, SerialWhitener)
@@ -70,14 +70,6 @@ def cholesky_whiten(error: Sequence[float], covariance: Sequence[Sequence[float]
     if not all(map(math.isfinite, z)):
         return None
     return tuple(z)
-
-
-def norm(v: Sequence[float]) -> float:
-    """Return the Euclidean norm of ``v``."""
-    total = 0.0   # added from 0.0 in order (an explicit loop: sum() may compensate)
-    for x in v:
-        total += x * x
-    return math.sqrt(total)
 
 
 def error_blocks(error: Any, estimate_covariance: Any, reference_covariance: Any,

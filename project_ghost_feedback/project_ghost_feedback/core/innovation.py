@@ -122,12 +122,21 @@ def whiten(error: Sequence[float], matrix: Sequence[float]) -> list[float]:
     return white
 
 
+def norm(v: Sequence[float]) -> float:
+    """Return the Euclidean norm of ``v``.
+
+    The squares are added from 0.0 in order, as ``sum()`` does in 3.11: an explicit loop, so the
+    same bits where ``sum()`` compensates.
+    """
+    squared = 0.0
+    for x in v:
+        squared += x * x
+    return math.sqrt(squared)
+
+
 def whitened_distance(error: Sequence[float], matrix: Sequence[float]) -> float:
     """Return the unsquared ``sqrt(e^T S^-1 e)`` by forward substitution with ``chol(S)``."""
-    squared = 0.0
-    for w in whiten(error, matrix):
-        squared += w * w
-    return math.sqrt(squared)
+    return norm(whiten(error, matrix))
 
 
 def check_layout(innovation: Sequence[float], covariance: Sequence[float],
@@ -188,7 +197,7 @@ def whitened_blocks(innovation: Sequence[float], covariance: Sequence[float],
 
 def _mapped_distance(white: list[float]) -> float:
     """Return a whitened block's ``chi(m_b)`` distance mapped onto ``chi(3)``."""
-    return chi_to_chi3(math.sqrt(sum(w * w for w in white)), len(white))
+    return chi_to_chi3(norm(white), len(white))
 
 
 def block_distances(innovation: Sequence[float], covariance: Sequence[float],

@@ -272,9 +272,8 @@ STATUS_NAMES = ('OK', 'WARN', 'ERROR', 'STALE')
 def producer_publishers(node: Node, qos: QoSProfile) -> tuple[Publisher, Publisher, Publisher]:
     """Return the ``prediction_outcome``, ``self_assessment/raw`` and ``/diagnostics`` publishers.
 
-    The outputs of a node that produces outcomes and claims from field inputs (the innovation
-    and NavSat bridges), ``qos`` for the first two, none with rclpy's default event handlers
-    (:data:`NO_PUBLISHER_EVENTS`).
+    The outputs every bridge shares (the outcome, innovation and NavSat bridges), ``qos`` for the
+    first two, none with rclpy's default event handlers (:data:`NO_PUBLISHER_EVENTS`).
     """
     return (node.create_publisher(PredictionOutcomeMsg, 'prediction_outcome', qos,
                                   event_callbacks=NO_PUBLISHER_EVENTS),

@@ -48,13 +48,10 @@ from functools import partial
 import sys
 from typing import Any, TYPE_CHECKING
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
-from project_ghost_feedback_msgs.msg import (
-    BeliefSelfAssessment as BeliefSelfAssessmentMsg,
-    PredictionOutcome as PredictionOutcomeMsg,
-)
+from project_ghost_feedback_msgs.msg import PredictionOutcome as PredictionOutcomeMsg
 from rclpy.clock import Clock, ClockType, JumpThreshold, TimeJump
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
@@ -107,6 +104,7 @@ from .node_kit import (
     NS_PER_S,
     ParameterSet,
     PeriodicTimer,
+    producer_publishers,
     TimedLogging,
 )
 from .node_main import run_node
@@ -240,15 +238,11 @@ class OutcomeBridge(TimedLogging, Node):
                                 reliability=ReliabilityPolicy.RELIABLE)
         # The outputs are published as the CDR bytes of the contracts (msg_encoding): no message
         # objects to fill and convert.
-        self._outcome_publisher = self.create_publisher(
-            PredictionOutcomeMsg, 'prediction_outcome', output_qos,
-            event_callbacks=NO_PUBLISHER_EVENTS)
+        self._outcome_publisher, self._assessment_publisher, self._diagnostics_publisher = (
+            producer_publishers(self, output_qos))
         # Every paired outcome with its raw distances (whiten: the published ones are whitened).
         self._unwhitened_publisher = self.create_publisher(
             PredictionOutcomeMsg, 'prediction_outcome/unwhitened', output_qos,
-            event_callbacks=NO_PUBLISHER_EVENTS)
-        self._assessment_publisher = self.create_publisher(
-            BeliefSelfAssessmentMsg, 'self_assessment/raw', output_qos,
             event_callbacks=NO_PUBLISHER_EVENTS)
         transforms = None
         if self._param('use_tf'):
@@ -270,8 +264,6 @@ class OutcomeBridge(TimedLogging, Node):
             transforms=transforms)
         listener.engine = self.engine
 
-        self._diagnostics_publisher = self.create_publisher(
-            DiagnosticArray, '/diagnostics', 10, event_callbacks=NO_PUBLISHER_EVENTS)
         input_types = {REFERENCE: self._param('reference_type'),
                        ESTIMATE: self._param('estimate_type')}
         classes = {REFERENCE: REFERENCE_CLASSES[input_types[REFERENCE]],
