@@ -358,7 +358,7 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     """Run the stack demo with parsed ``args``; return the exit code."""
-    from ..ros.sim_stack_node import scaled_phases, StackFrames
+    from ..ros.sim_stack_node import clock_msg, scaled_phases, StackFrames
     from ..sim.localization_stack import LocalizationStack
 
     ensure_loopback()
@@ -405,14 +405,13 @@ def run(args: argparse.Namespace) -> int:
         if not wait_for_nodes(player, {'feedback node': feedback, 'outcome bridge': bridge}):
             return 1
         print('[demo] bridge and feedback node connected; playing')
-        from rosgraph_msgs.msg import Clock
         wall_start = time.monotonic()
         progress = _Progress(spans)
         for sample in stack.run():
             progress.note(sample.stamp_ns, len(player.calibrated))
-            tick = Clock()
-            tick.clock.sec, tick.clock.nanosec = divmod(sample.stamp_ns, NS_PER_S)
-            player.clock.publish(tick)
+            tick = clock_msg(sample)
+            if tick is not None:
+                player.clock.publish(tick)
             tf_message, truth_message, estimate_message = frames.messages(sample)
             if tf_message is not None:
                 assert player.tf is not None  # tf messages come only with a drift, so tf=True

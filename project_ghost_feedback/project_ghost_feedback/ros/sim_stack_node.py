@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Play the simulated robot + Kalman filter (sim/localization_stack.py) over DDS.
 
-Publishes ``/clock`` (sim time, every truth step), the filter's estimate as nav_msgs/Odometry
-with covariance on ``odometry/filtered`` (10 Hz of sim time) and the ground truth as Odometry on
-``ground_truth/odom`` (50 Hz, zero covariance), both in frame ``odom`` with child ``base_link``,
-at ``--speed`` sim seconds per wall second. Topics are relative: remap or set a namespace.
+Publishes ``/clock`` (sim time, at the filter's steps: :func:`clock_msg`), the filter's estimate
+as nav_msgs/Odometry with covariance on ``odometry/filtered`` (10 Hz of sim time) and the ground
+truth as Odometry on ``ground_truth/odom`` (50 Hz, zero covariance), both in frame ``odom`` with
+child ``base_link``, at ``--speed`` sim seconds per wall second. Topics are relative: remap or
+set a namespace.
 
 With ``--tf`` it publishes its frames as a real stack does: the ground truth in ``map``, the
 estimate in ``odom``, and ``map -> odom`` on /tf at every truth step, moving as a localization
@@ -39,6 +40,20 @@ if TYPE_CHECKING:
 
 FRAME_ID = 'odom'
 CHILD_FRAME_ID = 'base_link'
+
+
+def clock_msg(sample: Any) -> Clock | None:
+    """Return the ``/clock`` message of a simulator step, or None between the filter's steps.
+
+    The clock ticks at the filter's steps only (10 Hz of sim time, not the truth's 50 Hz), as a
+    simulator throttles it (gazebo_ros publishes /clock at 10 Hz by default): the nodes judge
+    their inputs by stamps, and their sim-time timers need no finer clock.
+    """
+    if not sample.is_estimate:
+        return None
+    tick = Clock()
+    tick.clock.sec, tick.clock.nanosec = divmod(sample.stamp_ns, NS_PER_S)
+    return tick
 
 
 def odometry_msg(stamp_ns: int, position: Sequence[float], quaternion: Sequence[float],
@@ -172,9 +187,9 @@ def play(node: Node, stack: LocalizationStack, speed: float,
         delay = start + sample.stamp_ns / NS_PER_S / speed - time.monotonic()
         if delay > 0:
             time.sleep(delay)
-        tick = Clock()
-        tick.clock.sec, tick.clock.nanosec = divmod(sample.stamp_ns, NS_PER_S)
-        clock.publish(tick)
+        tick = clock_msg(sample)
+        if tick is not None:
+            clock.publish(tick)
         tf_message, truth_message, estimate_message = frames.messages(sample)
         if tf_message is not None:
             tf.publish(tf_message)
