@@ -48,9 +48,16 @@ class ShutdownRequest:
         self.signum = signum
 
     def restore(self) -> None:
-        """Put the previous handlers back."""
+        """Put the previous handlers back; after a signal, ignore SIGINT and SIGTERM instead.
+
+        After a SIGINT or SIGTERM the process is ending: a second one is ignored until it has
+        exited (Ctrl-C in a terminal reaches ``ros2 launch`` and its nodes alike, and launch then
+        sends its own SIGINT). Python's handlers would not do: while the interpreter finalizes it
+        puts the default action back, and the process died by the signal (exit -2) after a
+        clean shutdown. An ignored signal stays ignored through finalization.
+        """
         for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
+            signal.signal(signum, signal.SIG_IGN if self else handler)
         self._previous.clear()
 
 
