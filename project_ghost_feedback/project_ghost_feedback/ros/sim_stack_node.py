@@ -45,9 +45,9 @@ CHILD_FRAME_ID = 'base_link'
 def clock_msg(sample: Any) -> Clock | None:
     """Return the ``/clock`` message of a simulator step, or None between the filter's steps.
 
-    The clock ticks at the filter's steps only (10 Hz of sim time, not the truth's 50 Hz), as a
-    simulator throttles it (gazebo_ros publishes /clock at 10 Hz by default): the nodes judge
-    their inputs by stamps, and their sim-time timers need no finer clock.
+    The clock ticks at the filter's steps only (10 Hz of sim time by default, not the truth's
+    50 Hz), as a simulator throttles it (gazebo_ros publishes /clock at 10 Hz by default): the
+    nodes judge their inputs by stamps, and their sim-time timers need no finer clock.
     """
     if not sample.is_estimate:
         return None

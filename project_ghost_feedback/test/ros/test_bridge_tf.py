@@ -251,6 +251,19 @@ def test_the_simulator_stack_publishes_its_frames_through_tf():
     assert len(steps) == 4  # 7 s, corrected every 2 s
 
 
+def test_the_simulator_clock_ticks_at_the_filters_steps_with_their_stamps():
+    """clock_msg (sim_stack_node and the demo): /clock at each estimate's stamp, none between."""
+    from project_ghost_feedback.ros.sim_stack_node import clock_msg
+
+    samples = list(stack_samples(seed=1, phases=(StackPhase('tuned', 3.0),)))
+    ticks = [(sample, clock_msg(sample)) for sample in samples]
+    stamped = [sample.stamp_ns for sample, tick in ticks if tick is not None]
+    assert stamped == [sample.stamp_ns for sample in samples if sample.is_estimate]
+    assert len(stamped) == 30 and len(samples) == 5 * len(stamped)  # 10 Hz of a 50 Hz truth
+    assert all(tick.clock.sec * SECOND_NS + tick.clock.nanosec == sample.stamp_ns
+               for sample, tick in ticks if tick is not None)
+
+
 def _engine(values=None):
     """Return (PairingEngine with tf2's BufferCore as its provider, the core, what it handed)."""
     from project_ghost_feedback.bridge.engine_interface import EngineListener
