@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import math
 
 from .bias_evidence import BiasEvidence
+from .serial_whitening import squared_norm
 from .validation import TAXONOMY_MAX_LEN, TAXONOMY_PATTERN
 from .feedback.chi_square import (  # noqa: F401  (chi_to_chi3 is part of this module's API)
     chi_square_quantile,
@@ -123,15 +124,8 @@ def whiten(error: Sequence[float], matrix: Sequence[float]) -> list[float]:
 
 
 def norm(v: Sequence[float]) -> float:
-    """Return the Euclidean norm of ``v``.
-
-    The squares are added from 0.0 in order, as ``sum()`` does in 3.11: an explicit loop, so the
-    same bits where ``sum()`` compensates.
-    """
-    squared = 0.0
-    for x in v:
-        squared += x * x
-    return math.sqrt(squared)
+    """Return the Euclidean norm of ``v`` (the square root of :func:`squared_norm`)."""
+    return math.sqrt(squared_norm(v))
 
 
 def whitened_distance(error: Sequence[float], matrix: Sequence[float]) -> float:

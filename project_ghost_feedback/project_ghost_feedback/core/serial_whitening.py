@@ -56,6 +56,27 @@ MIN_INNOVATION_RATIO = 1e-4
 """Smallest innovation variance relative to the series' (a near-deterministic fit)."""
 
 
+def _clipped(r: float) -> float:
+    """Return ``r`` clipped to [-MAX_PHI, MAX_PHI] (a NaN stays NaN)."""
+    if r < -MAX_PHI:
+        return -MAX_PHI
+    if r > MAX_PHI:
+        return MAX_PHI
+    return r
+
+
+def squared_norm(v: Sequence[float]) -> float:
+    """Return ``|v|^2``, the squares added from 0.0 in order.
+
+    What ``sum()`` does in 3.11, as an explicit loop: the same bits where ``sum()`` compensates
+    (3.12+).
+    """
+    squared = 0.0
+    for x in v:
+        squared += x * x
+    return squared
+
+
 def yule_walker(rho: Sequence[float], order: int) -> tuple[tuple[float, ...], float]:
     """Return ``(phi, s2)`` of an AR(``order``) from autocorrelations ``rho[0..order-1]``.
 
@@ -63,18 +84,9 @@ def yule_walker(rho: Sequence[float], order: int) -> tuple[tuple[float, ...], fl
     not stationary or leaves less than ``MIN_INNOVATION_RATIO`` of the variance; ``s2`` is the
     innovation variance relative to the process variance.
     """
-    # Each rho clipped to [-MAX_PHI, MAX_PHI] (as min(max(r, -MAX_PHI), MAX_PHI), NaN kept).
-    r1 = rho[0] if rho else 0.0
-    if r1 < -MAX_PHI:
-        r1 = -MAX_PHI
-    elif r1 > MAX_PHI:
-        r1 = MAX_PHI
+    r1 = _clipped(rho[0]) if rho else 0.0
     if order >= 2 and len(rho) >= 2:
-        r2 = rho[1]
-        if r2 < -MAX_PHI:
-            r2 = -MAX_PHI
-        elif r2 > MAX_PHI:
-            r2 = MAX_PHI
+        r2 = _clipped(rho[1])
         den = 1.0 - r1 * r1
         phi1 = r1 * (1.0 - r2) / den
         phi2 = (r2 - r1 * r1) / den
@@ -217,10 +229,7 @@ class SerialWhitener:
             v = tuple(white)
         else:
             v = z
-        squared = 0.0
-        for zc in z:
-            squared += zc * zc
-        if squared > gross_limit(len(z)):
+        if squared_norm(z) > gross_limit(len(z)):
             self.gross += 1
             self._lags = []   # not a gap: counted in ``gross``, not ``breaks``
             return v
