@@ -41,6 +41,7 @@ from .nees import format_nees, nees_series, summarize_nees
 from .run import _replay_check, _stop_node, check_positive
 
 if TYPE_CHECKING:
+    from ..ros.sim_stack_node import StackFrames
     from ..sim.localization_stack import StackPhase
 
 _Spans = Sequence[tuple[str, int, int]]
@@ -109,13 +110,14 @@ def _process(module: str, *ros_args: str) -> subprocess.Popen[bytes]:
 class _Player:
     """The simulator's ROS side plus the listeners, in a private context."""
 
-    def __init__(self, tf: bool = False) -> None:
+    def __init__(self, frames: StackFrames) -> None:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from nav_msgs.msg import Odometry
         from project_ghost_feedback_msgs.msg import CalibratedSelfAssessment, PredictionOutcome
         from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-        from rosgraph_msgs.msg import Clock
+
+        from ..ros.sim_stack_node import StackPublishers
 
         self._rclpy = rclpy
         self.context = rclpy.Context()
@@ -123,16 +125,7 @@ class _Player:
         self.node = rclpy.create_node('sim_stack', context=self.context)
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                          reliability=ReliabilityPolicy.RELIABLE)
-        self.clock = self.node.create_publisher(Clock, '/clock', 10)
-        self.estimate = self.node.create_publisher(Odometry, ESTIMATE_TOPIC, qos)
-        self.truth = self.node.create_publisher(Odometry, REFERENCE_TOPIC, qos)
-        self.tf = None
-        if tf:
-            from tf2_msgs.msg import TFMessage
-
-            # As deep as the inputs: a KEEP_LAST writer overwrites what a lagging bridge has not
-            # taken yet, and tf2 would interpolate across the lost sample.
-            self.tf = self.node.create_publisher(TFMessage, '/tf', qos)
+        self.stack = StackPublishers(self.node, frames, ESTIMATE_TOPIC, REFERENCE_TOPIC)
         self.outcomes: dict[int, tuple[float, float]] = {}
         self.calibrated: dict[int, _Calibrated] = {}
         self.samples: dict[int, Any] = {}  # the estimates published, by stamp (for the NEES)
@@ -183,9 +176,10 @@ class _Player:
         """
         feedback = ('outcome_publishers', 'assessment_publishers')
         bridge = ('estimate_publishers', 'reference_publishers')
-        return (self.estimate.get_subscription_count() > 0
-                and self.truth.get_subscription_count() > 0
-                and (self.tf is None or self.tf.get_subscription_count() > 0)
+        stack = self.stack
+        return (stack.estimate.get_subscription_count() > 0
+                and stack.truth.get_subscription_count() > 0
+                and (stack.tf is None or stack.tf.get_subscription_count() > 0)
                 and all(s.get_publisher_count() > 0 for s in self._subscriptions)
                 and all(int(self.feedback_status.get(key, 0)) > 0 for key in feedback)
                 and all(int(self.bridge_status.get(key, 0)) > 0 for key in bridge))
@@ -358,7 +352,7 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     """Run the stack demo with parsed ``args``; return the exit code."""
-    from ..ros.sim_stack_node import clock_msg, scaled_phases, StackFrames
+    from ..ros.sim_stack_node import scaled_phases, StackFrames
     from ..sim.localization_stack import LocalizationStack
 
     ensure_loopback()
@@ -399,7 +393,7 @@ def run(args: argparse.Namespace) -> int:
                       # let a reference wait one wall second (tf.max_wait_s is input time).
                       '-p', f'tf.max_wait_s:={max(1.0, float(args.speed)):.1f}',
                       '-p', 'use_sim_time:=true')
-    player = _Player(tf=frames.drift is not None)
+    player = _Player(frames)
     estimates = 0
     try:
         if not wait_for_nodes(player, {'feedback node': feedback, 'outcome bridge': bridge}):
@@ -409,19 +403,10 @@ def run(args: argparse.Namespace) -> int:
         progress = _Progress(spans)
         for sample in stack.run():
             progress.note(sample.stamp_ns, len(player.calibrated))
-            tick = clock_msg(sample)
-            if tick is not None:
-                player.clock.publish(tick)
-            tf_message, truth_message, estimate_message = frames.messages(sample)
-            if tf_message is not None:
-                assert player.tf is not None  # tf messages come only with a drift, so tf=True
-                player.tf.publish(tf_message)
-            player.truth.publish(truth_message)
-            if estimate_message is not None:
+            if player.stack.publish(sample):
                 # For the NEES: the estimate, its covariance and the truth in the frame the
                 # bridge compares them in (odom with tf).
                 player.samples[sample.stamp_ns] = frames.as_published(sample)
-                player.estimate.publish(estimate_message)
                 estimates += 1
             due = wall_start + sample.stamp_ns / NS_PER_S / args.speed
             player.spin_for(max(0.0, due - time.monotonic()))

@@ -146,6 +146,46 @@ class StackFrames:
         return tf, truth, estimate
 
 
+class StackPublishers:
+    """The simulator's publishers, and one step published in order (this node and the demo).
+
+    Per step: ``/clock`` at the filter's steps (:func:`clock_msg`), then what
+    :meth:`StackFrames.messages` returns: ``map -> odom`` on /tf (with a drift), the truth, the
+    estimate (at the filter's steps). The inputs and /tf are RELIABLE KEEP_LAST 1000: a shallower
+    writer overwrites what a lagging bridge has not taken yet (and tf2 would interpolate across a
+    lost transform).
+    """
+
+    def __init__(self, node: Node, frames: StackFrames,
+                 estimate_topic: str = 'odometry/filtered',
+                 truth_topic: str = 'ground_truth/odom') -> None:
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                         reliability=ReliabilityPolicy.RELIABLE)
+        self.frames = frames
+        self.clock = node.create_publisher(Clock, '/clock', 10)
+        self.estimate = node.create_publisher(Odometry, estimate_topic, qos)
+        self.truth = node.create_publisher(Odometry, truth_topic, qos)
+        self.tf: Any = None
+        if frames.drift is not None:
+            from tf2_msgs.msg import TFMessage
+
+            self.tf = node.create_publisher(TFMessage, '/tf', qos)
+
+    def publish(self, sample: Any) -> bool:
+        """Publish the messages of one step; return True when one of them was an estimate."""
+        tick = clock_msg(sample)
+        if tick is not None:
+            self.clock.publish(tick)
+        tf_message, truth_message, estimate_message = self.frames.messages(sample)
+        if tf_message is not None:
+            self.tf.publish(tf_message)
+        self.truth.publish(truth_message)
+        if estimate_message is None:
+            return False
+        self.estimate.publish(estimate_message)
+        return True
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser."""
     parser = argparse.ArgumentParser(
@@ -168,17 +208,7 @@ def play(node: Node, stack: LocalizationStack, speed: float,
 
     ``frames``: a :class:`StackFrames` (default: both poses in odom, no tf).
     """
-    frames = frames or StackFrames()
-    qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
-                     reliability=ReliabilityPolicy.RELIABLE)
-    clock = node.create_publisher(Clock, '/clock', 10)
-    estimate = node.create_publisher(Odometry, 'odometry/filtered', qos)
-    truth = node.create_publisher(Odometry, 'ground_truth/odom', qos)
-    tf: Any = None
-    if frames.drift is not None:
-        from tf2_msgs.msg import TFMessage
-
-        tf = node.create_publisher(TFMessage, '/tf', qos)  # as deep as the inputs
+    publishers = StackPublishers(node, frames or StackFrames())
     start = time.monotonic()
     published = 0
     for sample in stack.run():
@@ -187,16 +217,7 @@ def play(node: Node, stack: LocalizationStack, speed: float,
         delay = start + sample.stamp_ns / NS_PER_S / speed - time.monotonic()
         if delay > 0:
             time.sleep(delay)
-        tick = clock_msg(sample)
-        if tick is not None:
-            clock.publish(tick)
-        tf_message, truth_message, estimate_message = frames.messages(sample)
-        if tf_message is not None:
-            tf.publish(tf_message)
-        truth.publish(truth_message)
-        if estimate_message is not None:
-            estimate.publish(estimate_message)
-            published += 1
+        published += publishers.publish(sample)
     return published
 
 
